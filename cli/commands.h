@@ -1,0 +1,34 @@
+// Each arfit subcommand lives in its own file cli/cmd_<name>.cpp and registers itself with
+// ARFIT_REGISTER_COMMAND, so adding a command touches no shared file (as google/benchmark registers
+// benchmarks). The cmd files are compiled straight into the executable, so the registrations are kept.
+// Mains stay thin: parsing and printing here, the work in model/, ingest/, fit/, codegen/, plots/.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <vector>
+
+namespace arfit::cli {
+
+using CommandAdder = void (*)(CLI::App& app);
+
+struct CommandRegistration {
+  const char* name;
+  int order;  // position in --help: lower first
+  CommandAdder add;
+};
+
+// Called from static initialisers; returns a dummy so it can initialise a namespace-scope constant.
+int register_command(const char* name, int order, CommandAdder add);
+// All registrations, sorted by order then name.
+std::vector<CommandRegistration> registered_commands();
+
+// Exit code for usage errors that a command finds after parsing (bad combinations of valid options).
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace arfit::cli
+
+#define ARFIT_REGISTER_COMMAND(name, order, adder) \
+  static const int arfit_command_registration_##name = ::arfit::cli::register_command(#name, order, adder)

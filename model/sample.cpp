@@ -1,0 +1,117 @@
+#include "model/sample.h"
+
+#include <algorithm>
+#include <cctype>
+#include <stdexcept>
+
+namespace arfit {
+namespace {
+
+// Lower-case and drop '_', '-' and spaces so "all_reduce", "AllReduce" and "all-reduce" compare equal.
+std::string squash(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    if (ch == '_' || ch == '-' || ch == ' ') continue;
+    out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(ch))));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string to_string(Collective c) {
+  switch (c) {
+    case Collective::AllReduce: return "allreduce";
+    case Collective::AllGather: return "allgather";
+    case Collective::ReduceScatter: return "reducescatter";
+    case Collective::AllToAll: return "alltoall";
+    case Collective::AllToAllV: return "alltoallv";
+    case Collective::Broadcast: return "broadcast";
+    case Collective::Reduce: return "reduce";
+    case Collective::SendRecv: return "sendrecv";
+  }
+  return "?";
+}
+
+std::string to_string(FusionOp f) {
+  switch (f) {
+    case FusionOp::None: return "NONE";
+    case FusionOp::ResidualRmsNorm: return "RESIDUAL_RMS_NORM";
+    case FusionOp::ResidualRmsNormQuantFp8: return "RESIDUAL_RMS_NORM_QUANT_FP8";
+    case FusionOp::ResidualRmsNormQuantNvfp4: return "RESIDUAL_RMS_NORM_QUANT_NVFP4";
+  }
+  return "?";
+}
+
+const std::vector<Collective>& all_collectives() {
+  static const std::vector<Collective> v = {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter,
+                                            Collective::AllToAll,  Collective::AllToAllV, Collective::Broadcast,
+                                            Collective::Reduce,    Collective::SendRecv};
+  return v;
+}
+
+const std::vector<FusionOp>& all_fusions() {
+  static const std::vector<FusionOp> v = {FusionOp::None, FusionOp::ResidualRmsNorm, FusionOp::ResidualRmsNormQuantFp8,
+                                          FusionOp::ResidualRmsNormQuantNvfp4};
+  return v;
+}
+
+std::optional<Collective> try_parse_collective(const std::string& s) {
+  const std::string k = squash(s);
+  for (Collective c : all_collectives())
+    if (k == to_string(c)) return c;
+  if (k == "a2a" || k == "alltoallsingle") return Collective::AllToAll;
+  if (k == "a2av") return Collective::AllToAllV;
+  if (k == "bcast") return Collective::Broadcast;
+  if (k == "sendrecvperf" || k == "p2p") return Collective::SendRecv;
+  return std::nullopt;
+}
+
+Collective parse_collective(const std::string& s) {
+  if (auto c = try_parse_collective(s)) return *c;
+  throw std::invalid_argument("unknown collective '" + s +
+                              "' (known: allreduce, allgather, reducescatter, alltoall, alltoallv, broadcast, reduce, sendrecv)");
+}
+
+std::optional<FusionOp> try_parse_fusion(const std::string& s) {
+  const std::string k = squash(s);
+  if (k.empty() || k == "none" || k == "nofusion") return FusionOp::None;
+  for (FusionOp f : all_fusions())
+    if (k == squash(to_string(f))) return f;
+  if (k == "residualrmsnormfp8" || k == "residualrmsnormquantfp8") return FusionOp::ResidualRmsNormQuantFp8;
+  if (k == "residualrmsnormnvfp4" || k == "residualrmsnormquantnvfp4") return FusionOp::ResidualRmsNormQuantNvfp4;
+  return std::nullopt;
+}
+
+FusionOp parse_fusion(const std::string& s) {
+  if (auto f = try_parse_fusion(s)) return *f;
+  throw std::invalid_argument("unknown fusion op '" + s +
+                              "' (known: NONE, RESIDUAL_RMS_NORM, RESIDUAL_RMS_NORM_QUANT_FP8, RESIDUAL_RMS_NORM_QUANT_NVFP4)");
+}
+
+std::string canonical_dtype(const std::string& dtype) {
+  const std::string k = squash(dtype);
+  if (k == "bf16" || k == "bfloat16") return "bf16";
+  if (k == "fp16" || k == "half" || k == "float16") return "fp16";
+  if (k == "fp32" || k == "float" || k == "float32") return "fp32";
+  if (k == "fp64" || k == "double" || k == "float64") return "fp64";
+  if (k == "int8" || k == "char") return "int8";
+  if (k == "uint8") return "uint8";
+  if (k == "int32" || k == "int") return "int32";
+  if (k == "uint32") return "uint32";
+  if (k == "int64") return "int64";
+  if (k == "uint64") return "uint64";
+  if (k == "fp8" || k == "fp8e4m3" || k == "e4m3") return "fp8_e4m3";
+  return dtype;
+}
+
+int dtype_size(const std::string& dtype) {
+  const std::string c = canonical_dtype(dtype);
+  if (c == "bf16" || c == "fp16") return 2;
+  if (c == "fp32" || c == "int32" || c == "uint32") return 4;
+  if (c == "fp64" || c == "int64" || c == "uint64") return 8;
+  if (c == "int8" || c == "uint8" || c == "fp8_e4m3") return 1;
+  return 0;
+}
+
+}  // namespace arfit

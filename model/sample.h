@@ -1,0 +1,72 @@
+// One measured point of a collective, the record every part of arfit exchanges.
+// model/ holds pure data types and math: no Ceres, no CUDA, no MPI.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace arfit {
+
+enum class Collective { AllReduce, AllGather, ReduceScatter, AllToAll, AllToAllV, Broadcast, Reduce, SendRecv };
+
+// Fusion ops in TensorRT-LLM's order (the order of the codegen table's fusion axis).
+enum class FusionOp { None, ResidualRmsNorm, ResidualRmsNormQuantFp8, ResidualRmsNormQuantNvfp4 };
+
+// Canonical names ("allreduce", "NONE", ...); parse accepts common aliases
+// ("all_reduce", "AllReduce", "RESIDUAL_RMS_NORM", ...). Both throw std::invalid_argument on unknowns.
+std::string to_string(Collective c);
+std::string to_string(FusionOp f);
+Collective parse_collective(const std::string& s);
+FusionOp parse_fusion(const std::string& s);
+std::optional<Collective> try_parse_collective(const std::string& s);
+std::optional<FusionOp> try_parse_fusion(const std::string& s);
+const std::vector<Collective>& all_collectives();
+const std::vector<FusionOp>& all_fusions();
+
+// Known strategy names; strategies are open-ended strings, these are the ones codegen numbers.
+namespace strategy {
+inline constexpr const char* kNccl = "NCCL";
+inline constexpr const char* kOneShot = "ONESHOT";
+inline constexpr const char* kTwoShot = "TWOSHOT";
+inline constexpr const char* kNcclSymmetric = "NCCL_SYMMETRIC";
+}  // namespace strategy
+
+// Bytes per element for a dtype name ("bf16", "bfloat16", "half", "fp16", "float", "fp32", "int8", "fp8", ...).
+// Returns 0 for unknown names.
+int dtype_size(const std::string& dtype);
+// Canonical dtype name ("bf16", "fp16", "fp32", "fp64", "int8", "int32", "int64", "fp8_e4m3", "uint8"); unknown names pass through.
+std::string canonical_dtype(const std::string& dtype);
+
+enum class SampleStatus { Ok, Failed };
+
+struct Sample {
+  Collective collective = Collective::AllReduce;
+  std::string strategy = strategy::kNccl;
+  FusionOp fusion = FusionOp::None;
+  std::string dtype = "bf16";
+  int nranks = 0;
+  int nnodes = 1;
+  std::string device;        // e.g. "NVIDIA H100 80GB HBM3"; free text
+  int sm = 0;                // SM version, e.g. 90; 0 = unknown
+  std::int64_t tokens = 0;   // 0 when the point is a plain byte size
+  std::int64_t hidden = 0;
+  std::int64_t bytes = 0;    // message size as nccl-tests defines it per collective
+  double time_us = 0;        // central value (median) of the iterations
+  double p10_us = 0, p90_us = 0;  // spread; 0 = not recorded
+  double min_us = 0, max_us = 0;  // 0 = not recorded
+  int iterations = 0;        // 0 = unknown
+  bool in_place = false;
+  SampleStatus status = SampleStatus::Ok;  // Failed rows never carry timings that are used
+  std::int64_t wrong = 0;    // wrong-element count reported by the correctness check
+  std::string backend;       // nccl-tests, aiconfigurator, arbench-host, arbench-nccl, ...
+  std::string source;        // free-form: file name, run id
+  std::string splits;        // all-to-allv split "B,T0-T1-...,D" or per-rank bytes; empty otherwise
+  std::map<std::string, std::string> extra;  // unknown columns, kept on round-trip
+
+  bool ok() const { return status == SampleStatus::Ok; }
+};
+
+}  // namespace arfit
