@@ -12,6 +12,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin
   libcli11-dev
+  clang libclang-rt-14-dev   # libFuzzer targets of the ingest readers (ctest -L fuzz)
 )
 
 missing=()

@@ -1,0 +1,147 @@
+// arbench: thin main. Parses the command line and the grid on every rank (so every rank rejects a bad
+// one the same way, before any measurement), lets rank 0 prepare the output, then hands over to the Runner.
+// Exit status: 0 all cases ok; 1 some case failed (wrong results, error, timeout) or a runtime error;
+// 2 bad command line or impossible grid (nothing measured); 3 stopped by a timeout.
+#include <algorithm>
+#include <iostream>
+#include <mpi.h>
+#include <unistd.h>
+
+#include "bench/backend.h"
+#include "bench/options.h"
+#include "bench/plan.h"
+#include "bench/reporter.h"
+#include "bench/run_info.h"
+#include "bench/runner.h"
+
+using namespace arfit::bench;
+
+namespace {
+
+int run(int argc, char** argv, int rank, int size) {
+  const bool root = rank == 0;
+  Options opt;
+  PlannedGrid grid;
+  std::unique_ptr<Backend> backend;
+  std::vector<std::string> notices;
+  try {
+    opt = parse_options(argc, argv);
+    if (opt.help) {
+      if (root) std::cout << opt.help_text;
+      return 0;
+    }
+    PlanOptions po;
+    po.limits.world = size;
+    po.limits.workspace = opt.workspace;
+    po.limits.virtual_ranks = opt.runner.virtual_ranks;
+    po.buffers = opt.runner.buffers;
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &po.ranks_per_node);
+    MPI_Comm_free(&node);
+    po.memory_bytes = static_cast<std::int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+    grid = plan_cases(opt.spec, po, &notices);
+  } catch (const GridError& e) {
+    if (root) std::cerr << "arbench: error: " << e.what() << "\nRun with --help for more information.\n";
+    return 2;
+  }
+  if (root && !opt.quiet)
+    for (const auto& n : notices) std::cerr << "arbench: note: " << n << "\n";
+  if (opt.dry_run) {
+    if (root) {
+      std::cout << "# plan " << opt.spec.plan.to_string() << ": " << grid.cases.size() << " of " << grid.full_cases
+                << " cases (" << grid.planned_points << " of " << grid.full_points << " size points)\n";
+      for (const Case& c : grid.cases) std::cout << c.index << "\t" << c.describe() << "\n";
+    }
+    return 0;
+  }
+
+  // Output state (rank 0), shared with every rank: an error flag and the cases still to run.
+  const RunIdentity id = identify_run(MPI_COMM_WORLD);
+  std::vector<int> todo;
+  std::size_t resumed = 0;
+  OutputState out;
+  int error = 0;
+  std::string error_text;
+  if (root) {
+    try {
+      out = inspect_output(opt.output, opt.spec.to_json(), opt.resume, opt.overwrite);
+      for (const Case& c : grid.cases)
+        if (out.finished.count(c.key()))
+          ++resumed;
+        else
+          todo.push_back(c.index);
+    } catch (const GridError& e) {
+      error = 2;
+      error_text = e.what();
+    }
+  }
+  MPI_Bcast(&error, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (error) {
+    if (root) std::cerr << "arbench: error: " << error_text << "\n";
+    return error;
+  }
+  int ntodo = static_cast<int>(todo.size());
+  MPI_Bcast(&ntodo, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  todo.resize(static_cast<std::size_t>(ntodo));
+  MPI_Bcast(todo.data(), ntodo, MPI_INT, 0, MPI_COMM_WORLD);
+  unsigned long long resumed_all = resumed;
+  MPI_Bcast(&resumed_all, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+
+  try {
+    BackendOptions bo;
+    bo.workspace = opt.workspace;
+    bo.virtual_ranks = opt.runner.virtual_ranks;
+    bo.device = opt.device;
+    backend = make_backend(opt.spec.backend, bo);
+  } catch (const GridError& e) {
+    if (root) std::cerr << "arbench: error: " << e.what() << "\n";
+    return 2;
+  }
+  opt.runner.device = backend->device_info();
+  opt.runner.backend_label = "arbench-" + opt.spec.backend;
+  opt.runner.source = "arbench " + id.started_utc;
+  opt.runner.nnodes = id.nnodes;
+  const RunHeader header = make_run_header(id, opt.runner.device, opt.spec, grid, opt.command_line, size,
+                                           opt.runner.warmup, opt.runner.iters, opt.runner.buffers, opt.runner.timeout_s);
+
+  std::vector<Case> cases;
+  for (int i : todo) cases.push_back(grid.cases[static_cast<std::size_t>(i)]);
+  std::unique_ptr<ConsoleReporter> console;
+  std::unique_ptr<CsvReporter> csv;
+  std::unique_ptr<JsonReporter> json;
+  std::vector<Reporter*> reporters;
+  if (root) {
+    console = std::make_unique<ConsoleReporter>(std::cout, std::cerr, opt.quiet);
+    csv = std::make_unique<CsvReporter>(opt.output, out.append);
+    reporters = {console.get(), csv.get()};
+    if (!opt.json_output.empty()) {
+      json = std::make_unique<JsonReporter>(opt.json_output);
+      reporters.push_back(json.get());
+    }
+  }
+  Runner runner(MPI_COMM_WORLD, *backend, opt.runner);
+  const RunSummary s = runner.run(cases, grid.cases.size(), static_cast<std::size_t>(resumed_all), header, reporters);
+  if (s.stopped_early) return 3;
+  return s.failed ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  // The watchdog thread never calls MPI; FUNNELED is enough.
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  int rc = 1;
+  try {
+    rc = run(argc, argv, rank, size);
+  } catch (const std::exception& e) {
+    std::cerr << "arbench[rank " << rank << "]: error: " << e.what() << "\n" << std::flush;
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  MPI_Finalize();
+  return rc;
+}

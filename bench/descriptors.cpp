@@ -1,0 +1,74 @@
+// The registry of descriptors compiled into this build, and the backend factory.
+#include <algorithm>
+
+#include "bench/backend.h"
+#include "bench/host/host_ops.h"
+#if ARFIT_BENCH_HAVE_CUSTOM
+#include "bench/gpu/gpu_backend.h"
+#endif
+
+namespace arfit::bench {
+
+bool Descriptor::supports(FusionOp f) const { return std::find(fusions.begin(), fusions.end(), f) != fusions.end(); }
+bool Descriptor::supports(const std::string& dtype) const {
+  return std::find(dtypes.begin(), dtypes.end(), canonical_dtype(dtype)) != dtypes.end();
+}
+
+const std::vector<const Descriptor*>& all_descriptors() {
+  static const std::vector<const Descriptor*> v = [] {
+    std::vector<const Descriptor*> d = {
+        &host::allreduce_mpi_descriptor(),     &host::allreduce_oneshot_descriptor(), &host::allreduce_twoshot_descriptor(),
+        &host::allgather_mpi_descriptor(),     &host::reducescatter_mpi_descriptor(), &host::alltoall_mpi_descriptor(),
+        &host::alltoallv_mpi_descriptor(),
+    };
+#if ARFIT_BENCH_HAVE_CUSTOM
+    // kernels/ strategies: custom ONESHOT/TWOSHOT, and the NCCL ones when NCCL was found.
+    for (const Descriptor* x : gpu::gpu_descriptors()) d.push_back(x);
+#endif
+    return d;
+  }();
+  return v;
+}
+
+const Descriptor* find_descriptor(const std::string& backend, Collective c, const std::string& strategy) {
+  for (const Descriptor* d : all_descriptors())
+    if (d->backend == backend && d->collective == c && d->strategy == strategy) return d;
+  return nullptr;
+}
+
+std::vector<std::string> strategies_of(const std::string& backend, Collective c) {
+  std::vector<std::string> out;
+  for (const Descriptor* d : all_descriptors())
+    if (d->backend == backend && d->collective == c) out.push_back(d->strategy);
+  return out;
+}
+
+std::vector<std::string> available_backends() {
+  std::vector<std::string> b = {"host"};
+#if ARFIT_BENCH_HAVE_NCCL
+  b.push_back("nccl");
+#endif
+#if ARFIT_BENCH_HAVE_CUSTOM
+  b.push_back("custom");
+#endif
+  return b;
+}
+
+std::string backend_unavailable_reason(const std::string& backend) {
+  auto avail = available_backends();
+  if (std::find(avail.begin(), avail.end(), backend) != avail.end()) return "";
+  if (backend == "nccl") return "this arbench was built without NCCL (CUDA or NCCL not found at configure time)";
+  if (backend == "custom") return "this arbench was built without the CUDA kernels (nvcc or kernels/ strategies not found at configure time)";
+  return "unknown backend '" + backend + "' (known: host, nccl, custom)";
+}
+
+std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOptions& options) {
+  if (std::string why = backend_unavailable_reason(name); !why.empty()) throw GridError("--backend", why);
+  if (name == "host") return std::make_unique<host::HostBackend>(options);
+#if ARFIT_BENCH_HAVE_CUSTOM
+  if (name == "nccl" || name == "custom") return gpu::make_gpu_backend(name, options);
+#endif
+  throw GridError("--backend", "unknown backend '" + name + "'");
+}
+
+}  // namespace arfit::bench

@@ -1,0 +1,364 @@
+#include "bench/gpu/gpu_backend.h"
+
+#include <cuda_profiler_api.h>
+#include <cuda_runtime_api.h>
+#include <nvtx3/nvToolsExt.h>
+#if ARFIT_BENCH_HAVE_NCCL
+#include <nccl.h>
+#endif
+
+#include <algorithm>
+#include <deque>
+#include <thread>
+
+#include "bench/host/host_ops.h"
+#include "kernels/all_reduce.h"
+#include "kernels/cuda_check.h"
+#include "kernels/mpi_handle_exchange.h"
+#include "kernels/strategy.h"
+#include "kernels/team.h"
+
+namespace arfit::bench::gpu {
+namespace {
+
+using kernels::DType;
+using kernels::StrategyCase;
+using kernels::StrategyDescriptor;
+
+std::string dtype_name(DType d) {
+  switch (d) {
+    case DType::BF16: return "bf16";
+    case DType::FP16: return "fp16";
+    case DType::FP32: return "fp32";
+  }
+  return "?";
+}
+
+// Case (nccl-tests byte conventions, count = elements of the whole message) -> kernels' StrategyCase
+// (count per rank as kernels/strategy.h defines it per collective).
+StrategyCase to_strategy_case(const Case& c) {
+  StrategyCase s;
+  s.collective = c.collective;
+  s.dtype = kernels::parse_dtype(c.dtype);
+  s.fusion = c.fusion;
+  s.nranks = c.tp;
+  s.hidden = c.hidden;
+  switch (c.collective) {
+    case Collective::AllGather:
+    case Collective::ReduceScatter: s.count = c.count / c.tp; break;
+    case Collective::AllToAllV: {
+      s.count = c.count;
+      for (int i = 0; i < c.tp; ++i)
+        for (auto v : host::alltoallv_counts(c.count, c.tp, i)) s.alltoallv_counts.push_back(v);
+      break;
+    }
+    default: s.count = c.count;
+  }
+  return s;
+}
+
+// Which option a kernels/ validation message is about.
+std::string option_of(const std::string& what) {
+  auto has = [&](const char* w) { return what.find(w) != std::string::npos; };
+  if (has("hidden") || has("row")) return "--hidden";
+  if (has("workspace") || has("max_bytes") || has("limit")) return "--workspace";
+  if (has("rank")) return "--tp";
+  if (has("fusion") || has("FUSION") || has("NORM")) return "--fusion";
+  if (has("dtype") || has("bf16") || has("fp16") || has("fp32")) return "--dtype";
+  return "--tokens/--hidden/--bytes";
+}
+
+class GpuBackend;
+
+class GpuTimer : public IterationTimer {
+ public:
+  GpuTimer(GpuBackend& b, int iters);
+  ~GpuTimer() override;
+  void start() override;
+  void mark() override;
+  std::vector<double> finish_us() override;
+
+ private:
+  GpuBackend& b_;
+  std::vector<cudaEvent_t> ev_;
+  std::size_t next_ = 0;
+  bool aborted_ = false;
+};
+
+class GpuBackend : public Backend {
+ public:
+  GpuBackend(std::string kind, const BackendOptions& o) : kind_(std::move(kind)), opt_(o) {
+    if (std::string why = kernels::cuda_device_unavailable_reason(); !why.empty())
+      throw GridError("--backend", kind_ + " needs a GPU: " + why);
+    int n = 0;
+    ARFIT_CUDA_CHECK(cudaGetDeviceCount(&n));
+    int local = 0;
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &local);
+    MPI_Comm_free(&node);
+    device_ = o.device >= 0 ? o.device : local % n;
+    if (device_ >= n) throw GridError("--device", "device " + std::to_string(device_) + " does not exist (" + std::to_string(n) + " found)");
+    ARFIT_CUDA_CHECK(cudaSetDevice(device_));
+    ARFIT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  }
+  ~GpuBackend() override { cudaStreamDestroy(stream_); }
+
+  std::string name() const override { return kind_; }
+  DeviceInfo device_info() override {
+    DeviceInfo d;
+    cudaDeviceProp p{};
+    if (cudaGetDeviceProperties(&p, device_) == cudaSuccess) {
+      d.device = p.name;
+      d.sm = p.major * 10 + p.minor;
+    }
+    int v = 0;
+    if (cudaDriverGetVersion(&v) == cudaSuccess) d.driver = std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+    if (cudaRuntimeGetVersion(&v) == cudaSuccess) d.cuda_runtime = std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+#if ARFIT_BENCH_HAVE_NCCL
+    if (ncclGetVersion(&v) == ncclSuccess)
+      d.nccl = std::to_string(v / 10000) + "." + std::to_string(v % 10000 / 100) + "." + std::to_string(v % 100);
+#endif
+    return d;
+  }
+
+  void begin_group(MPI_Comm group, const std::vector<const Case*>& cases) override {
+    group_ = group;
+    MPI_Comm_rank(group, &grank_);
+    MPI_Comm_size(group, &gsize_);
+    ARFIT_CUDA_CHECK(cudaSetDevice(device_));
+    if (kind_ == "custom") {
+      std::int64_t need = 0;
+      int tp = gsize_;
+      for (const Case* c : cases) {
+        need = std::max(need, c->bytes);
+        tp = c->tp;
+      }
+      if (opt_.virtual_ranks) {
+        team_ = kernels::Team::create_virtual(tp, need, device_);
+      } else {
+        exchange_ = std::make_unique<kernels::MpiHandleExchange>(group);
+        team_ = kernels::Team::create_ipc(*exchange_, need, device_);
+      }
+    } else {
+      init_comm();
+    }
+  }
+  void end_group() override {
+    cudaStreamSynchronize(stream_);
+    if (exchange_) exchange_->barrier();  // no peer still uses a mapping of ours
+    team_.reset();
+    exchange_.reset();
+#if ARFIT_BENCH_HAVE_NCCL
+    if (comm_) ncclCommDestroy(comm_);
+    comm_ = nullptr;
+#endif
+  }
+  std::unique_ptr<IterationTimer> make_timer() override;
+  void begin_case(const Case& c, bool profile) override {
+    nvtxRangePushA(c.describe().c_str());
+    if (profile) cudaProfilerStart();
+  }
+  void end_case(const Case&, bool profile) override {
+    if (profile) cudaProfilerStop();
+    nvtxRangePop();
+  }
+  void recover(MPI_Comm) override {
+    if (kind_ == "nccl" && comm_dead_) init_comm();  // ncclCommAbort left no usable communicator
+    else if (team_) team_->reset_signals();
+  }
+
+  // Waits for `ev` while watching the abort flag; on abort, aborts the NCCL communicator (the only way to
+  // cancel NCCL work in flight) and returns false.
+  bool wait(cudaEvent_t ev) {
+    cudaError_t e;
+    while ((e = cudaEventQuery(ev)) == cudaErrorNotReady) {
+      if (abort_ && abort_->load()) {
+#if ARFIT_BENCH_HAVE_NCCL
+        if (comm_) {
+          ncclCommAbort(comm_);
+          comm_ = nullptr;
+          comm_dead_ = true;
+        }
+#endif
+        return false;
+      }
+      std::this_thread::yield();
+    }
+    if (e != cudaSuccess) kernels::throw_cuda_error(e, "cudaEventQuery", __FILE__, __LINE__);
+    return true;
+  }
+
+  void set_abort(const std::atomic<bool>* a) { abort_ = a; }
+  cudaStream_t stream() const { return stream_; }
+  kernels::StrategyContext context(const Case& c, const RunContext& ctx) const {
+    kernels::StrategyContext s;
+    s.nranks = c.tp;
+    s.first_rank = opt_.virtual_ranks ? 0 : ctx.rank;
+    s.local_ranks = opt_.virtual_ranks ? c.tp : 1;
+    s.device = device_;
+    s.team = team_.get();
+#if ARFIT_BENCH_HAVE_NCCL
+    s.nccl_comm = comm_;
+#endif
+    return s;
+  }
+
+ private:
+  void init_comm() {
+#if ARFIT_BENCH_HAVE_NCCL
+    ncclUniqueId id;
+    if (grank_ == 0) ncclGetUniqueId(&id);
+    MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, group_);
+    if (ncclCommInitRank(&comm_, gsize_, id, grank_) != ncclSuccess) throw std::runtime_error("ncclCommInitRank failed");
+    comm_dead_ = false;
+#endif
+  }
+
+  std::string kind_;
+  BackendOptions opt_;
+  int device_ = 0;
+  cudaStream_t stream_ = nullptr;
+  MPI_Comm group_ = MPI_COMM_NULL;
+  int grank_ = 0, gsize_ = 1;
+  std::unique_ptr<kernels::MpiHandleExchange> exchange_;
+  std::unique_ptr<kernels::Team> team_;
+#if ARFIT_BENCH_HAVE_NCCL
+  ncclComm_t comm_ = nullptr;
+#else
+  void* comm_ = nullptr;
+#endif
+  bool comm_dead_ = false;
+  const std::atomic<bool>* abort_ = nullptr;
+};
+
+GpuTimer::GpuTimer(GpuBackend& b, int iters) : b_(b), ev_(static_cast<std::size_t>(iters) + 1) {
+  for (auto& e : ev_) ARFIT_CUDA_CHECK(cudaEventCreate(&e));
+}
+GpuTimer::~GpuTimer() {
+  for (auto& e : ev_) cudaEventDestroy(e);
+}
+void GpuTimer::start() {
+  // Warm-up work finished before the first timestamp, so it is not charged to iteration 0.
+  ARFIT_CUDA_CHECK(cudaEventRecord(ev_[0], b_.stream()));
+  if (!b_.wait(ev_[0])) aborted_ = true;
+  ARFIT_CUDA_CHECK(cudaEventRecord(ev_[0], b_.stream()));
+  next_ = 1;
+}
+void GpuTimer::mark() {
+  if (next_ >= ev_.size()) {
+    ev_.push_back(nullptr);
+    ARFIT_CUDA_CHECK(cudaEventCreate(&ev_.back()));
+  }
+  ARFIT_CUDA_CHECK(cudaEventRecord(ev_[next_++], b_.stream()));
+}
+std::vector<double> GpuTimer::finish_us() {
+  if (aborted_ || !b_.wait(ev_[next_ - 1])) return {};
+  std::vector<double> us;
+  for (std::size_t k = 1; k < next_; ++k) {
+    float ms = 0;
+    ARFIT_CUDA_CHECK(cudaEventElapsedTime(&ms, ev_[k - 1], ev_[k]));
+    us.push_back(ms * 1000.0);
+  }
+  return us;
+}
+
+std::unique_ptr<IterationTimer> GpuBackend::make_timer() { return std::make_unique<GpuTimer>(*this, 64); }
+
+// One CollectiveOp for every kernels/ strategy: rotation = one StrategyState per input buffer (each with its
+// own seeded inputs); the check runs on a fresh state (poisoned outputs) outside the timed region.
+class StrategyOp : public CollectiveOp {
+ public:
+  explicit StrategyOp(const StrategyDescriptor& d) : d_(d) {}
+  void init(const Case& c, RunContext& ctx) override {
+    b_ = static_cast<GpuBackend*>(ctx.backend);
+    b_->set_abort(ctx.abort);
+    sc_ = to_strategy_case(c);
+    sctx_ = b_->context(c, ctx);
+    for (int k = 0; k < ctx.buffers; ++k) {
+      kernels::StrategyContext x = sctx_;
+      x.seed = 1 + static_cast<std::uint64_t>(k);
+      states_.push_back(d_.init(x, sc_));
+    }
+  }
+  RunStatus run(int buffer) override {
+    d_.run(*states_[static_cast<std::size_t>(buffer)], b_->stream());
+    return RunStatus::Ok;
+  }
+  RunStatus check(std::int64_t* wrong) override {
+    ARFIT_CUDA_CHECK(cudaStreamSynchronize(b_->stream()));
+    auto fresh = d_.init(sctx_, sc_);
+    d_.run(*fresh, b_->stream());
+    cudaEvent_t ev;
+    ARFIT_CUDA_CHECK(cudaEventCreate(&ev));
+    ARFIT_CUDA_CHECK(cudaEventRecord(ev, b_->stream()));
+    const bool done = b_->wait(ev);
+    cudaEventDestroy(ev);
+    if (!done) return RunStatus::Aborted;
+    kernels::CheckResult r = d_.check(*fresh);
+    *wrong = r.wrong + r.not_identical;
+    return RunStatus::Ok;
+  }
+
+ private:
+  const StrategyDescriptor& d_;
+  GpuBackend* b_ = nullptr;
+  StrategyCase sc_;
+  kernels::StrategyContext sctx_;
+  std::vector<std::unique_ptr<kernels::StrategyState>> states_;
+};
+
+Descriptor adapt(const StrategyDescriptor& k) {
+  Descriptor d;
+  d.backend = k.needs_nccl ? "nccl" : "custom";
+  d.collective = k.collective;
+  d.strategy = k.name;
+  d.fusions = k.fusions;
+  for (DType t : k.dtypes) d.dtypes.push_back(dtype_name(t));
+  d.uses_workspace = k.needs_team;
+  d.byte_counts = [](std::int64_t count, int elem, int n) {
+    return ByteCounts{count * elem, count * elem / std::max(1, n) * n};
+  };
+  const StrategyDescriptor* kp = &k;
+  d.workspace_bytes = [kp](const Case& c) { return kp->workspace_bytes(to_strategy_case(c)); };
+  d.validate = [kp](const Case& c, const Limits& lim) -> std::optional<CaseIssue> {
+    if (!kp->rank_counts.empty() &&
+        std::find(kp->rank_counts.begin(), kp->rank_counts.end(), c.tp) == kp->rank_counts.end())
+      return CaseIssue{"--tp", std::string(kp->name) + " supports TP sizes 2, 4, 8 only, not " + std::to_string(c.tp)};
+    if (kp->needs_team) {
+      const auto alg = std::string(kp->name) == "TWOSHOT" ? kernels::AllReduceAlgorithm::TwoShot
+                                                         : kernels::AllReduceAlgorithm::OneShot;
+      try {
+        kernels::validate_all_reduce_shape(alg, kernels::TeamShape{c.tp, lim.virtual_ranks ? c.tp : 1, lim.workspace},
+                                           kernels::parse_dtype(c.dtype), c.fusion, c.count, c.hidden);
+      } catch (const kernels::KernelError& e) {
+        return CaseIssue{option_of(e.what()), c.describe() + ": " + e.what()};
+      }
+    }
+    if (kp->needs_nccl && lim.virtual_ranks) return CaseIssue{"--virtual-ranks", "NCCL has no virtual ranks"};
+    return std::nullopt;
+  };
+  d.make = [kp](const Case&) { return std::make_unique<StrategyOp>(*kp); };
+  if (k.collective == Collective::AllToAllV)
+    d.splits = host::alltoallv_descriptor_splits;
+  return d;
+}
+
+}  // namespace
+
+std::vector<const Descriptor*> gpu_descriptors() {
+  static const std::deque<Descriptor> all = [] {
+    std::deque<Descriptor> v;
+    for (const StrategyDescriptor* k : kernels::all_strategies()) v.push_back(adapt(*k));
+    return v;
+  }();
+  std::vector<const Descriptor*> out;
+  for (const auto& d : all) out.push_back(&d);
+  return out;
+}
+
+std::unique_ptr<Backend> make_gpu_backend(const std::string& kind, const BackendOptions& options) {
+  return std::make_unique<GpuBackend>(kind, options);
+}
+
+}  // namespace arfit::bench::gpu

@@ -1,0 +1,528 @@
+#include "bench/grid.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <set>
+#include <sstream>
+
+namespace arfit::bench {
+namespace {
+
+std::string trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  size_t e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+// splitmix64: a portable, well-mixed hash; std:: distributions differ between standard libraries and
+// the random plan must select the same points everywhere for a given seed.
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+std::vector<std::int64_t> pow2_range(std::int64_t lo, std::int64_t hi) {
+  std::vector<std::int64_t> v;
+  for (std::int64_t x = lo; x <= hi; x *= 2) v.push_back(x);
+  return v;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- plan
+
+Plan Plan::parse(const std::string& text, const std::string& option) {
+  Plan p;
+  const std::string t = trim(text);
+  auto parts = std::vector<std::string>{};
+  {
+    std::stringstream ss(t);
+    std::string item;
+    while (std::getline(ss, item, ':')) parts.push_back(trim(item));
+  }
+  const std::string usage = "expected 'full', 'lattice:K' or 'random:FRACTION:SEED', found '" + text + "'";
+  if (parts.empty()) throw GridError(option, usage);
+  if (parts[0] == "full" && parts.size() == 1) return p;
+  try {
+    if (parts[0] == "lattice" && parts.size() == 2) {
+      size_t used = 0;
+      long k = std::stol(parts[1], &used);
+      if (used != parts[1].size() || k < 1) throw GridError(option, "lattice stride must be an integer >= 1, found '" + parts[1] + "'");
+      p.kind = Kind::Lattice;
+      p.stride = static_cast<int>(k);
+      return p;
+    }
+    if (parts[0] == "random" && parts.size() == 3) {
+      size_t used = 0;
+      double f = std::stod(parts[1], &used);
+      if (used != parts[1].size() || !(f > 0.0 && f <= 1.0))
+        throw GridError(option, "random fraction must be in (0, 1], found '" + parts[1] + "'");
+      unsigned long long seed = std::stoull(parts[2], &used);
+      if (used != parts[2].size() || parts[2][0] == '-') throw GridError(option, "random seed must be a non-negative integer, found '" + parts[2] + "'");
+      p.kind = Kind::Random;
+      p.fraction = f;
+      p.seed = seed;
+      return p;
+    }
+  } catch (const std::logic_error&) {  // std::invalid_argument / out_of_range from stol/stod
+    throw GridError(option, usage);
+  }
+  throw GridError(option, usage);
+}
+
+std::string Plan::to_string() const {
+  switch (kind) {
+    case Kind::Full: return "full";
+    case Kind::Lattice: return "lattice:" + std::to_string(stride);
+    case Kind::Random: {
+      std::ostringstream os;
+      os << "random:" << fraction << ":" << seed;
+      return os.str();
+    }
+  }
+  return "?";
+}
+
+std::vector<std::pair<std::size_t, std::size_t>> plan_points(const Plan& plan, std::size_t nx, std::size_t ny) {
+  const bool two_d = ny > 0;
+  const std::size_t my = two_d ? ny : 1;
+  std::vector<std::pair<std::size_t, std::size_t>> all;
+  for (std::size_t i = 0; i < nx; ++i)
+    for (std::size_t j = 0; j < my; ++j) all.emplace_back(i, j);
+  if (plan.kind == Plan::Kind::Full || all.empty()) return all;
+
+  auto keep_axis = [&](std::size_t i, std::size_t n) {
+    return i % static_cast<std::size_t>(plan.stride) == 0 || i + 1 == n;
+  };
+  if (plan.kind == Plan::Kind::Lattice) {
+    std::vector<std::pair<std::size_t, std::size_t>> out;
+    for (auto [i, j] : all)
+      if (keep_axis(i, nx) && (!two_d || keep_axis(j, ny))) out.emplace_back(i, j);
+    return out;
+  }
+  // Random: corners always (the model must never extrapolate beyond measured ends), then the points with
+  // the smallest hash(seed, i, j) until round(fraction * total) are kept.
+  auto is_corner = [&](std::size_t i, std::size_t j) {
+    return (i == 0 || i + 1 == nx) && (!two_d || j == 0 || j + 1 == ny);
+  };
+  std::vector<char> keep(all.size(), 0);
+  std::size_t kept = 0;
+  for (std::size_t k = 0; k < all.size(); ++k)
+    if (is_corner(all[k].first, all[k].second)) keep[k] = 1, ++kept;
+  const std::size_t target = static_cast<std::size_t>(std::llround(plan.fraction * static_cast<double>(all.size())));
+  std::vector<std::size_t> order;
+  for (std::size_t k = 0; k < all.size(); ++k)
+    if (!keep[k]) order.push_back(k);
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    auto h = [&](std::size_t k) { return mix(plan.seed ^ mix(all[k].first * 1000003ull + all[k].second)); };
+    return h(a) < h(b);
+  });
+  for (std::size_t k : order) {
+    if (kept >= target) break;
+    keep[k] = 1;
+    ++kept;
+  }
+  std::vector<std::pair<std::size_t, std::size_t>> out;
+  for (std::size_t k = 0; k < all.size(); ++k)
+    if (keep[k]) out.push_back(all[k]);
+  return out;
+}
+
+// ---------------------------------------------------------------- values
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    item = trim(item);
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+std::int64_t parse_size(const std::string& text, const std::string& option) {
+  const std::string t = trim(text);
+  if (t.empty()) throw GridError(option, "empty size");
+  size_t used = 0;
+  long double v = 0;
+  try {
+    v = std::stold(t, &used);
+  } catch (const std::logic_error&) {
+    throw GridError(option, "'" + text + "' is not a size (examples: 8, 1K, 64M, 8G)");
+  }
+  std::string suffix = t.substr(used);
+  long double mult = 1;
+  if (!suffix.empty()) {
+    char c = static_cast<char>(std::toupper(static_cast<unsigned char>(suffix[0])));
+    std::string rest = suffix.substr(1);
+    if (!(rest.empty() || rest == "B" || rest == "b" || rest == "iB")) c = '?';
+    switch (c) {
+      case 'B': mult = rest.empty() ? 1 : -1; break;
+      case 'K': mult = 1024.0L; break;
+      case 'M': mult = 1024.0L * 1024; break;
+      case 'G': mult = 1024.0L * 1024 * 1024; break;
+      case 'T': mult = 1024.0L * 1024 * 1024 * 1024; break;
+      default: mult = -1;
+    }
+    if (mult < 0) throw GridError(option, "'" + text + "' has an unknown unit (use K, M, G or T, powers of 1024)");
+  }
+  long double bytes = v * mult;
+  if (!(bytes >= 1) || bytes > 1e15L || std::floor(bytes) != bytes)
+    throw GridError(option, "'" + text + "' must be a positive whole number");
+  return static_cast<std::int64_t>(bytes);
+}
+
+std::vector<std::int64_t> geometric_sizes(std::int64_t lo, std::int64_t hi, double factor, const std::string& option) {
+  if (lo > hi) throw GridError(option, "range start " + std::to_string(lo) + " is above its end " + std::to_string(hi));
+  if (!(factor > 1.0)) throw GridError(option, "step factor must be above 1");
+  std::vector<std::int64_t> v;
+  for (long double x = static_cast<long double>(lo); x <= static_cast<long double>(hi) * (1 + 1e-12L); x *= factor) {
+    std::int64_t r = static_cast<std::int64_t>(std::llround(x));
+    if (v.empty() || r != v.back()) v.push_back(r);
+    if (v.size() > 100000) throw GridError(option, "range has too many points");
+  }
+  return v;
+}
+
+std::vector<std::int64_t> parse_size_list(const std::string& text, const std::string& option) {
+  std::vector<std::int64_t> out;
+  for (const std::string& item : split_list(text)) {
+    if (item.find(':') == std::string::npos) {
+      out.push_back(parse_size(item, option));
+      continue;
+    }
+    std::vector<std::string> p;
+    std::stringstream ss(item);
+    std::string x;
+    while (std::getline(ss, x, ':')) p.push_back(trim(x));
+    if (p.size() < 2 || p.size() > 3)
+      throw GridError(option, "range '" + item + "' must be LO:HI, LO:HI:xF or LO:HI:+STEP");
+    std::int64_t lo = parse_size(p[0], option), hi = parse_size(p[1], option);
+    if (p.size() == 2 || (!p[2].empty() && (p[2][0] == 'x' || p[2][0] == '*'))) {
+      double f = 2;
+      if (p.size() == 3) {
+        try {
+          size_t used = 0;
+          f = std::stod(p[2].substr(1), &used);
+          if (used != p[2].size() - 1) throw std::invalid_argument("");
+        } catch (const std::logic_error&) {
+          throw GridError(option, "range step '" + p[2] + "' is not a factor like x2");
+        }
+      }
+      auto v = geometric_sizes(lo, hi, f, option);
+      out.insert(out.end(), v.begin(), v.end());
+    } else if (p[2][0] == '+') {
+      std::int64_t step = parse_size(p[2].substr(1), option);
+      if (lo > hi) throw GridError(option, "range start is above its end in '" + item + "'");
+      if ((hi - lo) / step > 100000) throw GridError(option, "range '" + item + "' has too many points");
+      for (std::int64_t s = lo; s <= hi; s += step) out.push_back(s);
+    } else {
+      throw GridError(option, "range step '" + p[2] + "' must be xF (geometric) or +STEP (linear)");
+    }
+  }
+  if (out.empty()) throw GridError(option, "no values given");
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::vector<int> parse_int_list(const std::string& text, const std::string& option) {
+  std::vector<int> out;
+  for (auto v : parse_size_list(text, option)) {
+    if (v > std::numeric_limits<int>::max()) throw GridError(option, "value " + std::to_string(v) + " is too large");
+    out.push_back(static_cast<int>(v));
+  }
+  return out;
+}
+
+std::string format_bytes(std::int64_t b) {
+  const char* units[] = {"", "K", "M", "G", "T"};
+  int u = 0;
+  while (u < 4 && b >= 1024 && b % 1024 == 0) b /= 1024, ++u;
+  return std::to_string(b) + units[u];
+}
+
+// ---------------------------------------------------------------- cases
+
+int Case::elem_size() const { return dtype_size(dtype); }
+
+static std::string key_of(Collective c, const std::string& strategy, FusionOp f, const std::string& dtype, int n,
+                          std::int64_t tokens, std::int64_t hidden, std::int64_t bytes) {
+  std::ostringstream os;
+  os << to_string(c) << '|' << strategy << '|' << to_string(f) << '|' << canonical_dtype(dtype) << '|' << n << '|'
+     << tokens << '|' << hidden << '|' << bytes;
+  return os.str();
+}
+
+std::string Case::key() const { return key_of(collective, strategy, fusion, dtype, tp, tokens, hidden, bytes); }
+
+std::string sample_key(const Sample& s) {
+  return key_of(s.collective, s.strategy, s.fusion, s.dtype, s.nranks, s.tokens, s.hidden, s.bytes);
+}
+
+std::string Case::describe() const {
+  std::ostringstream os;
+  os << to_string(collective) << ' ' << strategy << ' ' << to_string(fusion) << ' ' << dtype << " tp=" << tp;
+  if (tokens) os << " tokens=" << tokens << " hidden=" << hidden;
+  os << " bytes=" << format_bytes(bytes);
+  return os.str();
+}
+
+std::int64_t message_count(Collective c, std::int64_t elements, int nranks) {
+  switch (c) {
+    case Collective::AllGather:
+    case Collective::ReduceScatter:
+    case Collective::AllToAll:
+    case Collective::AllToAllV: return nranks > 0 ? elements / nranks * nranks : elements;
+    default: return elements;
+  }
+}
+
+std::string GridSpec::option_for(const std::string& axis) const {
+  auto it = origin.find(axis);
+  if (it != origin.end()) return it->second;
+  static const std::map<std::string, std::string> flags = {
+      {"collectives", "--collective"}, {"strategies", "--strategy"}, {"fusions", "--fusion"}, {"dtypes", "--dtype"},
+      {"tp", "--tp"},                  {"tokens", "--tokens"},       {"hidden", "--hidden"},  {"bytes", "--bytes"},
+      {"plan", "--plan"},              {"backend", "--backend"}};
+  auto f = flags.find(axis);
+  return f == flags.end() ? axis : f->second;
+}
+
+std::string GridSpec::to_json() const {
+  nlohmann::json j;
+  j["backend"] = backend;
+  for (auto c : collectives) j["collectives"].push_back(arfit::to_string(c));
+  j["strategies"] = strategies;
+  for (auto f : fusions) j["fusions"].push_back(arfit::to_string(f));
+  j["dtypes"] = dtypes;
+  j["tp"] = tp;
+  if (token_mode()) {
+    j["tokens"] = tokens;
+    j["hidden"] = hidden;
+  } else {
+    j["bytes"] = bytes;
+  }
+  j["plan"] = plan.to_string();
+  return j.dump();
+}
+
+const std::vector<std::string>& preset_names() {
+  static const std::vector<std::string> v = {"trtllm", "nccl-tests", "host-main"};
+  return v;
+}
+
+GridSpec preset(const std::string& name) {
+  GridSpec g;
+  const std::string origin = "--preset " + name;
+  g.preset = name;
+  if (name == "trtllm") {
+    g.collectives = {Collective::AllReduce};
+    g.fusions = all_fusions();
+    g.dtypes = {"bf16"};
+    g.tp = {2, 4, 8};
+    g.tokens = pow2_range(1, 16384);
+    g.hidden = pow2_range(128, 8192);
+    g.skip_unsupported = true;
+  } else if (name == "nccl-tests") {
+    g.collectives = {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter, Collective::AllToAll};
+    g.fusions = {FusionOp::None};
+    g.dtypes = {"fp32"};
+    g.bytes = pow2_range(8, std::int64_t{8} << 30);
+    g.skip_unsupported = true;
+  } else if (name == "host-main") {
+    // The CPU-only main job: about a minute on 2 cores (docs/bench.md gives the measured time).
+    g.backend = "host";
+    g.collectives = {Collective::AllReduce};
+    g.strategies = {"MPI", strategy::kOneShot, strategy::kTwoShot};
+    g.fusions = {FusionOp::None, FusionOp::ResidualRmsNorm};
+    g.dtypes = {"bf16"};
+    g.tp = {2};
+    g.tokens = pow2_range(1, 1024);
+    g.hidden = pow2_range(256, 4096);
+    g.plan = Plan::parse("lattice:2");
+  } else {
+    std::string known;
+    for (const auto& n : preset_names()) known += (known.empty() ? "" : ", ") + n;
+    throw GridError("--preset", "unknown preset '" + name + "' (known: " + known + ")");
+  }
+  for (const char* axis : {"collectives", "strategies", "fusions", "dtypes", "tp", "tokens", "hidden", "bytes", "plan"})
+    g.origin[axis] = origin;
+  return g;
+}
+
+// ---------------------------------------------------------------- JSON spec
+
+namespace {
+
+std::vector<std::int64_t> json_sizes(const nlohmann::json& v, const std::string& where) {
+  if (v.is_string()) return parse_size_list(v.get<std::string>(), where);
+  if (v.is_number_integer()) return {parse_size(std::to_string(v.get<std::int64_t>()), where)};
+  if (v.is_object()) {
+    for (auto it = v.begin(); it != v.end(); ++it)
+      if (it.key() != "min" && it.key() != "max" && it.key() != "factor")
+        throw GridError(where, "unknown key '" + it.key() + "' (expected min, max, factor)");
+    if (!v.contains("min") || !v.contains("max")) throw GridError(where, "a range object needs 'min' and 'max'");
+    auto one = [&](const nlohmann::json& x) {
+      return x.is_string() ? parse_size(x.get<std::string>(), where) : parse_size(x.dump(), where);
+    };
+    double f = v.contains("factor") ? v["factor"].get<double>() : 2.0;
+    return geometric_sizes(one(v["min"]), one(v["max"]), f, where);
+  }
+  if (v.is_array()) {
+    std::vector<std::int64_t> out;
+    for (const auto& x : v) {
+      if (x.is_string())
+        for (auto s : parse_size_list(x.get<std::string>(), where)) out.push_back(s);
+      else if (x.is_number_integer())
+        out.push_back(parse_size(std::to_string(x.get<std::int64_t>()), where));
+      else
+        throw GridError(where, "expected sizes as integers or strings like \"1K\", found " + x.dump());
+    }
+    if (out.empty()) throw GridError(where, "empty list");
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  }
+  throw GridError(where, "expected a list, a range string or {min, max, factor}, found " + v.dump());
+}
+
+std::vector<std::string> json_strings(const nlohmann::json& v, const std::string& where) {
+  if (v.is_string()) return split_list(v.get<std::string>());
+  if (!v.is_array()) throw GridError(where, "expected a list of strings, found " + v.dump());
+  std::vector<std::string> out;
+  for (const auto& x : v) {
+    if (!x.is_string()) throw GridError(where, "expected a string, found " + x.dump());
+    out.push_back(x.get<std::string>());
+  }
+  if (out.empty()) throw GridError(where, "empty list");
+  return out;
+}
+
+}  // namespace
+
+void apply_json_spec(GridSpec& spec, const std::string& text, const std::string& file) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw GridError("--spec " + file, std::string("not valid JSON: ") + e.what());
+  }
+  if (!j.is_object()) throw GridError("--spec " + file, "the spec must be a JSON object");
+  auto where = [&](const std::string& key) { return "--spec " + file + " key '" + key + "'"; };
+  if (j.contains("preset")) {
+    if (!j["preset"].is_string()) throw GridError(where("preset"), "expected a string");
+    try {
+      GridSpec base = preset(j["preset"].get<std::string>());
+      if (!j.contains("backend")) base.backend = spec.backend;
+      spec = base;
+    } catch (const GridError& e) {
+      throw GridError(where("preset"), e.what());
+    }
+  }
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& k = it.key();
+    const auto& v = it.value();
+    const std::string w = where(k);
+    if (k == "preset") continue;
+    if (k == "backend") {
+      if (!v.is_string()) throw GridError(w, "expected a string");
+      spec.backend = v.get<std::string>();
+    } else if (k == "collectives" || k == "collective") {
+      spec.collectives.clear();
+      for (const auto& s : json_strings(v, w)) {
+        auto c = try_parse_collective(s);
+        if (!c) throw GridError(w, "unknown collective '" + s + "'");
+        spec.collectives.push_back(*c);
+      }
+      spec.origin["collectives"] = w;
+    } else if (k == "strategies" || k == "strategy") {
+      spec.strategies = json_strings(v, w);
+      spec.origin["strategies"] = w;
+    } else if (k == "fusions" || k == "fusion") {
+      spec.fusions.clear();
+      for (const auto& s : json_strings(v, w)) {
+        auto f = try_parse_fusion(s);
+        if (!f) throw GridError(w, "unknown fusion op '" + s + "'");
+        spec.fusions.push_back(*f);
+      }
+      spec.origin["fusions"] = w;
+    } else if (k == "dtypes" || k == "dtype") {
+      spec.dtypes.clear();
+      for (const auto& s : json_strings(v, w)) spec.dtypes.push_back(canonical_dtype(s));
+      spec.origin["dtypes"] = w;
+    } else if (k == "tp") {
+      spec.tp.clear();
+      for (auto x : json_sizes(v, w)) spec.tp.push_back(static_cast<int>(x));
+      spec.origin["tp"] = w;
+    } else if (k == "tokens" || k == "hidden" || k == "bytes") {
+      auto sizes = json_sizes(v, w);
+      (k == "tokens" ? spec.tokens : k == "hidden" ? spec.hidden : spec.bytes) = sizes;
+      spec.origin[k] = w;
+    } else if (k == "plan") {
+      if (!v.is_string()) throw GridError(w, "expected a string like \"lattice:2\"");
+      spec.plan = Plan::parse(v.get<std::string>(), w);
+      spec.origin["plan"] = w;
+    } else if (k == "skip_unsupported") {
+      if (!v.is_boolean()) throw GridError(w, "expected true or false");
+      spec.skip_unsupported = v.get<bool>();
+    } else {
+      throw GridError(w, "unknown key (known: preset, backend, collectives, strategies, fusions, dtypes, tp, tokens, "
+                         "hidden, bytes, plan, skip_unsupported)");
+    }
+  }
+}
+
+// ---------------------------------------------------------------- expansion
+
+PlannedGrid expand_grid(const GridSpec& spec, const std::function<std::vector<std::string>(Collective)>& strategies_for) {
+  PlannedGrid out;
+  const bool tok = spec.token_mode();
+  const std::size_t nx = tok ? spec.tokens.size() : spec.bytes.size();
+  const std::size_t ny = tok ? spec.hidden.size() : 0;
+  const auto points = plan_points(spec.plan, nx, ny);
+  out.full_points = nx * (tok ? ny : 1);
+  out.planned_points = points.size();
+  for (int tp : spec.tp)
+    for (Collective c : spec.collectives) {
+      const std::vector<std::string> strategies = spec.strategies.empty() ? strategies_for(c) : spec.strategies;
+      for (const std::string& dtype : spec.dtypes)
+        for (FusionOp f : spec.fusions) {
+          out.full_cases += out.full_points * strategies.size();
+          for (auto [ix, iy] : points)
+            for (const std::string& s : strategies) {
+              Case k;
+              k.backend = spec.backend;
+              k.collective = c;
+              k.strategy = s;
+              k.fusion = f;
+              k.dtype = canonical_dtype(dtype);
+              k.tp = tp;
+              const int es = std::max(1, dtype_size(k.dtype));
+              std::int64_t elements;
+              if (tok) {
+                k.tokens = spec.tokens[ix];
+                k.hidden = spec.hidden[iy];
+                elements = k.tokens * k.hidden;
+              } else {
+                elements = spec.bytes[ix] / es;
+              }
+              k.count = message_count(c, elements, tp);
+              k.bytes = k.count * es;
+              k.index = static_cast<int>(out.cases.size());
+              out.cases.push_back(k);
+            }
+        }
+    }
+  return out;
+}
+
+}  // namespace arfit::bench

@@ -1,0 +1,285 @@
+// Shared pieces of the host backend: element types, deterministic inputs and references, the
+// residual + RMSNorm epilogue, the shared-memory workspace the host ONESHOT/TWOSHOT all-reduces use, and
+// the typed base class their ops share.
+#pragma once
+
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mpi.h>
+#include <string>
+#include <vector>
+
+#include "bench/backend.h"
+#include "bench/descriptor.h"
+
+namespace arfit::bench::host {
+
+// ---------------------------------------------------------------- element types
+// bf16 and fp16 as their bit patterns; all arithmetic is fp32 (as in the GPU kernels: fp32 accumulation).
+struct bf16 {
+  std::uint16_t bits;
+};
+struct fp16 {
+  std::uint16_t bits;
+};
+
+inline float to_float(float x) { return x; }
+inline float to_float(bf16 x) {
+  std::uint32_t u = static_cast<std::uint32_t>(x.bits) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+float fp16_to_float(std::uint16_t h);
+std::uint16_t float_to_fp16(float f);
+inline float to_float(fp16 x) { return fp16_to_float(x.bits); }
+
+template <typename T>
+T from_float(float f);
+template <>
+inline float from_float<float>(float f) {
+  return f;
+}
+template <>
+inline bf16 from_float<bf16>(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, 4);
+  const std::uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;  // round to nearest even
+  const std::uint32_t quiet_nan = (u >> 16) | 0x40u;                      // NaN stays NaN
+  // A select rather than an early return, so the compiler vectorises conversion loops.
+  return bf16{static_cast<std::uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded)};
+}
+template <>
+inline fp16 from_float<fp16>(float f) {
+  return fp16{float_to_fp16(f)};
+}
+
+// Relative/absolute tolerance of the correctness check per element type.
+template <typename T>
+constexpr double tolerance() {
+  return std::is_same_v<T, float> ? 1e-5 : 2e-2;
+}
+
+// ---------------------------------------------------------------- inputs and references
+// Input element `index` of input buffer `buffer` on `rank`: an odd multiple of 1/16 in [-15/16, 15/16].
+// Sums over up to 8 ranks plus a residual stay exact in bf16 (at most 8 significant bits), so the
+// un-normalised results can be checked exactly; never zero, so a missing contribution always shows.
+inline float input_value(int rank, int buffer, std::int64_t index) {
+  std::uint32_t h = static_cast<std::uint32_t>(index) * 0x9E3779B1u ^ static_cast<std::uint32_t>(index >> 32) * 0x85EBCA77u;
+  h += static_cast<std::uint32_t>(rank) * 0xC2B2AE3Du + static_cast<std::uint32_t>(buffer) * 0x27D4EB2Fu;
+  h ^= h >> 15;
+  h *= 0x2C1B3C6Du;
+  h ^= h >> 12;
+  return (static_cast<float>(h & 15u) * 2.0f - 15.0f) / 16.0f;
+}
+// The residual is the replicated activation: the same on every rank.
+inline float residual_value(std::int64_t index) { return input_value(1000, 7, index); }
+// Gamma of the RMSNorm: 1 +- k/16, exact in every dtype.
+inline float gamma_value(std::int64_t h) { return 1.0f + static_cast<float>(static_cast<int>(h % 9) - 4) / 16.0f; }
+inline constexpr float kRmsEps = 1e-6f;
+
+// ---------------------------------------------------------------- epilogue
+// The residual + RMSNorm epilogue of the fused kernels, on one token row:
+//   v = allreduce(x) + residual;  residual_out = v;  norm_out = v * rsqrt(mean(v^2) + eps) * gamma.
+// `acc` holds the fp32 all-reduced row (consumed as scratch). Same order of operations as the GPU epilogue:
+// the mean of squares is accumulated in fp32 from the fp32 v, before rounding to T.
+template <typename T>
+void residual_rmsnorm_row(float* acc, const T* residual, const T* gamma, T* norm_out, T* residual_out,
+                          std::int64_t hidden) {
+  float ss = 0.f;
+  for (std::int64_t h = 0; h < hidden; ++h) {
+    const float v = acc[h] + to_float(residual[h]);
+    acc[h] = v;
+    ss += v * v;
+  }
+  const float scale = 1.0f / std::sqrt(ss / static_cast<float>(hidden) + kRmsEps);
+  for (std::int64_t h = 0; h < hidden; ++h) {
+    residual_out[h] = from_float<T>(acc[h]);
+    norm_out[h] = from_float<T>(acc[h] * scale * to_float(gamma[h]));
+  }
+}
+
+// ---------------------------------------------------------------- aligned storage
+class AlignedBuffer {
+ public:
+  AlignedBuffer() = default;
+  explicit AlignedBuffer(std::size_t bytes);
+  void* data() const { return ptr_.get(); }
+  std::size_t size() const { return size_; }
+
+ private:
+  struct Free {
+    void operator()(void* p) const;
+  };
+  std::unique_ptr<void, Free> ptr_;
+  std::size_t size_ = 0;
+};
+
+// ---------------------------------------------------------------- shared-memory workspace
+// One MPI shared-memory window per TP group (MPI_Win_allocate_shared), allocated once like the GPU
+// workspace is IPC-registered once. Per rank: a 4 KiB header holding the rank's barrier flag, then two
+// regions ("parities"). Consecutive iterations alternate parities, so a rank may overwrite a region only
+// two iterations after it last wrote it — by then every peer has passed a later barrier and so finished
+// reading it; this saves the second barrier per iteration a single region would need (the same double
+// buffering the GPU one-shot kernels use).
+class ShmWorkspace {
+ public:
+  ShmWorkspace(MPI_Comm comm, std::size_t region_bytes);  // collective over comm
+  ~ShmWorkspace();                                         // collective (MPI_Win_free)
+  ShmWorkspace(const ShmWorkspace&) = delete;
+  ShmWorkspace& operator=(const ShmWorkspace&) = delete;
+
+  int rank() const { return rank_; }
+  int nranks() const { return nranks_; }
+  std::size_t region_bytes() const { return region_bytes_; }
+  std::byte* region(int rank, int parity) const { return base_[rank] + kHeaderBytes + parity * region_bytes_; }
+  // Parity of the next iteration (alternates on every call; all ranks call it equally often).
+  int next_parity() { return parity_ ^= 1; }
+
+  // All ranks of the group arrive before any leaves. Returns false when `abort` was set while waiting.
+  // `withhold` (fault injection): do not arrive, wait for `abort`.
+  bool barrier(const std::atomic<bool>* abort, bool withhold = false);
+  // Collective over the group after an aborted case: equalise the epoch and parity.
+  void recover();
+
+ private:
+  static constexpr std::size_t kHeaderBytes = 4096;
+  MPI_Comm comm_;
+  MPI_Win win_ = MPI_WIN_NULL;
+  int rank_ = 0, nranks_ = 1;
+  std::size_t region_bytes_ = 0;
+  std::vector<std::byte*> base_;
+  std::vector<std::atomic<std::uint64_t>*> flag_;
+  std::uint64_t epoch_ = 0;
+  int parity_ = 0;
+};
+
+// The host backend: owns the shared window of the current group.
+class HostBackend : public Backend {
+ public:
+  explicit HostBackend(const BackendOptions& options) : options_(options) {}
+  std::string name() const override { return "host"; }
+  DeviceInfo device_info() override;
+  void begin_group(MPI_Comm group, const std::vector<const Case*>& cases) override;
+  void end_group() override;
+  std::unique_ptr<IterationTimer> make_timer() override { return make_host_timer(); }
+  void recover(MPI_Comm group) override;
+  ShmWorkspace* workspace() const { return workspace_.get(); }
+
+ private:
+  BackendOptions options_;
+  std::unique_ptr<ShmWorkspace> workspace_;
+};
+
+// MPI datatype and sum op for an element type (bf16/fp16 through a user-defined op that adds in fp32).
+template <typename T>
+MPI_Datatype mpi_type();
+template <typename T>
+MPI_Op mpi_sum();
+
+// ---------------------------------------------------------------- typed op base
+// Buffers every host op needs: rotating inputs, an output, and for the fused epilogue the residual,
+// gamma and the two epilogue outputs.
+template <typename T>
+class HostOpBase : public CollectiveOp {
+ public:
+  void init(const Case& c, RunContext& ctx) override {
+    case_ = c;
+    ctx_ = ctx;
+    in_count_ = input_count();
+    out_count_ = output_count();
+    stride_ = (static_cast<std::size_t>(in_count_) * sizeof(T) + 4095) / 4096 * 4096;
+    inputs_ = AlignedBuffer(stride_ * static_cast<std::size_t>(ctx.buffers));
+    for (int b = 0; b < ctx.buffers; ++b) fill_input(b);
+    output_ = AlignedBuffer(std::max<std::size_t>(1, static_cast<std::size_t>(out_count_) * sizeof(T)));
+    if (c.fusion != FusionOp::None) {
+      const std::size_t n = static_cast<std::size_t>(c.count);
+      residual_ = AlignedBuffer(n * sizeof(T));
+      residual_out_ = AlignedBuffer(n * sizeof(T));
+      gamma_ = AlignedBuffer(static_cast<std::size_t>(c.hidden) * sizeof(T));
+      for (std::size_t i = 0; i < n; ++i) residual()[i] = from_float<T>(residual_value(static_cast<std::int64_t>(i)));
+      for (std::int64_t h = 0; h < c.hidden; ++h) gamma()[h] = from_float<T>(gamma_value(h));
+      std::memset(residual_out_.data(), 0, n * sizeof(T));
+    }
+    std::memset(output_.data(), 0, output_.size());
+    setup();
+  }
+
+  RunStatus check(std::int64_t* wrong) override {
+    // Poison: 0xFF bytes are NaN in every float type, so an unwritten element can never pass.
+    std::memset(output_.data(), 0xFF, output_.size());
+    if (residual_out_.data()) std::memset(residual_out_.data(), 0xFF, residual_out_.size());
+    fill_input(0);
+    RunStatus s = run(0);
+    if (s != RunStatus::Ok) return s;
+    *wrong = count_wrong();
+    return RunStatus::Ok;
+  }
+
+ protected:
+  virtual std::int64_t input_count() const { return case_.count; }
+  virtual std::int64_t output_count() const { return case_.count; }
+  virtual void setup() {}
+  virtual std::int64_t count_wrong() const = 0;
+  virtual void fill_input(int b) {
+    T* p = input(b);
+    for (std::int64_t i = 0; i < in_count_; ++i) p[i] = from_float<T>(input_value(ctx_.rank, b, i));
+  }
+
+  T* input(int b) const { return reinterpret_cast<T*>(static_cast<std::byte*>(inputs_.data()) + stride_ * b); }
+  T* output() const { return static_cast<T*>(output_.data()); }
+  T* residual() const { return static_cast<T*>(residual_.data()); }
+  T* residual_out() const { return static_cast<T*>(residual_out_.data()); }
+  T* gamma() const { return static_cast<T*>(gamma_.data()); }
+  bool withhold() const { return ctx_.inject == RunContext::Inject::kWithhold; }
+
+  static bool close(double got, double want) {
+    return std::abs(got - want) <= tolerance<T>() * (1.0 + std::abs(want));  // NaN compares false
+  }
+
+  Case case_;
+  RunContext ctx_;
+  std::int64_t in_count_ = 0, out_count_ = 0;
+  std::size_t stride_ = 0;
+  AlignedBuffer inputs_, output_, residual_, residual_out_, gamma_;
+};
+
+// Shared by the three all-reduce strategies: the reference check of the (possibly fused) result.
+template <typename T>
+class HostAllReduceBase : public HostOpBase<T> {
+ protected:
+  std::int64_t count_wrong() const override;
+};
+
+// Counts wrong elements of an all-reduce output (and the fused epilogue's outputs) against a double
+// reference computed from input_value; shared with tests.
+template <typename T>
+std::int64_t count_allreduce_wrong(const Case& c, int nranks, const T* out, const T* residual_out);
+
+template <typename T>
+std::int64_t HostAllReduceBase<T>::count_wrong() const {
+  return count_allreduce_wrong<T>(this->case_, this->ctx_.nranks, this->output(), this->residual_out());
+}
+
+// Instantiates Op<T> for the case's dtype.
+template <template <typename> class Op>
+std::unique_ptr<CollectiveOp> make_typed(const Case& c) {
+  const std::string d = canonical_dtype(c.dtype);
+  if (d == "bf16") return std::make_unique<Op<bf16>>();
+  if (d == "fp16") return std::make_unique<Op<fp16>>();
+  if (d == "fp32") return std::make_unique<Op<float>>();
+  throw std::invalid_argument("host backend: unsupported dtype '" + c.dtype + "'");
+}
+
+inline const std::vector<std::string>& host_dtypes() {
+  static const std::vector<std::string> v = {"bf16", "fp16", "fp32"};
+  return v;
+}
+
+// Spin-wait helper: pause, then yield once the wait gets long (ranks may outnumber cores).
+void spin_pause(std::uint64_t iteration);
+
+}  // namespace arfit::bench::host

@@ -1,0 +1,42 @@
+// The host backend's descriptors (one source file each) and helpers they share.
+#pragma once
+
+#include <optional>
+
+#include "bench/host/host_common.h"
+
+namespace arfit::bench::host {
+
+const Descriptor& allreduce_mpi_descriptor();
+const Descriptor& allreduce_oneshot_descriptor();
+const Descriptor& allreduce_twoshot_descriptor();
+const Descriptor& allgather_mpi_descriptor();
+const Descriptor& reducescatter_mpi_descriptor();
+const Descriptor& alltoall_mpi_descriptor();
+const Descriptor& alltoallv_mpi_descriptor();
+
+// All-to-allv split: elements rank i sends to each rank out of `count` (1 + (i + j) mod n weighting), and
+// the split recorded in a sample's `splits` column (bytes rank 0 sends to each peer, joined by '-').
+std::vector<std::int64_t> alltoallv_counts(std::int64_t count, int n, int i);
+std::string alltoallv_descriptor_splits(const Case& c);
+
+// Fault injection for MPI collectives (test only): a rank that never joins; only the hard timeout ends it.
+[[noreturn]] void hang_forever();
+
+// MPI counts are int: messages whose element count does not fit are rejected before the run.
+std::optional<CaseIssue> validate_mpi_count(const Case& c, const Limits&);
+
+// Ops whose message lives in the shared workspace.
+std::optional<CaseIssue> validate_workspace(const Case& c, const Limits& limits);
+
+// [begin, end) of part `part` of `n` parts of `total` items, split in units of `unit` items.
+inline std::pair<std::int64_t, std::int64_t> split_range(std::int64_t total, int n, int part, std::int64_t unit = 1) {
+  const std::int64_t units = (total + unit - 1) / unit;
+  const std::int64_t b = std::min(total, units * part / n * unit);
+  const std::int64_t e = std::min(total, units * (part + 1) / n * unit);
+  return {b, e};
+}
+
+inline std::int64_t align_page(std::int64_t bytes) { return (bytes + 4095) / 4096 * 4096; }
+
+}  // namespace arfit::bench::host

@@ -1,0 +1,185 @@
+#include "bench/options.h"
+
+#include <CLI/CLI.hpp>
+#include <sstream>
+
+#include "model/atomic_file.h"
+
+namespace arfit::bench {
+namespace {
+
+std::string quote_arg(const std::string& a) {
+  if (!a.empty() && a.find_first_of(" \t\"'\\$") == std::string::npos) return a;
+  std::string q = "'";
+  for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+}  // namespace
+
+Options parse_options(int argc, const char* const* argv) {
+  Options o;
+  for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + quote_arg(argv[i]);
+
+  CLI::App app{
+      "arbench: measure collective latencies into arfit's sample CSV.\n"
+      "Launch with mpirun: mpirun -np N arbench --backend host|nccl|custom [grid] -o samples.csv\n"
+      "Rank 0 writes the output and the progress; every rank checks correctness."};
+  app.name("arbench");
+  app.set_help_flag("-h,--help", "Print this help and exit");
+  std::string backend = "host", preset_name, spec_file, collectives, strategies, fusions, dtypes, tp, tokens, hidden,
+              bytes, minbytes, maxbytes, plan, workspace, on_timeout = "continue", profile_cases;
+  double stepfactor = 0;
+  app.add_option("--backend", backend, "host (MPI + shared memory, no GPU), nccl, custom (kernels/)")->capture_default_str();
+  app.add_option("--preset", preset_name, "Start from a preset grid: trtllm, nccl-tests, host-main");
+  app.add_option("--spec", spec_file, "JSON grid spec file (keys as the flags below; see docs/bench.md)");
+  app.add_option("--collective", collectives, "Collectives, comma-separated: allreduce,allgather,reducescatter,alltoall,alltoallv");
+  app.add_option("--strategy", strategies, "Strategies (host: MPI, ONESHOT, TWOSHOT; nccl: NCCL; custom: ONESHOT, TWOSHOT); default: all of the backend");
+  app.add_option("--fusion", fusions, "Fusion ops: NONE, RESIDUAL_RMS_NORM, RESIDUAL_RMS_NORM_QUANT_FP8, RESIDUAL_RMS_NORM_QUANT_NVFP4");
+  app.add_option("--dtype,-d", dtypes, "Element types: bf16, fp16, fp32 (default bf16)");
+  app.add_option("--tp", tp, "TP sizes (sub-communicators of ranks 0..TP-1); default 2,4,..,world");
+  app.add_option("--tokens", tokens, "Token counts: list (1,8,64), range LO:HI (x2 steps), LO:HI:xF or LO:HI:+STEP");
+  app.add_option("--hidden", hidden, "Hidden sizes, same syntax as --tokens");
+  app.add_option("--bytes", bytes, "Message sizes in bytes, same syntax, suffixes K M G (powers of 1024)");
+  app.add_option("-b,--minbytes", minbytes, "nccl-tests style sweep: first size");
+  app.add_option("-e,--maxbytes", maxbytes, "nccl-tests style sweep: last size");
+  app.add_option("-f,--stepfactor", stepfactor, "nccl-tests style sweep: multiplication factor (default 2)");
+  app.add_option("--plan", plan, "Sampling plan over the size axes: full, lattice:K, random:FRACTION:SEED (default full)");
+  app.add_option("-o,--output", o.output, "Sample CSV to write (appended one line per case)");
+  app.add_flag("--resume", o.resume, "Continue an existing output: skip its finished cases, never duplicate");
+  app.add_flag("--overwrite", o.overwrite, "Replace an existing output");
+  app.add_option("--json", o.json_output, "Also write every record as JSON (at the end)");
+  app.add_option("-w,--warmup", o.runner.warmup, "Warm-up iterations per case")->capture_default_str();
+  app.add_option("-n,--iters", o.runner.iters, "Timed iterations per case")->capture_default_str();
+  app.add_option("--buffers", o.runner.buffers, "Input buffers to rotate through (0: automatic, spanning 64 MiB)")->capture_default_str();
+  app.add_option("--workspace", workspace, "Largest message of the workspace strategies (host ONESHOT/TWOSHOT, custom); default 256M");
+  app.add_option("--timeout", o.runner.timeout_s, "Per-case timeout in seconds")->capture_default_str();
+  app.add_option("--on-timeout", on_timeout, "After a timed-out case: continue or stop")->capture_default_str();
+  app.add_option("--profile-cases", profile_cases, "Case indices to wrap in cudaProfilerStart/Stop (GPU backends), e.g. 0,5");
+  app.add_flag("--virtual-ranks", o.runner.virtual_ranks, "custom backend: one process plays all TP ranks on one GPU (testing, not NVLink performance)");
+  app.add_option("--device", o.device, "GPU index (default: local rank modulo the device count)");
+  app.add_flag("-q,--quiet", o.quiet, "No progress output (failures and errors are still printed)");
+  app.add_flag("--dry-run", o.dry_run, "Print the planned cases and exit without measuring");
+  // Test-only hooks, hidden from --help.
+  app.add_option("--test-crash-after", o.runner.crash_after, "")->group("");
+  app.add_option("--test-hang-case", o.runner.inject_hang_case, "")->group("");
+
+  std::vector<std::string> args;
+  for (int i = argc - 1; i >= 1; --i) args.emplace_back(argv[i]);
+  try {
+    app.parse(args);
+  } catch (const CLI::CallForHelp&) {
+    o.help = true;
+    o.help_text = app.help();
+    return o;
+  } catch (const CLI::ParseError& e) {
+    std::string what = e.what();
+    std::string opt = "(command line)";
+    // CLI11 messages name the option ("--iters: Value x not in range", "The following argument was not expected: --x").
+    auto dash = what.find("-");
+    if (dash != std::string::npos) {
+      auto end = what.find_first_of(" :,", dash);
+      opt = what.substr(dash, end == std::string::npos ? std::string::npos : end - dash);
+    }
+    throw GridError(opt, what);
+  }
+
+  GridSpec& g = o.spec;
+  if (!preset_name.empty()) g = preset(preset_name);
+  if (!spec_file.empty()) {
+    std::string text;
+    try {
+      text = read_file(spec_file);
+    } catch (const std::exception& e) {
+      throw GridError("--spec", e.what());
+    }
+    apply_json_spec(g, text, spec_file);
+  }
+  if (app.count("--backend") || g.backend.empty()) g.backend = backend;
+  if (!collectives.empty()) {
+    g.collectives.clear();
+    for (const auto& s : split_list(collectives)) {
+      auto c = try_parse_collective(s);
+      if (!c) throw GridError("--collective", "unknown collective '" + s + "'");
+      g.collectives.push_back(*c);
+    }
+    g.origin["collectives"] = "--collective";
+  }
+  if (!strategies.empty()) {
+    g.strategies = split_list(strategies);
+    for (auto& s : g.strategies)
+      for (auto& ch : s) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    g.origin["strategies"] = "--strategy";
+    g.skip_unsupported = false;
+  }
+  if (!fusions.empty()) {
+    g.fusions.clear();
+    for (const auto& s : split_list(fusions)) {
+      auto f = try_parse_fusion(s);
+      if (!f) throw GridError("--fusion", "unknown fusion op '" + s + "'");
+      g.fusions.push_back(*f);
+    }
+    g.origin["fusions"] = "--fusion";
+    g.skip_unsupported = false;
+  }
+  if (!dtypes.empty()) {
+    g.dtypes.clear();
+    for (const auto& s : split_list(dtypes)) {
+      std::string d = canonical_dtype(s);
+      if (dtype_size(d) == 0) throw GridError("--dtype", "unknown dtype '" + s + "'");
+      g.dtypes.push_back(d);
+    }
+    g.origin["dtypes"] = "--dtype";
+    g.skip_unsupported = false;
+  }
+  if (!tp.empty()) {
+    g.tp = parse_int_list(tp, "--tp");
+    g.origin["tp"] = "--tp";
+  }
+  const bool sweep = !minbytes.empty() || !maxbytes.empty() || app.count("--stepfactor");
+  if (sweep && !bytes.empty()) throw GridError("--bytes", "give either --bytes or -b/-e/-f, not both");
+  if (!tokens.empty() || !hidden.empty()) {
+    if (!bytes.empty() || sweep) throw GridError("--tokens", "give either --tokens/--hidden or byte sizes, not both");
+    if (!tokens.empty()) g.tokens = parse_size_list(tokens, "--tokens"), g.origin["tokens"] = "--tokens";
+    if (!hidden.empty()) g.hidden = parse_size_list(hidden, "--hidden"), g.origin["hidden"] = "--hidden";
+    g.bytes.clear();
+  }
+  if (!bytes.empty()) {
+    g.bytes = parse_size_list(bytes, "--bytes");
+    g.origin["bytes"] = "--bytes";
+    g.tokens.clear(), g.hidden.clear();
+  }
+  if (sweep) {
+    const std::int64_t lo = minbytes.empty() ? (g.bytes.empty() ? 8 : g.bytes.front()) : parse_size(minbytes, "-b/--minbytes");
+    const std::int64_t hi = maxbytes.empty() ? (g.bytes.empty() ? lo : g.bytes.back()) : parse_size(maxbytes, "-e/--maxbytes");
+    if (lo > hi) throw GridError("-b/--minbytes", "minimum " + std::to_string(lo) + " is above the maximum " + std::to_string(hi) + " (-e)");
+    const double f = app.count("--stepfactor") ? stepfactor : 2.0;
+    if (!(f > 1.0)) throw GridError("-f/--stepfactor", "the step factor must be above 1");
+    g.bytes = geometric_sizes(lo, hi, f, "-b/-e/-f");
+    g.origin["bytes"] = "-b/-e/-f";
+    g.tokens.clear(), g.hidden.clear();
+  }
+  if (!plan.empty()) {
+    g.plan = Plan::parse(plan, "--plan");
+    g.origin["plan"] = "--plan";
+  }
+  if (!workspace.empty()) o.workspace = parse_size(workspace, "--workspace");
+  if (on_timeout == "continue")
+    o.runner.stop_on_timeout = false;
+  else if (on_timeout == "stop")
+    o.runner.stop_on_timeout = true;
+  else
+    throw GridError("--on-timeout", "expected 'continue' or 'stop', found '" + on_timeout + "'");
+  if (!profile_cases.empty())
+    for (auto v : parse_size_list(profile_cases, "--profile-cases")) o.runner.profile_cases.insert(static_cast<int>(v));
+  if (o.runner.iters < 1) throw GridError("-n/--iters", "needs at least 1 timed iteration");
+  if (o.runner.warmup < 0) throw GridError("-w/--warmup", "cannot be negative");
+  if (o.runner.buffers < 0 || o.runner.buffers > 4096) throw GridError("--buffers", "must be between 0 and 4096");
+  if (!(o.runner.timeout_s > 0)) throw GridError("--timeout", "must be positive");
+  if (o.resume && o.overwrite) throw GridError("--resume", "--resume and --overwrite exclude each other");
+  if (o.output.empty() && !o.dry_run) throw GridError("-o/--output", "an output file is required (or --dry-run)");
+  if (o.runner.virtual_ranks && g.backend != "custom") throw GridError("--virtual-ranks", "only the custom backend has virtual ranks");
+  return o;
+}
+
+}  // namespace arfit::bench

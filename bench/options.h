@@ -1,0 +1,31 @@
+// arbench's command line: flags, a JSON spec file and presets combine into one GridSpec.
+// Precedence: --preset, then --spec (which may name its own preset), then the individual flags.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "bench/grid.h"
+#include "bench/runner.h"
+
+namespace arfit::bench {
+
+struct Options {
+  GridSpec spec;
+  std::string output;
+  std::string json_output;
+  bool resume = false, overwrite = false, quiet = false, dry_run = false;
+  std::int64_t workspace = std::int64_t{256} << 20;
+  int device = -1;
+  RunnerOptions runner;
+  std::string command_line;
+  bool help = false;          // --help was given; `help_text` holds it
+  std::string help_text;
+};
+
+// Parses argv. Throws GridError (message names the option) for bad values and combinations; CLI11's own
+// errors are converted to GridError as well. Does not touch MPI.
+Options parse_options(int argc, const char* const* argv);
+
+}  // namespace arfit::bench

@@ -1,0 +1,142 @@
+#include "bench/plan.h"
+
+#include <algorithm>
+#include <set>
+
+namespace arfit::bench {
+
+int rotation_buffers(std::int64_t bytes, int requested) {
+  if (requested > 0) return requested;
+  constexpr std::int64_t kSpan = std::int64_t{64} << 20;
+  if (bytes >= kSpan) return 1;
+  const std::int64_t stride = (std::max<std::int64_t>(bytes, 1) + 4095) / 4096 * 4096;
+  return static_cast<int>(std::clamp<std::int64_t>(kSpan / stride, 2, 16));
+}
+
+std::vector<int> default_tp(int world) {
+  if (world <= 1) return {1};
+  std::vector<int> v;
+  for (int t = 2; t <= world; t *= 2) v.push_back(t);
+  if (v.back() != world) v.push_back(world);
+  return v;
+}
+
+static std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+PlannedGrid plan_cases(GridSpec& spec, const PlanOptions& options, std::vector<std::string>* notices) {
+  const Limits& lim = options.limits;
+  if (std::string why = backend_unavailable_reason(spec.backend); !why.empty()) throw GridError("--backend", why);
+  if (spec.collectives.empty()) spec.collectives = {Collective::AllReduce};
+  if (spec.fusions.empty()) spec.fusions = {FusionOp::None};
+  if (spec.dtypes.empty()) spec.dtypes = {"bf16"};
+  if (spec.tp.empty()) spec.tp = lim.virtual_ranks ? std::vector<int>{2, 4, 8} : default_tp(lim.world);
+  for (auto& d : spec.dtypes) {
+    d = canonical_dtype(d);
+    if (dtype_size(d) == 0) throw GridError(spec.option_for("dtypes"), "unknown dtype '" + d + "'");
+  }
+
+  // Sizes.
+  const bool has_tok = !spec.tokens.empty(), has_hid = !spec.hidden.empty(), has_bytes = !spec.bytes.empty();
+  if (has_tok != has_hid)
+    throw GridError(has_tok ? spec.option_for("hidden") : spec.option_for("tokens"),
+                    "--tokens and --hidden go together (the message is a [tokens, hidden] activation)");
+  if (has_tok && has_bytes)
+    throw GridError(spec.option_for("bytes"), "give either byte sizes (--bytes, -b/-e/-f) or --tokens/--hidden, not both");
+  if (!has_tok && !has_bytes)
+    throw GridError("--bytes", "no message sizes: give --tokens and --hidden, --bytes, -b/-e/-f, or a --preset");
+
+  // TP sizes.
+  for (int t : spec.tp) {
+    if (t < 1) throw GridError(spec.option_for("tp"), "TP size " + std::to_string(t) + " must be at least 1");
+    if (!lim.virtual_ranks && t > lim.world)
+      throw GridError(spec.option_for("tp"), "TP " + std::to_string(t) + " is larger than the world size " +
+                                                 std::to_string(lim.world) + " (launch with mpirun -np " +
+                                                 std::to_string(t) + " or more)");
+  }
+  std::sort(spec.tp.begin(), spec.tp.end());
+  spec.tp.erase(std::unique(spec.tp.begin(), spec.tp.end()), spec.tp.end());
+
+  // Collectives and strategies.
+  for (Collective c : spec.collectives) {
+    auto have = strategies_of(spec.backend, c);
+    if (have.empty())
+      throw GridError(spec.option_for("collectives"),
+                      "the " + spec.backend + " backend has no " + to_string(c) + " implementation");
+    for (const auto& s : spec.strategies)
+      if (std::find(have.begin(), have.end(), s) == have.end() && !spec.skip_unsupported)
+        throw GridError(spec.option_for("strategies"), "strategy '" + s + "' has no " + to_string(c) + " in the " +
+                                                           spec.backend + " backend (available: " + join(have) + ")");
+  }
+
+  PlannedGrid full = expand_grid(spec, [&](Collective c) { return strategies_of(spec.backend, c); });
+  PlannedGrid out;
+  out.full_points = full.full_points;
+  out.planned_points = full.planned_points;
+  out.full_cases = full.full_cases;
+  std::set<std::string> dropped;
+  std::size_t too_small = 0;
+  for (Case& c : full.cases) {
+    const Descriptor* d = find_descriptor(spec.backend, c.collective, c.strategy);
+    if (!d) {  // only reachable with skip_unsupported (checked above otherwise)
+      dropped.insert(c.strategy + " has no " + to_string(c.collective));
+      continue;
+    }
+    if (!d->supports(c.fusion)) {
+      if (spec.skip_unsupported) {
+        dropped.insert(c.strategy + " " + to_string(c.collective) + " lacks fusion " + to_string(c.fusion));
+        continue;
+      }
+      std::vector<std::string> f;
+      for (auto x : d->fusions) f.push_back(to_string(x));
+      throw GridError(spec.option_for("fusions"), spec.backend + " " + to_string(c.collective) + " " + c.strategy +
+                                                      " does not support fusion " + to_string(c.fusion) +
+                                                      " (supported: " + join(f) + ")");
+    }
+    if (!d->supports(c.dtype)) {
+      if (spec.skip_unsupported) {
+        dropped.insert(c.strategy + " " + to_string(c.collective) + " lacks dtype " + c.dtype);
+        continue;
+      }
+      throw GridError(spec.option_for("dtypes"), spec.backend + " " + to_string(c.collective) + " " + c.strategy +
+                                                     " does not support dtype " + c.dtype + " (supported: " +
+                                                     join(d->dtypes) + ")");
+    }
+    if (c.fusion != FusionOp::None && c.tokens == 0)
+      throw GridError(spec.option_for("fusions"), "fusion " + to_string(c.fusion) +
+                                                      " needs --tokens and --hidden (a byte size has no rows to normalise)");
+    if (c.count == 0) {
+      ++too_small;
+      continue;
+    }
+    if (d->validate)
+      if (auto issue = d->validate(c, lim)) throw GridError(issue->option, issue->what);
+    if (options.memory_bytes > 0) {
+      const ByteCounts bc = d->byte_counts(c.count, c.elem_size(), c.tp);
+      const std::int64_t ws = d->uses_workspace && d->workspace_bytes ? 2 * d->workspace_bytes(c) : 0;
+      const std::int64_t per_rank =
+          bc.send_bytes * rotation_buffers(bc.send_bytes, options.buffers) + 3 * bc.recv_bytes + ws;
+      const std::int64_t budget = options.memory_bytes / std::max(1, options.ranks_per_node) * 8 / 10;
+      if (per_rank > budget)
+        throw GridError(c.tokens ? spec.option_for("tokens") + "/" + spec.option_for("hidden") : spec.option_for("bytes"),
+                        c.describe() + " needs about " + format_bytes(per_rank / 1048576 * 1048576) +
+                            " per rank, more than 80% of this node's memory per rank (" +
+                            format_bytes(budget / 1048576 * 1048576) + ")");
+    }
+    c.index = static_cast<int>(out.cases.size());
+    out.cases.push_back(c);
+  }
+  if (notices) {
+    for (const auto& d : dropped) notices->push_back("skipped (unsupported): " + d);
+    if (too_small)
+      notices->push_back("skipped " + std::to_string(too_small) +
+                         " cases whose size is below one element per rank");
+  }
+  if (out.cases.empty()) throw GridError(spec.option_for("strategies"), "the grid has no runnable case");
+  return out;
+}
+
+}  // namespace arfit::bench

@@ -1,0 +1,187 @@
+#include "bench/reporter.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <unistd.h>
+
+#include "model/atomic_file.h"
+#include "model/errors.h"
+#include "model/sample_csv.h"
+
+namespace arfit::bench {
+
+double percentile_sorted(const std::vector<double>& v, double q) {
+  if (v.empty()) return 0;
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const std::size_t lo = static_cast<std::size_t>(std::floor(pos));
+  const std::size_t hi = std::min(v.size() - 1, lo + 1);
+  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+}
+
+// ---------------------------------------------------------------- console
+
+static std::string hms(double s) {
+  long t = static_cast<long>(std::lround(std::max(0.0, s)));
+  std::ostringstream os;
+  if (t >= 3600) os << t / 3600 << "h" << std::setw(2) << std::setfill('0') << (t % 3600) / 60 << "m";
+  else if (t >= 60) os << t / 60 << "m" << std::setw(2) << std::setfill('0') << t % 60 << "s";
+  else os << t << "s";
+  return os.str();
+}
+
+void ConsoleReporter::start(const RunHeader& header, std::size_t planned, std::size_t already_done) {
+  planned_ = planned;
+  done_ = already_done;
+  if (quiet_) return;
+  for (const auto& [k, v] : header)
+    if (k == "backend" || k == "device" || k == "plan" || k == "hostnames" || k == "world_size")
+      out_ << "# " << k << ": " << v << "\n";
+  out_ << "# " << planned << " planned cases";
+  if (already_done) out_ << ", " << already_done << " already in the output (--resume)";
+  out_ << "\n" << std::flush;
+}
+
+void ConsoleReporter::report(const Record& r) {
+  ++done_;
+  ++this_session_;
+  session_s_ += r.wall_s;
+  const std::size_t width = std::to_string(planned_).size();
+  std::ostringstream line;
+  line << "[" << std::setw(static_cast<int>(width)) << done_ << "/" << planned_ << "] " << r.c.describe();
+  if (r.sample.ok()) {
+    line << std::fixed << std::setprecision(2) << "  " << r.sample.time_us << " us (p10 " << r.sample.p10_us << ", p90 "
+         << r.sample.p90_us << ")  busbw " << std::setprecision(3) << r.bus_bw_gbps << " GB/s";
+  } else {
+    line << "  FAILED: " << r.note;
+  }
+  const double eta = session_s_ / static_cast<double>(this_session_) * static_cast<double>(planned_ - std::min(planned_, done_));
+  line << "  ETA " << hms(eta);
+  if (!r.sample.ok()) err_ << line.str() << "\n" << std::flush;
+  else if (!quiet_) out_ << line.str() << "\n" << std::flush;
+}
+
+void ConsoleReporter::finish(const RunSummary& s) {
+  if (quiet_ && s.failed == 0 && !s.stopped_early) return;
+  std::ostream& o = s.failed ? err_ : out_;
+  o << "# " << s.measured << " cases measured in " << hms(s.wall_s);
+  if (s.resumed) o << ", " << s.resumed << " resumed";
+  if (s.failed) o << ", " << s.failed << " FAILED (" << s.timed_out << " timed out)";
+  if (s.stopped_early) o << "; stopped early (--on-timeout stop)";
+  o << "\n" << std::flush;
+}
+
+// ---------------------------------------------------------------- CSV
+
+const std::vector<std::string>& CsvReporter::extra_columns() {
+  static const std::vector<std::string> v = {"note"};
+  return v;
+}
+
+OutputState inspect_output(const std::string& path, const std::string& grid_json, bool resume, bool overwrite) {
+  OutputState st;
+  std::error_code ec;
+  const bool exists = std::filesystem::exists(path, ec);
+  if (!exists || std::filesystem::file_size(path, ec) == 0) return st;
+  if (overwrite) return st;
+  if (!resume)
+    throw GridError("-o/--output", "'" + path + "' exists; pass --resume to continue it or --overwrite to replace it");
+  std::string text = read_file(path);
+  if (!text.empty() && text.back() != '\n') {
+    // A kill in the middle of a row: drop the partial row, it is measured again.
+    const auto nl = text.rfind('\n');
+    text = nl == std::string::npos ? std::string() : text.substr(0, nl + 1);
+    std::filesystem::resize_file(path, text.size(), ec);
+    if (ec) throw GridError("--resume", "cannot cut the partial last line of '" + path + "': " + ec.message());
+  }
+  SampleFile f;
+  try {
+    f = parse_samples_csv(text, path);
+  } catch (const InputError& e) {
+    throw GridError("--resume", std::string("the existing output is not a readable sample file: ") + e.what());
+  }
+  std::string old_grid;
+  for (const auto& [k, v] : f.meta)
+    if (k == "grid") old_grid = v;
+  if (old_grid != grid_json)
+    throw GridError("--resume", "'" + path + "' was written for a different grid or plan (" +
+                                    (old_grid.empty() ? std::string("no grid recorded") : old_grid) +
+                                    "); use another -o or --overwrite");
+  if (f.extra_columns != CsvReporter::extra_columns())
+    throw GridError("--resume", "'" + path + "' has different columns than arbench writes");
+  st.append = true;
+  for (const auto& s : f.samples) st.finished.insert(sample_key(s));
+  return st;
+}
+
+CsvReporter::CsvReporter(std::string path, bool append) : path_(std::move(path)), append_(append) {}
+
+CsvReporter::~CsvReporter() {
+  if (f_) std::fclose(f_);
+}
+
+void CsvReporter::start(const RunHeader& header, std::size_t, std::size_t) {
+  // The output's folder is created (e.g. out/ of the main job).
+  std::error_code ec;
+  const auto parent = std::filesystem::path(path_).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  f_ = std::fopen(path_.c_str(), append_ ? "ab" : "wb");
+  if (!f_) throw GridError("-o/--output", "cannot open '" + path_ + "' for writing");
+  if (!append_) {
+    const std::string pre = samples_csv_preamble(header, extra_columns());
+    std::fwrite(pre.data(), 1, pre.size(), f_);
+    std::fflush(f_);
+  }
+}
+
+void CsvReporter::report(const Record& r) {
+  Sample s = r.sample;
+  if (!r.note.empty()) s.extra["note"] = r.note;
+  const std::string row = samples_csv_row(s, extra_columns());
+  // One write and a flush per case: a crash loses at most the case in flight (--resume reruns it).
+  if (std::fwrite(row.data(), 1, row.size(), f_) != row.size() || std::fflush(f_) != 0)
+    throw std::runtime_error("writing '" + path_ + "' failed");
+}
+
+// ---------------------------------------------------------------- JSON
+
+void JsonReporter::start(const RunHeader& header, std::size_t, std::size_t) { header_ = header; }
+
+void JsonReporter::report(const Record& r) { records_.push_back(r); }
+
+void JsonReporter::finish(const RunSummary& s) {
+  nlohmann::json j;
+  for (const auto& [k, v] : header_) j["header"][k] = v;
+  j["summary"] = {{"planned", s.planned},   {"resumed", s.resumed},     {"measured", s.measured},
+                  {"failed", s.failed},     {"timed_out", s.timed_out}, {"stopped_early", s.stopped_early},
+                  {"wall_s", s.wall_s}};
+  j["cases"] = nlohmann::json::array();
+  for (const auto& r : records_) {
+    const Sample& x = r.sample;
+    nlohmann::json c = {{"index", r.c.index},        {"collective", to_string(x.collective)},
+                        {"strategy", x.strategy},    {"fusion", to_string(x.fusion)},
+                        {"dtype", x.dtype},          {"nranks", x.nranks},
+                        {"tokens", x.tokens},        {"hidden", x.hidden},
+                        {"bytes", x.bytes},          {"status", x.ok() ? "ok" : "failed"},
+                        {"wrong", x.wrong},          {"note", r.note},
+                        {"wall_s", r.wall_s}};
+    if (x.ok()) {
+      c["time_us"] = x.time_us;
+      c["p10_us"] = x.p10_us;
+      c["p90_us"] = x.p90_us;
+      c["min_us"] = x.min_us;
+      c["max_us"] = x.max_us;
+      c["iterations"] = x.iterations;
+      c["alg_bw_gbps"] = r.alg_bw_gbps;
+      c["bus_bw_gbps"] = r.bus_bw_gbps;
+    }
+    j["cases"].push_back(c);
+  }
+  write_string_atomically(path_, j.dump(1) + "\n");
+}
+
+}  // namespace arfit::bench

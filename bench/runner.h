@@ -1,0 +1,55 @@
+// The runner: drives the planned cases over MPI and produces Records (rank 0); it formats nothing.
+//
+// Per case, as nccl-tests: create the op and its buffers, warm-up iterations, a synchronisation, timed
+// iterations (a timestamp per iteration, rotating input buffers), then — outside the timed region — a
+// correctness check that counts wrong elements on every rank. Per-iteration times are maxed across ranks
+// (the slowest rank defines the collective's time), then the median, p10, p90, min and max are taken.
+// A watchdog bounds each case: at the timeout it raises the abort flag that the shared-memory barriers
+// (host) or ncclCommAbort (nccl) observe; a case still stuck after a grace period (a hung MPI call that
+// nothing can interrupt) is recorded as failed by rank 0 and the processes exit with status 3.
+#pragma once
+
+#include <mpi.h>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "bench/backend.h"
+#include "bench/record.h"
+#include "bench/reporter.h"
+
+namespace arfit::bench {
+
+struct RunnerOptions {
+  int warmup = 5;
+  int iters = 20;
+  int buffers = 0;               // 0: rotation_buffers() decides per case
+  double timeout_s = 60;         // per case, setup and check included
+  bool stop_on_timeout = false;  // --on-timeout stop
+  bool virtual_ranks = false;    // custom backend: one process plays all TP ranks
+  std::set<int> profile_cases;   // case indices wrapped in cudaProfilerStart/Stop
+  // Test-only hooks.
+  int inject_hang_case = -1;     // this case's rank 1 withholds itself (shared-memory ops) or hangs (MPI ops)
+  int crash_after = -1;          // rank 0 SIGKILLs itself after writing this many cases
+  // Sample fields shared by every record.
+  std::string backend_label;     // Sample::backend, e.g. "arbench-host"
+  std::string source;            // Sample::source, e.g. the run's start time
+  DeviceInfo device;
+  int nnodes = 1;
+};
+
+class Runner {
+ public:
+  Runner(MPI_Comm world, Backend& backend, RunnerOptions options);
+  // Collective over the world. `reporters` are used on rank 0 only. Returns the summary on every rank.
+  RunSummary run(const std::vector<Case>& cases, std::size_t planned, std::size_t resumed,
+                 const RunHeader& header, const std::vector<Reporter*>& reporters);
+
+ private:
+  MPI_Comm world_;
+  Backend& backend_;
+  RunnerOptions opt_;
+  int rank_ = 0, size_ = 1;
+};
+
+}  // namespace arfit::bench

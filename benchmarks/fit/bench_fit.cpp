@@ -1,0 +1,129 @@
+// Speed of fitting one group, model selection included (goal: median < 5 ms per group), and of prediction.
+// Curves: synthetic ones shaped like the public measurements (22 sizes, 1 KiB .. 2 GiB, two NCCL-like
+// regimes with 1 % noise), and — when the public data folder exists — the real curves of its files.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include "fit/eval.h"
+#include "fit/family_fit.h"
+#include "fit/fit.h"
+#include "ingest/ingest.h"
+#include "model/group_model.h"
+
+using namespace arfit;
+
+namespace {
+
+fit::Curve synthetic_curve(unsigned seed) {
+  fit::Curve c;
+  c.key.system = "bench";
+  c.key.nranks = 8;
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> nd(0, 0.01);
+  for (int e = 10; e <= 31; ++e) {
+    const double s = std::ldexp(1.0, e);
+    const double t1 = 6 + 1.75 * s / 20e3, t2 = 40 + 1.75 * s / 400e3;
+    c.bytes.push_back(s);
+    c.time_us.push_back(std::min(t1, t2) * std::exp(nd(rng)));
+  }
+  return c;
+}
+
+std::vector<fit::Curve> public_curves() {
+  std::vector<fit::Curve> out;
+  const char* env = std::getenv("ARFIT_PUBLIC_DATA_DIR");
+  const std::filesystem::path dir = env ? env : ARFIT_BENCH_PUBLIC_DATA_DIR;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return out;
+  std::vector<Sample> samples;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
+    if (e.is_regular_file() && e.path().extension() == ".txt") {
+      try {
+        auto v = ingest::ingest_file(e.path().string()).samples;
+        samples.insert(samples.end(), v.begin(), v.end());
+      } catch (const std::exception&) {
+      }
+    }
+  out = fit::eval_curves(samples, 12);
+  // every 8th curve keeps the run short while spanning all files
+  std::vector<fit::Curve> some;
+  for (size_t i = 0; i < out.size(); i += 8) some.push_back(out[i]);
+  return some;
+}
+
+void BM_FitGroupAutoSynthetic(benchmark::State& state) {
+  const fit::Curve c = synthetic_curve(1);
+  for (auto _ : state) benchmark::DoNotOptimize(fit::fit_curve(c));
+  state.SetLabel("22 sizes, family auto (4 candidates, CV) + residual correction + covariance");
+}
+BENCHMARK(BM_FitGroupAutoSynthetic)->Unit(benchmark::kMillisecond);
+
+void BM_FitGroupAutoPublic(benchmark::State& state) {
+  static const std::vector<fit::Curve> curves = public_curves();
+  if (curves.empty()) {
+    state.SkipWithError("public data folder absent");
+    return;
+  }
+  size_t i = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(fit::fit_curve(curves[i % curves.size()]));
+    ++i;
+  }
+  state.SetLabel(std::to_string(curves.size()) + " public curves, one per iteration");
+}
+// Repetitions report the median over repeated passes; each iteration is one group.
+BENCHMARK(BM_FitGroupAutoPublic)->Unit(benchmark::kMillisecond)->Iterations(100)->Repetitions(5)->ReportAggregatesOnly(true);
+
+// The goal's own statistic: every public curve (every 8th) fitted once per pass, timed one by one; the
+// counter median_ms is the median over curves of the time of one group's fit including model selection.
+void BM_FitGroupAutoPublicMedian(benchmark::State& state) {
+  static const std::vector<fit::Curve> curves = public_curves();
+  if (curves.empty()) {
+    state.SkipWithError("public data folder absent");
+    return;
+  }
+  std::vector<double> ms;
+  for (auto _ : state) {
+    ms.clear();
+    for (const auto& c : curves) {
+      const auto t0 = std::chrono::steady_clock::now();
+      benchmark::DoNotOptimize(fit::fit_curve(c));
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+  }
+  std::sort(ms.begin(), ms.end());
+  state.counters["median_ms"] = ms[ms.size() / 2];
+  state.counters["p90_ms"] = ms[ms.size() * 9 / 10];
+  state.counters["groups"] = static_cast<double>(ms.size());
+}
+BENCHMARK(BM_FitGroupAutoPublicMedian)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+void BM_FitFamily(benchmark::State& state, const char* family) {
+  const fit::Curve c = synthetic_curve(2);
+  const FamilySpec spec = parse_family(family);
+  for (auto _ : state) benchmark::DoNotOptimize(fit::fit_family(spec, c.bytes, c.time_us, 1.75));
+}
+BENCHMARK_CAPTURE(BM_FitFamily, alphabeta, "alphabeta")->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_FitFamily, sigmoid, "sigmoid")->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_FitFamily, regimes3, "regimes3")->Unit(benchmark::kMicrosecond);
+
+void BM_PredictGroup(benchmark::State& state) {
+  const fit::GroupFit g = fit::fit_curve(synthetic_curve(3));
+  const GroupModel m = GroupModel::from_json(g.model);
+  double s = 1e5;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(m.predict(s));
+    s = s * 1.01;
+    if (s > 1e9) s = 1e5;
+  }
+}
+BENCHMARK(BM_PredictGroup);
+
+}  // namespace
+
+BENCHMARK_MAIN();

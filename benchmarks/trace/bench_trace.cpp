@@ -1,0 +1,68 @@
+// How long arfit breakdown takes on a profile of realistic size: a 32-layer model, one prefill and 128
+// decode steps (the JSON is built in memory, about 10 MB), read, classified and broken down.
+#include <benchmark/benchmark.h>
+
+#include <string>
+
+#include "trace/breakdown.h"
+#include "trace/vllm_profile.h"
+
+namespace {
+
+std::string node(const std::string& name, double t, int inv, const std::string& children) {
+  return "{\"entry\": {\"name\": \"" + name + "\", \"cuda_time_us\": " + std::to_string(t) +
+         ", \"pct_cuda_time\": 0.1, \"invocations\": " + std::to_string(inv) + "}, \"children\": [" + children + "]}";
+}
+
+std::string step(double scale) {
+  const char* gemm = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas";
+  std::string layers;
+  for (int l = 0; l < 32; ++l) {
+    std::string attn = node("QKVParallelLinear", 10 * scale, 1, node(gemm, 10 * scale, 1, "")) + "," +
+                       node("Attention", 8 * scale, 1, node("void flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4>>(flash::Flash_fwd_params)", 8 * scale, 1, "")) + "," +
+                       node("RowParallelLinear", 9 * scale, 1,
+                            node(gemm, 5 * scale, 1, "") + "," +
+                                node("void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(vllm::RankData*, vllm::RankSignals, vllm::Signal*, __nv_bfloat16*, int, int)", 4 * scale, 1, ""));
+    std::string mlp = node("MergedColumnParallelLinear", 20 * scale, 1, node(gemm, 20 * scale, 1, "")) + "," +
+                      node("SiluAndMul", 2 * scale, 1, node("void vllm::act_and_mul_kernel<c10::BFloat16>(c10::BFloat16*, c10::BFloat16 const*, int)", 2 * scale, 1, "")) + "," +
+                      node("RowParallelLinear", 14 * scale, 1,
+                           node(gemm, 10 * scale, 1, "") + "," + node("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 4 * scale, 1, ""));
+    layers += (l ? "," : "") + node("LlamaDecoderLayer", 63 * scale, 1,
+                                    node("RMSNorm", 1 * scale, 2, node("void vllm::rms_norm_kernel<c10::BFloat16>(c10::BFloat16*)", 1 * scale, 2, "")) + "," +
+                                        node("LlamaAttention", 27 * scale, 1, attn) + "," + node("LlamaMLP", 36 * scale, 1, mlp));
+  }
+  return "{\"summary_stats\": [" + node("LlamaForCausalLM", 32 * 64 * scale, 1, layers) + "]}";
+}
+
+const std::string& profile_text() {
+  static const std::string text = [] {
+    std::string t = "{\"context\": {\"model\": \"bench\", \"batch_size\": 8, \"prompt_len\": 1024, \"output_len\": 128, "
+                    "\"tensor_parallel_size\": 8}, \"prefill\": " + step(10.0);
+    for (int d = 1; d <= 128; ++d) t += ", \"decode_" + std::to_string(d) + "\": " + step(0.1);
+    return t + "}";
+  }();
+  return text;
+}
+
+void BM_ReadVllmProfile(benchmark::State& state) {
+  const std::string& text = profile_text();
+  for (auto _ : state) {
+    auto p = arfit::trace::parse_vllm_profile(text, "bench.json");
+    benchmark::DoNotOptimize(p);
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(text.size()));
+}
+BENCHMARK(BM_ReadVllmProfile)->Unit(benchmark::kMillisecond);
+
+void BM_BreakdownKernelLevel(benchmark::State& state) {
+  auto p = arfit::trace::parse_vllm_profile(profile_text(), "bench.json");
+  for (auto _ : state) {
+    auto b = arfit::trace::compute_breakdown(p, arfit::trace::RuleTable::defaults(), {});
+    benchmark::DoNotOptimize(b);
+  }
+}
+BENCHMARK(BM_BreakdownKernelLevel)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

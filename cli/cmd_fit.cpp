@@ -1,0 +1,87 @@
+// arfit fit SAMPLES... -o models.json [--family F] [--threads N] [--no-correction] [--min-points N] [--format F]
+// Fits every (system, collective, strategy, fusion, dtype, nranks, nnodes) group of the samples and writes the
+// models file (atomically, only when at least one group could be fitted). Groups that cannot be fitted (too
+// few sizes, zeros, not a latency curve) are listed with the reason and kept in the file with ok = false.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "fit/fit.h"
+#include "ingest/ingest.h"
+
+namespace arfit::cli {
+namespace {
+
+struct FitArgs {
+  std::vector<std::string> files;
+  std::string output;
+  std::string family = "auto";
+  std::string format = "auto";
+  int threads = 1;
+  int min_points = 4;
+  bool no_correction = false;
+  bool no_joint = false;
+  bool quiet = false;
+};
+
+void run_fit(const FitArgs& a) {
+  fit::FitOptions fo;
+  fo.family = a.family;
+  fo.threads = a.threads;
+  fo.min_points = a.min_points;
+  fo.residual_correction = !a.no_correction;
+  fo.joint_n = !a.no_joint;
+  if (a.threads < 1) throw UsageError("--threads must be at least 1");
+  if (a.min_points < 2) throw UsageError("--min-points must be at least 2");
+  ingest::Options io;
+  try {
+    io.format = ingest::parse_format(a.format);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--format: ") + e.what());
+  }
+  const std::vector<Sample> samples = ingest::load_samples(a.files, io);
+  const ModelSet set = fit::fit_model_set(samples, fo, a.files);
+  const auto& groups = set.raw().at("groups");
+  int ok = 0, bad = 0;
+  if (!a.quiet) std::printf("%-60s %-10s %6s %8s\n", "group", "family", "points", "cv_gmae%");
+  for (const auto& g : groups) {
+    const bool good = g.value("ok", false);
+    good ? ++ok : ++bad;
+    if (a.quiet) continue;
+    if (good)
+      std::printf("%-60s %-10s %6d %8.2f\n", g.at("id").get<std::string>().c_str(), g.at("family").get<std::string>().c_str(),
+                  g.at("range").at("points").get<int>(), g.at("cv_gmae").get<double>() * 100);
+    else
+      std::printf("%-60s %-10s %6d  not fitted: %s\n", g.at("id").get<std::string>().c_str(), "-",
+                  g.at("range").value("points", 0), g.at("problem").get<std::string>().c_str());
+  }
+  if (ok == 0) throw std::runtime_error("no group could be fitted (" + std::to_string(bad) + " groups, see above); nothing written");
+  set.save(a.output);
+  std::printf("fitted %d groups (%d not fitted), %zu joint-n families -> %s\n", ok, bad, set.raw().at("joint").size(),
+              a.output.c_str());
+}
+
+void add_fit(CLI::App& app) {
+  auto args = std::make_shared<FitArgs>();
+  auto* cmd = app.add_subcommand("fit", "Fit latency models to measured samples and write models.json");
+  cmd->add_option("samples", args->files, "Sample files in any format `arfit ingest` reads")->required()->check(CLI::ExistingFile);
+  cmd->add_option("-o,--output", args->output, "Models file to write (JSON)")->required();
+  cmd->add_option("--family", args->family,
+                  "auto (cross-validated choice among alphabeta, satbw, regimes2, regimes3), seed, alphabeta, "
+                  "sigmoid, satbw, regimes (K = 1..4 by cross-validation) or regimes1..regimes4")
+      ->check(CLI::IsMember({"auto", "seed", "alphabeta", "sigmoid", "satbw", "regimes", "regimes1", "regimes2", "regimes3",
+                             "regimes4"}));
+  cmd->add_option("--format", args->format, "Input format: auto (detect per file), arfit, nccl-tests, nccl-tests-json, param, trtllm, aiconfigurator");
+  cmd->add_option("--threads", args->threads, "Fit groups in parallel (results are identical for any count)");
+  cmd->add_option("--min-points", args->min_points, "Groups with fewer distinct sizes are reported, not fitted (default 4)");
+  cmd->add_flag("--no-correction", args->no_correction, "Do not store the in-range residual correction (model alone everywhere)");
+  cmd->add_flag("--no-joint", args->no_joint, "Do not add joint fits across GPU counts");
+  cmd->add_flag("-q,--quiet", args->quiet, "Print only the summary line");
+  cmd->callback([args] { run_fit(*args); });
+}
+
+}  // namespace
+}  // namespace arfit::cli
+
+ARFIT_REGISTER_COMMAND(fit, 20, arfit::cli::add_fit);

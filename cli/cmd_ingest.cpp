@@ -1,0 +1,155 @@
+// arfit ingest FILES... [-o samples.csv] [--format F] [--collective C] [--nranks N]
+// Reads measurements in any supported format (detected per file), writes arfit's sample CSV (atomically,
+// and only when every file read cleanly) and prints a summary: per file (format, rows, samples, failed,
+// duplicated sizes, warnings) and per group (points, size range).
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "cli/commands.h"
+#include "ingest/ingest.h"
+#include "model/sample_csv.h"
+
+namespace arfit::cli {
+namespace {
+
+struct IngestArgs {
+  std::vector<std::string> files;
+  std::string output;
+  std::string format = "auto";
+  std::string collective;
+  int nranks = 0;
+  bool quiet = false;
+};
+
+std::string human_bytes(std::int64_t b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(b);
+  int u = 0;
+  while (v >= 1024 && u < 4 && static_cast<std::int64_t>(v) % 1024 == 0) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g %s", v, units[u]);
+  return buf;
+}
+
+// What tells apart samples of one file that are not the same series: the markdown section, the variant.
+std::string label(const Sample& s) {
+  std::string out;
+  for (const char* k : {"section", "variant"}) {
+    auto it = s.extra.find(k);
+    if (it != s.extra.end() && !it->second.empty()) out += (out.empty() ? "" : "; ") + it->second;
+  }
+  return out;
+}
+
+void run_ingest(const IngestArgs& a) {
+  ingest::Options opt;
+  try {
+    opt.format = ingest::parse_format(a.format);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--format: ") + e.what());
+  }
+  if (!a.collective.empty()) {
+    try {
+      opt.collective = parse_collective(a.collective);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string("--collective: ") + e.what());
+    }
+  }
+  if (a.nranks != 0) {
+    if (a.nranks < 1) throw UsageError("--nranks must be at least 1");
+    opt.nranks = a.nranks;
+  }
+
+  SampleFile out;
+  std::size_t total_rows = 0, total_failed = 0, total_dups = 0;
+  std::string inputs;
+  for (const auto& f : a.files) {
+    ingest::IngestResult r = ingest::ingest_file(f, opt);
+    total_rows += r.rows;
+    total_failed += r.failed;
+    total_dups += r.duplicates;
+    if (!a.quiet) {
+      std::cout << f << ": " << ingest::to_string(r.format) << ", " << r.rows << " rows, " << r.samples.size()
+                << " samples, " << r.failed << " failed, " << r.duplicates << " duplicated sizes\n";
+      for (const auto& w : r.warnings) std::cerr << "arfit: warning: " << w << "\n";
+    }
+    inputs += (inputs.empty() ? "" : " ") + f;
+    for (auto& s : r.samples) out.samples.push_back(std::move(s));
+  }
+
+  // Groups: the points a model would be fitted to together.
+  using Key = std::tuple<std::string, std::string, std::string, std::string, int, int, bool, std::string>;
+  struct G {
+    std::size_t ok = 0, failed = 0;
+    std::int64_t lo = -1, hi = -1;
+  };
+  std::map<Key, G> groups;
+  for (const auto& s : out.samples) {
+    auto it = s.extra.find("system");
+    Key k{it == s.extra.end() ? s.source : it->second, to_string(s.collective), s.strategy, to_string(s.fusion) + "/" + s.dtype,
+          s.nranks, s.nnodes, s.in_place, label(s)};
+    G& g = groups[k];
+    if (!s.ok()) {
+      ++g.failed;
+      continue;
+    }
+    ++g.ok;
+    if (g.lo < 0 || s.bytes < g.lo) g.lo = s.bytes;
+    if (s.bytes > g.hi) g.hi = s.bytes;
+  }
+  std::cout << "summary: " << a.files.size() << " files, " << total_rows << " rows, " << out.samples.size() << " samples, "
+            << total_failed << " failed, " << total_dups << " duplicated sizes, " << groups.size() << " groups\n";
+  if (!a.quiet) {
+    std::printf("  %-34s %-13s %-20s %-12s %6s %6s %5s %6s %7s  %s\n", "system", "collective", "strategy", "fusion/dtype",
+                "ranks", "nodes", "place", "points", "failed", "sizes");
+    for (const auto& [k, g] : groups) {
+      std::string sizes = g.lo < 0 ? "-" : human_bytes(g.lo) + " .. " + human_bytes(g.hi);
+      std::string sys = std::get<0>(k);
+      if (!std::get<7>(k).empty()) sys += " [" + std::get<7>(k) + "]";
+      std::printf("  %-34s %-13s %-20s %-12s %6d %6d %5s %6zu %7zu  %s\n", sys.c_str(), std::get<1>(k).c_str(),
+                  std::get<2>(k).c_str(), std::get<3>(k).c_str(), std::get<4>(k), std::get<5>(k),
+                  std::get<6>(k) ? "in" : "out", g.ok, g.failed, sizes.c_str());
+    }
+  }
+  if (!a.output.empty()) {
+    out.meta.emplace_back("generator", "arfit ingest");
+    out.meta.emplace_back("inputs", inputs);
+    write_samples_csv(a.output, out);
+    std::cout << "wrote " << out.samples.size() << " samples to " << a.output << "\n";
+  }
+}
+
+void add_ingest(CLI::App& app) {
+  auto args = std::make_shared<IngestArgs>();
+  auto* cmd = app.add_subcommand(
+      "ingest",
+      "Convert measurements (nccl-tests text/JSON, PARAM COMMS-RES, TensorRT-LLM all-reduce CSV, aiconfigurator CSV, "
+      "arfit CSV) into arfit's sample CSV and print a summary");
+  cmd->add_option("files", args->files, "Input files (format detected per file)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("-o,--output", args->output,
+                  "Write all samples to this arfit sample CSV (written only if every file reads cleanly)");
+  cmd->add_option("--format", args->format,
+                  "Input format: auto, arfit, nccl-tests, nccl-tests-json, param, trtllm, aiconfigurator")
+      ->capture_default_str();
+  cmd->add_option("--collective", args->collective,
+                  "Collective of every input, overriding what the files say (needed when a file does not say it): "
+                  "allreduce, allgather, reducescatter, alltoall, alltoallv, broadcast, reduce, sendrecv");
+  cmd->add_option("--nranks", args->nranks,
+                  "Rank count of every input, overriding what the files say (needed when a file does not say it)");
+  cmd->add_flag("-q,--quiet", args->quiet, "Print only the one-line summary");
+  cmd->callback([args] { run_ingest(*args); });
+}
+
+}  // namespace
+}  // namespace arfit::cli
+
+ARFIT_REGISTER_COMMAND(ingest, 10, arfit::cli::add_ingest);

@@ -1,0 +1,362 @@
+// arfit plot KIND INPUTS... -o DIR: figures through gnuplot (plots/). Inputs are recognised by content:
+// models.json (arfit fit), the codegen JSON (arfit codegen --format json), eval JSON (arfit eval --json,
+// including --protocol select), and samples in any format arfit ingest reads.
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "codegen/table.h"
+#include "codegen/writers.h"
+#include "fit/eval.h"
+#include "ingest/ingest.h"
+#include "model/atomic_file.h"
+#include "model/errors.h"
+#include "model/model_set.h"
+#include "plots/adapters.h"
+#include "plots/figures.h"
+#include "plots/index.h"
+
+namespace fs = std::filesystem;
+
+namespace arfit::cli {
+namespace {
+
+struct PlotArgs {
+  std::string kind;
+  std::vector<std::string> inputs;
+  std::string out_dir;
+  std::string format = "png";
+  std::string index;  // also (re)write this index page over out_dir
+  std::vector<std::string> held_out;
+  std::string tp, sm, fusion, tokens = "1:16384", hidden = "128:8192";
+  std::string protocol = "interp2";
+  std::string method = "auto";
+  std::string ingest_format = "auto";
+  std::string dtype = "bf16";
+};
+
+struct Inputs {
+  std::vector<Sample> samples;
+  std::vector<std::string> sample_paths;
+  std::optional<ModelSet> models;
+  std::string models_path;
+  std::vector<std::pair<std::string, nlohmann::json>> tables;  // codegen JSON
+  std::vector<std::pair<std::string, nlohmann::json>> evals;   // eval JSON
+};
+
+// Reads each input by what it contains.
+Inputs read_inputs(const std::vector<std::string>& paths, const std::string& ingest_format) {
+  Inputs in;
+  for (const auto& p : paths) {
+    std::string text = read_file(p);
+    std::size_t first = text.find_first_not_of(" \t\r\n");
+    if (first != std::string::npos && text[first] == '{') {
+      nlohmann::json j;
+      try {
+        j = nlohmann::json::parse(text);
+      } catch (const nlohmann::json::parse_error& e) {
+        // nccl-tests -J output is JSON too: let ingest decide below when it is not one of ours.
+        j = nlohmann::json();
+      }
+      if (j.is_object() && j.value("schema", std::string()) == "arfit-models") {
+        if (in.models) throw UsageError("several models files given (" + in.models_path + ", " + p + "); pass one");
+        in.models = ModelSet::load(p);
+        in.models_path = p;
+        continue;
+      }
+      if (j.is_object() && j.contains("cells") && (j.contains("strategies") || j.contains("axes"))) {
+        in.tables.emplace_back(p, std::move(j));
+        continue;
+      }
+      if (j.is_object() && j.contains("methods")) {
+        in.evals.emplace_back(p, std::move(j));
+        continue;
+      }
+    }
+    in.sample_paths.push_back(p);
+  }
+  if (!in.sample_paths.empty()) {
+    ingest::Options o;
+    try {
+      o.format = ingest::parse_format(ingest_format);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
+    in.samples = ingest::load_samples(in.sample_paths, o);
+  }
+  return in;
+}
+
+class Renderer {
+ public:
+  Renderer(std::string dir, std::vector<plots::ImageFormat> formats) : dir_(std::move(dir)), formats_(std::move(formats)) {}
+
+  void draw(plots::Figure f, const std::string& kind = "") {
+    if (!kind.empty()) f.kind = kind;
+    auto r = plots::render_figure(f, formats_);
+    for (const auto& img : r.images) std::cout << "wrote " << img << "\n";
+    for (const auto& w : r.warnings) std::cerr << "arfit plot: gnuplot " << w << " (" << r.script << ")\n";
+    ++count_;
+  }
+  std::string stem(const std::string& name) const { return (fs::path(dir_) / name).string(); }
+  int count() const { return count_; }
+
+ private:
+  std::string dir_;
+  std::vector<plots::ImageFormat> formats_;
+  int count_ = 0;
+};
+
+std::vector<int> int_list(const std::string& s, const std::string& option) {
+  if (s.empty()) return {};
+  try {
+    return codegen::parse_int_list(s, option);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+}
+
+// Predicted strategy grids from a model set, one per system (codegen's table builder, so the figures show
+// exactly what `arfit codegen` would choose).
+std::vector<plots::StrategyGrid> grids_from_models(const ModelSet& models, const PlotArgs& a) {
+  codegen::Grid grid;
+  try {
+    grid.tokens = codegen::parse_pow2_axis(a.tokens, "--tokens");
+    grid.hiddens = codegen::parse_pow2_axis(a.hidden, "--hidden");
+    if (!a.fusion.empty()) grid.fusions = codegen::parse_fusion_list(a.fusion, "--fusion");
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  std::vector<plots::StrategyGrid> out;
+  for (const auto& system : models.systems()) {
+    std::set<int> tps;
+    std::set<FusionOp> fusions;
+    for (const auto& g : models.groups())
+      if (g.key.system == system && g.key.collective == Collective::AllReduce) tps.insert(g.key.nranks), fusions.insert(g.key.fusion);
+    if (tps.empty()) continue;
+    codegen::Grid gs = grid;
+    gs.tps = a.tp.empty() ? std::vector<int>(tps.begin(), tps.end()) : int_list(a.tp, "--tp");
+    if (a.fusion.empty()) gs.fusions.assign(fusions.begin(), fusions.end());
+    codegen::TableOptions to;
+    to.system = system;
+    to.dtype = a.dtype;
+    to.sm = a.sm.empty() ? 0 : int_list(a.sm, "--sm").front();
+    auto table = codegen::build_table(gs, codegen::model_set_candidates(models, system), codegen::model_set_predictor(models), to);
+    codegen::Banner banner;
+    banner.version = ARFIT_VERSION;
+    out.push_back(plots::grid_from_codegen_json(codegen::table_to_json(table, banner, to.sm), "models:" + system));
+    out.back().source = "predicted";
+  }
+  return out;
+}
+
+std::vector<plots::StrategyGrid> predicted_grids(const Inputs& in, const PlotArgs& a) {
+  std::vector<plots::StrategyGrid> out;
+  for (const auto& [p, j] : in.tables) out.push_back(plots::grid_from_codegen_json(j, p));
+  if (out.empty() && in.models) out = grids_from_models(*in.models, a);
+  return out;
+}
+
+void plot_fit(const Inputs& in, const PlotArgs& a, Renderer& r) {
+  if (in.samples.empty() && !in.models) throw UsageError("plot fit needs samples and/or a models.json");
+  std::vector<Sample> held;
+  if (!a.held_out.empty()) held = ingest::load_samples(a.held_out);
+  auto figs = plots::fit_figures(in.samples, held, in.models ? &*in.models : nullptr);
+  for (const auto& f : figs) r.draw(plots::fit_figure(f.data, r.stem(f.name)));
+}
+
+void plot_cross(const Inputs& in, const PlotArgs& a, Renderer& r) {
+  if (!in.models) throw UsageError("plot cross needs a models.json");
+  std::vector<int> tps = a.tp.empty() ? std::vector<int>{2, 4, 8, 16} : int_list(a.tp, "--tp");
+  auto figs = plots::cross_figures(in.samples, *in.models, tps, int_list(a.sm, "--sm"));
+  if (figs.empty())
+    std::cerr << "arfit plot cross: no family has a TP in --tp (or an --sm) that was not measured; nothing to draw\n";
+  for (const auto& f : figs) r.draw(plots::fit_figure(f.data, r.stem(f.name)), "cross");
+}
+
+void plot_grids(const std::string& kind, const Inputs& in, const PlotArgs& a, Renderer& r) {
+  std::vector<plots::StrategyGrid> grids = predicted_grids(in, a);
+  std::optional<plots::StrategyGrid> measured;
+  if (!in.samples.empty()) measured = plots::grid_from_samples(in.samples);
+  if (measured && measured->cells.empty()) measured.reset();
+  if (kind == "regret") {
+    if (grids.empty() || !measured)
+      throw UsageError("plot regret needs a strategy table (codegen JSON or models.json) and measured samples of "
+                       "two or more strategies, or a select-eval JSON with per-cell records");
+    for (const auto& g : grids)
+      for (const auto& h : plots::regret_maps(g, *measured)) r.draw(plots::heatmap_figure(h.data, r.stem(h.name), "regret"));
+    return;
+  }
+  if (grids.empty()) {
+    if (!measured) throw UsageError("plot " + kind + " needs a codegen JSON, a models.json or samples of all-reduce strategies");
+    grids.push_back(*measured);
+  } else if (measured) {
+    for (auto& g : grids) plots::mark_measured(g, *measured);
+  }
+  for (const auto& g : grids) {
+    if (kind == "heatmap")
+      for (const auto& h : plots::heatmaps(g)) r.draw(plots::heatmap_figure(h.data, r.stem(h.name), "heatmap"));
+    if (kind == "best")
+      for (const auto& b : plots::best_maps(g)) r.draw(plots::best_map_figure(b.data, r.stem(b.name)));
+    if (kind == "diff")
+      for (const auto& h : plots::diff_maps(g)) r.draw(plots::heatmap_figure(h.data, r.stem(h.name), "diff"));
+  }
+}
+
+void draw_errors(const plots::ErrorData& e, const std::string& base, Renderer& r) {
+  bool any = false;
+  for (const auto& s : e.series) any = any || !s.measured_predicted.empty();
+  if (!any) return;
+  plots::ErrorData scatter = e, hist = e;
+  scatter.title += " · predicted vs measured";
+  hist.title += " · relative errors";
+  r.draw(plots::error_scatter_figure(scatter, r.stem(base + "_scatter")));
+  r.draw(plots::error_histogram_figure(hist, r.stem(base + "_hist")));
+}
+
+void plot_errors(const Inputs& in, const PlotArgs& a, Renderer& r) {
+  for (const auto& [p, j] : in.evals) {
+    std::string base = plots::slug("errors_" + fs::path(p).stem().string());
+    r.draw(plots::error_summary_figure(plots::summary_from_eval_json(j, p), r.stem(base + "_summary")));
+    draw_errors(plots::errors_from_eval_json(j, p), base, r);
+    if (j.value("protocol", std::string()) == "select" && j.contains("cells") && j["cells"].is_array())
+      for (const auto& h : plots::regret_maps_from_select_json(j, p, a.method))
+        r.draw(plots::heatmap_figure(h.data, r.stem(plots::slug(fs::path(p).stem().string()) + "_" + h.name), "regret"));
+  }
+  if (!in.samples.empty()) {
+    // Run the evaluation here, keeping every held-out point for the scatter and the histogram.
+    const fit::ProtocolEntry* entry = nullptr;
+    for (const auto& e : fit::fit_protocols())
+      if (e.name == a.protocol) entry = &e;
+    if (!entry) throw UsageError("unknown --protocol '" + a.protocol + "' for plot errors (interp2, sparse4, extrap, crossn)");
+    fit::EvalOptions eo;
+    eo.keep_points = true;
+    fit::EvalResult res = entry->run(in.samples, eo);
+    std::string base = "errors_" + a.protocol;
+    std::string what = "eval " + a.protocol + " (" + std::to_string(res.curves) + " curves)";
+    plots::ErrorSummaryData summary = plots::summary_from_eval_json(res.to_json(), base + ".json");
+    summary.title = what + " · error per method";
+    r.draw(plots::error_summary_figure(summary, r.stem(base + "_summary")));
+    plots::ErrorData e;
+    e.title = what;
+    for (const auto& m : res.methods) {
+      plots::ErrorSeries s{m.name, {}};
+      for (const auto& pt : m.points) s.measured_predicted.push_back({pt.measured, pt.predicted.time_us});
+      e.series.push_back(std::move(s));
+    }
+    draw_errors(e, base, r);
+  }
+  if (in.evals.empty() && in.samples.empty()) throw UsageError("plot errors needs an eval JSON (arfit eval --json) or samples");
+}
+
+void run_plot(const PlotArgs& a) {
+  if (a.kind == "index") {
+    if (a.inputs.size() != 1) throw UsageError("plot index takes one folder of figures");
+    std::string page = !a.index.empty() ? a.index : !a.out_dir.empty() ? a.out_dir : (fs::path(a.inputs[0]) / "index.html").string();
+    int n = plots::write_index(a.inputs[0], page);
+    std::cout << "wrote " << page << " (" << n << " figures)\n";
+    return;
+  }
+  if (a.out_dir.empty()) throw UsageError("plot " + a.kind + " needs -o DIR");
+  if (a.inputs.empty()) throw UsageError("plot " + a.kind + " needs input files");
+  std::vector<plots::ImageFormat> formats;
+  try {
+    formats = plots::parse_formats(a.format);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  plots::require_gnuplot();  // say so before reading anything large
+  for (const auto& p : a.inputs)
+    if (!fs::is_regular_file(p)) throw InputError(p, 0, "", "no such file");
+  Inputs in = read_inputs(a.inputs, a.ingest_format);
+  Renderer r(a.out_dir, formats);
+  fs::create_directories(a.out_dir);
+  if (a.kind == "fit") plot_fit(in, a, r);
+  else if (a.kind == "cross") plot_cross(in, a, r);
+  else if (a.kind == "heatmap" || a.kind == "best" || a.kind == "diff" || a.kind == "regret") plot_grids(a.kind, in, a, r);
+  else if (a.kind == "errors") plot_errors(in, a, r);
+  else if (a.kind == "all") {
+    // Everything the inputs allow.
+    if (!in.samples.empty() || in.models) plot_fit(in, a, r);
+    if (in.models && !a.tp.empty()) plot_cross(in, a, r);
+    bool grids = !in.tables.empty() || in.models || !in.samples.empty();
+    if (grids) {
+      std::optional<plots::StrategyGrid> m;
+      if (!in.samples.empty()) m = plots::grid_from_samples(in.samples);
+      bool two = m && m->strategies.size() >= 2;
+      bool predicted = !in.tables.empty() || in.models;
+      PlotArgs ga = a;
+      ga.tp.clear();  // --tp names the TP sizes to extrapolate to (cross); the grids use the modelled ones
+      if (predicted || two) {
+        plot_grids("heatmap", in, ga, r);
+        plot_grids("best", in, ga, r);
+        plot_grids("diff", in, ga, r);
+      }
+      if (predicted && two) plot_grids("regret", in, ga, r);
+    }
+    if (!in.evals.empty()) {
+      Inputs only_evals;
+      only_evals.evals = in.evals;
+      plot_errors(only_evals, a, r);
+    }
+  }
+  std::cout << r.count() << " figure(s) in " << a.out_dir << "\n";
+  if (!a.index.empty()) {
+    int n = plots::write_index(a.out_dir, a.index);
+    std::cout << "wrote " << a.index << " (" << n << " figures)\n";
+  }
+}
+
+void add_plot(CLI::App& app) {
+  auto a = std::make_shared<PlotArgs>();
+  auto* cmd = app.add_subcommand(
+      "plot",
+      "Draw figures with gnuplot (PNG/SVG + the .gp script next to each): fit curves, cross-TP/SM predictions, "
+      "strategy heatmaps, best-strategy, difference and regret maps, error plots, and the HTML index");
+  cmd->footer(
+      "KIND and inputs (recognised by content; samples in any format `arfit ingest` reads):\n"
+      "  fit      SAMPLES and/or MODELS.json: latency + bus bandwidth vs size, fitted curve, 90 % band;\n"
+      "           --held-out SAMPLES are drawn as open circles\n"
+      "  cross    MODELS.json [SAMPLES]: predicted curves (dashed) for --tp sizes (default 2,4,8,16) not measured\n"
+      "           and --sm targets\n"
+      "  heatmap  TABLE.json (arfit codegen --format json) or MODELS.json or SAMPLES: time per strategy\n"
+      "  best     same inputs: best strategy per cell (SAMPLES added to a table/models mark measured cells)\n"
+      "  diff     same inputs: % slower than the best, per strategy\n"
+      "  regret   TABLE.json or MODELS.json + measured SAMPLES: regret of the choice vs the measured best\n"
+      "  errors   EVAL.json (arfit eval --json; select eval too) or SAMPLES (runs --protocol, keeps the points)\n"
+      "  all      every kind the inputs allow\n"
+      "  index    DIR: write DIR/index.html (or -o/--index FILE) showing every figure under DIR\n"
+      "gnuplot 5 with the pngcairo/svg terminals must be installed (gnuplot-nox; ARFIT_GNUPLOT overrides the binary).");
+  cmd->add_option("kind", a->kind, "fit | cross | heatmap | best | diff | regret | errors | all | index")
+      ->required()
+      ->check(CLI::IsMember({"fit", "cross", "heatmap", "best", "diff", "regret", "errors", "all", "index"}));
+  cmd->add_option("inputs", a->inputs, "Samples, models.json, codegen JSON, eval JSON (index: the figures folder)")->required();
+  cmd->add_option("-o,--out", a->out_dir, "Output folder for the figures (index: the page to write)");
+  cmd->add_option("--format", a->format, "Image format: png, svg or both")
+      ->check(CLI::IsMember({"png", "svg", "both"}))
+      ->capture_default_str();
+  cmd->add_option("--index", a->index, "Also write this HTML index page over all figures in the output folder");
+  cmd->add_option("--held-out", a->held_out, "fit: samples the fit did not see (drawn as open circles)");
+  cmd->add_option("--tp", a->tp, "cross: TP sizes to predict (e.g. 8,16); heatmap/best/diff from models: TP sizes of the grid");
+  cmd->add_option("--sm", a->sm, "cross: SM targets to predict (e.g. 100); grids from models: the SM to predict for");
+  cmd->add_option("--fusion", a->fusion, "Grids from models: fusion ops (default: those modelled)");
+  cmd->add_option("--tokens", a->tokens, "Grids from models: num_tokens axis, LO:HI powers of two or a list")->capture_default_str();
+  cmd->add_option("--hidden", a->hidden, "Grids from models: hidden_size axis, LO:HI powers of two or a list")->capture_default_str();
+  cmd->add_option("--dtype", a->dtype, "Grids from models: element type (bytes = tokens x hidden x size)")->capture_default_str();
+  cmd->add_option("--protocol", a->protocol, "errors from samples: interp2 | sparse4 | extrap | crossn")->capture_default_str();
+  cmd->add_option("--method", a->method, "errors from a select-eval JSON with cells: the method whose regret is mapped")
+      ->capture_default_str();
+  cmd->add_option("--ingest-format", a->ingest_format, "Sample format (default: detected per file)")->capture_default_str();
+  cmd->callback([a] { run_plot(*a); });
+}
+
+}  // namespace
+}  // namespace arfit::cli
+
+ARFIT_REGISTER_COMMAND(plot, 500, arfit::cli::add_plot);

@@ -1,0 +1,182 @@
+// arfit predict models.json --collective C --strategy S [--system X] [--fusion F] [--dtype D] [--nranks N]
+//   [--nnodes N] [--sm V] (--bytes LIST|RANGE | --tokens LIST --hidden LIST | --splits SPLIT...) [--json]
+// Prints predicted time, bus bandwidth and the 90 % interval per size.
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "model/alltoallv.h"
+#include "model/bus_factor.h"
+#include "model/model_set.h"
+
+namespace arfit::cli {
+namespace {
+
+struct PredictArgs {
+  std::string models;
+  std::string collective, strategy = "NCCL", system, fusion = "NONE", dtype;
+  int nranks = 0, nnodes = 1, sm = 0;
+  std::string bytes, tokens, hidden;
+  std::vector<std::string> splits;
+  bool json = false;
+};
+
+// "4096", "64K", "1M", "2G" (binary multiples), "1.5M".
+double parse_size(const std::string& s) {
+  if (s.empty()) throw UsageError("empty size");
+  size_t pos = 0;
+  double v = 0;
+  try {
+    v = std::stod(s, &pos);
+  } catch (const std::exception&) {
+    throw UsageError("bad size '" + s + "'");
+  }
+  std::string suf = s.substr(pos);
+  double m = 1;
+  if (suf == "" || suf == "B") m = 1;
+  else if (suf == "K" || suf == "KiB" || suf == "k") m = 1024.0;
+  else if (suf == "M" || suf == "MiB") m = 1024.0 * 1024;
+  else if (suf == "G" || suf == "GiB") m = 1024.0 * 1024 * 1024;
+  else throw UsageError("bad size suffix in '" + s + "' (use K, M, G)");
+  if (!(v > 0) || !std::isfinite(v)) throw UsageError("size '" + s + "' must be positive");
+  return v * m;
+}
+
+std::vector<std::string> split_list(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string x;
+  while (std::getline(ss, x, sep))
+    if (!x.empty()) out.push_back(x);
+  return out;
+}
+
+// LIST "a,b,c" or RANGE "A:B[:F]" (A, A·F, A·F², ... up to B; F = 2 by default).
+std::vector<double> parse_sizes(const std::string& s) {
+  std::vector<double> out;
+  if (s.find(':') != std::string::npos) {
+    const auto p = split_list(s, ':');
+    if (p.size() < 2 || p.size() > 3) throw UsageError("--bytes range must be A:B or A:B:FACTOR, got '" + s + "'");
+    const double a = parse_size(p[0]), b = parse_size(p[1]);
+    const double f = p.size() == 3 ? std::stod(p[2]) : 2.0;
+    if (!(f > 1)) throw UsageError("--bytes range factor must be > 1");
+    if (b < a) throw UsageError("--bytes range end is below its start");
+    for (double v = a; v <= b * (1 + 1e-12) && out.size() < 100000; v *= f) out.push_back(v);
+  } else {
+    for (const auto& x : split_list(s, ',')) out.push_back(parse_size(x));
+  }
+  if (out.empty()) throw UsageError("no sizes given");
+  return out;
+}
+
+void run_predict(const PredictArgs& a) {
+  const int modes = !a.bytes.empty() + (!a.tokens.empty() || !a.hidden.empty()) + !a.splits.empty();
+  if (modes != 1) throw UsageError("give exactly one of --bytes, --tokens/--hidden, --splits");
+  if (!a.tokens.empty() != !a.hidden.empty()) throw UsageError("--tokens and --hidden go together");
+  PredictQuery base;
+  try {
+    base.collective = parse_collective(a.collective);
+    base.fusion = parse_fusion(a.fusion);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  base.strategy = a.strategy;
+  base.system = a.system;
+  base.dtype = a.dtype;
+  base.nranks = a.nranks;
+  base.nnodes = a.nnodes;
+  base.sm = a.sm;
+  const ModelSet set = ModelSet::load(a.models);
+  std::vector<PredictQuery> qs;
+  if (!a.bytes.empty()) {
+    for (double b : parse_sizes(a.bytes)) {
+      PredictQuery q = base;
+      q.bytes = b;
+      qs.push_back(q);
+    }
+  } else if (!a.tokens.empty()) {
+    for (const auto& t : split_list(a.tokens, ','))
+      for (const auto& h : split_list(a.hidden, ',')) {
+        PredictQuery q = base;
+        q.tokens = static_cast<std::int64_t>(parse_size(t));
+        q.hidden = static_cast<std::int64_t>(parse_size(h));
+        qs.push_back(q);
+      }
+  } else {
+    for (const auto& sp : a.splits) {
+      try {
+        parse_alltoallv_split(sp);
+      } catch (const std::invalid_argument& e) {
+        throw UsageError(std::string("--splits: ") + e.what());
+      }
+      PredictQuery q = base;
+      q.splits = sp;
+      qs.push_back(q);
+    }
+  }
+  nlohmann::json out = nlohmann::json::array();
+  if (!a.json)
+    std::printf("%14s %8s %8s %12s %12s %12s %10s  %s\n", "bytes", "tokens", "hidden", "time_us", "lo90_us", "hi90_us",
+                "busbw_GBps", "how");
+  int missing = 0;
+  for (const auto& q : qs) {
+    const auto p = set.predict(q);
+    double bytes = q.bytes;
+    if (bytes <= 0 && q.tokens > 0) bytes = static_cast<double>(q.tokens) * q.hidden * std::max(1, dtype_size(q.dtype.empty() ? "bf16" : q.dtype));
+    if (!q.splits.empty()) bytes = effective_alltoall_bytes(parse_alltoallv_split(q.splits), EffectiveMode::MaxOfSum);
+    if (!p) {
+      ++missing;
+      if (!a.json) std::printf("%14.0f %8lld %8lld  no model answers this query\n", bytes, (long long)q.tokens, (long long)q.hidden);
+      out.push_back({{"bytes", bytes}, {"error", "no model answers this query"}});
+      continue;
+    }
+    const int n = q.nranks > 0 ? q.nranks : 0;
+    const double busbw = n > 0 ? bus_bw_gbps(q.collective, n, bytes, p->time_us) : alg_bw_gbps(bytes, p->time_us);
+    if (a.json) {
+      nlohmann::json r = {{"bytes", bytes}, {"time_us", p->time_us}, {"lo_us", p->lo_us}, {"hi_us", p->hi_us},
+                          {"busbw_gbps", busbw}, {"extrapolated", p->extrapolated}, {"how", p->how}};
+      if (q.tokens) {
+        r["tokens"] = q.tokens;
+        r["hidden"] = q.hidden;
+      }
+      if (!q.splits.empty()) r["splits"] = q.splits;
+      out.push_back(r);
+    } else {
+      std::printf("%14.0f %8lld %8lld %12.3f %12.3f %12.3f %10.2f  %s%s\n", bytes, (long long)q.tokens, (long long)q.hidden,
+                  p->time_us, p->lo_us, p->hi_us, busbw, p->how.c_str(), p->extrapolated ? " (extrapolated)" : "");
+    }
+  }
+  if (a.json) std::cout << out.dump(1) << "\n";
+  if (missing == static_cast<int>(qs.size()))
+    throw std::runtime_error("no model in " + a.models + " answers the query (check --system, --collective, --strategy, --fusion, --dtype, --nnodes)");
+}
+
+void add_predict(CLI::App& app) {
+  auto a = std::make_shared<PredictArgs>();
+  auto* cmd = app.add_subcommand("predict", "Predict latency with a 90 % interval from a models file");
+  cmd->add_option("models", a->models, "models.json written by `arfit fit`")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--collective", a->collective, "allreduce, allgather, reducescatter, alltoall, alltoallv, ...")->required();
+  cmd->add_option("--strategy", a->strategy, "Strategy name as in the samples (default NCCL)");
+  cmd->add_option("--system", a->system, "System label (default: the only one in the file)");
+  cmd->add_option("--fusion", a->fusion, "Fusion op (default NONE)");
+  cmd->add_option("--dtype", a->dtype, "dtype (default: the group's, when there is only one)");
+  cmd->add_option("--nranks", a->nranks, "GPU count; an unmeasured count uses the joint fit across counts");
+  cmd->add_option("--nnodes", a->nnodes, "Node count (default 1)");
+  cmd->add_option("--sm", a->sm, "Target SM version (80, 89, 90, 100, 103, 120): transfers the model, flagged extrapolated");
+  cmd->add_option("--bytes", a->bytes, "Sizes: LIST (4096,64K,1M) or RANGE A:B[:FACTOR] (powers of FACTOR, default 2)");
+  cmd->add_option("--tokens", a->tokens, "Token counts (LIST), with --hidden: bytes = tokens x hidden x dtype size");
+  cmd->add_option("--hidden", a->hidden, "Hidden sizes (LIST)");
+  cmd->add_option("--splits", a->splits,
+                  "all-to-allv split \"B,T0-T1-...,D\" (batch, tables per rank, dim; fp32) or \"S0-S1-...\" (bytes sent "
+                  "per rank); predicted through the all-to-all model at the effective size (models file's alltoallv_mode)");
+  cmd->add_flag("--json", a->json, "Print JSON instead of a table");
+  cmd->callback([a] { run_predict(*a); });
+}
+
+}  // namespace
+}  // namespace arfit::cli
+
+ARFIT_REGISTER_COMMAND(predict, 21, arfit::cli::add_predict);

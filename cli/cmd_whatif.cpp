@@ -1,0 +1,101 @@
+// arfit whatif PROFILE --models MODELS.json --tp N [--sm S]: the profile's communication re-predicted at
+// another tensor-parallel size (and SM) with the fitted models, per phase, with 90 % intervals.
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "model/atomic_file.h"
+#include "model/errors.h"
+#include "model/model_set.h"
+#include "trace/classify.h"
+#include "trace/load.h"
+#include "trace/whatif.h"
+
+namespace arfit::cli {
+namespace {
+
+struct WhatIfArgs {
+  std::string profile, models, rules, format = "auto", nvtx, out_csv, system, strategy, dtype = "bf16";
+  int tp = 0, sm = 0, nnodes = 1;
+  std::int64_t hidden = 0, tokens = 0, batch_size = 0, prompt_len = 0;
+  std::vector<std::string> fold, phases;
+};
+
+void run_whatif(const WhatIfArgs& a) {
+  if (a.tp <= 0) throw UsageError("--tp must be a positive rank count");
+  if (dtype_size(a.dtype) <= 0) throw UsageError("unknown --dtype '" + a.dtype + "'");
+  if (a.prompt_len > 0 && a.batch_size <= 0) throw UsageError("--prompt-len needs --batch-size (prefill tokens = batch x prompt_len)");
+  trace::RuleTable rules = a.rules.empty() ? trace::RuleTable::defaults() : trace::RuleTable::load_user(a.rules);
+  trace::LoadOptions lo;
+  lo.format = a.format;
+  lo.nvtx_path = a.nvtx;
+  trace::Profile prof = trace::load_profile(a.profile, lo);
+  try {
+    prof = trace::select_phases(prof, a.phases);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  // Token counts the profile does not carry (nsys): from --batch-size/--prompt-len.
+  if (a.batch_size > 0) {
+    prof.context.batch_size = a.batch_size;
+    if (a.prompt_len > 0) prof.context.prompt_len = a.prompt_len;
+    for (auto& p : prof.phases) {
+      if (p.kind == trace::PhaseKind::Decode) p.tokens = a.batch_size;
+      if (p.kind == trace::PhaseKind::Prefill && prof.context.prompt_len > 0) p.tokens = a.batch_size * prof.context.prompt_len;
+    }
+  }
+  ModelSet models = ModelSet::load(a.models);
+
+  trace::WhatIfOptions opt;
+  opt.tp = a.tp;
+  opt.sm = a.sm;
+  opt.nnodes = a.nnodes;
+  opt.system = a.system;
+  opt.dtype = a.dtype;
+  opt.hidden = a.hidden;
+  opt.tokens = a.tokens;
+  opt.strategy = a.strategy;
+  opt.fold = a.fold;
+  trace::WhatIfResult r;
+  try {
+    r = trace::what_if(prof, rules, opt, [&](const PredictQuery& q) { return models.predict(q); });
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  std::cout << trace::format_what_if(r, prof, opt);
+  if (!a.out_csv.empty()) {
+    write_string_atomically(a.out_csv, trace::what_if_phases_csv(r));
+    std::cout << "wrote " << a.out_csv << "\n";
+  }
+}
+
+void add_whatif(CLI::App& app) {
+  auto a = std::make_shared<WhatIfArgs>();
+  auto* cmd = app.add_subcommand(
+      "whatif", "Re-predict a profile's communication at another TP size / SM with fitted models (per phase, 90 % intervals)");
+  cmd->add_option("profile", a->profile, "vLLM layerwise profile JSON, or nsys stats CSV")->required();
+  cmd->add_option("--models", a->models, "Fitted models (models.json from arfit fit)")->required();
+  cmd->add_option("--tp", a->tp, "Tensor-parallel size (rank count) to predict at")->required();
+  cmd->add_option("--sm", a->sm, "SM version to predict for (e.g. 100); default: the models' measured SM");
+  cmd->add_option("--nnodes", a->nnodes, "Node count of the predicted setup")->capture_default_str();
+  cmd->add_option("--hidden", a->hidden,
+                  "Hidden size: message bytes = phase tokens x hidden x dtype size, for collectives whose size the profile does not record");
+  cmd->add_option("--dtype", a->dtype, "Activation dtype of the collectives")->capture_default_str();
+  cmd->add_option("--tokens", a->tokens, "Tokens per phase, overriding the profile's (batch x prompt_len for prefill, batch for decode)");
+  cmd->add_option("--batch-size", a->batch_size, "Batch size, for profiles without a context (nsys): decode tokens = batch");
+  cmd->add_option("--prompt-len", a->prompt_len, "Prompt length, for profiles without a context: prefill tokens = batch x prompt_len");
+  cmd->add_option("--system", a->system, "System of the model set to predict with (default: the only one)");
+  cmd->add_option("--strategy", a->strategy, "All-reduce strategy to predict with (NCCL, ONESHOT, TWOSHOT, ...); default: as measured");
+  cmd->add_option("--rules", a->rules, "Extra kernel-classification rules (JSON), tried before the built-in ones");
+  cmd->add_option("--fold", a->fold, "Node names folded into one leaf (their kernels are not re-predicted)");
+  cmd->add_option("--phase", a->phases, "Only these phases (default: all)");
+  cmd->add_option("--format", a->format, "Profile format")->check(CLI::IsMember({"auto", "vllm", "nsys"}))->capture_default_str();
+  cmd->add_option("--nvtx", a->nvtx, "nsys NVTX range report CSV to split a cuda_gpu_trace into phases");
+  cmd->add_option("-o,--out", a->out_csv, "Also write the per-phase table as CSV (atomically)");
+  cmd->callback([a] { run_whatif(*a); });
+}
+
+}  // namespace
+}  // namespace arfit::cli
+
+ARFIT_REGISTER_COMMAND(whatif, 610, arfit::cli::add_whatif);

@@ -1,0 +1,112 @@
+// The strategy table: for every cell of a (TP x fusion x hidden x tokens) grid, the strategy with the lowest
+// predicted time, the predicted times of all candidates, the margin to the runner-up and whether that margin
+// is smaller than the predictions' uncertainty. Writers (codegen/writers.h) turn a table into the files
+// inference engines and NCCL read.
+//
+// The table is built against an abstract predictor so that it can be tested with synthetic models;
+// model_set_predictor() adapts a fitted ModelSet.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/model_set.h"
+#include "model/sample.h"
+
+namespace arfit::codegen {
+
+// TensorRT-LLM's AllReduceStrategyType numbers for the strategies its lookup table can hold:
+// NCCL=0, ONESHOT=4, TWOSHOT=5, NCCL_SYMMETRIC=8. nullopt for other strategy names.
+std::optional<int> trtllm_strategy_number(const std::string& strategy);
+
+// The grid the table covers. Defaults: TensorRT-LLM's lookup grid (TP 2/4/8, its four fusion ops in its order,
+// hidden 128..8192 and tokens 1..16384 in powers of two).
+struct Grid {
+  std::vector<int> tps{2, 4, 8};
+  std::vector<FusionOp> fusions{FusionOp::None, FusionOp::ResidualRmsNorm, FusionOp::ResidualRmsNormQuantFp8,
+                                FusionOp::ResidualRmsNormQuantNvfp4};
+  std::vector<std::int64_t> hiddens{128, 256, 512, 1024, 2048, 4096, 8192};
+  std::vector<std::int64_t> tokens{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
+
+  std::size_t size() const { return tps.size() * fusions.size() * hiddens.size() * tokens.size(); }
+  // Row-major index [tp][fusion][hidden][tokens].
+  std::size_t index(std::size_t tp, std::size_t fusion, std::size_t hidden, std::size_t token) const {
+    return ((tp * fusions.size() + fusion) * hiddens.size() + hidden) * tokens.size() + token;
+  }
+};
+
+// "2,4,8" -> {2,4,8}. Throws std::invalid_argument naming `option` on anything else than positive integers.
+std::vector<int> parse_int_list(const std::string& spec, const std::string& option);
+// "128:8192" -> powers of two from 128 to 8192; "128,4096" -> exactly those. Values must be positive,
+// ranges must have power-of-two ends with lo <= hi. Throws std::invalid_argument naming `option`.
+std::vector<std::int64_t> parse_pow2_axis(const std::string& spec, const std::string& option);
+// "NONE,RESIDUAL_RMS_NORM" (any alias parse_fusion accepts); "all" = the four ops. Throws std::invalid_argument.
+std::vector<FusionOp> parse_fusion_list(const std::string& spec, const std::string& option);
+
+// Asks the models for one candidate's time. nullopt: the candidate has no model for this cell.
+using Predictor = std::function<std::optional<Prediction>(const PredictQuery&)>;
+// The candidate strategies of one (tp, fusion) slice.
+using CandidateLister = std::function<std::vector<std::string>(int tp, FusionOp fusion)>;
+
+struct TableOptions {
+  std::string system;          // passed through to the predictor ("" = the only system in the model set)
+  // Element type of the reduced tensor; bytes = tokens * hidden * size. A candidate without a model of this
+  // type is asked for the other types of the same element size (fp16 NCCL tables next to bf16 kernels).
+  std::string dtype = "bf16";
+  int sm = 0;                  // 0: the measured SM
+  std::string fallback = strategy::kNccl;  // strategy of cells no candidate can predict
+  // Keep only candidates accepted here (e.g. those TensorRT-LLM can number); empty = keep all.
+  std::function<bool(const std::string&)> accept;
+};
+
+struct CandidateTime {
+  std::string strategy;
+  Prediction prediction;
+};
+
+struct Cell {
+  int tp = 0;
+  FusionOp fusion = FusionOp::None;
+  std::int64_t hidden = 0, tokens = 0;
+  double bytes = 0;
+  std::vector<CandidateTime> candidates;  // those with a prediction, in candidate-list order
+  std::string choice;                     // lowest predicted time; the fallback when `candidates` is empty
+  std::string runner_up;                  // "" when fewer than two candidates
+  double margin = 0;         // t(runner-up) / t(choice) - 1 (0 without a runner-up)
+  double margin_sigma = 0;   // standard deviation of ln(t_runner / t_choice) from the 90 % intervals
+  bool uncertain = false;    // the 90 % intervals of choice and runner-up overlap
+  bool fallback = false;     // no candidate could be predicted: choice = TableOptions::fallback
+  bool extrapolated = false; // the choice's prediction is an extrapolation
+  double expected_regret = 0;  // E[max(0, ln t_choice - ln t_runner)] under the predictive distribution
+};
+
+struct StrategyTable {
+  Grid grid;
+  TableOptions options;
+  std::vector<std::string> strategies;  // every candidate that appears in some cell, sorted
+  std::vector<Cell> cells;              // grid.size() cells, row-major [tp][fusion][hidden][tokens]
+  int uncertain_cells() const;
+  int fallback_cells() const;
+  const Cell& at(std::size_t tp, std::size_t fusion, std::size_t hidden, std::size_t token) const {
+    return cells[grid.index(tp, fusion, hidden, token)];
+  }
+};
+
+// Predicts every candidate of every cell and chooses. Deterministic: ties go to the earlier candidate.
+StrategyTable build_table(const Grid& grid, const CandidateLister& candidates, const Predictor& predict,
+                          const TableOptions& options = {});
+
+// Adapters for a fitted model set: all-reduce strategies of (system, fusion, nranks), and ModelSet::predict.
+CandidateLister model_set_candidates(const ModelSet& models, const std::string& system);
+Predictor model_set_predictor(const ModelSet& models);
+
+// The decision quantities of two predictions, shared with the select evaluation:
+// sigma of ln t from a 90 % interval (half-width of ln(hi/lo) / 1.645; 0 when no interval),
+double log_sigma(const Prediction& p);
+// and E[max(0, -d)] for d ~ N(mean, sigma^2) (expected loss, in ln time, of trusting the sign of `mean`).
+double expected_shortfall(double mean, double sigma);
+
+}  // namespace arfit::codegen

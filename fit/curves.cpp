@@ -1,0 +1,64 @@
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "fit/fit.h"
+
+namespace arfit::fit {
+namespace {
+
+std::string system_label(const Sample& s, GroupBy by) { return by == GroupBy::Source ? s.source : sample_system(s); }
+
+}  // namespace
+
+std::vector<Curve> build_curves(const std::vector<Sample>& samples, const CurveOptions& options) {
+  struct Acc {
+    std::map<double, std::vector<double>> by_size;
+    std::set<std::string> sources;
+    std::set<std::int64_t> hidden;
+    std::vector<Curve::ShapePoint> shape;
+    std::set<int> sms;
+    std::string device;
+  };
+  std::map<GroupKey, Acc> groups;
+  for (const Sample& s : samples) {
+    if (!s.ok()) continue;
+    if (options.out_of_place_only && s.in_place) continue;
+    double bytes = static_cast<double>(s.bytes);
+    if (bytes <= 0 && s.tokens > 0 && s.hidden > 0) bytes = static_cast<double>(s.tokens) * s.hidden * dtype_size(s.dtype);
+    if (!(bytes > 0) || !(s.time_us > 0) || !std::isfinite(s.time_us)) continue;
+    const GroupKey k = sample_group_key(s, system_label(s, options.group_by));
+    Acc& a = groups[k];
+    a.by_size[bytes].push_back(s.time_us);
+    a.sources.insert(s.source);
+    if (s.hidden > 0) {
+      a.hidden.insert(s.hidden);
+      a.shape.push_back({s.tokens, s.hidden, bytes, s.time_us});
+    }
+    a.sms.insert(s.sm);
+    if (a.device.empty()) a.device = s.device;
+  }
+  std::vector<Curve> out;
+  for (auto& [key, a] : groups) {
+    if (static_cast<int>(a.by_size.size()) < options.min_sizes) continue;
+    Curve c;
+    c.key = key;
+    for (auto& [bytes, v] : a.by_size) {
+      std::sort(v.begin(), v.end());
+      c.bytes.push_back(bytes);
+      c.time_us.push_back(v[v.size() / 2]);
+    }
+    c.sources.assign(a.sources.begin(), a.sources.end());
+    c.hidden.assign(a.hidden.begin(), a.hidden.end());
+    c.shape_points = std::move(a.shape);
+    c.sm = a.sms.size() == 1 ? *a.sms.begin() : 0;
+    c.device = a.device;
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+}  // namespace arfit::fit

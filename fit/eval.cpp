@@ -1,0 +1,390 @@
+#include "fit/eval.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <iomanip>
+#include <map>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+#include <cstdlib>
+
+#include <ceres/ceres.h>
+
+#include "fit/family_fit.h"
+#include "model/bus_factor.h"
+#include "model/group_model.h"
+#include "model/joint_model.h"
+
+namespace arfit::fit {
+namespace {
+
+constexpr double kExtrapLimit = 64.0 * 1024 * 1024;  // extrap: fit sizes <= 64 MiB
+
+// Piecewise-linear ln t against ln s through the measured points, extended linearly by the end segments
+// (the table-driven approach).
+double loglog_at(const std::vector<double>& s, const std::vector<double>& t, double x) {
+  const size_t n = s.size();
+  if (n == 1) return t[0];
+  const double lx = std::log(x);
+  auto seg = [&](size_t a, size_t b) {
+    const double xa = std::log(s[a]), xb = std::log(s[b]), ya = std::log(t[a]), yb = std::log(t[b]);
+    return std::exp(ya + (yb - ya) / (xb - xa) * (lx - xa));
+  };
+  if (lx <= std::log(s[0])) return seg(0, 1);
+  if (lx >= std::log(s[n - 1])) return seg(n - 2, n - 1);
+  size_t i = static_cast<size_t>(std::upper_bound(s.begin(), s.end(), x) - s.begin());
+  if (i >= n) i = n - 1;
+  if (i == 0) i = 1;
+  return seg(i - 1, i);
+}
+
+template <typename Fn>
+void parallel_for(size_t n, int threads, Fn fn) {
+  threads = std::max(1, std::min<int>(threads, static_cast<int>(n)));
+  if (threads <= 1) {
+    for (size_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  for (int w = 0; w < threads; ++w)
+    pool.emplace_back([&] {
+      for (size_t i = next++; i < n; i = next++) fn(i);
+    });
+  for (auto& th : pool) th.join();
+}
+
+struct CurvePreds {
+  bool ok = false;
+  std::vector<EvalPoint> points;
+};
+
+void summarize(EvalMethodResult& r, const std::vector<CurvePreds>& per_curve, bool keep) {
+  std::vector<double> errs;
+  int covered = 0, with_interval = 0;
+  for (const auto& c : per_curve) {
+    if (!c.ok) {
+      ++r.failed_groups;
+      continue;
+    }
+    if (c.points.empty()) continue;
+    ++r.groups;
+    for (const auto& p : c.points) {
+      errs.push_back(relative_error(p.predicted.time_us, p.measured));
+      if (p.predicted.hi_us > p.predicted.lo_us) {
+        ++with_interval;
+        if (p.measured >= p.predicted.lo_us && p.measured <= p.predicted.hi_us) ++covered;
+      }
+      if (keep) r.points.push_back(p);
+    }
+  }
+  r.errors = summarize_errors(errs);
+  r.coverage = with_interval > 0 ? static_cast<double>(covered) / with_interval : -1;
+}
+
+// ---- crossn baselines ----
+
+struct StepAlphaBetaResidual {
+  double s, f, steps, log_t;
+  template <typename T>
+  bool operator()(const T* p, T* r) const {
+    using std::exp;
+    using std::log;
+    r[0] = log(exp(p[0]) + exp(p[1]) * steps + T(f * s / 1e3) * exp(-p[2])) - T(log_t);
+    return true;
+  }
+};
+
+double ring_steps(Collective c, int n) { return c == Collective::AllReduce ? 2.0 * (n - 1) : static_cast<double>(n - 1); }
+
+// Fit options of a family method name: "auto" (correction on), "auto-nc", FAMILY (correction off), FAMILY+c.
+FitOptions method_fit_options(const std::string& method) {
+  FitOptions fo;
+  std::string fam = method;
+  bool corr = false;
+  if (fam.size() > 2 && fam.compare(fam.size() - 2, 2, "+c") == 0) {
+    fam = fam.substr(0, fam.size() - 2);
+    corr = true;
+  }
+  if (fam == "auto") corr = true;
+  if (fam == "auto-nc") {
+    fam = "auto";
+    corr = false;
+  }
+  fo.family = fam;
+  fo.residual_correction = corr;
+  // Baselines are the families alone: no tail line either.
+  fo.tail = fam == "auto";
+  return fo;
+}
+
+}  // namespace
+
+void split_sizes(const std::string& protocol, const std::vector<double>& bytes, std::vector<size_t>& train,
+                 std::vector<size_t>& test) {
+  train.clear();
+  test.clear();
+  const size_t n = bytes.size();
+  if (protocol == "interp2") {
+    for (size_t i = 0; i < n; ++i) (i % 2 == 0 ? train : test).push_back(i);
+  } else if (protocol == "sparse4") {
+    for (size_t i = 0; i < n; ++i) (i % 4 == 0 || i + 1 == n ? train : test).push_back(i);
+  } else if (protocol == "extrap") {
+    for (size_t i = 0; i < n; ++i) (bytes[i] <= kExtrapLimit ? train : test).push_back(i);
+  } else {
+    throw std::invalid_argument("unknown size protocol '" + protocol + "' (known: interp2, sparse4, extrap)");
+  }
+}
+
+std::vector<Curve> eval_curves(const std::vector<Sample>& samples, int min_sizes) {
+  CurveOptions co;
+  co.group_by = GroupBy::Source;
+  co.out_of_place_only = true;
+  co.min_sizes = min_sizes;
+  return build_curves(samples, co);
+}
+
+std::vector<Prediction> predict_method(const std::string& method, const Curve& train, const std::vector<double>& test) {
+  std::vector<Prediction> out;
+  if (method == "loglog") {
+    for (double x : test) {
+      Prediction p;
+      p.time_us = loglog_at(train.bytes, train.time_us, x);
+      p.how = "loglog";
+      out.push_back(p);
+    }
+    return out;
+  }
+  const FitOptions fo = method_fit_options(method);
+  const GroupFit g = fit_curve(train, fo);
+  if (!g.ok) {
+    // arfit's default answers every curve: when no family can be fitted it falls back to the table
+    // (log-log interpolation), flagged in Prediction::how. Baselines report the failure instead.
+    if (method != "auto") return out;
+    for (double x : test) {
+      Prediction p;
+      p.time_us = loglog_at(train.bytes, train.time_us, x);
+      p.how = "loglog-fallback (" + g.problem + ")";
+      out.push_back(p);
+    }
+    return out;
+  }
+  const GroupModel m = GroupModel::from_json(g.model);
+  for (double x : test) out.push_back(m.predict(x));
+  return out;
+}
+
+EvalResult eval_sizes(const std::vector<Sample>& samples, const std::string& protocol, const EvalOptions& options) {
+  std::vector<size_t> tr, te;
+  split_sizes(protocol, {1.0}, tr, te);  // validates the protocol name
+  EvalResult res;
+  res.protocol = protocol;
+  const std::vector<Curve> curves = eval_curves(samples, options.min_sizes);
+  // Training curves and test points per curve (the same for every method).
+  struct Task {
+    Curve train;
+    std::vector<double> test_bytes, test_time;
+  };
+  std::vector<Task> tasks;
+  for (const Curve& c : curves) {
+    split_sizes(protocol, c.bytes, tr, te);
+    if (tr.size() < 6 || te.empty()) continue;
+    Task t;
+    t.train = c;
+    t.train.bytes.clear();
+    t.train.time_us.clear();
+    for (size_t i : tr) {
+      t.train.bytes.push_back(c.bytes[i]);
+      t.train.time_us.push_back(c.time_us[i]);
+    }
+    for (size_t i : te) {
+      t.test_bytes.push_back(c.bytes[i]);
+      t.test_time.push_back(c.time_us[i]);
+    }
+    tasks.push_back(std::move(t));
+  }
+  res.curves = static_cast<int>(tasks.size());
+  for (const std::string& m : options.methods) {
+    std::vector<CurvePreds> per(tasks.size());
+    parallel_for(tasks.size(), options.threads, [&](size_t i) {
+      const Task& t = tasks[i];
+      std::vector<Prediction> p = predict_method(m, t.train, t.test_bytes);
+      if (p.size() != t.test_bytes.size()) return;
+      per[i].ok = true;
+      for (size_t k = 0; k < p.size(); ++k) per[i].points.push_back({t.train.key, t.test_bytes[k], t.test_time[k], p[k]});
+    });
+    EvalMethodResult r;
+    r.name = m;
+    summarize(r, per, options.keep_points);
+    res.methods.push_back(std::move(r));
+  }
+  return res;
+}
+
+EvalResult eval_crossn(const std::vector<Sample>& samples, const EvalOptions& options) {
+  EvalResult res;
+  res.protocol = "crossn";
+  const std::vector<Curve> curves = eval_curves(samples, options.min_sizes);
+  std::map<GroupKey, std::vector<const Curve*>> fams;
+  for (const Curve& c : curves) {
+    GroupKey k = c.key;
+    k.nranks = 0;
+    fams[k].push_back(&c);
+  }
+  struct Fam {
+    GroupKey key;
+    std::vector<const Curve*> train;  // ascending nranks
+    const Curve* target;
+  };
+  std::vector<Fam> tasks;
+  for (auto& [k, v] : fams) {
+    std::sort(v.begin(), v.end(), [](const Curve* a, const Curve* b) { return a->key.nranks < b->key.nranks; });
+    if (v.size() < 3) continue;
+    Fam f;
+    f.key = k;
+    f.train.assign(v.begin(), v.end() - 1);
+    f.target = v.back();
+    tasks.push_back(f);
+  }
+  res.curves = static_cast<int>(tasks.size());
+  for (const std::string& m : options.methods) {
+    std::vector<CurvePreds> per(tasks.size());
+    parallel_for(tasks.size(), options.threads, [&](size_t i) {
+      const Fam& fam = tasks[i];
+      const Curve& tgt = *fam.target;
+      const int N = tgt.key.nranks;
+      const Collective coll = fam.key.collective;
+      const double fN = bus_factor(coll, N);
+      std::vector<Prediction> preds;
+      if (m == "loglog" || m == "seed") {
+        // Bus bandwidth assumed equal to the next smaller count's.
+        const Curve& prev = *fam.train.back();
+        const double fm = bus_factor(coll, prev.key.nranks);
+        if (m == "loglog") {
+          std::vector<double> bw(prev.bytes.size());
+          for (size_t k = 0; k < bw.size(); ++k) bw[k] = prev.bytes[k] / prev.time_us[k] * fm;
+          for (double x : tgt.bytes) {
+            Prediction p;
+            p.time_us = x * fN / loglog_at(prev.bytes, bw, x);
+            preds.push_back(p);
+          }
+        } else {
+          const SeedModel sm = fit_seed(prev.bytes, prev.time_us, fm);
+          for (double x : tgt.bytes) {
+            Prediction p;
+            p.time_us = sm.time_us(x, fN);
+            preds.push_back(p);
+          }
+        }
+      } else if (m == "alphabeta") {
+        // NCCL-style α-β with a per-step latency, fitted jointly on the smaller counts.
+        double p[3];
+        double smax = 0, tmax = 0;
+        ceres::Problem problem;
+        ceres::SoftLOneLoss* loss = new ceres::SoftLOneLoss(1.0);
+        for (const Curve* c : fam.train)
+          for (size_t k = 0; k < c->bytes.size(); ++k) {
+            smax = std::max(smax, c->bytes[k]);
+            tmax = std::max(tmax, c->time_us[k]);
+            problem.AddResidualBlock(new ceres::AutoDiffCostFunction<StepAlphaBetaResidual, 1, 3>(new StepAlphaBetaResidual{
+                                         c->bytes[k], bus_factor(coll, c->key.nranks), ring_steps(coll, c->key.nranks),
+                                         std::log(c->time_us[k])}),
+                                     loss, p);
+          }
+        p[0] = std::log(5.0);
+        p[1] = std::log(1.0);
+        p[2] = std::log(std::max(smax / tmax / 1e3, 1e-3));
+        ceres::Solver::Options so;
+        so.linear_solver_type = ceres::DENSE_QR;
+        so.logging_type = ceres::SILENT;
+        so.max_num_iterations = 200;
+        ceres::Solver::Summary sum;
+        ceres::Solve(so, &problem, &sum);
+        for (double x : tgt.bytes) {
+          Prediction q;
+          q.time_us = std::exp(p[0]) + std::exp(p[1]) * ring_steps(coll, N) + fN * x / 1e3 * std::exp(-p[2]);
+          preds.push_back(q);
+        }
+      } else {
+        // arfit: fit every smaller count, carry them to N with the joint rule.
+        std::vector<nlohmann::json> members;
+        for (const Curve* c : fam.train) {
+          const FitOptions fo = method_fit_options(m);
+          GroupFit g = fit_curve(*c, fo);
+          if (g.ok) members.push_back(g.model);
+        }
+        if (members.size() < 2) return;
+        GroupKey jk = fam.key;
+        const JointModel jm = JointModel::from_json(JointModel::make_json(jk, members, kJointKappa, kJointSigmaPerDoubling));
+        for (double x : tgt.bytes) preds.push_back(jm.predict(N, x));
+      }
+      per[i].ok = true;
+      for (size_t k = 0; k < preds.size(); ++k) per[i].points.push_back({tgt.key, tgt.bytes[k], tgt.time_us[k], preds[k]});
+    });
+    EvalMethodResult r;
+    r.name = m;
+    summarize(r, per, options.keep_points);
+    res.methods.push_back(std::move(r));
+  }
+  return res;
+}
+
+nlohmann::json EvalResult::to_json() const {
+  nlohmann::json j;
+  j["protocol"] = protocol;
+  nlohmann::json ms = nlohmann::json::object();
+  for (const auto& m : methods) {
+    nlohmann::json e = {{"gmae", m.errors.gmae * 100}, {"median", m.errors.median * 100}, {"p90", m.errors.p90 * 100},
+                        {"max", m.errors.max * 100},   {"points", m.errors.points},       {"groups", m.groups}};
+    if (m.failed_groups) e["failed_groups"] = m.failed_groups;
+    if (m.coverage >= 0) e["coverage90"] = m.coverage * 100;
+    ms[m.name] = e;
+  }
+  j["methods"] = ms;
+  return j;
+}
+
+std::string EvalResult::to_table() const {
+  std::ostringstream o;
+  o << "protocol " << protocol << " (" << curves << (protocol == "crossn" ? " families" : " curves") << ")\n";
+  o << std::left << std::setw(14) << "method" << std::right << std::setw(9) << "GMAE%" << std::setw(9) << "median%"
+    << std::setw(9) << "p90%" << std::setw(10) << "max%" << std::setw(8) << "points" << std::setw(8) << "groups"
+    << std::setw(11) << "cover90%" << "\n";
+  o << std::fixed << std::setprecision(2);
+  for (const auto& m : methods) {
+    o << std::left << std::setw(14) << m.name << std::right << std::setw(9) << m.errors.gmae * 100 << std::setw(9)
+      << m.errors.median * 100 << std::setw(9) << m.errors.p90 * 100 << std::setw(10) << m.errors.max * 100 << std::setw(8)
+      << m.errors.points << std::setw(8) << m.groups << std::setw(11);
+    if (m.coverage >= 0)
+      o << m.coverage * 100;
+    else
+      o << "-";
+    o << "\n";
+  }
+  return o.str();
+}
+
+const EvalMethodResult* EvalResult::method(const std::string& name) const {
+  for (const auto& m : methods)
+    if (m.name == name) return &m;
+  return nullptr;
+}
+
+const std::vector<ProtocolEntry>& fit_protocols() {
+  static const std::vector<ProtocolEntry> v = {
+      {"interp2", "fit even-indexed sizes of each curve, predict the odd ones",
+       [](const std::vector<Sample>& s, const EvalOptions& o) { return eval_sizes(s, "interp2", o); }},
+      {"sparse4", "fit every 4th size plus the largest, predict the rest",
+       [](const std::vector<Sample>& s, const EvalOptions& o) { return eval_sizes(s, "sparse4", o); }},
+      {"extrap", "fit sizes <= 64 MiB, predict larger",
+       [](const std::vector<Sample>& s, const EvalOptions& o) { return eval_sizes(s, "extrap", o); }},
+      {"crossn", "families at >= 3 GPU counts: fit all but the largest count, predict the largest",
+       [](const std::vector<Sample>& s, const EvalOptions& o) { return eval_crossn(s, o); }},
+  };
+  return v;
+}
+
+}  // namespace arfit::fit

@@ -1,0 +1,83 @@
+// Evaluation protocols: fit on part of each measured curve, predict the rest, compare with the measurements.
+// Reused by `arfit eval` (cli/cmd_eval.cpp) and by other components' protocols (codegen's `select`).
+//
+//   interp2  fit the even-indexed sizes of each curve, predict the odd ones
+//   sparse4  fit every 4th size plus the largest, predict the rest
+//   extrap   fit sizes <= 64 MiB, predict the larger ones
+//   crossn   for families measured at >= 3 GPU counts, fit all but the largest count, predict the largest
+// A curve is one (source, collective, strategy, fusion, dtype, nranks, nnodes) group with >= 12 distinct sizes
+// (duplicates -> median), out-of-place samples only. Curves whose training part has < 6 sizes or whose test
+// part is empty are skipped (as the reference evaluation does).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "fit/fit.h"
+#include "model/metrics.h"
+
+namespace arfit::fit {
+
+struct EvalPoint {
+  GroupKey key;
+  double bytes = 0, measured = 0;
+  Prediction predicted;
+};
+
+struct EvalMethodResult {
+  std::string name;
+  ErrorSummary errors;
+  int groups = 0;           // curves (or families, for crossn) predicted
+  int failed_groups = 0;    // curves the method could not fit (their points are not counted)
+  double coverage = -1;     // fraction of held-out points inside the 90 % interval; -1 = method has none
+  std::vector<EvalPoint> points;
+};
+
+struct EvalResult {
+  std::string protocol;
+  std::vector<EvalMethodResult> methods;
+  int curves = 0;
+
+  // {"protocol": P, "methods": {NAME: {"gmae": %, "median": %, "p90": %, "max": %, "points": N, "groups": G,
+  //   "coverage90": % (methods with intervals)}}}; percentages as numbers.
+  nlohmann::json to_json() const;
+  std::string to_table() const;
+  const EvalMethodResult* method(const std::string& name) const;
+};
+
+struct EvalOptions {
+  // "auto" (arfit's default: CV-selected family + residual correction), the baselines "seed", "alphabeta",
+  // "loglog"; also any family name ("sigmoid", "regimes", "satbw", ...) fitted alone, and NAME+c for the
+  // family with the residual correction.
+  std::vector<std::string> methods = {"auto", "seed", "alphabeta", "loglog"};
+  int threads = 1;
+  int min_sizes = 12;
+  bool keep_points = false;  // fill EvalMethodResult::points
+};
+
+// The size protocols' split of one curve's indices (ascending sizes) into training and test sets.
+void split_sizes(const std::string& protocol, const std::vector<double>& bytes, std::vector<size_t>& train,
+                 std::vector<size_t>& test);
+// Curves as the protocols define them.
+std::vector<Curve> eval_curves(const std::vector<Sample>& samples, int min_sizes = 12);
+
+// Predictions of one method for the test sizes from a training curve. Throws on unknown methods; returns
+// an empty vector when the method cannot fit the curve.
+std::vector<Prediction> predict_method(const std::string& method, const Curve& train, const std::vector<double>& test_bytes);
+
+EvalResult eval_sizes(const std::vector<Sample>& samples, const std::string& protocol, const EvalOptions& options = {});
+EvalResult eval_crossn(const std::vector<Sample>& samples, const EvalOptions& options = {});
+
+// Dispatch table of the protocols this library knows (interp2, sparse4, extrap, crossn).
+using ProtocolRunner = std::function<EvalResult(const std::vector<Sample>&, const EvalOptions&)>;
+struct ProtocolEntry {
+  std::string name;
+  std::string help;
+  ProtocolRunner run;
+};
+const std::vector<ProtocolEntry>& fit_protocols();
+
+}  // namespace arfit::fit

@@ -1,0 +1,89 @@
+// fit/: turning measured samples into fitted models (Ceres least squares), and the evaluation protocols.
+//
+// Public API used by cli/ (fit, predict, eval), codegen/ (select evaluation) and plots/.
+//   build_curves   samples -> one Curve per group (sizes ascending, duplicates collapsed to the median)
+//   fit_curve      one Curve -> GroupFit (family chosen by CV unless forced, residual knots, covariance)
+//   fit_group      samples of one group -> GroupFit
+//   fit_model_set  samples of any number of groups -> ModelSet (the models.json contents), joint-n fits included
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/model_set.h"
+#include "model/sample.h"
+
+namespace arfit::fit {
+
+// How samples are grouped into curves.
+enum class GroupBy {
+  System,  // GroupKey::system = Sample::extra["system"], else the device name, else the source file stem
+  Source,  // GroupKey::system = Sample::source (the eval protocols: a curve never mixes files)
+};
+
+struct CurveOptions {
+  GroupBy group_by = GroupBy::System;
+  bool out_of_place_only = false;  // drop in_place samples (the reference evaluation uses out-of-place times)
+  int min_sizes = 1;               // drop curves with fewer distinct sizes
+};
+
+// One group's measured curve: distinct sizes ascending, time = median of duplicates (v[len/2] of the sorted
+// values, as the reference evaluation does). Failed samples and sizes/times <= 0 are skipped.
+struct Curve {
+  GroupKey key;
+  std::vector<double> bytes;    // ascending, distinct, > 0
+  std::vector<double> time_us;  // > 0
+  std::vector<std::string> sources;   // distinct Sample::source values that fed the curve
+  std::vector<std::int64_t> hidden;   // distinct hidden sizes (shape samples), empty for plain byte sizes
+  // Shape samples (tokens x hidden), kept point by point: several hidden sizes may share one byte size.
+  struct ShapePoint {
+    std::int64_t tokens, hidden;
+    double bytes, time_us;
+  };
+  std::vector<ShapePoint> shape_points;
+  int sm = 0;                          // SM version of the samples (0 = unknown / mixed)
+  std::string device;
+};
+
+std::vector<Curve> build_curves(const std::vector<Sample>& samples, const CurveOptions& options = {});
+
+struct FitOptions {
+  // "auto" (model selection by cross-validation), or one of "seed", "alphabeta", "sigmoid", "regimes"
+  // (K = 1..4 chosen by CV), "regimes1".."regimes4", "satbw".
+  std::string family = "auto";
+  bool residual_correction = true;  // in-range spline of log-residuals (model x correction)
+  bool tail = true;                 // above the range: the tail α-β line of the top sizes (else the family)
+  int min_points = 4;               // fewer distinct sizes: the group is reported as unfittable
+  bool joint_n = true;              // fit_model_set: add joint fits across GPU counts
+  int threads = 1;                  // fit_model_set: groups fitted in parallel (results identical)
+};
+
+// Result of fitting one curve. `model` is the group's entry of models.json (see docs/fit.md) and is what
+// ModelSet evaluates; ok == false means the group could not be fitted and `problem` says why
+// (too few points, zeros, non-finite values...). Then model holds only key + diagnostics.
+struct GroupFit {
+  GroupKey key;
+  bool ok = false;
+  std::string problem;
+  std::string family;  // chosen family
+  double cv_gmae = 0;  // fraction
+  nlohmann::json model;
+};
+
+GroupFit fit_curve(const Curve& curve, const FitOptions& options = {});
+// All samples must belong to one group (else the first group found is fitted and the rest ignored).
+GroupFit fit_group(const std::vector<Sample>& samples, const FitOptions& options = {});
+
+// Fits every group of `samples` and assembles the models file: schema version, arfit version, inputs
+// (paths + FNV-1a hashes of their contents when the paths can be read), groups, joint-n families.
+ModelSet fit_model_set(const std::vector<Sample>& samples, const FitOptions& options = {},
+                       const std::vector<std::string>& input_paths = {});
+
+// Convenience for consumers: evaluate a single fitted group (GroupFit::model) at a size, in microseconds.
+// Same code path as ModelSet::predict.
+Prediction predict_group(const nlohmann::json& group_model, double bytes);
+
+}  // namespace arfit::fit

@@ -1,0 +1,131 @@
+// Format detection, dispatch to the readers and the file-level entry points.
+#include "ingest/ingest.h"
+
+#include <stdexcept>
+
+#include "ingest/readers.h"
+#include "ingest/text_util.h"
+#include "model/atomic_file.h"
+#include "model/errors.h"
+#include "model/sample_csv.h"
+
+namespace arfit::ingest {
+
+std::string to_string(Format f) {
+  switch (f) {
+    case Format::Auto: return "auto";
+    case Format::ArfitCsv: return "arfit";
+    case Format::NcclTests: return "nccl-tests";
+    case Format::NcclTestsJson: return "nccl-tests-json";
+    case Format::ParamComms: return "param";
+    case Format::TrtllmCsv: return "trtllm";
+    case Format::Aiconfigurator: return "aiconfigurator";
+  }
+  return "?";
+}
+
+Format parse_format(const std::string& s) {
+  for (Format f : {Format::Auto, Format::ArfitCsv, Format::NcclTests, Format::NcclTestsJson, Format::ParamComms,
+                   Format::TrtllmCsv, Format::Aiconfigurator})
+    if (s == to_string(f)) return f;
+  throw std::invalid_argument("unknown format '" + s +
+                              "' (known: auto, arfit, nccl-tests, nccl-tests-json, param, trtllm, aiconfigurator)");
+}
+
+namespace detail {
+
+IngestResult read_arfit_csv(const std::string& text, const std::string& name, const Options& options) {
+  SampleFile f = parse_samples_csv(text, name);
+  IngestResult r;
+  r.format = Format::ArfitCsv;
+  r.meta = f.meta;
+  r.rows = f.samples.size();
+  r.samples = std::move(f.samples);
+  for (auto& s : r.samples) {
+    if (options.collective) s.collective = *options.collective;
+    if (options.nranks) s.nranks = *options.nranks;
+    if (!s.ok()) ++r.failed;
+  }
+  return r;
+}
+
+}  // namespace detail
+
+Format detect_format(const std::string& text, const std::string& name) {
+  using namespace detail;
+  // Look at the first meaningful line and a bounded prefix (detection must stay cheap on big files).
+  const std::string_view head = std::string_view(text).substr(0, 1 << 16);
+  if (looks_like_samples_csv(text)) return Format::ArfitCsv;
+  std::string_view first_content;
+  std::string_view first_csv;  // first line that is not a '#' comment
+  for (auto line : split_lines(head)) {
+    auto t = trim(line);
+    if (t.empty()) continue;
+    if (first_content.empty()) first_content = t;
+    if (t.front() != '#') {
+      first_csv = t;
+      break;
+    }
+  }
+  if (!first_content.empty() && first_content.front() == '{') return Format::NcclTestsJson;
+  if (contains(head, "COMMS-RES")) return Format::ParamComms;
+  if (!first_csv.empty() && contains(first_csv, ",")) {
+    const std::string l = lower(first_csv);
+    if (contains(l, "message_size") && contains(l, "latency") && (contains(l, "op_name") || contains(l, "kernel_source")))
+      return Format::Aiconfigurator;
+    if (contains(l, "world_size") && contains(l, "strategy") && contains(l, "time")) return Format::TrtllmCsv;
+  }
+  if (contains(head, "algbw") || contains(head, "busbw") || contains(head, "_perf") || contains(head, "out-of-place"))
+    return Format::NcclTests;
+  throw InputError(name, 0, "",
+                   "cannot tell the format (not arfit CSV, nccl-tests text/JSON, PARAM COMMS-RES, TensorRT-LLM or "
+                   "aiconfigurator CSV): pass --format");
+}
+
+IngestResult ingest_as(Format format, const std::string& text, const std::string& name, const Options& options) {
+  using namespace detail;
+  if (format == Format::Auto) format = detect_format(text, name);
+  IngestResult r;
+  switch (format) {
+    case Format::ArfitCsv: r = read_arfit_csv(text, name, options); break;
+    case Format::NcclTests: r = read_nccl_tests_text(text, name, options); break;
+    case Format::NcclTestsJson: r = read_nccl_tests_json(text, name, options); break;
+    case Format::ParamComms: r = read_param_comms(text, name, options); break;
+    case Format::TrtllmCsv: r = read_trtllm_csv(text, name, options); break;
+    case Format::Aiconfigurator: r = read_aiconfigurator(text, name, options); break;
+    case Format::Auto: break;
+  }
+  r.format = format;
+  finish_warnings(r, name);
+  return r;
+}
+
+IngestResult ingest_text(const std::string& text, const std::string& name, const Options& options) {
+  return ingest_as(options.format, text, name, options);
+}
+
+IngestResult ingest_file(const std::string& path, const Options& options) {
+  std::string text;
+  try {
+    text = read_file(path);
+  } catch (const std::exception& e) {
+    throw InputError(path, 0, "", e.what());
+  }
+  return ingest_text(text, path, options);
+}
+
+std::vector<Sample> load_samples(const std::vector<std::string>& paths, const Options& options) {
+  std::vector<Sample> all;
+  for (const auto& p : paths) {
+    IngestResult r = ingest_file(p, options);
+    if (all.empty()) {
+      all = std::move(r.samples);
+    } else {
+      all.reserve(all.size() + r.samples.size());
+      for (auto& s : r.samples) all.push_back(std::move(s));
+    }
+  }
+  return all;
+}
+
+}  // namespace arfit::ingest

@@ -1,0 +1,50 @@
+// Readers for the measurements people already have. Every reader turns a file into arfit Samples;
+// problems are InputError "file:line: what is wrong" and nothing is guessed silently.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/sample.h"
+
+namespace arfit::ingest {
+
+enum class Format { Auto, ArfitCsv, NcclTests, NcclTestsJson, ParamComms, TrtllmCsv, Aiconfigurator };
+
+std::string to_string(Format f);        // "arfit", "nccl-tests", "nccl-tests-json", "param", "trtllm", "aiconfigurator"
+Format parse_format(const std::string&);  // inverse of to_string plus "auto"; throws std::invalid_argument
+
+struct Options {
+  Format format = Format::Auto;
+  std::optional<Collective> collective;  // --collective: overrides/fills what the file does not say
+  std::optional<int> nranks;             // --nranks
+};
+
+struct IngestResult {
+  Format format = Format::Auto;
+  std::vector<Sample> samples;          // failed rows are included with status Failed and no timing
+  std::vector<std::string> warnings;    // "file:line: ..." notes that are not errors (e.g. duplicated sizes)
+  std::vector<std::pair<std::string, std::string>> meta;  // header facts (NCCL version, devices, command)
+  std::size_t rows = 0;                 // data rows of the file's tables (one row may give several samples:
+                                        // nccl-tests out-of-place + in-place, one per bandwidth column)
+  std::size_t duplicates = 0;           // samples whose (group, size) was already seen in the same run/table
+  std::size_t failed = 0;               // samples with status Failed (N/A timing, #wrong > 0, zero bytes)
+};
+
+// Detects the format from the content (Options::format overrides) and parses.
+IngestResult ingest_text(const std::string& text, const std::string& name, const Options& options = {});
+IngestResult ingest_file(const std::string& path, const Options& options = {});
+
+// Concatenates the samples of several files (each detected on its own). Throws InputError on the first bad file.
+std::vector<Sample> load_samples(const std::vector<std::string>& paths, const Options& options = {});
+
+// The format the content looks like (Format::Auto never returned: throws InputError when nothing matches).
+Format detect_format(const std::string& text, const std::string& name);
+
+// One reader, called directly (used by detect-less callers and the fuzz targets).
+IngestResult ingest_as(Format format, const std::string& text, const std::string& name, const Options& options = {});
+
+}  // namespace arfit::ingest

@@ -1,0 +1,167 @@
+// nccl-tests JSON output (-J FILE, nccl-tests 2.17+):
+//   {"version":1, "args":[argv...], "nccl_version":22703,
+//    "config":{"nthreads":1,"ngpus":8,...,"iterations":20,"devices":[{"rank":0,"hostname":"h","device_info":"NVIDIA H100",...}]},
+//    "results":[{"size":8,"count":2,"type":"float","redop":"sum","root":"    -1",
+//                "out_of_place":{"time":12.9,"alg_bw":0.0,"bus_bw":0.0,"nwrong":0.0} | null,
+//                "in_place":{...}, ...}], ...}
+// Same conventions as the text reader: both placements become samples; "nan"/null time or nwrong > 0 ->
+// Failed; 0-byte rows -> Failed; the collective from args[0] (all_reduce_perf) or --collective; the rank count
+// from --nranks, else the devices list (one entry per rank), else busbw/algbw.
+#include <cmath>
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "ingest/readers.h"
+#include "ingest/text_util.h"
+#include "model/errors.h"
+
+namespace arfit::ingest::detail {
+namespace {
+
+std::optional<Collective> collective_of_program(std::string p) {
+  auto slash = p.find_last_of('/');
+  if (slash != std::string::npos) p = p.substr(slash + 1);
+  if (!ends_with(p, "_perf")) return std::nullopt;
+  p = p.substr(0, p.size() - 5);
+  if (p == "alltoall") return Collective::AllToAll;
+  if (p == "alltoallv") return Collective::AllToAllV;
+  return try_parse_collective(p);
+}
+
+}  // namespace
+
+IngestResult read_nccl_tests_json(const std::string& text, const std::string& name, const Options& options) {
+  using nlohmann::json;
+  IngestResult r;
+  r.format = Format::NcclTestsJson;
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    // byte offset -> line
+    long line = 1;
+    for (std::size_t i = 0; i < text.size() && i + 1 < e.byte; ++i)
+      if (text[i] == '\n') ++line;
+    throw InputError(name, line, "", std::string("invalid JSON: ") + e.what());
+  } catch (const json::exception& e) {
+    // e.g. out_of_range.406: a number too large for a double
+    throw InputError(name, 0, "", std::string("invalid JSON: ") + e.what());
+  }
+  if (!j.is_object()) throw InputError(name, 1, "", "expected a JSON object (nccl-tests -J output)");
+  if (!j.contains("results") || !j["results"].is_array()) throw InputError(name, 1, "results", "missing 'results' list");
+  std::optional<Collective> coll = options.collective;
+  if (!coll && j.contains("args") && j["args"].is_array() && !j["args"].empty() && j["args"][0].is_string())
+    coll = collective_of_program(j["args"][0].get<std::string>());
+  if (!coll) throw InputError(name, 1, "args", "cannot tell the collective (args[0] is not an X_perf program): pass --collective");
+  int iters = 0;
+  std::optional<int> devices;
+  std::string device_name;
+  std::set<std::string> hosts;
+  if (j.contains("config") && j["config"].is_object()) {
+    const json& c = j["config"];
+    if (c.contains("iterations") && c["iterations"].is_number_integer()) iters = c["iterations"].get<int>();
+    if (c.contains("devices") && c["devices"].is_array()) {
+      devices = static_cast<int>(c["devices"].size());
+      for (const auto& d : c["devices"]) {
+        if (!d.is_object()) continue;
+        if (d.contains("hostname") && d["hostname"].is_string()) hosts.insert(d["hostname"].get<std::string>());
+        if (device_name.empty() && d.contains("device_info") && d["device_info"].is_string())
+          device_name = d["device_info"].get<std::string>();
+      }
+      if (devices == 0) devices.reset();
+    }
+  }
+  if (j.contains("nccl_version") && j["nccl_version"].is_number_integer()) {
+    long code = j["nccl_version"].get<long>();
+    if (code >= 10000)
+      r.meta.emplace_back("nccl_version", std::to_string(code / 10000) + "." + std::to_string((code / 100) % 100) + "." +
+                                              std::to_string(code % 100));
+  }
+  RankInference inf(*coll);
+  auto number = [&](const json& o, const char* key, std::size_t row, bool* is_nan) -> std::optional<double> {
+    if (!o.contains(key) || o[key].is_null()) return std::nullopt;
+    const json& v = o[key];
+    if (v.is_string() && v.get<std::string>() == "nan") {
+      if (is_nan) *is_nan = true;
+      return std::nullopt;
+    }
+    if (!v.is_number()) throw InputError(name, 0, key, "results[" + std::to_string(row) + "]: not a number");
+    double d = v.get<double>();
+    if (!std::isfinite(d)) throw InputError(name, 0, key, "results[" + std::to_string(row) + "]: non-finite value");
+    return d;
+  };
+  struct P {
+    Sample s;
+    double alg = -1, bus = -1;
+  };
+  std::vector<P> ps;
+  std::optional<std::int64_t> last;
+  for (std::size_t i = 0; i < j["results"].size(); ++i) {
+    const json& row = j["results"][i];
+    if (!row.is_object()) throw InputError(name, 0, "results", "results[" + std::to_string(i) + "] is not an object");
+    if (!row.contains("size") || !row["size"].is_number_unsigned())
+      throw InputError(name, 0, "size", "results[" + std::to_string(i) + "]: missing or negative size");
+    const std::int64_t size = static_cast<std::int64_t>(row["size"].get<std::uint64_t>() & 0x7fffffffffffffffULL);
+    ++r.rows;
+    if (last) {
+      if (size < *last)
+        throw InputError(name, 0, "size", "results[" + std::to_string(i) + "]: size " + std::to_string(size) + " after " +
+                                              std::to_string(*last) + ": sizes must increase within a run");
+      if (size == *last) {
+        ++r.duplicates;
+        add_warning(r, name + ": results[" + std::to_string(i) + "]: duplicated size " + std::to_string(size) + " (kept)");
+      }
+    }
+    last = size;
+    std::string type = row.contains("type") && row["type"].is_string() ? row["type"].get<std::string>() : "float";
+    for (int set = 0; set < 2; ++set) {
+      const char* key = set == 0 ? "out_of_place" : "in_place";
+      if (!row.contains(key) || row[key].is_null()) continue;
+      const json& o = row[key];
+      if (!o.is_object()) throw InputError(name, 0, key, "results[" + std::to_string(i) + "]: not an object");
+      P p;
+      p.s.bytes = size;
+      p.s.in_place = set == 1;
+      p.s.dtype = canonical_dtype(type);
+      bool nan = false;
+      auto t = number(o, o.contains("time") ? "time" : "cpu_time", i, &nan);
+      auto a = number(o, "alg_bw", i, &nan);
+      auto b = number(o, "bus_bw", i, &nan);
+      auto w = number(o, "nwrong", i, nullptr);
+      if (a && b) inf.add(*a, *b, 0.5e-6 * std::max(1.0, *a), 0.5e-6 * std::max(1.0, *b));
+      if (w && *w > 0) p.s.wrong = static_cast<std::int64_t>(*w);
+      if (t && *t < 0) throw InputError(name, 0, "time", "results[" + std::to_string(i) + "]: negative time");
+      if (t && !nan && p.s.wrong == 0 && size > 0 && *t > 0) {
+        p.s.time_us = *t;
+      } else {
+        p.s.status = SampleStatus::Failed;
+      }
+      ps.push_back(std::move(p));
+    }
+  }
+  if (r.rows == 0) throw InputError(name, 0, "results", "no results");
+  int n;
+  if (options.nranks) n = *options.nranks;
+  else if (devices) n = *devices;
+  else if (auto ratio = inf.rank_count()) n = *ratio;
+  else throw InputError(name, 0, "config", "cannot tell the rank count (no devices list; busbw/algbw does not pin it): pass --nranks");
+  for (auto& p : ps) {
+    Sample& s = p.s;
+    s.collective = *coll;
+    s.nranks = n;
+    s.nnodes = hosts.empty() ? 1 : static_cast<int>(hosts.size());
+    s.device = device_name;
+    s.iterations = iters;
+    s.strategy = strategy::kNccl;
+    s.backend = "nccl-tests";
+    s.source = basename_of(name);
+    s.extra["system"] = stem_of(name);
+    if (!s.ok()) ++r.failed;
+    r.samples.push_back(std::move(s));
+  }
+  return r;
+}
+
+}  // namespace arfit::ingest::detail

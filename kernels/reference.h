@@ -1,0 +1,72 @@
+// Double-precision CPU references for every kernel and epilogue, the host-side element conversions they
+// need (bit-exact with CUDA's round-to-nearest-even conversions), seeded inputs that any rank can rebuild,
+// and the tolerance rule the checks use. Host-only: used by the strategy checks and the tests.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/kernel_types.h"
+#include "model/sample.h"
+
+namespace arfit::kernels {
+
+// ---- element conversions ----
+float bf16_bits_to_float(std::uint16_t bits);
+std::uint16_t float_to_bf16_bits(float value);   // round to nearest even; NaN stays NaN
+float fp16_bits_to_float(std::uint16_t bits);
+std::uint16_t float_to_fp16_bits(float value);   // round to nearest even, overflow to inf
+float e4m3_bits_to_float(std::uint8_t bits);     // 0x7f / 0xff are NaN
+std::uint8_t float_to_e4m3_bits_satfinite(float value);  // round to nearest even, saturate to +-448
+inline constexpr double kE4m3Max = 448.0;
+
+// Element i of a host buffer of `dtype`, widened to double.
+double element_at(DType dtype, const void* buffer, std::int64_t i);
+// Stores `value` rounded to `dtype` (nearest even).
+void set_element(DType dtype, void* buffer, std::int64_t i, double value);
+
+// ---- seeded inputs ----
+// What a buffer holds; the value of element i is a pure function of (seed, role, rank, i), so every rank
+// can rebuild its peers' inputs for checking. Values are never zero (magnitudes in [0.25, 1] with random
+// sign for data and residuals; gamma in [0.5, 1.5]) and exactly representable in every dtype.
+enum class InputRole { Data, Residual, Gamma };
+double seeded_value(std::uint64_t seed, InputRole role, int rank, std::int64_t i);
+void fill_seeded(DType dtype, void* buffer, std::int64_t count, std::uint64_t seed, InputRole role, int rank);
+
+// ---- references ----
+// Sum over ranks of input[r][i] (inputs given as host buffers of `dtype`), plus the sum of magnitudes
+// (the scale the rounding error of a floating-point sum is proportional to).
+struct ReducedReference {
+  std::vector<double> sum;
+  std::vector<double> magnitude;  // sum over ranks of |input[r][i]|
+};
+ReducedReference reference_all_reduce(DType dtype, const std::vector<const void*>& inputs, std::int64_t count);
+
+// residual_out = reduced + residual; out = residual_out / sqrt(mean_row(residual_out^2) + eps) * gamma;
+// fp8 = clamp(out / fp8_scale, +-448) (the exact value before e4m3 rounding). Scales carry the error budget:
+// residual_scale = magnitude + |residual|, out_scale = residual_scale * inv_rms * |gamma|.
+struct NormReference {
+  std::vector<double> residual_out, out, fp8;
+  std::vector<double> residual_scale, out_scale;
+};
+NormReference reference_residual_rms_norm(const ReducedReference& reduced, DType dtype, const void* residual,
+                                          const void* gamma, std::int64_t hidden, double eps, double fp8_scale,
+                                          bool with_fp8);
+
+// ---- tolerance ----
+// Relative tolerance of one output element of a kernel that accumulates in fp32 and rounds once:
+// fp32 1e-5, fp16 2e-3, bf16 1e-2 (relative to the element's scale, see above).
+double relative_tolerance(DType dtype);
+// |got - expected| <= tolerance * scale, and got is not NaN (NaN = the poison pattern, never written).
+inline bool within_tolerance(double got, double expected, double scale, double tolerance) {
+  if (!(got == got)) return false;
+  double err = got - expected;
+  if (err < 0) err = -err;
+  return err <= tolerance * scale;
+}
+// e4m3 element check: within one e4m3 step of the exact value (2^-3 relative, or the smallest subnormal
+// step 2^-9 near zero), plus the upstream error `upstream` (already divided by the fp8 scale).
+bool e4m3_within_tolerance(std::uint8_t got_bits, double expected, double upstream);
+
+}  // namespace arfit::kernels

@@ -1,0 +1,60 @@
+// NCCL reduce-scatter: every rank contributes count * nranks elements and receives the sum of its slice.
+#include <algorithm>
+
+#include "kernels/nccl_collective_strategy.h"
+#include "kernels/nccl_collectives.h"
+#include "kernels/strategy_support.h"
+#include "model/bus_factor.h"
+
+namespace arfit::kernels {
+namespace {
+
+const detail::NcclCollectiveOps kOps{
+    "NCCL reduce-scatter",
+    Collective::ReduceScatter,
+    [](const StrategyCase& c, int) { return c.count * c.nranks; },
+    [](const StrategyCase& c, int) { return c.count; },
+    [](const StrategyCase& c) {
+      if (c.count <= 0) throw KernelError("NCCL reduce-scatter: count must be positive, got " + std::to_string(c.count));
+    },
+    [](const StrategyCase& c, int, const void* send, void* recv, ncclComm_t comm, cudaStream_t stream) {
+      nccl_reduce_scatter(send, recv, c.count, c.dtype, comm, stream);
+    },
+    [](const StrategyCase& c, int rank, std::uint64_t seed, const std::vector<unsigned char>& recv, CheckResult& r) {
+      std::vector<std::vector<unsigned char>> inputs;
+      std::vector<const void*> slices;
+      const std::size_t element = static_cast<std::size_t>(dtype_bytes(c.dtype));
+      for (int p = 0; p < c.nranks; ++p) {
+        inputs.push_back(detail::seeded_host(c.dtype, c.count * c.nranks, seed, InputRole::Data, p));
+        slices.push_back(inputs.back().data() + static_cast<std::size_t>(rank * c.count) * element);
+      }
+      const ReducedReference ref = reference_all_reduce(c.dtype, slices, c.count);
+      // NCCL rounds to the element type after every reduction step.
+      detail::compare_elements(r, c.dtype, recv, ref.sum, ref.magnitude,
+                               relative_tolerance(c.dtype) * std::max(1, c.nranks - 1),
+                               "rank " + std::to_string(rank) + " output");
+    },
+};
+
+}  // namespace
+
+extern const StrategyDescriptor nccl_reduce_scatter_strategy;
+const StrategyDescriptor nccl_reduce_scatter_strategy{
+    strategy::kNccl,
+    Collective::ReduceScatter,
+    {DType::BF16, DType::FP16, DType::FP32},
+    {},
+    {FusionOp::None},
+    /*needs_team=*/false,
+    /*needs_nccl=*/true,
+    [](const StrategyContext& ctx, const StrategyCase& c) { detail::validate_nccl_collective(kOps, ctx, c); },
+    [](const StrategyCase&) -> std::int64_t { return 0; },
+    // nccl-tests: reduce-scatter size = bytes sent per rank.
+    [](const StrategyCase& c) -> std::int64_t { return c.count * c.nranks * dtype_bytes(c.dtype); },
+    [](int nranks) { return bus_factor(Collective::ReduceScatter, nranks); },
+    [](const StrategyContext& ctx, const StrategyCase& c) { return detail::init_nccl_collective(kOps, ctx, c); },
+    detail::run_nccl_collective,
+    detail::check_nccl_collective,
+};
+
+}  // namespace arfit::kernels

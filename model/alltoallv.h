@@ -1,0 +1,39 @@
+// all-to-allv: uneven per-rank splits reduced to an effective all-to-all size, so the all-to-all model
+// (whose size is nccl-tests' per-rank buffer: bytes each rank sends, itself included) predicts them.
+//
+// Split strings:
+//   "B,T0-T1-...-T(n-1),D"  the DLRM embedding exchange (PARAM comms' all-to-allv file mode): batch B split
+//                           evenly over n ranks, rank r owns T_r tables of dimension D, elements of
+//                           `element_bytes` (default 4, fp32). Rank r sends (B/n)·T_r·D elements to every rank
+//                           and receives (B/n)·T_j·D from every rank j.
+//   "S0-S1-...-S(n-1)"      bytes each rank sends in total, spread evenly over the destinations.
+// Effective sizes, normalised so that a uniform split gives the all-to-all's own size S:
+//   sum         Σ_r sent_r / n                       (same total volume as a uniform all-to-all)
+//   max_of_max  max_r max(sent_r, recv_r)            (the busiest direction of the busiest rank)
+//   max_of_sum  max_r (sent_r + recv_r) / 2          (the busiest rank, both directions)
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace arfit {
+
+enum class EffectiveMode { Sum, MaxOfMax, MaxOfSum };
+
+std::string to_string(EffectiveMode m);           // "sum", "max_of_max", "max_of_sum"
+EffectiveMode parse_effective_mode(const std::string& s);  // throws std::invalid_argument
+const std::vector<EffectiveMode>& all_effective_modes();
+
+struct AllToAllvSplit {
+  // matrix[i][j] = bytes rank i sends to rank j (self included).
+  std::vector<std::vector<double>> matrix;
+  int nranks() const { return static_cast<int>(matrix.size()); }
+  double sent(int r) const;
+  double received(int r) const;
+};
+
+// Throws std::invalid_argument naming the problem.
+AllToAllvSplit parse_alltoallv_split(const std::string& text, double element_bytes = 4);
+double effective_alltoall_bytes(const AllToAllvSplit& split, EffectiveMode mode);
+
+}  // namespace arfit

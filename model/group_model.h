@@ -1,0 +1,70 @@
+// One fitted group of models.json, parsed for evaluation: family + parameters, the in-range residual
+// correction, and the prediction interval. Pure model/ code: fit/ produces the JSON, ModelSet and fit/'s
+// evaluation read it through this class, so there is one prediction code path.
+//
+// Group JSON (the "groups" array of models.json; docs/fit.md):
+//   id, key{system, collective, strategy, fusion, dtype, nranks, nnodes}, ok, problem?,
+//   family ("alphabeta" | "sigmoid" | "satbw" | "regimes1".."regimes4" | "seed"), params[], param_names[],
+//   covariance[[...]] (or null), seed{...} (seed family only), bus_factor,
+//   cv_gmae, cv{family: gmae}, correction{kind, log_bytes[], log_resid[]} (or null),
+//   range{min_bytes, max_bytes, points}, sm, device,
+//   interval{z, sigma_in, sigma_floor, sigma_out_per_octave}, tail{a_us, b_us_per_byte}, diagnostics{...}
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/families.h"
+#include "model/interp.h"
+#include "model/model_set.h"
+#include "model/seed.h"
+
+namespace arfit {
+
+nlohmann::json group_key_to_json(const GroupKey& k);
+GroupKey group_key_from_json(const nlohmann::json& j);  // throws nlohmann::json exceptions / std::invalid_argument
+
+// z of a two-sided 90 % normal interval.
+inline constexpr double kZ90 = 1.6448536269514722;
+
+struct GroupModel {
+  GroupKey key;
+  bool ok = false;
+  std::string family;
+  FamilySpec spec;
+  SeedModel seed;
+  std::vector<double> params;
+  std::vector<double> covariance;  // row-major, may be empty
+  double bus_factor = 1;
+  HermiteSpline correction;  // empty: none
+  double min_bytes = 0, max_bytes = 0;
+  int points = 0;
+  double z = kZ90, sigma_in = 0.02, sigma_out_per_octave = 0.03;
+  int sm = 0;  // measured SM; from the device name when the samples did not say
+  std::string device;
+  double cv_gmae = 0;
+  // Tail regime above the measured range: t = tail_a_us + tail_b_us_per_byte · s (has_tail).
+  bool has_tail = false;
+  double tail_a_us = 0, tail_b_us_per_byte = 0;
+
+  static GroupModel from_json(const nlohmann::json& j);  // throws std::exception on malformed content
+
+  // ln t of the family alone (no correction), for a bus factor `f` (the group's own by default).
+  double model_log_time(double bytes, double f = -1) const;
+  // Gradient of model_log_time w.r.t. the parameters (central differences), for the delta method.
+  std::vector<double> model_log_time_gradient(double bytes) const;
+
+  // ln t of the model that answers outside the range: the tail line above, the family below.
+  double out_of_range_log_time(double bytes) const;
+  // Prediction at `bytes`: model × correction in range, model alone outside (the tail regime above the
+  // largest measured size); 90 % interval from
+  // sigma_in, the parameter covariance (delta method) and sigma_out_per_octave × octaves outside the range.
+  Prediction predict(double bytes) const;
+  // Log half-width of the 90 % interval at `bytes`.
+  double log_half_width(double bytes) const;
+};
+
+}  // namespace arfit

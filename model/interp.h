@@ -1,0 +1,165 @@
+// Residual correction: a smooth interpolation of the model's log-residuals between measured sizes.
+// In range, prediction = model × exp(spline(ln s)), so a fitted model honours what was measured; outside the
+// knots the correction is 0 and the prediction rests on the model alone.
+//
+// Splines are cubic Hermite interpolants through the knots (x_i = ln bytes, y_i = ln measured − ln model) with
+// the slopes chosen by one of three rules:
+//   natural  C2 natural cubic spline (second derivative 0 at the ends)
+//   akima    Akima's rule (local, no overshoot near outliers)
+//   pchip    Fritsch–Carlson monotone slopes (no new extrema between knots)
+// Header-only, double only (model/ is pure math).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace arfit {
+
+enum class SplineKind { Natural, Akima, Pchip, Linear };
+
+inline std::string to_string(SplineKind k) {
+  switch (k) {
+    case SplineKind::Natural: return "natural";
+    case SplineKind::Akima: return "akima";
+    case SplineKind::Pchip: return "pchip";
+    case SplineKind::Linear: return "linear";
+  }
+  return "?";
+}
+
+inline SplineKind parse_spline_kind(const std::string& s) {
+  if (s == "natural") return SplineKind::Natural;
+  if (s == "akima") return SplineKind::Akima;
+  if (s == "pchip") return SplineKind::Pchip;
+  if (s == "linear") return SplineKind::Linear;
+  throw std::invalid_argument("unknown spline kind '" + s + "' (known: natural, akima, pchip, linear)");
+}
+
+class HermiteSpline {
+ public:
+  HermiteSpline() = default;
+  // x strictly increasing. One knot: a constant inside [x0, x0]. Zero knots: always 0.
+  HermiteSpline(std::vector<double> x, std::vector<double> y, SplineKind kind) : x_(std::move(x)), y_(std::move(y)), kind_(kind) {
+    if (x_.size() != y_.size()) throw std::invalid_argument("HermiteSpline: x and y differ in length");
+    for (size_t i = 1; i < x_.size(); ++i)
+      if (!(x_[i] > x_[i - 1])) throw std::invalid_argument("HermiteSpline: x must be strictly increasing");
+    slopes();
+  }
+
+  bool in_range(double x) const { return !x_.empty() && x >= x_.front() && x <= x_.back(); }
+  const std::vector<double>& x() const { return x_; }
+  const std::vector<double>& y() const { return y_; }
+  SplineKind kind() const { return kind_; }
+
+  // Value at x; 0 outside [x_0, x_last].
+  double operator()(double x) const {
+    const size_t n = x_.size();
+    if (n == 0 || x < x_.front() || x > x_.back()) return 0.0;
+    if (n == 1) return y_[0];
+    size_t i = static_cast<size_t>(std::upper_bound(x_.begin(), x_.end(), x) - x_.begin());
+    if (i == 0) i = 1;
+    if (i >= n) i = n - 1;
+    const size_t a = i - 1;
+    const double h = x_[i] - x_[a];
+    const double t = (x - x_[a]) / h;
+    if (kind_ == SplineKind::Linear) return y_[a] + t * (y_[i] - y_[a]);
+    const double t2 = t * t, t3 = t2 * t;
+    const double h00 = 2 * t3 - 3 * t2 + 1, h10 = t3 - 2 * t2 + t, h01 = -2 * t3 + 3 * t2, h11 = t3 - t2;
+    return h00 * y_[a] + h10 * h * d_[a] + h01 * y_[i] + h11 * h * d_[i];
+  }
+
+ private:
+  void slopes() {
+    const size_t n = x_.size();
+    d_.assign(n, 0.0);
+    if (n < 2) return;
+    std::vector<double> m(n - 1);
+    for (size_t i = 0; i + 1 < n; ++i) m[i] = (y_[i + 1] - y_[i]) / (x_[i + 1] - x_[i]);
+    if (n == 2 || kind_ == SplineKind::Linear) {
+      d_[0] = d_[1] = m[0];
+      for (size_t i = 0; i < n; ++i) d_[i] = m[std::min(i, n - 2)];
+      return;
+    }
+    switch (kind_) {
+      case SplineKind::Natural: natural(m); break;
+      case SplineKind::Akima: akima(m); break;
+      case SplineKind::Pchip: pchip(m); break;
+      case SplineKind::Linear: break;
+    }
+  }
+
+  void natural(const std::vector<double>& m) {
+    // Solve the tridiagonal system for the first derivatives of the C2 spline with y'' = 0 at the ends.
+    const size_t n = x_.size();
+    std::vector<double> a(n), b(n), c(n), r(n);
+    std::vector<double> h(n - 1);
+    for (size_t i = 0; i + 1 < n; ++i) h[i] = x_[i + 1] - x_[i];
+    b[0] = 2 / h[0];
+    c[0] = 1 / h[0];
+    r[0] = 3 * m[0] / h[0];
+    for (size_t i = 1; i + 1 < n; ++i) {
+      a[i] = 1 / h[i - 1];
+      b[i] = 2 / h[i - 1] + 2 / h[i];
+      c[i] = 1 / h[i];
+      r[i] = 3 * (m[i - 1] / h[i - 1] + m[i] / h[i]);
+    }
+    a[n - 1] = 1 / h[n - 2];
+    b[n - 1] = 2 / h[n - 2];
+    r[n - 1] = 3 * m[n - 2] / h[n - 2];
+    for (size_t i = 1; i < n; ++i) {  // Thomas algorithm
+      const double w = a[i] / b[i - 1];
+      b[i] -= w * c[i - 1];
+      r[i] -= w * r[i - 1];
+    }
+    d_[n - 1] = r[n - 1] / b[n - 1];
+    for (size_t i = n - 1; i-- > 0;) d_[i] = (r[i] - c[i] * d_[i + 1]) / b[i];
+  }
+
+  void akima(const std::vector<double>& m) {
+    const size_t n = x_.size();
+    // Extend the secants by two on each side (Akima's end rule).
+    std::vector<double> e(n + 3);
+    for (size_t i = 0; i + 1 < n; ++i) e[i + 2] = m[i];
+    e[1] = 2 * e[2] - e[3];
+    e[0] = 2 * e[1] - e[2];
+    e[n + 1] = 2 * e[n] - e[n - 1];
+    e[n + 2] = 2 * e[n + 1] - e[n];
+    for (size_t i = 0; i < n; ++i) {
+      const double w1 = std::fabs(e[i + 3] - e[i + 2]), w2 = std::fabs(e[i + 1] - e[i]);
+      if (w1 + w2 < 1e-12)
+        d_[i] = 0.5 * (e[i + 1] + e[i + 2]);
+      else
+        d_[i] = (w1 * e[i + 1] + w2 * e[i + 2]) / (w1 + w2);
+    }
+  }
+
+  void pchip(const std::vector<double>& m) {
+    const size_t n = x_.size();
+    std::vector<double> h(n - 1);
+    for (size_t i = 0; i + 1 < n; ++i) h[i] = x_[i + 1] - x_[i];
+    for (size_t i = 1; i + 1 < n; ++i) {
+      if (m[i - 1] * m[i] <= 0) {
+        d_[i] = 0;
+      } else {
+        const double w1 = 2 * h[i] + h[i - 1], w2 = h[i] + 2 * h[i - 1];
+        d_[i] = (w1 + w2) / (w1 / m[i - 1] + w2 / m[i]);
+      }
+    }
+    auto end = [](double h0, double h1, double m0, double m1) {
+      double d = ((2 * h0 + h1) * m0 - h0 * m1) / (h0 + h1);
+      if (d * m0 <= 0) return 0.0;
+      if (m0 * m1 <= 0 && std::fabs(d) > std::fabs(3 * m0)) return 3 * m0;
+      return d;
+    };
+    d_[0] = end(h[0], h[1], m[0], m[1]);
+    d_[n - 1] = end(h[n - 2], h[n - 3], m[n - 2], m[n - 3]);  // n >= 3 here
+  }
+
+  std::vector<double> x_, y_, d_;
+  SplineKind kind_ = SplineKind::Akima;
+};
+
+}  // namespace arfit

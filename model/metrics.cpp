@@ -1,0 +1,39 @@
+#include "model/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "model/seed.h"
+
+namespace arfit {
+
+double relative_error(double predicted, double measured) { return std::fabs(predicted - measured) / measured; }
+
+double gmae(const std::vector<double>& e) {
+  if (e.empty()) return 0;
+  double acc = 0;
+  for (double v : e) acc += std::log(std::fabs(v) + kGmaeEps);
+  return std::exp(acc / static_cast<double>(e.size()));
+}
+
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double pos = q / 100.0 * static_cast<double>(v.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
+}
+
+ErrorSummary summarize_errors(const std::vector<double>& e) {
+  ErrorSummary s;
+  s.points = static_cast<int>(e.size());
+  if (e.empty()) return s;
+  s.gmae = gmae(e);
+  s.median = percentile(e, 50);
+  s.p90 = percentile(e, 90);
+  s.max = *std::max_element(e.begin(), e.end());
+  return s;
+}
+
+}  // namespace arfit

@@ -1,0 +1,241 @@
+#include "model/model_set.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <cmath>
+#include <set>
+#include <tuple>
+
+#include "model/atomic_file.h"
+#include "model/bus_factor.h"
+#include "model/errors.h"
+#include "model/group_model.h"
+#include "model/joint_model.h"
+#include "model/alltoallv.h"
+#include "model/sm_targets.h"
+
+namespace arfit {
+
+std::string sample_system(const Sample& s) {
+  auto it = s.extra.find("system");
+  if (it != s.extra.end() && !it->second.empty()) return it->second;
+  if (!s.device.empty()) return s.device;
+  if (!s.source.empty()) return std::filesystem::path(s.source).stem().string();
+  return "default";
+}
+
+GroupKey sample_group_key(const Sample& s) { return sample_group_key(s, sample_system(s)); }
+
+GroupKey sample_group_key(const Sample& s, const std::string& system) {
+  GroupKey k;
+  k.system = system;
+  k.collective = s.collective;
+  k.strategy = s.strategy;
+  k.fusion = s.fusion;
+  k.dtype = canonical_dtype(s.dtype);
+  k.nranks = s.nranks;
+  k.nnodes = s.nnodes;
+  return k;
+}
+
+std::string GroupKey::id() const {
+  return system + "/" + to_string(collective) + "/" + strategy + "/" + to_string(fusion) + "/" + dtype + "/n" +
+         std::to_string(nranks) + "/N" + std::to_string(nnodes);
+}
+
+bool GroupKey::operator<(const GroupKey& o) const {
+  return std::tie(system, collective, strategy, fusion, dtype, nranks, nnodes) <
+         std::tie(o.system, o.collective, o.strategy, o.fusion, o.dtype, o.nranks, o.nnodes);
+}
+
+bool GroupKey::operator==(const GroupKey& o) const {
+  return std::tie(system, collective, strategy, fusion, dtype, nranks, nnodes) ==
+         std::tie(o.system, o.collective, o.strategy, o.fusion, o.dtype, o.nranks, o.nnodes);
+}
+
+namespace {
+
+const char* kWhere = "<models>";
+
+void check(bool ok, const std::string& field, const std::string& what) {
+  if (!ok) throw InputError(kWhere, 0, field, what);
+}
+
+}  // namespace
+
+ModelSet ModelSet::from_json(const nlohmann::json& j) {
+  check(j.is_object(), "", "models file must be a JSON object");
+  check(j.contains("schema") && j["schema"].is_string() && j["schema"] == "arfit-models", "schema",
+        "missing or wrong schema name (expected \"arfit-models\")");
+  check(j.contains("schema_version") && j["schema_version"].is_number_integer(), "schema_version", "missing");
+  check(j["schema_version"].get<int>() == 1, "schema_version",
+        "unsupported version " + j["schema_version"].dump() + " (this arfit reads 1)");
+  check(j.contains("groups") && j["groups"].is_array(), "groups", "missing or not an array");
+  size_t i = 0;
+  for (const auto& g : j["groups"]) {
+    try {
+      GroupModel::from_json(g);
+    } catch (const std::exception& e) {
+      throw InputError(kWhere, 0, "groups[" + std::to_string(i) + "]", e.what());
+    }
+    ++i;
+  }
+  if (j.contains("joint")) {
+    check(j["joint"].is_array(), "joint", "not an array");
+    i = 0;
+    for (const auto& g : j["joint"]) {
+      try {
+        JointModel::from_json(g);
+      } catch (const std::exception& e) {
+        throw InputError(kWhere, 0, "joint[" + std::to_string(i) + "]", e.what());
+      }
+      ++i;
+    }
+  }
+  ModelSet m;
+  m.json_ = j;
+  return m;
+}
+
+nlohmann::json ModelSet::to_json() const { return json_; }
+
+ModelSet ModelSet::load(const std::string& path) {
+  std::string text;
+  try {
+    text = read_file(path);
+  } catch (const std::exception& e) {
+    throw InputError(path, 0, "", e.what());
+  }
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(path, 0, "", std::string("not valid JSON: ") + e.what());
+  }
+  try {
+    return from_json(j);
+  } catch (const InputError& e) {
+    throw InputError(path, 0, e.field(), std::string(e.what()).substr(std::string(kWhere).size() + 2));
+  }
+}
+
+void ModelSet::save(const std::string& path) const { write_string_atomically(path, json_.dump(1) + "\n"); }
+
+std::vector<GroupModelView> ModelSet::groups() const {
+  std::vector<GroupModelView> out;
+  if (!json_.contains("groups")) return out;
+  for (const auto& g : json_["groups"]) {
+    GroupModel m = GroupModel::from_json(g);
+    if (!m.ok) continue;
+    GroupModelView v;
+    v.key = m.key;
+    v.family = m.family;
+    v.min_bytes = m.min_bytes;
+    v.max_bytes = m.max_bytes;
+    v.points = m.points;
+    v.cv_gmae = m.cv_gmae;
+    if (m.spec.kind == FamilyKind::Seed) v.seed_turning_points.push_back({std::exp2(m.seed.ln_p), std::exp2(m.seed.sats_p)});
+    out.push_back(v);
+  }
+  return out;
+}
+
+std::vector<std::string> ModelSet::systems() const {
+  std::set<std::string> s;
+  for (const auto& v : groups()) s.insert(v.key.system);
+  if (json_.contains("joint"))
+    for (const auto& j : json_["joint"]) s.insert(j.at("key").at("system").get<std::string>());
+  return {s.begin(), s.end()};
+}
+
+std::vector<std::string> ModelSet::strategies(const std::string& system, Collective c, FusionOp f, int nranks) const {
+  std::set<std::string> s;
+  for (const auto& v : groups())
+    if ((system.empty() || v.key.system == system) && v.key.collective == c && v.key.fusion == f && v.key.nranks == nranks)
+      s.insert(v.key.strategy);
+  if (json_.contains("joint"))
+    for (const auto& jj : json_["joint"]) {
+      JointModel jm = JointModel::from_json(jj);
+      if ((system.empty() || jm.key.system == system) && jm.key.collective == c && jm.key.fusion == f) s.insert(jm.key.strategy);
+    }
+  return {s.begin(), s.end()};
+}
+
+std::optional<Prediction> ModelSet::predict(const PredictQuery& q0) const {
+  PredictQuery q = q0;
+  if (!json_.contains("groups")) return std::nullopt;
+  // Resolve the system when the set has only one.
+  if (q.system.empty()) {
+    const auto sys = systems();
+    if (sys.size() != 1) return std::nullopt;
+    q.system = sys[0];
+  }
+  // Candidate groups of this (system, collective, strategy, fusion[, dtype]).
+  std::vector<GroupModel> cands;
+  for (const auto& g : json_["groups"]) {
+    const auto& k = g.at("key");
+    if (k.at("system") != q.system || parse_collective(k.at("collective").get<std::string>()) != q.collective ||
+        k.at("strategy") != q.strategy || parse_fusion(k.at("fusion").get<std::string>()) != q.fusion)
+      continue;
+    if (!q.dtype.empty() && canonical_dtype(q.dtype) != k.at("dtype").get<std::string>()) continue;
+    if (k.at("nnodes").get<int>() != q.nnodes) continue;
+    GroupModel m = GroupModel::from_json(g);
+    if (m.ok) cands.push_back(std::move(m));
+  }
+  // Effective size: bytes, or tokens × hidden × dtype size, or an all-to-allv split.
+  double bytes = q.bytes;
+  std::string how_size;
+  const std::string dtype = !q.dtype.empty() ? canonical_dtype(q.dtype) : (!cands.empty() ? cands[0].key.dtype : "bf16");
+  if (bytes <= 0 && q.tokens > 0 && q.hidden > 0) bytes = static_cast<double>(q.tokens) * q.hidden * std::max(1, dtype_size(dtype));
+  if (!q.splits.empty()) {
+    const AllToAllvSplit sp = parse_alltoallv_split(q.splits);
+    bytes = effective_alltoall_bytes(sp, parse_effective_mode(json_.value("alltoallv_mode", std::string("max_of_sum"))));
+    how_size = " alltoallv-" + json_.value("alltoallv_mode", std::string("max_of_sum"));
+  }
+  if (!(bytes > 0)) return std::nullopt;
+
+  std::optional<Prediction> out;
+  int measured_sm = 0;
+  double latency_us = 0;  // the model's time at its smallest measured size (SM transfer keeps it)
+  // 1) a group measured at this rank count
+  {
+    const GroupModel* best = nullptr;
+    for (const auto& m : cands)
+      if (m.key.nranks == q.nranks || q.nranks == 0) {
+        if (q.dtype.empty() && best && best->key.dtype != m.key.dtype) return std::nullopt;  // ambiguous dtype
+        if (!best) best = &m;
+      }
+    if (best) {
+      out = best->predict(bytes);
+      measured_sm = best->sm;
+      latency_us = best->predict(best->min_bytes).time_us;
+    }
+  }
+  // 2) the joint fit across GPU counts
+  if (!out && q.nranks > 0 && json_.contains("joint")) {
+    for (const auto& jj : json_["joint"]) {
+      const auto& k = jj.at("key");
+      if (k.at("system") != q.system || parse_collective(k.at("collective").get<std::string>()) != q.collective ||
+          k.at("strategy") != q.strategy || parse_fusion(k.at("fusion").get<std::string>()) != q.fusion ||
+          k.at("nnodes").get<int>() != q.nnodes)
+        continue;
+      if (!q.dtype.empty() && canonical_dtype(q.dtype) != k.at("dtype").get<std::string>()) continue;
+      JointModel jm = JointModel::from_json(jj);
+      out = jm.predict(q.nranks, bytes);
+      measured_sm = jm.sm;
+      latency_us = jm.predict(q.nranks, jm.members.back().min_bytes).time_us;
+      break;
+    }
+  }
+  if (!out) return std::nullopt;
+  // 3) another SM target: scale by the per-generation bandwidth table
+  if (q.sm != 0 && q.sm != measured_sm) {
+    auto t = transfer_prediction(*out, latency_us, measured_sm, q.sm);
+    if (!t) return std::nullopt;
+    out = t;
+  }
+  out->how += how_size;
+  return out;
+}
+
+}  // namespace arfit

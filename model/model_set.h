@@ -1,0 +1,95 @@
+// The fitted models of a set of measurements, as stored in models.json, and prediction from them.
+// Pure model/ code: evaluating a fitted model needs no Ceres (the families are templated functors that
+// evaluate in double here and in ceres::Jet inside fit/).
+//
+// CONTRACT shared by fit/ (which produces ModelSets), codegen/, plots/ and trace/ (which consume them).
+// Implemented in model/model_set.cpp by the fit engineer. Extend it; do not break it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/sample.h"
+
+namespace arfit {
+
+// One fitted curve: a (system, collective, strategy, fusion, dtype, nranks, nnodes) group.
+struct GroupKey {
+  std::string system;  // system label: aiconfigurator system name, device name or source file stem
+  Collective collective = Collective::AllReduce;
+  std::string strategy = "NCCL";
+  FusionOp fusion = FusionOp::None;
+  std::string dtype = "bf16";
+  int nranks = 0;
+  int nnodes = 1;
+
+  std::string id() const;  // stable, human-readable: "system/allreduce/NCCL/NONE/bf16/n8/N1"
+  bool operator<(const GroupKey& o) const;
+  bool operator==(const GroupKey& o) const;
+};
+
+// The system a sample belongs to: Sample::extra["system"] (ingest sets it, e.g. "h100_sxm"), else the device
+// name, else the stem of the source file, else "default". fit/, plots/ and codegen/ group samples by it.
+std::string sample_system(const Sample& s);
+// The group of a sample; `system` overrides sample_system(s) (the eval protocols group by source file).
+GroupKey sample_group_key(const Sample& s);
+GroupKey sample_group_key(const Sample& s, const std::string& system);
+
+struct PredictQuery {
+  std::string system;  // empty: the only system in the set (error when several)
+  Collective collective = Collective::AllReduce;
+  std::string strategy = "NCCL";
+  FusionOp fusion = FusionOp::None;
+  std::string dtype;  // empty: the group's dtype when only one
+  int nranks = 0;
+  int nnodes = 1;
+  int sm = 0;           // 0: the measured SM; another value transfers the model (extrapolated)
+  double bytes = 0;     // message size as nccl-tests defines it
+  std::int64_t tokens = 0, hidden = 0;  // shape, when known (bytes = tokens*hidden*dtype size)
+  std::string splits;   // all-to-allv: "B,T0-T1-...,D" or per-rank sizes
+};
+
+struct Prediction {
+  double time_us = 0;
+  double lo_us = 0, hi_us = 0;  // 90 % prediction interval
+  bool extrapolated = false;    // outside the measured sizes, rank counts or SM
+  std::string how;              // e.g. "sigmoid+residual", "joint-n", "sm-transfer 90->100"
+};
+
+// A fitted group as consumers see it (plots draw these).
+struct GroupModelView {
+  GroupKey key;
+  std::string family;             // seed | alphabeta | sigmoid | regimes | ...
+  double min_bytes = 0, max_bytes = 0;  // measured range
+  int points = 0;
+  double cv_gmae = 0;             // cross-validated GMAE, fraction (0.012 = 1.2 %)
+  std::vector<std::pair<double, double>> seed_turning_points;  // seed family: (ln_p bytes, sats_p bytes)
+};
+
+class ModelSet {
+ public:
+  static ModelSet from_json(const nlohmann::json& j);  // throws InputError("<models>", 0, field, what) on bad content
+  nlohmann::json to_json() const;
+  static ModelSet load(const std::string& path);        // throws InputError naming the path
+  void save(const std::string& path) const;             // atomic write
+
+  std::vector<GroupModelView> groups() const;
+  // Strategies with a model for this (system, collective, fusion, nranks), possibly via the joint-n or SM transfer.
+  std::vector<std::string> strategies(const std::string& system, Collective c, FusionOp f, int nranks) const;
+  std::vector<std::string> systems() const;
+
+  // nullopt when nothing in the set can answer the query.
+  std::optional<Prediction> predict(const PredictQuery& q) const;
+
+  nlohmann::json& raw() { return json_; }
+  const nlohmann::json& raw() const { return json_; }
+
+ private:
+  nlohmann::json json_;  // the models file, the single source of truth (round-trips exactly)
+};
+
+}  // namespace arfit

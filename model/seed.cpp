@@ -1,0 +1,92 @@
+#include "model/seed.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace arfit {
+
+double SeedModel::logistic(double x) const { return L / (1.0 + std::exp(-k * (x - x0))) + b; }
+
+double SeedModel::time_us(double bytes, double bus_factor) const {
+  const double ls = std::log2(bytes);
+  if (ls <= ln_p) return overhead;
+  if (ls > sats_p) return bytes / max_bw * bus_factor / 1e3 + overhead;
+  return bytes / std::pow(10.0, logistic(ls)) * bus_factor / 1e3;
+}
+
+nlohmann::json SeedModel::to_json() const {
+  return {{"ln_p", ln_p}, {"sats_p", sats_p}, {"max_bw", max_bw}, {"overhead", overhead},
+          {"L", L},       {"x0", x0},         {"k", k},           {"b", b}};
+}
+
+SeedModel SeedModel::from_json(const nlohmann::json& j) {
+  SeedModel m;
+  m.ln_p = j.at("ln_p").get<double>();
+  m.sats_p = j.at("sats_p").get<double>();
+  m.max_bw = j.at("max_bw").get<double>();
+  m.overhead = j.at("overhead").get<double>();
+  m.L = j.at("L").get<double>();
+  m.x0 = j.at("x0").get<double>();
+  m.k = j.at("k").get<double>();
+  m.b = j.at("b").get<double>();
+  return m;
+}
+
+SeedTurningPoints seed_turning_points(const std::vector<double>& sizes, const std::vector<double>& lat,
+                                      const std::vector<double>& bw) {
+  const int n = static_cast<int>(sizes.size());
+  if (n < 2 || lat.size() != sizes.size() || bw.size() != sizes.size())
+    throw std::invalid_argument("seed_turning_points: need >= 2 points with matching lengths");
+  SeedTurningPoints tp;
+  const double max_bw = *std::max_element(bw.begin(), bw.end());
+  tp.sat = n - 1;
+  for (int i = n - 2; i > 0; --i) {
+    if (bw[i] < 0.95 * max_bw) {
+      tp.sat = std::min(i + 2, n - 1);
+      break;
+    }
+  }
+  tp.lin = 4;
+  for (int i = 5; i < n - 1; ++i) {
+    const double ratio = (lat[i + 1] - lat[i - 1]) / 2.0 / lat[i];
+    if (std::fabs(ratio) > 0.1) {
+      tp.lin = i - 1;
+      break;
+    }
+  }
+  tp.lin = std::min(tp.lin, n - 1);
+  return tp;
+}
+
+SeedSetup seed_setup(const std::vector<double>& sizes, const std::vector<double>& lat, double bus_factor) {
+  const size_t n = sizes.size();
+  std::vector<double> bw(n);
+  for (size_t i = 0; i < n; ++i) bw[i] = sizes[i] / lat[i] / 1e3 * bus_factor + kGmaeEps;
+  SeedSetup s;
+  s.tp = seed_turning_points(sizes, lat, bw);
+  SeedModel& m = s.model;
+  m.ln_p = std::log2(sizes[s.tp.lin]);
+  m.sats_p = std::log2(sizes[s.tp.sat]);
+  m.max_bw = *std::max_element(bw.begin(), bw.end());
+  m.overhead = lat[std::max(s.tp.lin - 1, 0)];
+  for (size_t i = 0; i < n; ++i) {
+    if (sizes[i] >= std::exp2(m.ln_p) && sizes[i] <= std::exp2(m.sats_p)) {
+      s.x.push_back(std::log2(sizes[i]));
+      s.y.push_back(std::log10(bw[i]));
+    }
+  }
+  if (!s.x.empty()) {
+    std::vector<double> xs = s.x;
+    std::sort(xs.begin(), xs.end());
+    const size_t h = xs.size() / 2;
+    const double median = xs.size() % 2 ? xs[h] : 0.5 * (xs[h - 1] + xs[h]);
+    m.L = xs.back();
+    m.x0 = median;
+    m.k = 1.0;
+    m.b = *std::min_element(s.y.begin(), s.y.end());
+  }
+  return s;
+}
+
+}  // namespace arfit

@@ -1,0 +1,59 @@
+#include "model/sm_targets.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+#include "model/group_model.h"
+
+namespace arfit {
+
+const std::vector<SmTarget>& sm_targets() {
+  static const std::vector<SmTarget> v = {
+      {80, "A100 SXM4 80GB", 300, 2039, "NVIDIA A100 Tensor Core GPU datasheet"},
+      {89, "L40S / RTX 4090 (PCIe 4.0)", 32, 864, "NVIDIA L40S datasheet"},
+      {90, "H100 SXM5 80GB", 450, 3350, "NVIDIA H100 Tensor Core GPU datasheet"},
+      {100, "B200 (HGX B200)", 900, 8000, "NVIDIA DGX B200 / HGX B200 datasheet"},
+      {103, "B300 / GB300", 900, 8000, "NVIDIA GB300 NVL72 product page"},
+      {120, "RTX PRO 6000 Blackwell Server (PCIe 5.0)", 64, 1792, "NVIDIA RTX PRO 6000 Blackwell datasheet"},
+  };
+  return v;
+}
+
+int sm_from_device(const std::string& device) {
+  std::string d;
+  for (char c : device) d.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+  auto has = [&](const char* k) { return d.find(k) != std::string::npos; };
+  // Most specific names first (GB300 before B300 before B200, RTX PRO 6000 before 6000).
+  if (has("GB300") || has("B300")) return 103;
+  if (has("GB200") || has("B200") || has("B100")) return 100;
+  if (has("RTX PRO 6000") || has("RTX_PRO_6000") || has("5090") || has("BLACKWELL")) return 120;
+  if (has("H100") || has("H200") || has("H800") || has("GH200")) return 90;
+  if (has("L40") || has("4090") || has("L4") || has("ADA")) return 89;
+  if (has("A100") || has("A800") || has("A30")) return 80;
+  return 0;
+}
+
+std::optional<SmTarget> find_sm_target(int sm) {
+  for (const auto& t : sm_targets())
+    if (t.sm == sm) return t;
+  return std::nullopt;
+}
+
+std::optional<Prediction> transfer_prediction(const Prediction& p, double latency_us, int from_sm, int to_sm) {
+  const auto a = find_sm_target(from_sm), b = find_sm_target(to_sm);
+  if (!a || !b) return std::nullopt;
+  const double ratio = a->interconnect_gbps / b->interconnect_gbps;
+  const double lat = std::min(latency_us, p.time_us);
+  Prediction out = p;
+  out.time_us = lat + (p.time_us - lat) * ratio;
+  const double h0 = 0.5 * (std::log(p.hi_us) - std::log(p.lo_us));
+  const double h = std::sqrt(h0 * h0 + (kZ90 * kSmTransferLogSigma) * (kZ90 * kSmTransferLogSigma));
+  out.lo_us = out.time_us * std::exp(-h);
+  out.hi_us = out.time_us * std::exp(h);
+  out.extrapolated = true;
+  out.how = p.how + " sm-transfer " + std::to_string(from_sm) + "->" + std::to_string(to_sm);
+  return out;
+}
+
+}  // namespace arfit

@@ -1,0 +1,44 @@
+// Per-generation interconnect and memory bandwidths, used to transfer a model fitted on one SM target to
+// another (flagged extrapolated, with a widened interval). Figures are vendor datasheet peaks per GPU, one
+// direction; only their ratios are used.
+//
+//   sm   example GPU                   interconnect (GB/s, per direction)      memory (GB/s)   sources
+//   80   A100 SXM4 80GB                NVLink 3: 300 (600 bidirectional)       2039            NVIDIA A100 datasheet (2021)
+//   89   L40S / RTX 4090               PCIe 4.0 x16: 32 (no NVLink)            864             NVIDIA L40S datasheet (2023)
+//   90   H100 SXM5 80GB                NVLink 4: 450 (900 bidirectional)       3350            NVIDIA H100 datasheet (2023)
+//   100  B200 (HGX B200)               NVLink 5: 900 (1800 bidirectional)      8000            NVIDIA DGX B200 / HGX B200 datasheet (2024)
+//   103  B300 / GB300                  NVLink 5: 900 (1800 bidirectional)      8000            NVIDIA GB300 NVL72 product page (2025)
+//   120  RTX PRO 6000 Blackwell Server PCIe 5.0 x16: 64 (no NVLink)            1792            NVIDIA RTX PRO 6000 Blackwell datasheet (2025)
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/model_set.h"
+
+namespace arfit {
+
+struct SmTarget {
+  int sm;
+  const char* example;
+  double interconnect_gbps;
+  double memory_gbps;
+  const char* source;
+};
+
+const std::vector<SmTarget>& sm_targets();
+// SM version from a device name ("NVIDIA H100 80GB HBM3" -> 90, "NVIDIA B200" -> 100, ...); 0 when unknown.
+int sm_from_device(const std::string& device);
+std::optional<SmTarget> find_sm_target(int sm);
+
+// Extra log half-width added (in quadrature) to a transferred prediction's interval: ratios of datasheet
+// peaks carry over to achieved bandwidth only roughly (±30 %).
+inline constexpr double kSmTransferLogSigma = 0.3;
+
+// Transfers a prediction made for `from_sm` to `to_sm`: the latency part (latency_us, the model's time at its
+// smallest measured size) stays, the bandwidth part (the rest) scales by interconnect(from)/interconnect(to).
+// nullopt when either SM is not in the table.
+std::optional<Prediction> transfer_prediction(const Prediction& p, double latency_us, int from_sm, int to_sm);
+
+}  // namespace arfit

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The main job: install what is missing, build, then measure -> fit -> predict -> codegen -> plots into out/.
+#
+# On a machine without GPUs (the default here) it measures real collectives between 2 MPI processes on the
+# host backend (MPI_Allreduce vs host one-shot / two-shot all-reduce over a shared-memory window, with and
+# without the fused residual+RMSNorm epilogue), over a tokens x hidden grid with a lattice:2 plan: about a
+# third of the cells are measured, the rest are predicted. With GPUs (nvidia-smi lists one and the build has
+# CUDA) it measures the custom kernels (one-shot/two-shot, virtual ranks when there is a single GPU) and NCCL.
+#
+#   ARFIT_BUILD_DIR  build directory (default: build)     ARFIT_OUT  output directory (default: out)
+#   ARFIT_JOBS       parallel build jobs (default: cores)  ARFIT_BACKEND  host|gpu (default: detected)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/setup.sh
+BUILD=${ARFIT_BUILD_DIR:-build}
+OUT=${ARFIT_OUT:-out}
+JOBS=${ARFIT_JOBS:-$(nproc)}
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release > "$BUILD.configure.log" 2>&1 || { cat "$BUILD.configure.log"; exit 1; }
+cmake --build "$BUILD" -j "$JOBS" --target arfit arbench
+
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+ARFIT="$BUILD/cli/arfit"
+ARBENCH="$BUILD/bench/arbench"
+mkdir -p "$OUT/generated" "$OUT/figures"
+start=$(date +%s)
+step() { printf '\n== %s (%ds)\n' "$1" "$(( $(date +%s) - start ))"; }
+
+backend=${ARFIT_BACKEND:-}
+if [ -z "$backend" ]; then
+  backend=host
+  if grep -q 'ARFIT_HAVE_CUDA:INTERNAL=ON' "$BUILD/CMakeCache.txt" 2>/dev/null && nvidia-smi -L >/dev/null 2>&1; then
+    backend=gpu
+  fi
+fi
+
+if [ "$backend" = gpu ]; then
+  ngpu=$(nvidia-smi -L | wc -l)
+  step "measure on $ngpu GPU(s): custom kernels and NCCL, trtllm grid, lattice:2 plan"
+  if [ "$ngpu" -ge 2 ]; then
+    mpirun -np "$ngpu" "$ARBENCH" --backend custom --preset trtllm --plan lattice:2 --overwrite -o "$OUT/samples-custom.csv"
+    mpirun -np "$ngpu" "$ARBENCH" --backend nccl --preset trtllm --plan lattice:2 --overwrite -o "$OUT/samples-nccl.csv"
+  else
+    # One GPU: the custom kernels run as virtual ranks (correctness and a lower bound, not NVLink performance).
+    mpirun -np 1 "$ARBENCH" --backend custom --virtual-ranks --preset trtllm --plan lattice:2 --overwrite -o "$OUT/samples-custom.csv"
+  fi
+  SAMPLES=("$OUT"/samples-*.csv)
+  GRID=(--tp 2,4,8 --hidden 128:8192 --tokens 1:16384)
+else
+  step "measure: arbench host backend, 2 ranks, preset host-main (lattice:2 plan)"
+  mpirun -np 2 "$ARBENCH" --preset host-main -q --overwrite -o "$OUT/samples.csv"
+  SAMPLES=("$OUT/samples.csv")
+  GRID=(--tp 2 --fusion NONE,RESIDUAL_RMS_NORM --hidden 256:4096 --tokens 1:1024)
+fi
+
+step "fit: one model per strategy and fusion, family chosen by cross-validation"
+"$ARFIT" fit "${SAMPLES[@]}" -o "$OUT/models.json"
+
+step "predict: example predictions with 90 % intervals"
+"$ARFIT" predict "$OUT/models.json" --collective allreduce --strategy ONESHOT --nranks 2 --bytes 1K:16M | tee "$OUT/predict-oneshot.txt"
+
+step "codegen: best-strategy tables over the full grid"
+"$ARFIT" codegen "$OUT/models.json" "${GRID[@]}" --format json -o "$OUT/generated/best_strategy.json"
+"$ARFIT" codegen "$OUT/models.json" "${GRID[@]}" --format header -o "$OUT/generated/arfit_select.h"
+"$ARFIT" codegen "$OUT/models.json" "${GRID[@]}" --format trtllm -o "$OUT/generated/allreduce_best_strategy_table.h"
+"$ARFIT" suggest "$OUT/models.json" "${GRID[@]}" --top 10 | tee "$OUT/suggest.txt"
+
+step "eval: how good choices made from a sparse subset of the measured cells are (regret)"
+"$ARFIT" eval "${SAMPLES[@]}" --protocol select --json "$OUT/eval-select.json" | tee "$OUT/eval-select.txt"
+
+step "plots: figures and out/index.html"
+"$ARFIT" plot all "${SAMPLES[@]}" "$OUT/models.json" "$OUT/generated/best_strategy.json" "$OUT/eval-select.json" \
+  -o "$OUT/figures" --index "$OUT/index.html"
+
+step "done"
+echo "outputs in $OUT/: samples, models.json, generated/ (tables), figures/, index.html"

@@ -1,0 +1,213 @@
+// Grid, plan and option parsing: pure functions, no MPI.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "bench/options.h"
+#include "bench/plan.h"
+
+using namespace arfit;
+using namespace arfit::bench;
+
+namespace {
+
+Options parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "arbench");
+  std::vector<const char*> argv;
+  for (auto& a : args) argv.push_back(a.c_str());
+  return parse_options(static_cast<int>(argv.size()), argv.data());
+}
+
+// The option named by the GridError a command line raises ("" when it parses and plans fine).
+std::string offending_option(std::vector<std::string> args, int world = 2) {
+  try {
+    Options o = parse(std::move(args));
+    PlanOptions po;
+    po.limits.world = world;
+    po.limits.workspace = o.workspace;
+    po.limits.virtual_ranks = o.runner.virtual_ranks;
+    plan_cases(o.spec, po, nullptr);
+  } catch (const GridError& e) {
+    return e.option();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(BenchGrid, SizeListsRangesAndSuffixes) {
+  EXPECT_EQ(parse_size("8G", "-e"), std::int64_t{8} << 30);
+  EXPECT_EQ(parse_size("1K", "-b"), 1024);
+  EXPECT_EQ(parse_size_list("8:64", "--bytes"), (std::vector<std::int64_t>{8, 16, 32, 64}));
+  EXPECT_EQ(parse_size_list("1:100:x10", "--tokens"), (std::vector<std::int64_t>{1, 10, 100}));
+  EXPECT_EQ(parse_size_list("128:512:+128", "--hidden"), (std::vector<std::int64_t>{128, 256, 384, 512}));
+  EXPECT_EQ(parse_size_list("64,8,8", "--bytes"), (std::vector<std::int64_t>{8, 64}));
+  EXPECT_THROW(parse_size("12Q", "--bytes"), GridError);
+  EXPECT_THROW(parse_size("-4", "--bytes"), GridError);
+  EXPECT_THROW(parse_size_list("64:8", "--bytes"), GridError);
+  try {
+    parse_size_list("1:x", "--tokens");
+    FAIL() << "no error";
+  } catch (const GridError& e) {
+    EXPECT_EQ(e.option(), "--tokens");
+    EXPECT_NE(std::string(e.what()).find("--tokens"), std::string::npos);
+  }
+}
+
+TEST(BenchGrid, PlanParsingRoundTrips) {
+  for (std::string s : {"full", "lattice:3", "random:0.25:42"}) EXPECT_EQ(Plan::parse(s).to_string(), s);
+  for (std::string s : {"lattice", "lattice:0", "random:1.5:1", "random:0.5", "grid", "random:0.5:-1"})
+    EXPECT_THROW(Plan::parse(s), GridError) << s;
+}
+
+TEST(BenchGrid, LatticeKeepsEveryKthPointAndTheCorners) {
+  auto pts = plan_points(Plan::parse("lattice:2"), 6, 4);
+  std::set<std::pair<std::size_t, std::size_t>> s(pts.begin(), pts.end());
+  // x axis: 0,2,4,5 (5 = last); y axis: 0,2,3 (3 = last).
+  EXPECT_EQ(pts.size(), 4u * 3u);
+  for (auto c : std::vector<std::pair<std::size_t, std::size_t>>{{0, 0}, {5, 0}, {0, 3}, {5, 3}, {2, 2}, {4, 3}})
+    EXPECT_TRUE(s.count(c)) << c.first << "," << c.second;
+  EXPECT_FALSE(s.count({1, 0}));
+  EXPECT_FALSE(s.count({0, 1}));
+  EXPECT_EQ(plan_points(Plan::parse("lattice:3"), 10, 0).size(), 4u);  // 0,3,6,9
+}
+
+TEST(BenchGrid, RandomPlanIsSeededKeepsCornersAndTheFraction) {
+  auto a = plan_points(Plan::parse("random:0.3:7"), 10, 10);
+  auto b = plan_points(Plan::parse("random:0.3:7"), 10, 10);
+  auto c = plan_points(Plan::parse("random:0.3:8"), 10, 10);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  EXPECT_EQ(a.size(), 30u);
+  std::set<std::pair<std::size_t, std::size_t>> s(a.begin(), a.end());
+  for (auto k : std::vector<std::pair<std::size_t, std::size_t>>{{0, 0}, {9, 0}, {0, 9}, {9, 9}}) EXPECT_TRUE(s.count(k));
+}
+
+TEST(BenchGrid, PresetsHaveTheDocumentedAxes) {
+  GridSpec t = preset("trtllm");
+  EXPECT_EQ(t.tokens.front(), 1);
+  EXPECT_EQ(t.tokens.back(), 16384);
+  EXPECT_EQ(t.hidden.front(), 128);
+  EXPECT_EQ(t.hidden.back(), 8192);
+  EXPECT_EQ(t.tp, (std::vector<int>{2, 4, 8}));
+  EXPECT_EQ(t.fusions.size(), 4u);
+  GridSpec n = preset("nccl-tests");
+  EXPECT_EQ(n.bytes.front(), 8);
+  EXPECT_EQ(n.bytes.back(), std::int64_t{8} << 30);
+  EXPECT_EQ(n.bytes.size(), 31u);
+  GridSpec h = preset("host-main");
+  EXPECT_EQ(h.plan.to_string(), "lattice:2");
+  EXPECT_THROW(preset("nope"), GridError);
+}
+
+TEST(BenchGrid, ExpansionOrderAndNcclTestsByteCounts) {
+  Options o = parse({"--collective", "allreduce,allgather", "--bytes", "4,64", "--dtype", "fp32", "--tp", "2", "-o", "x"});
+  PlanOptions po;
+  po.limits.world = 2;
+  po.limits.workspace = o.workspace;
+  std::vector<std::string> notes;
+  PlannedGrid g = plan_cases(o.spec, po, &notes);
+  // allreduce: MPI, ONESHOT, TWOSHOT x 2 sizes; allgather: MPI x 2 sizes minus 4 B (1 element < 2 ranks).
+  ASSERT_EQ(g.cases.size(), 6u + 1u);
+  EXPECT_EQ(g.cases[0].strategy, "MPI");
+  EXPECT_EQ(g.cases[1].strategy, "ONESHOT");  // strategy is the innermost axis
+  EXPECT_EQ(g.cases[0].bytes, 4);
+  EXPECT_EQ(g.cases.back().collective, Collective::AllGather);
+  EXPECT_EQ(g.cases.back().bytes, 64);
+  EXPECT_EQ(g.cases.back().count, 16);
+  ASSERT_FALSE(notes.empty());
+  for (std::size_t i = 0; i < g.cases.size(); ++i) EXPECT_EQ(g.cases[i].index, static_cast<int>(i));
+}
+
+TEST(BenchGrid, JsonSpecAppliesAndRejectsUnknownKeys) {
+  GridSpec g;
+  apply_json_spec(g, R"({"collectives":["allreduce"],"tokens":"1:8","hidden":[256,"1K"],"plan":"lattice:2","tp":[2]})", "s.json");
+  EXPECT_EQ(g.tokens, (std::vector<std::int64_t>{1, 2, 4, 8}));
+  EXPECT_EQ(g.hidden, (std::vector<std::int64_t>{256, 1024}));
+  EXPECT_EQ(g.plan.to_string(), "lattice:2");
+  GridSpec r;
+  apply_json_spec(r, R"({"bytes":{"min":8,"max":"1K","factor":4}})", "s.json");
+  EXPECT_EQ(r.bytes, (std::vector<std::int64_t>{8, 32, 128, 512}));
+  try {
+    apply_json_spec(g, R"({"tokenz":[1]})", "s.json");
+    FAIL();
+  } catch (const GridError& e) {
+    EXPECT_NE(e.option().find("'tokenz'"), std::string::npos) << e.option();
+  }
+  EXPECT_THROW(apply_json_spec(g, "{not json", "s.json"), GridError);
+  EXPECT_THROW(apply_json_spec(g, R"({"plan":"lattice:0"})", "s.json"), GridError);
+}
+
+TEST(BenchGrid, BadCommandLinesNameTheOffendingOption) {
+  const std::vector<std::string> small = {"--tokens", "1,8", "--hidden", "256", "-o", "x.csv"};
+  auto with = [&](std::vector<std::string> extra) {
+    auto v = small;
+    v.insert(v.end(), extra.begin(), extra.end());
+    return v;
+  };
+  EXPECT_EQ(offending_option(small), "");
+  EXPECT_EQ(offending_option(with({"--tp", "4"})), "--tp");                      // TP larger than the world
+  EXPECT_EQ(offending_option(with({"--backend", "bogus"})), "--backend");
+  EXPECT_EQ(offending_option(with({"--strategy", "NCCL"})), "--strategy");       // not a host strategy
+  EXPECT_EQ(offending_option(with({"--fusion", "RESIDUAL_RMS_NORM_QUANT_NVFP4"})), "--fusion");
+  EXPECT_EQ(offending_option(with({"--fusion", "SOMETHING"})), "--fusion");
+  EXPECT_EQ(offending_option(with({"--dtype", "int3"})), "--dtype");
+  EXPECT_EQ(offending_option(with({"--plan", "lattice:x"})), "--plan");
+  EXPECT_EQ(offending_option(with({"--workspace", "1K"})), "--workspace");     // 8x256 bf16 = 4K > 1K
+  EXPECT_EQ(offending_option(with({"--on-timeout", "maybe"})), "--on-timeout");
+  EXPECT_EQ(offending_option(with({"--iters", "0"})), "-n/--iters");
+  EXPECT_EQ(offending_option(with({"--resume", "--overwrite"})), "--resume");
+  EXPECT_EQ(offending_option(with({"--bytes", "8"})), "--tokens");             // both size kinds
+  EXPECT_EQ(offending_option(with({"--no-such-flag"})), "--no-such-flag");
+  EXPECT_EQ(offending_option({"--tokens", "1,8", "-o", "x"}), "--hidden");      // tokens without hidden
+  EXPECT_EQ(offending_option({"--bytes", "8", "--fusion", "RESIDUAL_RMS_NORM", "-o", "x"}), "--fusion");
+  EXPECT_EQ(offending_option({"--bytes", "8"}), "-o/--output");
+  EXPECT_EQ(offending_option({"-o", "x"}), "--bytes");                          // no sizes at all
+  EXPECT_EQ(offending_option({"-b", "1K", "-e", "8", "-o", "x"}), "-b/--minbytes");
+  EXPECT_EQ(offending_option({"--preset", "trtllm", "-o", "x"}), "--preset trtllm");  // its TP 4, 8 > world 2
+  EXPECT_EQ(offending_option({"--preset", "trtllm", "--tp", "2", "--backend", "host", "-o", "x"}), "");
+  EXPECT_EQ(offending_option({"--collective", "broadcast", "--bytes", "8", "-o", "x"}), "--collective");
+}
+
+TEST(BenchGrid, PresetDropsUnsupportedFusionsWithANotice) {
+  Options o = parse({"--preset", "trtllm", "--tp", "2", "--tokens", "1,2", "--hidden", "128", "-o", "x"});
+  PlanOptions po;
+  po.limits.world = 2;
+  po.limits.workspace = o.workspace;
+  std::vector<std::string> notes;
+  PlannedGrid g = plan_cases(o.spec, po, &notes);
+  EXPECT_EQ(g.cases.size(), 2u * 3u * 2u);  // 2 tokens x 3 host strategies x {NONE, RESIDUAL_RMS_NORM}
+  EXPECT_FALSE(notes.empty());
+}
+
+TEST(BenchGrid, RotationBuffersSpanTheCacheForSmallMessages) {
+  EXPECT_EQ(rotation_buffers(512, 0), 16);
+  EXPECT_EQ(rotation_buffers(8 << 20, 0), 8);
+  EXPECT_EQ(rotation_buffers(std::int64_t{256} << 20, 0), 1);
+  EXPECT_EQ(rotation_buffers(512, 3), 3);
+}
+
+TEST(BenchGrid, CaseKeyMatchesTheSampleItBecomes) {
+  Case c;
+  c.collective = Collective::AllReduce;
+  c.strategy = "ONESHOT";
+  c.fusion = FusionOp::ResidualRmsNorm;
+  c.dtype = "bf16";
+  c.tp = 2;
+  c.tokens = 4;
+  c.hidden = 256;
+  c.count = 1024;
+  c.bytes = 2048;
+  Sample s;
+  s.collective = c.collective;
+  s.strategy = c.strategy;
+  s.fusion = c.fusion;
+  s.dtype = "bfloat16";
+  s.nranks = 2;
+  s.tokens = 4;
+  s.hidden = 256;
+  s.bytes = 2048;
+  EXPECT_EQ(c.key(), sample_key(s));
+  s.bytes = 4096;
+  EXPECT_NE(c.key(), sample_key(s));
+}

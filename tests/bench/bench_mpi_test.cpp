@@ -1,0 +1,218 @@
+// End-to-end: `mpirun -np 2 arbench --backend host` on small grids.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "bench/grid.h"
+#include "model/sample_csv.h"
+#include "test_support.h"
+
+using namespace arfit;
+using arfit::testing::CommandResult;
+using arfit::testing::run_command;
+using arfit::testing::TempDir;
+
+namespace {
+
+std::string mpirun(const std::string& args, int np = 2) {
+  return "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=0 " +
+         std::string(ARFIT_MPIEXEC) + " -np " + std::to_string(np) + " " + ARBENCH_BIN + " " + args;
+}
+
+// Planned case keys, from --dry-run (one "index<TAB>description" line per case), rebuilt into keys by
+// running the same grid: we compare descriptions instead, which name every key field.
+std::vector<std::string> planned_descriptions(const std::string& grid) {
+  CommandResult r = run_command(mpirun(grid + " --dry-run"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  std::vector<std::string> out;
+  std::istringstream in(r.output);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto tab = line.find('\t');
+    if (line.empty() || line[0] == '#' || tab == std::string::npos) continue;
+    out.push_back(line.substr(tab + 1));
+  }
+  return out;
+}
+
+std::string describe(const Sample& s) {
+  bench::Case c;
+  c.collective = s.collective;
+  c.strategy = s.strategy;
+  c.fusion = s.fusion;
+  c.dtype = s.dtype;
+  c.tp = s.nranks;
+  c.tokens = s.tokens;
+  c.hidden = s.hidden;
+  c.bytes = s.bytes;
+  return c.describe();
+}
+
+// Every planned case exactly once, all ok with positive, ordered timings and zero wrong elements.
+void expect_complete_and_valid(const std::string& csv, const std::vector<std::string>& planned) {
+  SampleFile f = read_samples_csv(csv);
+  std::map<std::string, int> seen;
+  for (const Sample& s : f.samples) {
+    ++seen[describe(s)];
+    EXPECT_TRUE(s.ok()) << describe(s) << " note=" << (s.extra.count("note") ? s.extra.at("note") : "");
+    EXPECT_GT(s.time_us, 0) << describe(s);
+    EXPECT_LE(s.p10_us, s.time_us) << describe(s);
+    EXPECT_LE(s.time_us, s.p90_us) << describe(s);
+    EXPECT_LE(s.min_us, s.p10_us);
+    EXPECT_LE(s.p90_us, s.max_us);
+    EXPECT_EQ(s.wrong, 0) << describe(s);
+    EXPECT_EQ(s.backend, "arbench-host");
+  }
+  EXPECT_EQ(f.samples.size(), planned.size());
+  for (const auto& p : planned) EXPECT_EQ(seen[p], 1) << p;
+}
+
+const std::string kTokenGrid =
+    "--backend host --tokens 1,8,64 --hidden 256,1024 --fusion NONE,RESIDUAL_RMS_NORM --dtype bf16,fp32 -w 2 -n 8 -q";
+const std::string kByteGrid =
+    "--backend host --collective allreduce,allgather,reducescatter,alltoall,alltoallv --bytes 64,4K,256K --dtype fp16,fp32 "
+    "-w 2 -n 8 -q";
+
+}  // namespace
+
+TEST(BenchMpi, TokenGridEveryCaseOnceWithValidTimings) {
+  TempDir d;
+  const std::string out = d.file("s.csv");
+  auto planned = planned_descriptions(kTokenGrid);
+  ASSERT_EQ(planned.size(), 6u * 3u * 2u * 2u);
+  CommandResult r = run_command(mpirun(kTokenGrid + " -o " + out));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_complete_and_valid(out, planned);
+  // The run header says where and how.
+  SampleFile f = read_samples_csv(out);
+  std::map<std::string, std::string> meta(f.meta.begin(), f.meta.end());
+  for (const char* k : {"hostnames", "device", "mpi", "command", "plan", "grid", "started", "world_size"})
+    EXPECT_FALSE(meta[k].empty()) << k;
+  EXPECT_EQ(meta["plan"], "full");
+  EXPECT_EQ(meta["world_size"], "2");
+}
+
+TEST(BenchMpi, AllCollectivesByteSweep) {
+  TempDir d;
+  const std::string out = d.file("s.csv");
+  auto planned = planned_descriptions(kByteGrid);
+  // allreduce: 3 strategies; others MPI only: (3 + 4) x 3 sizes x 2 dtypes.
+  ASSERT_EQ(planned.size(), 7u * 3u * 2u);
+  CommandResult r = run_command(mpirun(kByteGrid + " -o " + out + " --json " + d.file("s.json")));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_complete_and_valid(out, planned);
+  EXPECT_TRUE(std::filesystem::exists(d.file("s.json")));
+  bool saw_split = false;
+  for (const Sample& s : read_samples_csv(out).samples)
+    if (s.collective == Collective::AllToAllV) saw_split = saw_split || !s.splits.empty();
+  EXPECT_TRUE(saw_split);
+}
+
+TEST(BenchMpi, LatticePlanIsRecordedAndThinsTheGrid) {
+  TempDir d;
+  const std::string grid = "--backend host --strategy ONESHOT --tokens 1:16 --hidden 256:2048 --plan lattice:2 -w 1 -n 4 -q";
+  auto planned = planned_descriptions(grid);
+  // tokens 1,2,4,8,16 -> 1,4,16; hidden 256..2048 -> 256,1024,2048.
+  ASSERT_EQ(planned.size(), 9u);
+  ASSERT_EQ(run_command(mpirun(grid + " -o " + d.file("s.csv"))).exit_code, 0);
+  SampleFile f = read_samples_csv(d.file("s.csv"));
+  std::map<std::string, std::string> meta(f.meta.begin(), f.meta.end());
+  EXPECT_EQ(meta["plan"], "lattice:2");
+  EXPECT_EQ(meta["full_points"], "20");
+  EXPECT_EQ(meta["planned_points"], "9");
+  expect_complete_and_valid(d.file("s.csv"), planned);
+}
+
+TEST(BenchMpi, ResumeAfterAKillCompletesWithoutDuplicates) {
+  TempDir d;
+  const std::string out = d.file("s.csv");
+  auto planned = planned_descriptions(kTokenGrid);
+  // Rank 0 SIGKILLs itself after 7 cases: a real crash in the middle of the run.
+  CommandResult crash = run_command(mpirun(kTokenGrid + " -o " + out + " --test-crash-after 7"));
+  EXPECT_NE(crash.exit_code, 0);
+  EXPECT_EQ(read_samples_csv(out).samples.size(), 7u);
+  // Without --resume an existing output is refused, before anything runs.
+  CommandResult refused = run_command(mpirun(kTokenGrid + " -o " + out));
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.output.find("--resume"), std::string::npos) << refused.output;
+  CommandResult resumed = run_command(mpirun(kTokenGrid + " -o " + out + " --resume"));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  expect_complete_and_valid(out, planned);
+  // A second resume finds nothing to do and adds nothing.
+  ASSERT_EQ(run_command(mpirun(kTokenGrid + " -o " + out + " --resume")).exit_code, 0);
+  EXPECT_EQ(read_samples_csv(out).samples.size(), planned.size());
+  // The schema line and the header appear once.
+  const std::string text = arfit::testing::slurp(out);
+  EXPECT_EQ(text.find("#arfit-samples", 1), std::string::npos);
+  // Resuming with another grid is refused, naming --resume.
+  CommandResult other = run_command(mpirun("--backend host --tokens 1 --hidden 256 -o " + out + " --resume"));
+  EXPECT_EQ(other.exit_code, 2);
+  EXPECT_NE(other.output.find("--resume"), std::string::npos);
+}
+
+TEST(BenchMpi, ImpossibleGridsFailBeforeMeasuringNamingTheOption) {
+  TempDir d;
+  const std::string out = d.file("s.csv");
+  const std::map<std::string, std::string> bad = {
+      {"--tokens 8 --hidden 256 --tp 4", "--tp"},
+      {"--tokens 8 --hidden 256 --workspace 1K", "--workspace"},
+      {"--tokens 8 --hidden 256 --backend nccl", "--backend"},
+      {"--tokens 8 --hidden 256 --strategy FASTEST", "--strategy"},
+      {"--bytes 64 --fusion RESIDUAL_RMS_NORM", "--fusion"},
+      {"--tokens 8", "--hidden"},
+      {"--tokens 8 --hidden 256 --plan random:2:1", "--plan"},
+      {"--tokens 8 --hidden 256 --iters -3", "--iters"},
+      {"--tokens 8 --hidden 256 --bogus", "--bogus"},
+  };
+  for (const auto& [args, option] : bad) {
+    CommandResult r = run_command(mpirun(args + " -o " + out));
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find(option), std::string::npos) << args << "\n" << r.output;
+    EXPECT_FALSE(std::filesystem::exists(out)) << args;
+  }
+}
+
+TEST(BenchMpi, TimedOutSharedMemoryCaseIsRecordedAndTheRunContinues) {
+  TempDir d;
+  const std::string out = d.file("s.csv");
+  // Case 1 is ONESHOT at tokens=1; rank 1 withholds itself from its barrier until the 1 s timeout.
+  const std::string grid = "--backend host --tokens 1,8 --hidden 256 -w 1 -n 4 -q --timeout 1";
+  CommandResult r = run_command(mpirun(grid + " -o " + out + " --test-hang-case 1"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("timeout"), std::string::npos) << r.output;
+  SampleFile f = read_samples_csv(out);
+  ASSERT_EQ(f.samples.size(), 6u);
+  for (std::size_t i = 0; i < f.samples.size(); ++i) {
+    if (i == 1) {
+      EXPECT_FALSE(f.samples[i].ok());
+      EXPECT_EQ(f.samples[i].strategy, "ONESHOT");
+      EXPECT_NE(f.samples[i].extra["note"].find("timeout"), std::string::npos);
+    } else {
+      EXPECT_TRUE(f.samples[i].ok()) << i << " " << f.samples[i].extra["note"];  // later shm cases still work
+    }
+  }
+  // --on-timeout stop: the run ends after the timed-out case with status 3.
+  CommandResult s = run_command(mpirun(grid + " -o " + d.file("t.csv") + " --test-hang-case 1 --on-timeout stop"));
+  EXPECT_EQ(s.exit_code, 3) << s.output;
+  EXPECT_EQ(read_samples_csv(d.file("t.csv")).samples.size(), 2u);
+}
+
+TEST(BenchMpi, HungMpiCollectiveIsRecordedThenResumeContinues) {
+  TempDir d;
+  const std::string out = d.file("s.csv");
+  const std::string grid = "--backend host --strategy MPI --tokens 1,8 --hidden 256 -w 1 -n 4 -q --timeout 1";
+  // Rank 1 never enters MPI_Allreduce of case 0: nothing can interrupt rank 0's call; the hard timeout
+  // records the case and ends the job.
+  CommandResult r = run_command(mpirun(grid + " -o " + out + " --test-hang-case 0"));
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  SampleFile f = read_samples_csv(out);
+  ASSERT_EQ(f.samples.size(), 1u);
+  EXPECT_FALSE(f.samples[0].ok());
+  EXPECT_NE(f.samples[0].extra["note"].find("hung"), std::string::npos);
+  CommandResult resumed = run_command(mpirun(grid + " -o " + out + " --resume"));
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_EQ(read_samples_csv(out).samples.size(), 2u);
+}

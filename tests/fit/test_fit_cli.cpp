@@ -1,0 +1,119 @@
+// `arfit fit`, `arfit predict`, `arfit eval` end to end on a synthetic arfit sample CSV.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "model/bus_factor.h"
+#include "model/sample_csv.h"
+#include "test_support.h"
+
+using namespace arfit;
+using arfit::testing::run_command;
+using arfit::testing::TempDir;
+
+namespace {
+
+// Two strategies at 2, 4 and 8 ranks, α-β with a 2 % wiggle, 1 KiB .. 256 MiB.
+std::string write_samples(const TempDir& dir) {
+  SampleFile f;
+  std::mt19937 rng(1);
+  std::normal_distribution<double> nd(0, 0.01);
+  for (const std::string strategy : {"NCCL", "ONESHOT"})
+    for (int n : {2, 4, 8})
+      for (int e = 10; e <= 28; ++e) {
+        Sample s;
+        s.collective = Collective::AllReduce;
+        s.strategy = strategy;
+        s.nranks = n;
+        s.sm = 90;
+        s.bytes = std::int64_t{1} << e;
+        const double alpha = strategy == "NCCL" ? 10.0 + n : 4.0 + 0.5 * n;
+        const double beta = strategy == "NCCL" ? 300.0 : 60.0;
+        s.time_us = (alpha + bus_factor(s.collective, n) * s.bytes / (beta * 1e3)) * std::exp(nd(rng));
+        s.source = "synthetic";
+        s.extra["system"] = "testbox";
+        f.samples.push_back(s);
+      }
+  const std::string path = dir.file("samples.csv");
+  write_samples_csv(path, f);
+  return path;
+}
+
+}  // namespace
+
+TEST(FitCli, FitPredictEval) {
+  TempDir dir;
+  const std::string samples = write_samples(dir);
+  const std::string models = dir.file("models.json");
+  auto r = run_command(arfit::testing::arfit_bin() + " fit " + samples + " -o " + models);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("fitted 6 groups"), std::string::npos) << r.output;
+  const auto j = nlohmann::json::parse(arfit::testing::slurp(models));
+  EXPECT_EQ(j["schema"], "arfit-models");
+  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_EQ(j["inputs"][0]["path"], samples);
+  EXPECT_EQ(j["inputs"][0]["fnv1a64"].get<std::string>().size(), 16u);
+  EXPECT_EQ(j["groups"].size(), 6u);
+  EXPECT_EQ(j["joint"].size(), 2u);
+
+  // table
+  r = run_command(arfit::testing::arfit_bin() + " predict " + models + " --collective allreduce --strategy NCCL --nranks 8 --bytes 1K:1M:4");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("busbw_GBps"), std::string::npos);
+  // json, joint-n to 16 ranks, SM transfer
+  r = run_command(arfit::testing::arfit_bin() + " predict " + models +
+                  " --collective allreduce --strategy NCCL --nranks 16 --sm 100 --bytes 1M,64M --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto p = nlohmann::json::parse(r.output);
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_TRUE(p[0]["extrapolated"].get<bool>());
+  EXPECT_NE(p[0]["how"].get<std::string>().find("joint-n"), std::string::npos);
+  EXPECT_NE(p[0]["how"].get<std::string>().find("sm-transfer 90->100"), std::string::npos);
+  EXPECT_LT(p[1]["lo_us"].get<double>(), p[1]["time_us"].get<double>());
+  // tokens x hidden
+  r = run_command(arfit::testing::arfit_bin() + " predict " + models +
+                  " --collective allreduce --strategy ONESHOT --nranks 4 --tokens 1,64 --hidden 4096,8192 --dtype bf16 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(nlohmann::json::parse(r.output).size(), 4u);
+  // usage errors exit 2
+  r = run_command(arfit::testing::arfit_bin() + " predict " + models + " --collective allreduce --nranks 8");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  r = run_command(arfit::testing::arfit_bin() + " predict " + models + " --collective allreduce --bytes 1K --tokens 4 --hidden 8");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  // nothing answers: exit 1
+  r = run_command(arfit::testing::arfit_bin() + " predict " + models + " --collective allgather --nranks 8 --bytes 1K");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+
+  // eval with JSON
+  const std::string ej = dir.file("eval.json");
+  r = run_command(arfit::testing::arfit_bin() + " eval " + samples + " --protocol interp2 --json " + ej);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto e = nlohmann::json::parse(arfit::testing::slurp(ej));
+  EXPECT_EQ(e["protocol"], "interp2");
+  for (const char* m : {"auto", "seed", "alphabeta", "loglog"}) {
+    ASSERT_TRUE(e["methods"].contains(m)) << m;
+    for (const char* k : {"gmae", "median", "p90", "max", "points", "groups"}) EXPECT_TRUE(e["methods"][m].contains(k)) << m << k;
+    EXPECT_EQ(e["methods"][m]["groups"], 6);
+  }
+  // α-β data: auto is close to the noise, and far better than the seed
+  EXPECT_LT(e["methods"]["auto"]["gmae"].get<double>(), 2.0);
+  r = run_command(arfit::testing::arfit_bin() + " eval " + samples + " --protocol nope");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+}
+
+TEST(FitCli, BadInputNamesTheFile) {
+  TempDir dir;
+  const std::string bad = dir.write("bad.csv", "#arfit-samples v1\ncollective,strategy,nranks,bytes,time_us\nallreduce,NCCL,8,abc,3\n");
+  const std::string models = dir.file("m.json");
+  auto r = run_command(arfit::testing::arfit_bin() + " fit " + bad + " -o " + models);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("bad.csv"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(models));
+  const std::string garbage = dir.write("m2.json", "{\"schema\": \"arfit-models\", \"schema_version\": 1}");
+  r = run_command(arfit::testing::arfit_bin() + " predict " + garbage + " --collective allreduce --bytes 1K");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("m2.json"), std::string::npos) << r.output;
+}

@@ -1,0 +1,159 @@
+// Pure model/ math: splines, metrics, the seed port's turning points, all-to-allv effective sizes, SM table.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "model/alltoallv.h"
+#include "model/families.h"
+#include "model/group_model.h"
+#include "model/interp.h"
+#include "model/metrics.h"
+#include "model/seed.h"
+#include "model/sm_targets.h"
+
+using namespace arfit;
+
+TEST(Spline, PassesThroughKnotsAndIsZeroOutside) {
+  std::vector<double> x = {0, 1, 2, 4, 5}, y = {0.1, -0.2, 0.05, 0.3, 0.0};
+  for (SplineKind k : {SplineKind::Natural, SplineKind::Akima, SplineKind::Pchip, SplineKind::Linear}) {
+    HermiteSpline s(x, y, k);
+    for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(s(x[i]), y[i], 1e-12) << to_string(k);
+    EXPECT_EQ(s(-0.5), 0.0);
+    EXPECT_EQ(s(5.5), 0.0);
+  }
+}
+
+TEST(Spline, PchipIsMonotoneOnMonotoneData) {
+  std::vector<double> x = {0, 1, 2, 3, 4}, y = {0, 0.01, 0.02, 1.0, 1.01};
+  HermiteSpline s(x, y, SplineKind::Pchip);
+  double prev = -1;
+  for (double v = 0; v <= 4; v += 0.01) {
+    const double f = s(v);
+    EXPECT_GE(f, prev - 1e-12);
+    prev = f;
+  }
+  // The natural spline overshoots on the same data: the test can fail.
+  HermiteSpline nat(x, y, SplineKind::Natural);
+  bool overshoot = false;
+  for (double v = 0; v <= 4; v += 0.01) overshoot = overshoot || nat(v) > 1.01 + 1e-6 || nat(v) < -1e-6;
+  EXPECT_TRUE(overshoot);
+}
+
+TEST(Spline, NaturalReproducesALine) {
+  std::vector<double> x = {0, 0.5, 2, 3}, y = {1, 2, 5, 7};
+  HermiteSpline s(x, y, SplineKind::Natural);
+  EXPECT_NEAR(s(1.0), 3.0, 1e-12);
+  EXPECT_NEAR(s(2.5), 6.0, 1e-12);
+}
+
+TEST(Spline, RejectsUnsortedKnots) { EXPECT_THROW(HermiteSpline({0, 2, 1}, {0, 0, 0}, SplineKind::Akima), std::invalid_argument); }
+
+TEST(Metrics, GmaeByHand) {
+  // exp(mean(ln(e + 4e-4))) with e = 0.01, 0.04: sqrt(0.0104 * 0.0404)
+  EXPECT_NEAR(gmae({0.01, 0.04}), std::sqrt(0.0104 * 0.0404), 1e-15);
+  EXPECT_NEAR(relative_error(110, 100), 0.1, 1e-15);
+  const ErrorSummary s = summarize_errors({0.1, 0.2, 0.3, 0.4, 0.5});
+  EXPECT_NEAR(s.median, 0.3, 1e-15);
+  EXPECT_NEAR(s.p90, 0.46, 1e-12);  // numpy: 0.1 + 0.9*4 -> between 0.4 and 0.5 at 0.6
+  EXPECT_EQ(s.max, 0.5);
+  EXPECT_EQ(s.points, 5);
+}
+
+// A curve built so that the turning points can be read off by hand.
+//   i      0     1     2     3     4     5     6     7     8     9     10    11
+//   size   2^10 ... 2^21 (doubling)
+//   lat    10    10    10    10    10    10    10    13    20    36    70    138
+// Central ratio (t[i+1]-t[i-1])/(2 t[i]) for i >= 5: i=5: 0; i=6: (13-10)/20 = 0.15 > 0.1 -> lin = 5.
+TEST(SeedPort, TurningPointsByHand) {
+  std::vector<double> s, t = {10, 10, 10, 10, 10, 10, 10, 13, 20, 36, 70, 138};
+  for (int i = 0; i < 12; ++i) s.push_back(std::ldexp(1.0, 10 + i));
+  std::vector<double> bw;
+  for (size_t i = 0; i < s.size(); ++i) bw.push_back(s[i] / t[i] / 1e3);
+  const SeedTurningPoints tp = seed_turning_points(s, t, bw);
+  EXPECT_EQ(tp.lin, 5);
+  // bw = s/t: max at i = 11 (2^21/138 = 15196); from i = 10 downwards the first below 95 %:
+  // i=10: 2^20/70 = 14979 (98.6 %) no; i=9: 2^19/36 = 14563 (95.8 %) no; i=8: 2^18/20 = 13107 (86 %) -> sat = 10.
+  EXPECT_EQ(tp.sat, 10);
+  const SeedSetup setup = seed_setup(s, t, 1.0);
+  EXPECT_DOUBLE_EQ(setup.model.ln_p, 15.0);
+  EXPECT_DOUBLE_EQ(setup.model.sats_p, 20.0);
+  EXPECT_DOUBLE_EQ(setup.model.overhead, 10.0);  // t[lin - 1]
+  EXPECT_EQ(setup.x.size(), 6u);                 // sizes 2^15 .. 2^20
+  EXPECT_DOUBLE_EQ(setup.model.L, 20.0);         // start: max x
+  EXPECT_DOUBLE_EQ(setup.model.x0, 17.5);        // start: median x
+}
+
+TEST(SeedPort, PiecewisePrediction) {
+  SeedModel m;
+  m.ln_p = 12;
+  m.sats_p = 20;
+  m.max_bw = 100;  // GB/s
+  m.overhead = 8;
+  m.L = 2;
+  m.x0 = 16;
+  m.k = 1;
+  m.b = 0;  // log10 bw = 2/(1+e^-(x-16)); at x = 16: 1 -> 10 GB/s
+  EXPECT_DOUBLE_EQ(m.time_us(1024, 1.0), 8.0);                       // below ln_p: overhead
+  EXPECT_NEAR(m.time_us(65536, 1.0), 65536 / 10.0 / 1e3, 1e-9);      // logistic: 6.5536 µs
+  EXPECT_NEAR(m.time_us(std::ldexp(1.0, 24), 2.0), std::ldexp(1.0, 24) / 100 * 2 / 1e3 + 8, 1e-9);  // above sats_p
+  // The seam the seed is known for: just above sats_p the prediction jumps by the overhead.
+  EXPECT_GT(m.time_us(std::ldexp(1.0, 20) * 1.01, 1.0) - m.time_us(std::ldexp(1.0, 20), 1.0), 5.0);
+}
+
+TEST(AllToAllv, EffectiveSizesByHand) {
+  // Per-rank totals: rank 0 sends 400, rank 1 sends 200 (evenly over 2 ranks).
+  const AllToAllvSplit sp = parse_alltoallv_split("400-200");
+  ASSERT_EQ(sp.nranks(), 2);
+  EXPECT_DOUBLE_EQ(sp.sent(0), 400);
+  EXPECT_DOUBLE_EQ(sp.received(0), 300);  // 200 from itself + 100 from rank 1
+  EXPECT_DOUBLE_EQ(effective_alltoall_bytes(sp, EffectiveMode::Sum), 300);
+  EXPECT_DOUBLE_EQ(effective_alltoall_bytes(sp, EffectiveMode::MaxOfMax), 400);
+  EXPECT_DOUBLE_EQ(effective_alltoall_bytes(sp, EffectiveMode::MaxOfSum), 350);  // (400 + 300) / 2
+  // DLRM form: B = 8, tables 1 and 3, D = 4, fp32 -> rank r sends 8/2 * T_r * 4 * 4 bytes to each rank.
+  const AllToAllvSplit d = parse_alltoallv_split("8,1-3,4");
+  EXPECT_DOUBLE_EQ(d.matrix[0][1], 64);
+  EXPECT_DOUBLE_EQ(d.matrix[1][0], 192);
+  // A uniform split gives the all-to-all's own size in every mode.
+  const AllToAllvSplit u = parse_alltoallv_split("1000-1000-1000-1000");
+  for (EffectiveMode m : all_effective_modes()) EXPECT_DOUBLE_EQ(effective_alltoall_bytes(u, m), 1000);
+  EXPECT_THROW(parse_alltoallv_split("1,2,3,4"), std::invalid_argument);
+  EXPECT_THROW(parse_alltoallv_split("abc-1"), std::invalid_argument);
+}
+
+TEST(SmTargets, TransferScalesTheBandwidthPartAndWidens) {
+  Prediction p;
+  p.time_us = 110;
+  p.lo_us = 100;
+  p.hi_us = 121;
+  const auto t = transfer_prediction(p, 10, 90, 100);  // NVLink4 450 -> NVLink5 900 GB/s
+  ASSERT_TRUE(t.has_value());
+  EXPECT_NEAR(t->time_us, 10 + 100 * 0.5, 1e-9);
+  EXPECT_TRUE(t->extrapolated);
+  EXPECT_GT(std::log(t->hi_us / t->lo_us), std::log(p.hi_us / p.lo_us));
+  EXPECT_FALSE(transfer_prediction(p, 10, 90, 75).has_value());
+  for (int sm : {80, 89, 90, 100, 103, 120}) EXPECT_TRUE(find_sm_target(sm).has_value()) << sm;
+  EXPECT_EQ(sm_from_device("NVIDIA H100 80GB HBM3"), 90);
+  EXPECT_EQ(sm_from_device("NVIDIA B200"), 100);
+  EXPECT_EQ(sm_from_device("NVIDIA GB300"), 103);
+  EXPECT_EQ(sm_from_device("NVIDIA A100-SXM4-80GB"), 80);
+  EXPECT_EQ(sm_from_device("NVIDIA L40S"), 89);
+  EXPECT_EQ(sm_from_device("NVIDIA RTX PRO 6000 Blackwell Server Edition"), 120);
+  EXPECT_EQ(sm_from_device("some cpu"), 0);
+}
+
+TEST(Families, EvaluateKnownValues) {
+  // alphabeta: α = 5 µs, β = 100 GB/s, f = 1.75, s = 1e6: t = 5 + 1.75e6/1e5 = 22.5
+  const FamilySpec ab = parse_family("alphabeta");
+  const double p[2] = {std::log(5.0), std::log(100.0)};
+  EXPECT_NEAR(std::exp(families::log_time(ab, p, 1e6, 1.75)), 22.5, 1e-9);
+  // regimes1 equals alphabeta
+  const FamilySpec r1 = parse_family("regimes1");
+  EXPECT_NEAR(families::log_time(r1, p, 1e6, 1.75), families::log_time(ab, p, 1e6, 1.75), 1e-12);
+  // regimes2: far from the crossing the soft minimum is the smaller line
+  const FamilySpec r2 = parse_family("regimes2");
+  const double q[4] = {std::log(5.0), std::log(10.0), std::log(50.0), std::log(1000.0)};
+  EXPECT_NEAR(std::exp(families::log_time(r2, q, 1e3, 1.0)), 5.1, 1e-3);
+  EXPECT_NEAR(std::exp(families::log_time(r2, q, 1e9, 1.0)), 50 + 1e3, 1e-3 * 1050);
+  EXPECT_THROW(parse_family("regimes5"), std::invalid_argument);
+  EXPECT_EQ(parse_family("sigmoid").num_params(), 4);
+}

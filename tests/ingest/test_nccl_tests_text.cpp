@@ -1,0 +1,392 @@
+// nccl-tests text logs: hand-written inputs covering the awkward cases (not copied from any data set).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "ingest/ingest.h"
+#include "model/errors.h"
+
+using arfit::Collective;
+using arfit::InputError;
+using arfit::Sample;
+using arfit::ingest::ingest_text;
+using arfit::ingest::IngestResult;
+using arfit::ingest::Options;
+
+namespace {
+
+// A 4-GPU all-reduce run in the current layout. busbw = algbw * 1.5 (2*(4-1)/4).
+const char* kAllReduce4 = R"(# nThread 1 nGpus 4 minBytes 1024 maxBytes 4096 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
+#
+# Using devices
+#  Rank  0 Group  0 Pid   1000 on   nodeA device  0 [0000:01:00] Fancy GPU 9000
+#  Rank  1 Group  0 Pid   1000 on   nodeA device  1 [0000:02:00] Fancy GPU 9000
+#  Rank  2 Group  0 Pid   1000 on   nodeA device  2 [0000:03:00] Fancy GPU 9000
+#  Rank  3 Group  0 Pid   1000 on   nodeA device  3 [0000:04:00] Fancy GPU 9000
+#
+#                                                              out-of-place                       in-place
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+        1024           256     float     sum      -1    20.00    0.05    0.08      0    21.00    0.05    0.07      0
+        2048           512     float     sum      -1    25.00    0.08    0.12      0      N/A     N/A     N/A      0
+        4096          1024     float     sum      -1    40.00    0.10    0.15      3    41.00    0.10    0.15      0
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 0.1
+#
+)";
+
+const Sample* find(const IngestResult& r, std::int64_t bytes, bool in_place) {
+  for (const auto& s : r.samples)
+    if (s.bytes == bytes && s.in_place == in_place) return &s;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST(NcclTestsText, BothPlacementsFailedRowsAndHeaderFacts) {
+  IngestResult r = ingest_text(kAllReduce4, "logs/node7_allreduce.txt", Options{});
+  EXPECT_EQ(r.format, arfit::ingest::Format::NcclTests);
+  EXPECT_EQ(r.rows, 3u);
+  ASSERT_EQ(r.samples.size(), 6u);
+  const Sample* s = find(r, 1024, false);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->collective, Collective::AllReduce);  // from the file name
+  EXPECT_EQ(s->nranks, 4);
+  EXPECT_DOUBLE_EQ(s->time_us, 20.0);
+  EXPECT_EQ(s->dtype, "fp32");
+  EXPECT_EQ(s->device, "Fancy GPU 9000");
+  EXPECT_EQ(s->source, "node7_allreduce.txt");
+  EXPECT_EQ(s->extra.at("system"), "node7_allreduce");
+  EXPECT_EQ(s->backend, "nccl-tests");
+  EXPECT_EQ(s->strategy, "NCCL");
+  EXPECT_EQ(s->iterations, 20);
+  EXPECT_EQ(s->nnodes, 1);
+  EXPECT_FALSE(s->in_place);
+  const Sample* in = find(r, 1024, true);
+  ASSERT_NE(in, nullptr);
+  EXPECT_DOUBLE_EQ(in->time_us, 21.0);
+  // N/A timing -> failed, no timing.
+  const Sample* na = find(r, 2048, true);
+  ASSERT_NE(na, nullptr);
+  EXPECT_FALSE(na->ok());
+  EXPECT_EQ(na->time_us, 0.0);
+  // #wrong > 0 -> failed, wrong count kept, no timing.
+  const Sample* wrong = find(r, 4096, false);
+  ASSERT_NE(wrong, nullptr);
+  EXPECT_FALSE(wrong->ok());
+  EXPECT_EQ(wrong->wrong, 3);
+  EXPECT_EQ(wrong->time_us, 0.0);
+  EXPECT_TRUE(find(r, 4096, true)->ok());
+  EXPECT_EQ(r.failed, 2u);
+}
+
+TEST(NcclTestsText, CollectiveMustBeKnown) {
+  try {
+    ingest_text(kAllReduce4, "x.txt", Options{});
+    FAIL() << "expected an error asking for --collective";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--collective"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind("x.txt:", 0), 0u) << e.what();
+  }
+  Options o;
+  o.collective = Collective::ReduceScatter;
+  IngestResult r = ingest_text(kAllReduce4, "x.txt", o);
+  EXPECT_EQ(r.samples.size(), 6u);
+  EXPECT_EQ(r.samples[0].collective, Collective::ReduceScatter);
+}
+
+// A pasted terminal session: fence, prompt, mpirun prefixes, two runs of different collectives, footers.
+const char* kPasted = R"(Here is what I got:
+```
+$ mpirun -np 2 ./build/all_gather_perf -b 64 -e 128 -f 2 -g 1
+[1,0]<stdout>:# nccl-tests version 2.17.6 nccl-headers=22005 nccl-library=22005
+[1,0]<stdout>:# Collective test starting: all_gather_perf
+[1,0]<stdout>:# nThread 1 nGpus 1 minBytes 64 maxBytes 128 step: 2(factor) warmup iters: 5 iters: 50 agg iters: 1 validation: 1 graph: 0
+[1,0]<stdout>:#
+[1,0]<stdout>:# Using devices
+[1,0]<stdout>:#  Rank  0 Group  0 Pid   11 on  hostA device  0 [0000:0a:00] Widget X
+[1,0]<stdout>:#  Rank  1 Group  0 Pid   12 on  hostB device  0 [0000:0a:00] Widget X
+[1,0]<stdout>:#
+[1,0]<stdout>:#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+[1,0]<stdout>:#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+[1,0]<stdout>:          64             8     float    none      -1    30.00    0.00    0.00      0    31.00    0.00    0.00      0
+[1,0]<stdout>:         128            16     float    none      -1    32.00    0.00    0.00      0    33.00    0.00    0.00      0
+[1,0]<stdout>:# Out of bounds values : 0 OK
+[1,0]<stdout>:# Avg bus bandwidth    : 0
+[1,0]<stdout>:#
+[1,0]<stdout>:# Collective test concluded: all_gather_perf
+$ mpirun -np 2 ./build/all_reduce_perf -b 64 -e 64 -g 1 -d bfloat16
+[1,0]<stdout>:# Collective test starting: all_reduce_perf
+[1,0]<stdout>:#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+[1,0]<stdout>:#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+[1,0]<stdout>:          64            32  bfloat16     sum      -1    40.00    0.00    0.00    N/A    41.00    0.00    0.00    N/A
+[1,0]<stdout>:# Out of bounds values : 0 OK
+```
+Thanks!
+)";
+
+TEST(NcclTestsText, PastedSessionWithPrefixesFencesAndTwoRuns) {
+  IngestResult r = ingest_text(kPasted, "paste.md", Options{});
+  EXPECT_EQ(r.rows, 3u);
+  ASSERT_EQ(r.samples.size(), 6u);
+  EXPECT_EQ(r.samples[0].collective, Collective::AllGather);
+  EXPECT_EQ(r.samples[0].nranks, 2);
+  EXPECT_EQ(r.samples[0].nnodes, 2);  // two hosts in the device list
+  EXPECT_EQ(r.samples[0].iterations, 50);
+  EXPECT_EQ(r.samples[0].device, "Widget X");
+  const Sample& ar = r.samples[4];
+  EXPECT_EQ(ar.collective, Collective::AllReduce);
+  EXPECT_EQ(ar.bytes, 64);
+  EXPECT_EQ(ar.dtype, "bf16");
+  EXPECT_EQ(ar.nranks, 2);       // -np 2 x -g 1 (the device list of the first run says 2 as well)
+  EXPECT_TRUE(ar.ok());          // #wrong N/A = not validated, not a failure
+  EXPECT_DOUBLE_EQ(ar.time_us, 40.0);
+  bool has_version = false;
+  for (const auto& [k, v] : r.meta)
+    if (k == "nccl_version" && v == "2.20.5") has_version = true;
+  EXPECT_TRUE(has_version);
+}
+
+// Old layout (no root column, float "error" column), old device lines, srun label prefixes.
+const char* kOldBroadcast = R"(0: # nThread 1 nGpus 3 minBytes 8 maxBytes 32 step: 2(factor) warmup iters: 5 iters: 20 validation: 1
+0: #
+0: # Using devices
+0: #   Rank  0 Pid  500 on oldbox device  0 [0x3d] Ancient GPU
+0: #   Rank  1 Pid  500 on oldbox device  1 [0x3e] Ancient GPU
+0: #   Rank  2 Pid  500 on oldbox device  2 [0x3f] Ancient GPU
+0: #
+0: #                                                     out-of-place                       in-place
+0: #       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error
+0: #        (B)    (elements)                     (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+0:            8             2   float     sum    11.00    0.00    0.00  0e+00    12.00    0.00    0.00  0e+00
+0:           16             4   float     sum    11.50    0.00    0.00  1e-07    12.50    0.00    0.00  0e+00
+0:           32             8   float     sum    12.00    0.00    0.00  0e+00    13.00    0.00    0.00  0e+00
+)";
+
+TEST(NcclTestsText, OldLayoutBroadcastRanksFromDeviceLines) {
+  IngestResult r = ingest_text(kOldBroadcast, "bessie_broadcast.log", Options{});
+  ASSERT_EQ(r.samples.size(), 6u);
+  EXPECT_EQ(r.samples[0].collective, Collective::Broadcast);
+  EXPECT_EQ(r.samples[0].nranks, 3);
+  EXPECT_EQ(r.samples[2].bytes, 16);
+  EXPECT_DOUBLE_EQ(r.samples[2].time_us, 11.5);
+  EXPECT_EQ(r.samples[0].device, "Ancient GPU");
+  // No units line problem, no failures.
+  EXPECT_EQ(r.failed, 0u);
+}
+
+// No device list, no command: the rank count follows from busbw/algbw = (n-1)/n for all-gather.
+const char* kAllGatherNoHeader = R"(#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+     1048576         32768     float    none      -1    50.00   20.97   18.35      0    50.00   20.97   18.35      0
+     2097152         65536     float    none      -1    80.00   26.21   22.94      0    80.00   26.21   22.94      0
+)";
+
+TEST(NcclTestsText, RankCountFromBusFactorRatio) {
+  IngestResult r = ingest_text(kAllGatherNoHeader, "ag.txt", [] {
+    Options o;
+    o.collective = Collective::AllGather;
+    return o;
+  }());
+  ASSERT_EQ(r.samples.size(), 4u);
+  EXPECT_EQ(r.samples[0].nranks, 8);  // 18.35 / 20.97 = 0.875 = 7/8
+  // Broadcast has a bus factor of 1: nothing to infer from, so the reader asks for --nranks.
+  Options b;
+  b.collective = Collective::Broadcast;
+  try {
+    ingest_text(kAllGatherNoHeader, "bc.txt", b);
+    FAIL() << "expected an error asking for --nranks";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--nranks"), std::string::npos) << e.what();
+  }
+  b.nranks = 5;
+  EXPECT_EQ(ingest_text(kAllGatherNoHeader, "bc.txt", b).samples[0].nranks, 5);
+}
+
+TEST(NcclTestsText, RatioWinsOverATruncatedDeviceListWithAWarning) {
+  std::string text = std::string("# Using devices\n#  Rank  0 Group  0 Pid 1 on h device  0 [0x01] G\n") + kAllGatherNoHeader;
+  Options o;
+  o.collective = Collective::AllGather;
+  IngestResult r = ingest_text(text, "ag.txt", o);
+  EXPECT_EQ(r.samples[0].nranks, 8);
+  bool warned = false;
+  for (const auto& w : r.warnings)
+    if (w.find("'Using devices'") != std::string::npos) warned = true;
+  EXPECT_TRUE(warned);
+}
+
+namespace {
+std::string table(const std::string& rows, const std::string& units = "(us)") {
+  return "# Collective test starting: all_reduce_perf\n# Using devices\n#  Rank  0 Group  0 Pid 1 on h device  0 [0x01] G\n"
+         "#  Rank  1 Group  0 Pid 1 on h device  1 [0x02] G\n"
+         "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+         "#        (B)    (elements)                               " + units + "  (GB/s)  (GB/s)            " + units +
+         "  (GB/s)  (GB/s)\n" + rows;
+}
+std::string error_of(const std::string& text) {
+  try {
+    ingest_text(text, "bad.txt", Options{});
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST(NcclTestsText, ErrorsNameFileAndLine) {
+  // A row with a column missing (line 8).
+  std::string e = error_of(table("  8  2  float  sum  -1  10.0  0.00  0.00  0  11.0  0.00  0.00  0\n"
+                                 " 16  4  float  sum  -1  10.0  0.00  0.00  0  11.0  0.00  0.00\n"));
+  EXPECT_EQ(e.rfind("bad.txt:8:", 0), 0u) << e;
+  EXPECT_NE(e.find("columns"), std::string::npos) << e;
+  // Sizes that go down within a run.
+  e = error_of(table(" 16  4  float  sum  -1  10.0  0.00  0.00  0  11.0  0.00  0.00  0\n"
+                     "  8  2  float  sum  -1  10.0  0.00  0.00  0  11.0  0.00  0.00  0\n"));
+  EXPECT_EQ(e.rfind("bad.txt:8:", 0), 0u) << e;
+  EXPECT_NE(e.find("increase"), std::string::npos) << e;
+  // Unknown time unit.
+  e = error_of(table("  8  2  float  sum  -1  10.0  0.00  0.00  0  11.0  0.00  0.00  0\n", "(min)"));
+  EXPECT_EQ(e.rfind("bad.txt:6:", 0), 0u) << e;
+  EXPECT_NE(e.find("unit"), std::string::npos) << e;
+  // Non-finite numbers.
+  e = error_of(table("  8  2  float  sum  -1  inf  0.00  0.00  0  11.0  0.00  0.00  0\n"));
+  EXPECT_EQ(e.rfind("bad.txt:7:", 0), 0u) << e;
+  EXPECT_NE(e.find("non-finite"), std::string::npos) << e;
+  e = error_of(table("  8  2  float  sum  -1  10.0  nan  0.00  0  11.0  0.00  0.00  0\n"));
+  EXPECT_NE(e.find("non-finite"), std::string::npos) << e;
+  // A data row after the footer without a new header.
+  e = error_of(table("  8  2  float  sum  -1  10.0  0.00  0.00  0  11.0  0.00  0.00  0\n# Out of bounds values : 0 OK\n"
+                     " 16  4  float  sum  -1  10.0  0.00  0.00  0  11.0  0.00  0.00  0\n"));
+  EXPECT_EQ(e.rfind("bad.txt:9:", 0), 0u) << e;
+  // Garbage in a number column.
+  e = error_of(table("  8  2  float  sum  -1  1O.0  0.00  0.00  0  11.0  0.00  0.00  0\n"));
+  EXPECT_EQ(e.rfind("bad.txt:7:", 0), 0u) << e;
+  EXPECT_NE(e.find("column 'time'"), std::string::npos) << e;
+}
+
+TEST(NcclTestsText, DuplicatesZeroBytesMillisecondsAndNewRuns) {
+  std::string text = table("  0  0  float  sum  -1  5.0  0.00  0.00  0  5.0  0.00  0.00  0\n"
+                           "  8  2  float  sum  -1  0.010  0.00  0.00  0  0.011  0.00  0.00  0\n"
+                           "  8  2  float  sum  -1  0.012  0.00  0.00  0  0.013  0.00  0.00  0\n",
+                           "(ms)") +
+                     "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+                     "  4  1  float  sum  -1  7.0  0.00  0.00  0  7.0  0.00  0.00  0\n";
+  IngestResult r = ingest_text(text, "dups_allreduce.txt", Options{});
+  EXPECT_EQ(r.rows, 4u);
+  ASSERT_EQ(r.samples.size(), 8u);
+  EXPECT_EQ(r.duplicates, 1u);
+  EXPECT_FALSE(r.samples[0].ok());  // 0 bytes: kept, failed
+  EXPECT_EQ(r.samples[0].time_us, 0.0);
+  EXPECT_DOUBLE_EQ(r.samples[2].time_us, 10.0);  // 0.010 ms
+  EXPECT_DOUBLE_EQ(r.samples[6].time_us, 7.0);   // second run: no units line -> nccl-tests' us (warned)
+  bool dup_warned = false, zero_warned = false, units_warned = false;
+  for (const auto& w : r.warnings) {
+    if (w.find("duplicated size 8") != std::string::npos) dup_warned = true;
+    if (w.find("0 bytes") != std::string::npos) zero_warned = true;
+    if (w.find("no units line") != std::string::npos) units_warned = true;
+  }
+  EXPECT_TRUE(dup_warned);
+  EXPECT_TRUE(zero_warned);
+  EXPECT_TRUE(units_warned);
+}
+
+// Condensed table (columns removed by hand, sizes with digit separators).
+const char* kCondensed = R"(# COMMAND: ./build/all_reduce_perf -b 32k -e 64k -f 2 -g 4
+           size    time   algbw   busbw
+            (B)    (us)  (GB/s)  (GB/s)
+         32_768   40.00    0.82    1.23
+         65_536   50.00    1.31    1.97
+)";
+
+TEST(NcclTestsText, CondensedTableWithDigitSeparators) {
+  IngestResult r = ingest_text(kCondensed, "condensed.txt", Options{});
+  ASSERT_EQ(r.samples.size(), 2u);
+  EXPECT_EQ(r.samples[1].bytes, 65536);
+  EXPECT_EQ(r.samples[1].collective, Collective::AllReduce);
+  EXPECT_EQ(r.samples[1].nranks, 4);
+  EXPECT_FALSE(r.samples[1].in_place);
+}
+
+// Markdown bandwidth tables.
+const char* kPipe = R"(# COLLECTIVE: all_reduce measured with a torch script
+| payload | busbw | algbw |
+| ---: | ---: | ---: |
+| 64KiB | 3.00GBps | 2.00GBps |
+| 1MiB | 30.00GBps | 20.00GBps |
+)";
+
+TEST(NcclTestsText, MarkdownBandwidthTable) {
+  IngestResult r = ingest_text(kPipe, "pipe.md", Options{});
+  ASSERT_EQ(r.samples.size(), 2u);
+  EXPECT_EQ(r.rows, 2u);
+  EXPECT_EQ(r.samples[0].bytes, 65536);
+  EXPECT_EQ(r.samples[0].nranks, 4);  // busbw/algbw = 1.5 = 2*3/4
+  // time = bytes / algbw: 65536 B / 2 GB/s = 32.768 us
+  EXPECT_NEAR(r.samples[0].time_us, 32.768, 1e-9);
+  EXPECT_EQ(r.samples[0].extra.at("time_from"), "algbw");
+  // A heading made of '#' only (found by the fuzzer) is just a heading.
+  EXPECT_EQ(ingest_text(std::string("##\n###   \n") + kPipe, "pipe.md", Options{}).samples.size(), 2u);
+  // A decimal-ambiguous unit is refused.
+  std::string bad = kPipe;
+  bad.replace(bad.find("64KiB"), 5, "64KB ");
+  try {
+    ingest_text(bad, "pipe.md", Options{});
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("pipe.md:4:", 0), 0u) << e.what();
+    EXPECT_NE(std::string(e.what()).find("ambiguous"), std::string::npos);
+  }
+}
+
+const char* kSweep = R"(# COLLECTIVE: all_reduce, fixed payload, varying GPU count
+## node X, 1GiB payload
+| GPUs | algo | busbw | busbw, tweak off |
+| ---: | :--- | ---: | ---: |
+|    2 | Ring | 100.0GBps | 90.0GBps |
+|    4 | Ring | 150.0GBps | 140.0GBps |
+
+## node X, 2GiB payload, 4 GPUs, by collective
+| collective | busbw |
+| :--- | ---: |
+| all-reduce, `TWEAK=1` | 120.0GBps |
+| all-gather | 60.0GBps |
+
+# NOTES: busbw only (GBps); column "1 box" = 8 GPUs; column "2 boxes" = 16 GPUs
+| payload | 1 box | 2 boxes |
+| ---: | ---: | ---: |
+| 1MiB | 10.0GBps | 5.0GBps |
+)";
+
+TEST(NcclTestsText, MarkdownTablesWithHeadingsGpuColumnsAndAnnotatedColumns) {
+  IngestResult r = ingest_text(kSweep, "sweep.md", Options{});
+  EXPECT_EQ(r.rows, 5u);
+  ASSERT_EQ(r.samples.size(), 8u);
+  const Sample& a = r.samples[0];
+  EXPECT_EQ(a.bytes, 1073741824);
+  EXPECT_EQ(a.nranks, 2);
+  EXPECT_EQ(a.extra.at("time_from"), "busbw");
+  // busbw 100 GB/s at n=2 -> algbw 100 -> time = 2^30 / 100e9 s
+  EXPECT_NEAR(a.time_us, 1073741824.0 / 100e3, 1e-6);
+  EXPECT_EQ(a.extra.at("algo"), "Ring");
+  EXPECT_EQ(a.extra.at("section"), "node X, 1GiB payload");
+  const Sample& off = r.samples[1];
+  EXPECT_EQ(off.extra.at("variant"), "tweak off");
+  EXPECT_EQ(off.extra.at("bw_column"), "busbw, tweak off");
+  EXPECT_EQ(a.extra.count("bw_column"), 0u);
+  EXPECT_EQ(off.nranks, 2);
+  const Sample& tw = r.samples[4];
+  EXPECT_EQ(tw.collective, Collective::AllReduce);
+  EXPECT_EQ(tw.nranks, 4);
+  EXPECT_EQ(tw.bytes, 2147483648);
+  EXPECT_EQ(tw.extra.at("variant"), "TWEAK=1");
+  EXPECT_EQ(r.samples[5].collective, Collective::AllGather);
+  // busbw 60 at n=4, all-gather factor 3/4 -> algbw 80
+  EXPECT_NEAR(r.samples[5].time_us, 2147483648.0 / 80e3, 1e-6);
+  EXPECT_EQ(r.samples[6].nranks, 8);
+  EXPECT_EQ(r.samples[7].nranks, 16);
+  EXPECT_EQ(r.samples[7].nnodes, 1);
+  EXPECT_EQ(r.samples[7].extra.at("variant"), "2 boxes");
+  EXPECT_EQ(r.samples[6].extra.count("bw_column"), 0u);  // first bandwidth column of its row: primary
+  EXPECT_EQ(r.samples[7].extra.at("bw_column"), "2 boxes");
+}

@@ -1,0 +1,259 @@
+// nccl-tests JSON, PARAM comms, TensorRT-LLM CSV, aiconfigurator CSV, arfit CSV and format detection,
+// with small hand-written inputs.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "ingest/ingest.h"
+#include "model/errors.h"
+#include "model/sample_csv.h"
+
+using arfit::Collective;
+using arfit::FusionOp;
+using arfit::InputError;
+using arfit::Sample;
+using arfit::ingest::Format;
+using arfit::ingest::ingest_text;
+using arfit::ingest::IngestResult;
+using arfit::ingest::Options;
+
+namespace {
+std::string error_of(const std::string& text, const std::string& name, Options o = {}) {
+  try {
+    ingest_text(text, name, o);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+// ---------------- nccl-tests JSON ----------------
+const char* kJson = R"({"version": 1, "start_time": "x", "args": ["/opt/nt/build/reduce_scatter_perf", "-b", "8"],
+ "env": [], "nccl_version": 22703,
+ "config": {"nthreads": 1, "ngpus": 1, "iterations": 25,
+            "devices": [{"rank": 0, "group": 0, "pid": 1, "hostname": "a", "device": 0, "device_hex": "0000:01:00", "device_info": "Blue GPU"},
+                        {"rank": 1, "group": 0, "pid": 2, "hostname": "b", "device": 0, "device_hex": "0000:01:00", "device_info": "Blue GPU"}]},
+ "results": [
+  {"size": 1024, "count": 128, "type": "half", "redop": "sum", "root": "    -1",
+   "out_of_place": {"time": 10.5, "alg_bw": 0.1, "bus_bw": 0.05, "nwrong": 0.0},
+   "in_place": {"time": "nan", "alg_bw": 0.0, "bus_bw": 0.0, "nwrong": 0.0}, "actual_iterations": 25, "experiment_name": ""},
+  {"size": 2048, "count": 256, "type": "half", "redop": "sum", "root": "    -1",
+   "out_of_place": {"time": 11.0, "alg_bw": 0.2, "bus_bw": 0.1, "nwrong": 2.0},
+   "in_place": {"time": 11.5, "alg_bw": 0.2, "bus_bw": 0.1, "nwrong": null}, "actual_iterations": 25, "experiment_name": ""}
+ ], "end_time": "y"})";
+
+TEST(NcclTestsJson, ReadsResultsDevicesAndFailures) {
+  IngestResult r = ingest_text(kJson, "dir/run.json", Options{});
+  EXPECT_EQ(r.format, Format::NcclTestsJson);
+  EXPECT_EQ(r.rows, 2u);
+  ASSERT_EQ(r.samples.size(), 4u);
+  const Sample& s = r.samples[0];
+  EXPECT_EQ(s.collective, Collective::ReduceScatter);
+  EXPECT_EQ(s.nranks, 2);
+  EXPECT_EQ(s.nnodes, 2);
+  EXPECT_EQ(s.dtype, "fp16");
+  EXPECT_EQ(s.device, "Blue GPU");
+  EXPECT_EQ(s.iterations, 25);
+  EXPECT_DOUBLE_EQ(s.time_us, 10.5);
+  EXPECT_FALSE(r.samples[1].ok());  // "nan" time
+  EXPECT_TRUE(r.samples[1].in_place);
+  EXPECT_FALSE(r.samples[2].ok());  // nwrong 2
+  EXPECT_EQ(r.samples[2].wrong, 2);
+  EXPECT_TRUE(r.samples[3].ok());   // nwrong null = not validated
+  EXPECT_EQ(r.failed, 2u);
+  std::string e = error_of("{\"results\": [ {\"size\": 8,, } ]}", "broken.json");
+  EXPECT_EQ(e.rfind("broken.json:1:", 0), 0u) << e;
+  // A number too large for a double (found by the fuzzer) is bad input, not a crash.
+  e = error_of("{\"results\": [8e884444444]}", "big.json");
+  EXPECT_EQ(e.rfind("big.json:", 0), 0u) << e;
+}
+
+// ---------------- PARAM comms ----------------
+const char* kParam = R"([Rank   0] world_size: 4
+	COMMS-RES       size (B)  nElementsPerRank   Latency(us):p50         p75         p95         Min         Max    AlgBW(GB/s)    BusBW(GB/s)
+	COMMS-RES-all_reduce           1024               256              20.0        21.0        25.0        19.0        30.0          0.051          0.077
+	COMMS-RES-all_reduce           2048               512              22.0        23.0        26.0        21.0        31.0          0.093          0.140
+)";
+
+TEST(ParamComms, RegularSweep) {
+  IngestResult r = ingest_text(kParam, "param.log", Options{});
+  EXPECT_EQ(r.format, Format::ParamComms);
+  ASSERT_EQ(r.samples.size(), 2u);
+  const Sample& s = r.samples[1];
+  EXPECT_EQ(s.collective, Collective::AllReduce);
+  EXPECT_EQ(s.nranks, 4);
+  EXPECT_EQ(s.bytes, 2048);
+  EXPECT_DOUBLE_EQ(s.time_us, 22.0);
+  EXPECT_DOUBLE_EQ(s.min_us, 21.0);
+  EXPECT_DOUBLE_EQ(s.max_us, 31.0);
+  EXPECT_EQ(s.extra.at("p95_us"), "26.0");
+  EXPECT_EQ(s.backend, "param");
+  // Rank count from BusBW/AlgBW when the log has no world_size (1.5 = 2*3/4).
+  std::string no_world = std::string(kParam).substr(std::string(kParam).find('\n') + 1);
+  EXPECT_EQ(ingest_text(no_world, "param.log", Options{}).samples[0].nranks, 4);
+  // A row whose column count differs from the header.
+  std::string bad = no_world + "\tCOMMS-RES-all_reduce 4096 1024 30.0 31.0\n";
+  std::string e = error_of(bad, "param.log");
+  EXPECT_EQ(e.rfind("param.log:4:", 0), 0u) << e;
+  // Sizes going down.
+  bad = no_world + "\tCOMMS-RES-all_reduce 1024 256 20.0 21.0 25.0 19.0 30.0 0.051 0.077\n";
+  e = error_of(bad, "param.log");
+  EXPECT_EQ(e.rfind("param.log:4:", 0), 0u) << e;
+  EXPECT_NE(e.find("increase"), std::string::npos) << e;
+}
+
+const char* kParamSplit = R"(	COMMS-RES       size (B)         split   Latency(us):p50
+	COMMS-RES-all_to_allv      4096  4096,10.0-12.0-11.0-30.0,1024:1024:1024:1024   12.5
+	COMMS-RES-all_to_allv      8192  8192,20.0-22.0-21.0-40.0,2048:2048:2048:2048   22.5
+)";
+
+TEST(ParamComms, AllToAllvSplitMode) {
+  IngestResult r = ingest_text(kParamSplit, "a2av.log", Options{});
+  ASSERT_EQ(r.samples.size(), 2u);
+  const Sample& s = r.samples[0];
+  EXPECT_EQ(s.collective, Collective::AllToAllV);
+  EXPECT_EQ(s.splits, "4096,10.0-12.0-11.0-30.0,1024:1024:1024:1024");
+  EXPECT_EQ(s.nranks, 4);  // four per-rank latencies
+  EXPECT_DOUBLE_EQ(s.time_us, 12.5);
+  EXPECT_DOUBLE_EQ(s.min_us, 10.0);
+  EXPECT_DOUBLE_EQ(s.max_us, 30.0);
+  std::string bad = kParamSplit;
+  bad.replace(bad.find("10.0-12.0"), 9, "10.0-x2.0");
+  std::string e = error_of(bad, "a2av.log");
+  EXPECT_EQ(e.rfind("a2av.log:2:", 0), 0u) << e;
+}
+
+// ---------------- TensorRT-LLM CSV ----------------
+const char* kTrt = R"(world_size,dtype,size,num_tokens,hidden_size,strategy,fusion,op,time (us)
+8,bfloat16,4096,1,4096,ONESHOT,NONE,allreduce,7.5
+8,bfloat16,8192,2,4096,TWOSHOT,RESIDUAL_RMS_NORM,allreduce,9.25
+)";
+
+TEST(TrtllmCsv, ColumnsAndVariants) {
+  IngestResult r = ingest_text(kTrt, "out/benchmark.tp8.sm90.csv", Options{});
+  EXPECT_EQ(r.format, Format::TrtllmCsv);
+  ASSERT_EQ(r.samples.size(), 2u);
+  const Sample& s = r.samples[1];
+  EXPECT_EQ(s.collective, Collective::AllReduce);
+  EXPECT_EQ(s.nranks, 8);
+  EXPECT_EQ(s.sm, 90);
+  EXPECT_EQ(s.tokens, 2);
+  EXPECT_EQ(s.hidden, 4096);
+  EXPECT_EQ(s.bytes, 2 * 4096 * 2);
+  EXPECT_EQ(s.strategy, "TWOSHOT");
+  EXPECT_EQ(s.fusion, FusionOp::ResidualRmsNorm);
+  EXPECT_DOUBLE_EQ(s.time_us, 9.25);
+  EXPECT_EQ(s.backend, "trtllm");
+  // time_ms and fusion_op variants.
+  const char* ms = "world_size,dtype,size,num_tokens,hidden_size,strategy,fusion_op,time_ms\n"
+                   "4,float16,2048,1,2048,nccl,RESIDUAL_RMS_NORM_QUANT_FP8,0.012\n";
+  IngestResult m = ingest_text(ms, "b.csv", Options{});
+  ASSERT_EQ(m.samples.size(), 1u);
+  EXPECT_DOUBLE_EQ(m.samples[0].time_us, 12.0);
+  EXPECT_EQ(m.samples[0].strategy, "NCCL");
+  EXPECT_EQ(m.samples[0].fusion, FusionOp::ResidualRmsNormQuantFp8);
+  // size that is neither elements nor bytes of num_tokens*hidden_size.
+  std::string bad = std::string(kTrt) + "8,bfloat16,999,1,4096,ONESHOT,NONE,allreduce,7.5\n";
+  std::string e = error_of(bad, "t.csv");
+  EXPECT_EQ(e.rfind("t.csv:4: column 'size':", 0), 0u) << e;
+  // Unknown fusion op, unknown time unit.
+  e = error_of("world_size,dtype,size,strategy,fusion,time (us)\n8,bf16,8,NCCL,MAGIC,1.0\n", "t.csv");
+  EXPECT_EQ(e.rfind("t.csv:2: column 'fusion':", 0), 0u) << e;
+  e = error_of("world_size,dtype,size,strategy,fusion,time (s)\n8,bf16,8,NCCL,NONE,1.0\n", "t.csv", [] {
+    Options o;
+    o.format = Format::TrtllmCsv;
+    return o;
+  }());
+  EXPECT_NE(e.find("unknown time column/unit"), std::string::npos) << e;
+}
+
+// ---------------- aiconfigurator ----------------
+const char* kAic = R"(# SOURCE: hand-written example in the aiconfigurator layout
+# HARDWARE: device='Green GPU' system=green_box
+framework,version,device,op_name,kernel_source,allreduce_dtype,num_gpus,message_size,latency,backend
+vLLM,0.1.0,Green GPU,all_reduce,vLLM_custom_graph,bfloat16,2,128,0.004,vllm_graph
+vLLM,0.1.0,Green GPU,all_reduce,vLLM_custom_eager,bfloat16,2,128,0.040,vllm_eager
+vLLM,0.1.0,Green GPU,all_reduce,vLLM_custom_graph,bfloat16,2,256,0.005,vllm_graph
+vLLM,0.1.0,Green GPU,all_reduce,vLLM_custom_graph,bfloat16,2,128,0.0041,vllm_graph
+)";
+
+TEST(Aiconfigurator, ElementsToBytesMsToUsStrategyAndExtras) {
+  IngestResult r = ingest_text(kAic, "data/aic_green_box_vllm_0.1.0_custom_allreduce_perf.txt", Options{});
+  EXPECT_EQ(r.format, Format::Aiconfigurator);
+  EXPECT_EQ(r.rows, 4u);
+  ASSERT_EQ(r.samples.size(), 4u);
+  const Sample& s = r.samples[0];
+  EXPECT_EQ(s.collective, Collective::AllReduce);
+  EXPECT_EQ(s.bytes, 256);  // 128 bf16 elements
+  EXPECT_DOUBLE_EQ(s.time_us, 4.0);
+  EXPECT_EQ(s.strategy, "vLLM_custom_graph");
+  EXPECT_EQ(s.dtype, "bf16");
+  EXPECT_EQ(s.nranks, 2);
+  EXPECT_EQ(s.device, "Green GPU");
+  EXPECT_EQ(s.backend, "aiconfigurator");
+  EXPECT_EQ(s.extra.at("system"), "green_box");
+  EXPECT_EQ(s.extra.at("framework"), "vLLM");
+  EXPECT_EQ(s.extra.at("version"), "0.1.0");
+  EXPECT_EQ(s.extra.at("aic_backend"), "vllm_graph");
+  EXPECT_EQ(s.source, "aic_green_box_vllm_0.1.0_custom_allreduce_perf.txt");
+  EXPECT_EQ(r.samples[1].strategy, "vLLM_custom_eager");
+  // The 4th row repeats (graph, 128 elements): a second sweep, kept and counted.
+  EXPECT_EQ(r.duplicates, 1u);
+  EXPECT_FALSE(r.warnings.empty());
+}
+
+TEST(Aiconfigurator, NcclTableInt8AndHalfAndErrors) {
+  const char* t = "nccl_dtype,num_gpus,message_size,kernel_source,op_name,latency\n"
+                  "half,4,1024,NCCL,all_gather,0.01\n"
+                  "int8,4,1024,NCCL,alltoall,0.02\n";
+  IngestResult r = ingest_text(t, "x/aic_box9_nccl_2.0_nccl_perf.txt", Options{});
+  ASSERT_EQ(r.samples.size(), 2u);
+  EXPECT_EQ(r.samples[0].bytes, 2048);
+  EXPECT_EQ(r.samples[0].dtype, "fp16");
+  EXPECT_EQ(r.samples[0].collective, Collective::AllGather);
+  EXPECT_EQ(r.samples[1].bytes, 1024);
+  EXPECT_EQ(r.samples[1].collective, Collective::AllToAll);
+  EXPECT_EQ(r.samples[1].extra.at("system"), "box9");
+  EXPECT_EQ(r.samples[1].strategy, "NCCL");
+  std::string e = error_of(std::string(t) + "quarter,4,1024,NCCL,all_gather,0.01\n", "a.csv");
+  EXPECT_EQ(e.rfind("a.csv:4: column 'nccl_dtype':", 0), 0u) << e;
+  e = error_of(std::string(t) + "half,4,1024,NCCL,all_gather,inf\n", "a.csv");
+  EXPECT_EQ(e.rfind("a.csv:4: column 'latency':", 0), 0u) << e;
+  e = error_of(std::string(t) + "half,4,1024,NCCL,all_gather\n", "a.csv");
+  EXPECT_EQ(e.rfind("a.csv:4:", 0), 0u) << e;
+  EXPECT_NE(e.find("fields"), std::string::npos) << e;
+}
+
+// ---------------- arfit CSV, detection ----------------
+TEST(ArfitCsv, RoundTripThroughIngest) {
+  arfit::SampleFile f;
+  Sample s;
+  s.nranks = 8;
+  s.bytes = 4096;
+  s.time_us = 12.5;
+  s.extra["system"] = "q";
+  f.samples.push_back(s);
+  IngestResult r = ingest_text(arfit::format_samples_csv(f), "s.csv", Options{});
+  EXPECT_EQ(r.format, Format::ArfitCsv);
+  ASSERT_EQ(r.samples.size(), 1u);
+  EXPECT_EQ(r.samples[0].bytes, 4096);
+  EXPECT_EQ(r.samples[0].extra.at("system"), "q");
+}
+
+TEST(Detect, FormatsByContentAndOverride) {
+  EXPECT_EQ(arfit::ingest::detect_format(kJson, "a"), Format::NcclTestsJson);
+  EXPECT_EQ(arfit::ingest::detect_format(kParam, "a"), Format::ParamComms);
+  EXPECT_EQ(arfit::ingest::detect_format(kTrt, "a"), Format::TrtllmCsv);
+  EXPECT_EQ(arfit::ingest::detect_format(kAic, "a"), Format::Aiconfigurator);
+  EXPECT_THROW(arfit::ingest::detect_format("hello world\n", "a"), InputError);
+  EXPECT_EQ(arfit::ingest::parse_format("nccl-tests-json"), Format::NcclTestsJson);
+  EXPECT_THROW(arfit::ingest::parse_format("csv"), std::invalid_argument);
+  for (Format f : {Format::Auto, Format::ArfitCsv, Format::NcclTests, Format::NcclTestsJson, Format::ParamComms,
+                   Format::TrtllmCsv, Format::Aiconfigurator})
+    EXPECT_EQ(arfit::ingest::parse_format(arfit::ingest::to_string(f)), f);
+  // --format forces a reader: the aiconfigurator table read as nccl-tests text has no nccl-tests table.
+  Options o;
+  o.format = Format::NcclTests;
+  EXPECT_THROW(ingest_text(kAic, "a.txt", o), InputError);
+}

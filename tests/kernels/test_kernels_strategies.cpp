@@ -1,0 +1,157 @@
+// The strategy descriptors as bench/ sees them, and the host-side parts of their checks. Links the CUDA
+// library but calls nothing that needs a device, so it runs everywhere nvcc built it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "kernels/strategy.h"
+#include "kernels/strategy_support.h"
+#include "model/bus_factor.h"
+
+namespace arfit::kernels {
+namespace {
+
+std::string validation_error(const StrategyDescriptor& s, const StrategyContext& ctx, const StrategyCase& c) {
+  try {
+    s.validate(ctx, c);
+  } catch (const KernelError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(KernelStrategies, RegistryListsEveryStrategyWithCompleteDescriptors) {
+  ASSERT_NE(find_strategy("ONESHOT", Collective::AllReduce), nullptr);
+  ASSERT_NE(find_strategy("TWOSHOT", Collective::AllReduce), nullptr);
+  EXPECT_EQ(find_strategy("ONESHOT", Collective::AllGather), nullptr);
+  EXPECT_EQ(find_strategy("NOPE", Collective::AllReduce), nullptr);
+#ifdef ARFIT_HAVE_NCCL
+  for (Collective c : {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter, Collective::AllToAll,
+                       Collective::AllToAllV}) {
+    EXPECT_NE(find_strategy("NCCL", c), nullptr) << to_string(c);
+  }
+  EXPECT_EQ(all_strategies().size(), 7u);
+#else
+  EXPECT_EQ(all_strategies().size(), 2u);
+#endif
+  for (const StrategyDescriptor* s : all_strategies()) {
+    EXPECT_TRUE(s->validate && s->workspace_bytes && s->message_bytes && s->bus_factor && s->init && s->run && s->check)
+        << s->name;
+    EXPECT_FALSE(s->dtypes.empty());
+    EXPECT_FALSE(s->fusions.empty());
+    for (int n : {2, 4, 8}) EXPECT_DOUBLE_EQ(s->bus_factor(n), bus_factor(s->collective, n)) << s->name;
+    EXPECT_NE(s->needs_team, s->needs_nccl) << s->name;
+  }
+}
+
+TEST(KernelStrategies, CustomDescriptorsAdvertiseWhatTheKernelsImplement) {
+  const StrategyDescriptor& one = *find_strategy("ONESHOT", Collective::AllReduce);
+  EXPECT_EQ(one.rank_counts, (std::vector<int>{2, 4, 8}));
+  EXPECT_EQ(one.dtypes.size(), 3u);
+  EXPECT_EQ(one.fusions, (std::vector<FusionOp>{FusionOp::None, FusionOp::ResidualRmsNorm, FusionOp::ResidualRmsNormQuantFp8}));
+  StrategyCase c;
+  c.dtype = DType::BF16;
+  c.nranks = 8;
+  c.count = 1000;
+  EXPECT_EQ(one.message_bytes(c), 2000);
+  EXPECT_EQ(one.workspace_bytes(c), 2000);
+}
+
+TEST(KernelStrategies, CustomStrategiesNeedATeam) {
+  const StrategyDescriptor& two = *find_strategy("TWOSHOT", Collective::AllReduce);
+  StrategyCase c;
+  c.nranks = 4;
+  c.count = 1024;
+  StrategyContext ctx;
+  ctx.nranks = 4;
+  const std::string e = validation_error(two, ctx, c);
+  EXPECT_NE(e.find("TWOSHOT needs a registered team"), std::string::npos) << e;
+  c.collective = Collective::AllGather;
+  EXPECT_NE(validation_error(two, ctx, c).find("implements allreduce"), std::string::npos) << validation_error(two, ctx, c);
+}
+
+#ifdef ARFIT_HAVE_NCCL
+TEST(KernelStrategies, NcclDescriptorsValidateBeforeTouchingNccl) {
+  StrategyContext ctx;
+  ctx.nranks = 4;
+  StrategyCase c;
+  c.nranks = 4;
+  c.count = 1024;
+  const StrategyDescriptor& ar = *find_strategy("NCCL", Collective::AllReduce);
+  EXPECT_NE(validation_error(ar, ctx, c).find("needs an NCCL communicator"), std::string::npos);
+  int fake_comm = 0;  // never dereferenced by validate
+  ctx.nccl_comm = &fake_comm;
+  EXPECT_EQ(validation_error(ar, ctx, c), "");
+  ctx.local_ranks = 4;
+  EXPECT_NE(validation_error(ar, ctx, c).find("one rank per process"), std::string::npos);
+  ctx.local_ranks = 1;
+  c.fusion = FusionOp::ResidualRmsNormQuantNvfp4;
+  c.hidden = 256;
+  EXPECT_NE(validation_error(ar, ctx, c).find("fusion RESIDUAL_RMS_NORM_QUANT_NVFP4 with dtype bf16 is not supported"),
+            std::string::npos)
+      << validation_error(ar, ctx, c);
+  c.fusion = FusionOp::ResidualRmsNorm;
+  c.hidden = 250;
+  EXPECT_NE(validation_error(ar, ctx, c).find("hidden a multiple of 8"), std::string::npos) << validation_error(ar, ctx, c);
+
+  const StrategyDescriptor& a2av = *find_strategy("NCCL", Collective::AllToAllV);
+  StrategyCase v;
+  v.collective = Collective::AllToAllV;
+  v.nranks = 2;
+  v.alltoallv_counts = {1, 2, 3};
+  ctx.nranks = 2;
+  EXPECT_NE(validation_error(a2av, ctx, v).find("expected nranks * nranks = 4"), std::string::npos) << validation_error(a2av, ctx, v);
+  v.alltoallv_counts = {1, 2, 3, 6};
+  EXPECT_EQ(validation_error(a2av, ctx, v), "");
+  EXPECT_EQ(a2av.message_bytes(v), 12 / 2 * 2);  // mean bytes sent per rank, bf16
+  v.fusion = FusionOp::ResidualRmsNorm;
+  EXPECT_NE(validation_error(a2av, ctx, v).find("fusion RESIDUAL_RMS_NORM"), std::string::npos);
+
+  const StrategyDescriptor& a2a = *find_strategy("NCCL", Collective::AllToAll);
+  StrategyCase t;
+  t.collective = Collective::AllToAll;
+  t.nranks = 2;
+  t.count = 7;
+  EXPECT_NE(validation_error(a2a, ctx, t).find("multiple of nranks"), std::string::npos);
+
+  const StrategyDescriptor& ag = *find_strategy("NCCL", Collective::AllGather);
+  StrategyCase g;
+  g.collective = Collective::AllGather;
+  g.nranks = 8;
+  g.count = 100;
+  g.dtype = DType::FP32;
+  EXPECT_EQ(ag.message_bytes(g), 3200);  // nccl-tests: received bytes
+}
+#endif
+
+TEST(KernelStrategies, ChecksCountPoisonedAndWrongElements) {
+  // Poison (all ones) is NaN in every dtype: a never-written output fails.
+  for (DType dtype : {DType::BF16, DType::FP16, DType::FP32}) {
+    std::vector<unsigned char> poisoned(static_cast<std::size_t>(10 * dtype_bytes(dtype)), detail::kPoisonByte);
+    CheckResult r;
+    detail::compare_elements(r, dtype, poisoned, std::vector<double>(10, 1.0), std::vector<double>(10, 1.0),
+                             relative_tolerance(dtype), "out");
+    EXPECT_EQ(r.checked, 10);
+    EXPECT_EQ(r.wrong, 10);
+    EXPECT_NE(r.first_wrong.find("out[0]: got NaN (the poison pattern"), std::string::npos) << r.first_wrong;
+  }
+  std::vector<unsigned char> good(8);
+  float values[2] = {1.0f, 2.5f};
+  std::memcpy(good.data(), values, 8);
+  CheckResult ok;
+  detail::compare_elements(ok, DType::FP32, good, {1.0, 2.5}, {1.0, 2.5}, 1e-5, "out");
+  EXPECT_TRUE(ok.ok());
+  CheckResult off;
+  detail::compare_elements(off, DType::FP32, good, {1.0, 2.6}, {1.0, 2.5}, 1e-5, "out");
+  EXPECT_EQ(off.wrong, 1);
+  EXPECT_NE(off.first_wrong.find("out[1]: got 2.5, expected 2.6"), std::string::npos) << off.first_wrong;
+  CheckResult exact;
+  detail::compare_exact(exact, DType::FP32, good, 1, good, 0, 1, "recv");
+  EXPECT_EQ(exact.wrong, 1);
+  EXPECT_EQ(exact.checked, 1);
+}
+
+}  // namespace
+}  // namespace arfit::kernels

@@ -1,0 +1,121 @@
+// `arfit plot` end to end on small files written by the test: figures, .gp scripts, the index page, errors.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "model/sample_csv.h"
+#include "plot_fixtures.h"
+#include "plots/gnuplot_runner.h"
+#include "png_check.h"
+#include "test_support.h"
+
+namespace fs = std::filesystem;
+using arfit::testing::run_command;
+using arfit::testing::slurp;
+using arfit::testing::TempDir;
+
+namespace {
+
+bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+
+std::string write_toy_samples(const TempDir& tmp) {
+  arfit::SampleFile f;
+  for (std::int64_t t : {1, 16, 256, 4096})
+    for (std::int64_t h : {128, 1024, 8192})
+      for (int s = 0; s < 3; ++s) {
+        arfit::Sample x;
+        x.strategy = arfit::plots::fixtures::toy_strategies()[static_cast<std::size_t>(s)];
+        x.nranks = 2;
+        x.tokens = t;
+        x.hidden = h;
+        x.bytes = t * h * 2;
+        x.time_us = arfit::plots::fixtures::toy_strategy_us(s, t, h);
+        x.device = "toy-gpu";
+        f.samples.push_back(x);
+      }
+  std::string path = tmp.file("toy.csv");
+  arfit::write_samples_csv(path, f);
+  return path;
+}
+
+class PlotCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (arfit::plots::find_gnuplot().empty()) GTEST_SKIP() << "gnuplot is not installed (apt-get install gnuplot-nox)";
+  }
+  TempDir tmp_;
+};
+
+TEST_F(PlotCli, BestDiffHeatmapFromSamplesAndIndex) {
+  std::string csv = write_toy_samples(tmp_);
+  std::string out = tmp_.file("fig"), index = tmp_.file("index.html");
+  for (const char* kind : {"best", "diff", "heatmap"}) {
+    auto r = run_command(arfit::testing::arfit_bin() + " plot " + kind + " " + csv + " -o " + out + " --index " + index);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_TRUE(has(r.output, "wrote ")) << r.output;
+  }
+  auto png = arfit::plots::testing::read_png_header(out + "/best_toy-gpu_tp2.png");
+  EXPECT_TRUE(png.valid) << png.problem;
+  std::string gp = slurp(out + "/best_toy-gpu_tp2.gp");
+  EXPECT_TRUE(has(gp, "# title: toy-gpu · allreduce · TP2 · bf16 · best strategy per cell (measured)")) << gp.substr(0, 300);
+  EXPECT_TRUE(has(gp, "title 'NCCL ")) << gp;
+  EXPECT_TRUE(arfit::plots::testing::read_png_header(out + "/diff_toy-gpu_tp2_NONE.png").valid);
+  EXPECT_TRUE(arfit::plots::testing::read_png_header(out + "/heatmap_toy-gpu_tp2_NONE.png").valid);
+
+  std::string html = slurp(index);
+  EXPECT_TRUE(has(html, "<img src=\"fig/best_toy-gpu_tp2.png\"")) << html;
+  EXPECT_TRUE(has(html, "fig/diff_toy-gpu_tp2_NONE.png"));
+  EXPECT_TRUE(has(html, "3 figures"));
+  EXPECT_FALSE(has(html, "<script"));
+
+  // the index command rebuilds the same page from the folder alone
+  auto r = run_command(arfit::testing::arfit_bin() + " plot index " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has(slurp(out + "/index.html"), "<img src=\"best_toy-gpu_tp2.png\""));
+}
+
+TEST_F(PlotCli, FitAndErrorsFromJson) {
+  std::string csv = write_toy_samples(tmp_);
+  std::string out = tmp_.file("fig");
+  auto r = run_command(arfit::testing::arfit_bin() + " plot fit " + csv + " -o " + out + " --format both");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(fs::exists(out + "/fit_toy-gpu_allreduce_ONESHOT_NONE_bf16_n2.svg")) << r.output;
+  EXPECT_TRUE(arfit::plots::testing::read_png_header(out + "/fit_toy-gpu_allreduce_ONESHOT_NONE_bf16_n2.png").valid);
+
+  nlohmann::json eval = {{"protocol", "sparse4"},
+                         {"methods", {{"auto", {{"gmae", 1.5}, {"median", 1.0}, {"p90", 4.0}}}}},
+                         {"points", {{{"method", "auto"}, {"measured_us", 10.0}, {"predicted_us", 10.4}},
+                                     {{"method", "auto"}, {"measured_us", 100.0}, {"predicted_us", 97.0}}}}};
+  std::string ej = tmp_.write("eval.json", eval.dump());
+  r = run_command(arfit::testing::arfit_bin() + " plot errors " + ej + " -o " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* f : {"errors_eval_summary", "errors_eval_scatter", "errors_eval_hist"})
+    EXPECT_TRUE(arfit::plots::testing::read_png_header(out + "/" + f + ".png").valid) << f;
+}
+
+TEST_F(PlotCli, BadInvocationsExitNonZeroWithReason) {
+  std::string out = tmp_.file("fig");
+  auto r = run_command(arfit::testing::arfit_bin() + " plot best " + tmp_.file("missing.csv") + " -o " + out);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(has(r.output, "missing.csv")) << r.output;
+  std::string csv = write_toy_samples(tmp_);
+  r = run_command(arfit::testing::arfit_bin() + " plot best " + csv);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  r = run_command(arfit::testing::arfit_bin() + " plot regret " + csv + " -o " + out);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "regret needs")) << r.output;
+  r = run_command(arfit::testing::arfit_bin() + " plot best " + csv + " -o " + out + " --format jpeg");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  std::string bad = tmp_.write("bad.csv", "#arfit-samples v1\ncollective,strategy,nranks,bytes,time_us\nallreduce,NCCL,2,abc,1\n");
+  r = run_command(arfit::testing::arfit_bin() + " plot fit " + bad + " -o " + out);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(has(r.output, "bad.csv:3")) << r.output;
+  r = run_command("ARFIT_GNUPLOT=/nonexistent/gnuplot " + arfit::testing::arfit_bin() + " plot best " + csv + " -o " + out);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(has(r.output, "gnuplot not found")) << r.output;
+  EXPECT_FALSE(fs::exists(out + "/best_toy-gpu_tp2.png"));
+}
+
+}  // namespace

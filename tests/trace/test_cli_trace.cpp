@@ -1,0 +1,155 @@
+// End-to-end: the arfit executable's breakdown and whatif commands on the hand-written inputs.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "model/atomic_file.h"
+#include "plots/gnuplot_runner.h"
+#include "trace_test_util.h"
+
+namespace fs = std::filesystem;
+using arfit::testing::run_command;
+using arfit::testing::slurp;
+using arfit::testing::TempDir;
+
+namespace {
+
+std::string arfit_cmd(const std::string& args) { return arfit::testing::arfit_bin() + " " + args; }
+
+std::size_t files_in(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return 0;
+  std::size_t n = 0;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); it != fs::recursive_directory_iterator(); ++it) ++n;
+  return n;
+}
+
+const char* kNoCollective = R"J({"context": {"model": "tiny", "batch_size": 1, "prompt_len": 8, "output_len": 1, "tensor_parallel_size": 1},
+  "prefill": {"summary_stats": [
+    {"entry": {"name": "Layer", "cuda_time_us": 30, "invocations": 1}, "children": [
+      {"entry": {"name": "ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_stages_64x4_tn", "cuda_time_us": 20, "invocations": 1}},
+      {"entry": {"name": "void vllm::rms_norm_kernel<c10::BFloat16>(c10::BFloat16*)", "cuda_time_us": 10, "invocations": 1}}]}]},
+  "decode_1": {"summary_stats": [
+    {"entry": {"name": "ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_stages_64x4_tn", "cuda_time_us": 2, "invocations": 1}}]}})J";
+
+}  // namespace
+
+TEST(TraceCli, BreakdownWritesTablesAndFigures) {
+  TempDir dir;
+  std::string out = dir.file("out");
+  bool figures = !arfit::plots::find_gnuplot().empty();
+  auto r = run_command(arfit_cmd("breakdown " + trace_data("vllm_tp2_small.json") + " -o " + out + " --top 5 --decode-steps 1" +
+                             (figures ? "" : " --no-figures")));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::string classes = slurp(out + "/breakdown_classes.csv");
+  EXPECT_NE(classes.find("prefill,prefill,0,custom_ar_1stage,Custom AR 1-stage,1,30.000,4.39,2"), std::string::npos) << classes;
+  EXPECT_NE(slurp(out + "/comm_share.csv").find("decode_1,decode,1,24.000,11.000,45.83"), std::string::npos);
+  EXPECT_NE(slurp(out + "/unmatched_kernels.csv").find("sample_tokens_kernel"), std::string::npos);
+  EXPECT_NE(r.output.find("1 kernel name(s) matched no classification rule"), std::string::npos) << r.output;
+  std::string entries = slurp(out + "/breakdown_entries.csv");
+  EXPECT_NE(entries.find(",others,"), std::string::npos);
+  if (figures) {
+    for (const char* f : {"breakdown_classes_prefill", "breakdown_classes_decode", "breakdown_entries_prefill",
+                          "breakdown_entries_decode", "comm_share"}) {
+      EXPECT_GT(fs::file_size(out + "/" + f + ".png"), 1000u) << f;
+      EXPECT_TRUE(fs::exists(out + "/" + f + ".gp")) << f;
+    }
+    // --decode-steps 1: only the last decode step is drawn.
+    std::string gp = slurp(out + "/breakdown_classes_decode.gp");
+    EXPECT_NE(gp.find("decode 2"), std::string::npos);
+    EXPECT_EQ(gp.find("decode 1"), std::string::npos);
+  }
+  // No staging leftovers.
+  for (const auto& e : fs::directory_iterator(out)) EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos);
+}
+
+TEST(TraceCli, ModuleLevelFoldAndUserRules) {
+  TempDir dir;
+  std::string rules = dir.write("rules.json", R"({"classes": [{"id": "sampling", "label": "Sampling"}],
+                                                  "rules": [{"class": "sampling", "regex": "sample_tokens"}]})");
+  auto r = run_command(arfit_cmd("breakdown " + trace_data("vllm_tp2_small.json") + " -o " + dir.file("o") +
+                             " --no-figures --level module --top 0 --fold LogitsProcessor --rules " + rules));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::string classes = slurp(dir.file("o/breakdown_classes.csv"));
+  EXPECT_NE(classes.find("prefill,prefill,0,sampling,Sampling,0,3.000"), std::string::npos) << classes;
+  EXPECT_NE(classes.find("folded:LogitsProcessor,LogitsProcessor,0,34.000"), std::string::npos) << classes;
+  EXPECT_EQ(classes.find("unmatched"), std::string::npos);
+  std::string entries = slurp(dir.file("o/breakdown_entries.csv"));
+  // Module level: the two RMSNorm modules share a name and are told apart by their parents; the folded
+  // LogitsProcessor is one entry with its own class.
+  EXPECT_NE(entries.find("prefill,prefill,0,LlamaDecoderLayer/RMSNorm(weight=bfloat16[2048]),RMSNorm(weight=bfloat16[2048]),,8.000"),
+            std::string::npos) << entries;
+  EXPECT_NE(entries.find("prefill,prefill,0,LlamaForCausalLM/RMSNorm(weight=bfloat16[2048]),RMSNorm(weight=bfloat16[2048]),,2.000"),
+            std::string::npos) << entries;
+  EXPECT_NE(entries.find("prefill,prefill,0,LogitsProcessor,LogitsProcessor,folded:LogitsProcessor,34.000"), std::string::npos);
+  EXPECT_EQ(slurp(dir.file("o/unmatched_kernels.csv")), "kernel,time_us,invocations,phases\n");
+}
+
+TEST(TraceCli, NsysTraceWithNvtxPhases) {
+  TempDir dir;
+  auto r = run_command(arfit_cmd("breakdown " + trace_data("nsys_gpu_trace.csv") + " --nvtx " + trace_data("nsys_nvtx_gpu_proj.csv") +
+                             " -o " + dir.file("o") + " --no-figures --phase prefill decode_2"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::string comm = slurp(dir.file("o/comm_share.csv"));
+  EXPECT_EQ(comm, "phase,kind,step,total_us,comm_us,comm_share_pct\nprefill,prefill,0,110.000,30.000,27.27\n"
+                  "decode_2,decode,2,9.000,3.000,33.33\n");
+}
+
+TEST(TraceCli, MalformedProfilesFailCleanly) {
+  TempDir dir;
+  struct Case {
+    std::string name, content, expect;
+  };
+  std::vector<Case> cases = {
+      {"noctx.json", R"({"prefill": {"summary_stats": []}})", "missing top-level 'context'"},
+      {"noprefill.json", R"({"context": {}, "decode_1": {"summary_stats": []}})", "no prefill step"},
+      {"nonnum.json", "{\"context\": {},\n \"prefill\": {\"summary_stats\": [\n {\"entry\": {\"name\": \"k\", \"cuda_time_us\": \"fast\"}}]}}",
+       "nonnum.json:3: at prefill.summary_stats[0].entry.cuda_time_us: 'cuda_time_us' must be a number"},
+      {"cyclic.json", R"({"context": {}, "prefill": {"summary_stats": [{"entry": {"name": "A", "cuda_time_us": 1}, "children": [
+         {"entry": {"name": "A", "cuda_time_us": 1}, "children": [{"entry": {"name": "k", "cuda_time_us": 1}}]}]}]}})", "cyclic"},
+  };
+  for (const auto& c : cases) {
+    std::string path = dir.write(c.name, c.content);
+    std::string out = dir.file("out_" + c.name);
+    auto r = run_command(arfit_cmd("breakdown " + path + " -o " + out));
+    EXPECT_EQ(r.exit_code, 1) << c.name << ": " << r.output;
+    EXPECT_NE(r.output.find(c.name), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find(c.expect), std::string::npos) << r.output;
+    EXPECT_EQ(files_in(out), 0u) << c.name;  // nothing written
+    auto w = run_command(arfit_cmd("whatif " + path + " --models " + dir.file("none.json") + " --tp 8"));
+    EXPECT_EQ(w.exit_code, 1) << w.output;
+    EXPECT_NE(w.output.find(c.expect), std::string::npos) << w.output;
+  }
+}
+
+TEST(TraceCli, FailedRenderLeavesNoPartialOutput) {
+  TempDir dir;
+  std::string out = dir.file("o");
+  auto r = run_command("ARFIT_GNUPLOT=/bin/false " + arfit_cmd("breakdown " + trace_data("vllm_tp2_small.json") + " -o " + out));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(files_in(out), 0u);
+}
+
+TEST(TraceCli, UsageErrors) {
+  TempDir dir;
+  auto r = run_command(arfit_cmd("breakdown " + trace_data("vllm_tp2_small.json") + " -o " + dir.file("o") + " --phase decode_9"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("phases are: prefill decode_1 decode_2"), std::string::npos) << r.output;
+  r = run_command(arfit_cmd("breakdown " + trace_data("vllm_tp2_small.json") + " -o " + dir.file("o") + " --level layer"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(files_in(dir.file("o")), 0u);
+}
+
+TEST(TraceCli, NoCollectiveStillBreaksDownAndWhatifSaysSo) {
+  TempDir dir;
+  std::string prof = dir.write("tp1.json", kNoCollective);
+  auto r = run_command(arfit_cmd("breakdown " + prof + " -o " + dir.file("o") + " --no-figures"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(slurp(dir.file("o/comm_share.csv")).find("prefill,prefill,0,30.000,0.000,0.00"), std::string::npos);
+  EXPECT_NE(slurp(dir.file("o/breakdown_classes.csv")).find("prefill,prefill,0,rms_norm,RMSNorm,0,10.000"), std::string::npos);
+  // A valid, empty model set: nothing needs predicting.
+  std::string models = dir.write("models.json", R"({"schema": "arfit-models", "schema_version": 1, "groups": []})");
+  auto w = run_command(arfit_cmd("whatif " + prof + " --models " + models + " --tp 8"));
+  EXPECT_EQ(w.exit_code, 0) << w.output;
+  EXPECT_NE(w.output.find("no recognised collective kernel in " + prof + ": nothing to re-predict"), std::string::npos) << w.output;
+}

@@ -1,0 +1,142 @@
+#include "trace/classify.h"
+
+#include <nlohmann/json.hpp>
+
+#include "model/atomic_file.h"
+#include "model/errors.h"
+#include "trace/json_locate.h"
+
+namespace arfit::trace {
+
+namespace {
+using nlohmann::json;
+
+[[noreturn]] void fail(const std::string& text, const std::string& name, const JsonPath& path, const std::string& what) {
+  throw InputError(name, json_line_of(text, path), "", "at " + format_json_path(path) + ": " + what);
+}
+
+std::string str_field(const std::string& text, const std::string& name, const json& obj, const JsonPath& path,
+                      const std::string& key, bool required) {
+  auto it = obj.find(key);
+  JsonPath p = path;
+  p.emplace_back(key);
+  if (it == obj.end()) {
+    if (required) fail(text, name, path, "missing field '" + key + "'");
+    return "";
+  }
+  if (!it->is_string()) fail(text, name, p, "'" + key + "' must be a string, got " + std::string(it->type_name()));
+  return it->get<std::string>();
+}
+}  // namespace
+
+RuleTable RuleTable::parse(const std::string& text, const std::string& name) {
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw InputError(name, line_of_offset(text, e.byte > 0 ? e.byte - 1 : 0), "", std::string("invalid JSON: ") + e.what());
+  }
+  if (!root.is_object()) throw InputError(name, 1, "", "a rule file must be a JSON object with 'classes' and/or 'rules'");
+  RuleTable t;
+  if (auto c = root.find("classes"); c != root.end()) {
+    if (!c->is_array()) fail(text, name, {std::string("classes")}, "'classes' must be an array");
+    for (std::size_t i = 0; i < c->size(); ++i) {
+      JsonPath p{std::string("classes"), i};
+      const json& cj = (*c)[i];
+      if (!cj.is_object()) fail(text, name, p, "a class must be an object");
+      OpClass oc;
+      oc.id = str_field(text, name, cj, p, "id", true);
+      oc.label = str_field(text, name, cj, p, "label", false);
+      if (oc.label.empty()) oc.label = oc.id;
+      if (auto k = cj.find("communication"); k != cj.end()) {
+        if (!k->is_boolean()) fail(text, name, {std::string("classes"), i, std::string("communication")}, "must be true or false");
+        oc.communication = k->get<bool>();
+      }
+      std::string coll = str_field(text, name, cj, p, "collective", false);
+      if (!coll.empty()) {
+        oc.collective = try_parse_collective(coll);
+        if (!oc.collective) fail(text, name, {std::string("classes"), i, std::string("collective")}, "unknown collective '" + coll + "'");
+        oc.communication = true;
+      }
+      oc.strategy = str_field(text, name, cj, p, "strategy", false);
+      std::string fusion = str_field(text, name, cj, p, "fusion", false);
+      if (!fusion.empty()) {
+        auto f = try_parse_fusion(fusion);
+        if (!f) fail(text, name, {std::string("classes"), i, std::string("fusion")}, "unknown fusion '" + fusion + "'");
+        oc.fusion = *f;
+      }
+      t.classes_.push_back(std::move(oc));
+    }
+  }
+  if (auto r = root.find("rules"); r != root.end()) {
+    if (!r->is_array()) fail(text, name, {std::string("rules")}, "'rules' must be an array");
+    for (std::size_t i = 0; i < r->size(); ++i) {
+      JsonPath p{std::string("rules"), i};
+      const json& rj = (*r)[i];
+      if (!rj.is_object()) fail(text, name, p, "a rule must be an object {\"class\": ..., \"regex\": ...}");
+      KernelRule kr;
+      kr.op_class = str_field(text, name, rj, p, "class", true);
+      kr.pattern = str_field(text, name, rj, p, "regex", true);
+      try {
+        kr.re = std::regex(kr.pattern, std::regex::ECMAScript | std::regex::icase | std::regex::optimize);
+      } catch (const std::regex_error& e) {
+        fail(text, name, {std::string("rules"), i, std::string("regex")}, "invalid regex '" + kr.pattern + "': " + e.what());
+      }
+      t.rules_.push_back(std::move(kr));
+    }
+  }
+  return t;
+}
+
+const RuleTable& RuleTable::defaults() {
+  static const RuleTable t = [] {
+    RuleTable d = parse(default_rules_json(), "<built-in default_rules.json>");
+    for (const auto& r : d.rules_)
+      if (!d.find_class(r.op_class)) throw std::logic_error("built-in rule names unknown class " + r.op_class);
+    return d;
+  }();
+  return t;
+}
+
+RuleTable RuleTable::load_user(const std::string& path) {
+  std::string text = read_file(path);
+  RuleTable user = parse(text, path);
+  bool replace = false;
+  try {
+    auto j = nlohmann::json::parse(text);
+    if (auto it = j.find("replace_defaults"); it != j.end()) {
+      if (!it->is_boolean()) fail(text, path, {std::string("replace_defaults")}, "must be true or false");
+      replace = it->get<bool>();
+    }
+  } catch (const nlohmann::json::exception&) {
+  }
+  RuleTable out;
+  if (!replace) out = defaults();
+  // User classes: new ones are added, existing ids are overridden.
+  for (const auto& c : user.classes_) {
+    bool replaced = false;
+    for (auto& oc : out.classes_)
+      if (oc.id == c.id) { oc = c; replaced = true; }
+    if (!replaced) out.classes_.push_back(c);
+  }
+  out.rules_.insert(out.rules_.begin(), user.rules_.begin(), user.rules_.end());
+  for (std::size_t i = 0; i < user.rules_.size(); ++i)
+    if (!out.find_class(user.rules_[i].op_class))
+      fail(text, path, {std::string("rules"), i, std::string("class")},
+           "unknown class '" + user.rules_[i].op_class + "' (declare it under 'classes')");
+  return out;
+}
+
+const OpClass* RuleTable::classify(const std::string& kernel_name) const {
+  for (const auto& r : rules_)
+    if (std::regex_search(kernel_name, r.re)) return find_class(r.op_class);
+  return nullptr;
+}
+
+const OpClass* RuleTable::find_class(const std::string& id) const {
+  for (const auto& c : classes_)
+    if (c.id == id) return &c;
+  return nullptr;
+}
+
+}  // namespace arfit::trace

@@ -1,0 +1,45 @@
+// Figures of a breakdown, as plain data first (plots::StackedBarData and CommShareData), rendered through the
+// shared gnuplot runner (plots/gnuplot_runner.h) as the last, thin step.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "plots/figures.h"
+#include "plots/gnuplot_runner.h"
+#include "trace/breakdown.h"
+
+namespace arfit::trace {
+
+// Bar labels: "prefill", "decode 1", ... or the phase name.
+std::string bar_label(const PhaseBreakdown& p);
+
+// Which phases a figure shows: prefill (with any other non-decode phases, e.g. nsys "all") and the decode
+// steps are drawn in separate figures, since a prefill step is often 10-100x longer than a decode step.
+enum class FigurePart { Prefill, Decode };
+// Indices of the phases of that part: every non-decode phase, or the decimated decode steps (figure_phases).
+std::vector<std::size_t> part_phases(const Breakdown& b, FigurePart part, std::size_t decode_steps);
+
+// Time per op class for the given phases.
+plots::StackedBarData class_bars(const Breakdown& b, const std::vector<std::size_t>& phases);
+// Time per entry (top K + others) for the given phases, with shortened, unique legend names.
+plots::StackedBarData entry_bars(const Breakdown& b, const std::vector<std::size_t>& phases);
+// Removes series that are zero in every bar (classes absent from the decode steps, say).
+void drop_empty_series(plots::StackedBarData& d);
+// The shared stacked-bar figure, with a right margin wide enough for the longest legend name.
+plots::Figure stacked_figure(const plots::StackedBarData& d, const std::string& stem);
+
+struct CommShareData {
+  std::string title;
+  std::vector<std::string> bars;
+  std::vector<double> share_pct;  // communication share of each bar's phase, percent
+};
+// Every non-decode phase and the decimated decode steps.
+CommShareData comm_share_bars(const Breakdown& b, std::size_t decode_steps);
+plots::Figure comm_share_figure(const CommShareData& d, const std::string& stem);
+
+// Legend names: shorten_name() of each entry, disambiguated by (shortened) call path where shortening or
+// duplicates made them collide. "others" stays "others".
+std::vector<std::string> legend_names(const std::vector<EntryTime>& entries);
+
+}  // namespace arfit::trace

@@ -1,0 +1,47 @@
+#include "trace/load.h"
+
+#include <stdexcept>
+
+#include "model/atomic_file.h"
+#include "model/errors.h"
+#include "trace/nsys_csv.h"
+#include "trace/vllm_profile.h"
+
+namespace arfit::trace {
+
+Profile load_profile(const std::string& path, const LoadOptions& opt) {
+  std::string text;
+  try {
+    text = read_file(path);
+  } catch (const std::exception& e) {
+    throw InputError(path, 0, "", std::string("cannot read the profile: ") + e.what());
+  }
+  std::string format = opt.format;
+  if (format == "auto") {
+    if (looks_like_vllm_profile(text)) format = "vllm";
+    else if (looks_like_nsys_csv(text)) format = "nsys";
+    else
+      throw InputError(path, 0, "",
+                       "unrecognised profile format: expected vLLM layerwise JSON (with 'context' and 'prefill') or an nsys "
+                       "stats CSV (cuda_gpu_kern_sum / cuda_gpu_trace); force one with --format");
+  }
+  if (!opt.nvtx_path.empty() && format != "nsys")
+    throw InputError(opt.nvtx_path, 0, "", "NVTX ranges apply to nsys cuda_gpu_trace CSV only; " + path + " is a vLLM profile");
+  if (format == "vllm") return parse_vllm_profile(text, path);
+  if (format == "nsys") {
+    NsysOptions no;
+    if (!opt.nvtx_path.empty()) {
+      try {
+        no.nvtx_text = read_file(opt.nvtx_path);
+      } catch (const std::exception& e) {
+        throw InputError(opt.nvtx_path, 0, "", std::string("cannot read the NVTX report: ") + e.what());
+      }
+      no.nvtx_name = opt.nvtx_path;
+      if (no.nvtx_text.empty()) throw InputError(opt.nvtx_path, 0, "", "empty NVTX report");
+    }
+    return parse_nsys_csv(text, path, no);
+  }
+  throw std::invalid_argument("unknown profile format '" + format + "' (expected auto, vllm or nsys)");
+}
+
+}  // namespace arfit::trace

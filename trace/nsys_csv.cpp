@@ -1,0 +1,267 @@
+#include "trace/nsys_csv.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "model/atomic_file.h"
+#include "model/errors.h"
+#include "model/sample_csv.h"
+
+namespace arfit::trace {
+namespace {
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string trim(const std::string& s) {
+  auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  auto e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+struct Table {
+  std::vector<std::string> header;
+  long header_line = 0;
+  std::vector<std::pair<long, std::vector<std::string>>> rows;  // (1-based line, cells)
+};
+
+// Header: the first line that has a "Name" column and a time column.
+Table read_table(const std::string& text, const std::string& name, const char* what) {
+  Table t;
+  std::istringstream in(text);
+  std::string line;
+  long lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (trim(line).empty()) continue;
+    auto cells = split_csv_line(line);
+    for (auto& c : cells) c = trim(c);
+    if (t.header.empty()) {
+      bool has_name = false, has_time = false;
+      for (const auto& c : cells) {
+        std::string l = lower(c);
+        if (l == "name") has_name = true;
+        if (l.find("time") != std::string::npos || l.find("duration") != std::string::npos || l.find("start") != std::string::npos) has_time = true;
+      }
+      if (has_name && has_time) {
+        t.header = cells;
+        t.header_line = lineno;
+      }
+      continue;
+    }
+    t.rows.emplace_back(lineno, std::move(cells));
+  }
+  if (t.header.empty())
+    throw InputError(name, 0, "", std::string("no CSV header with a 'Name' and a time column found (expected ") + what + ")");
+  return t;
+}
+
+// Column whose lower-cased name starts with `prefix` (units in parentheses follow); -1 if none.
+int find_col(const Table& t, const std::vector<std::string>& prefixes) {
+  for (const auto& p : prefixes)
+    for (std::size_t i = 0; i < t.header.size(); ++i) {
+      std::string h = lower(t.header[i]);
+      if (h == p || h.rfind(p + " (", 0) == 0 || h.rfind(p + "(", 0) == 0) return static_cast<int>(i);
+    }
+  return -1;
+}
+
+// Microseconds per unit named in the header, "(ns)" by default (nsys' default unit).
+double unit_to_us(const std::string& header) {
+  std::string h = lower(header);
+  if (h.find("(us)") != std::string::npos || h.find("(μs)") != std::string::npos) return 1.0;
+  if (h.find("(ms)") != std::string::npos) return 1e3;
+  if (h.find("(s)") != std::string::npos) return 1e6;
+  return 1e-3;
+}
+
+double cell_number(const Table& t, const std::pair<long, std::vector<std::string>>& row, int col, const std::string& name) {
+  const std::string& field = t.header[static_cast<std::size_t>(col)];
+  if (static_cast<std::size_t>(col) >= row.second.size())
+    throw InputError(name, row.first, field, "missing cell (row has " + std::to_string(row.second.size()) + " columns)");
+  std::string s = row.second[static_cast<std::size_t>(col)];
+  s.erase(std::remove(s.begin(), s.end(), ','), s.end());  // thousands separators
+  try {
+    std::size_t used = 0;
+    double v = std::stod(s, &used);
+    if (used != s.size() || !std::isfinite(v)) throw std::invalid_argument("trailing");
+    return v;
+  } catch (const std::exception&) {
+    throw InputError(name, row.first, field, "expected a number, got '" + row.second[static_cast<std::size_t>(col)] + "'");
+  }
+}
+
+int require_col(const Table& t, const std::vector<std::string>& prefixes, const std::string& name) {
+  int c = find_col(t, prefixes);
+  if (c < 0) throw InputError(name, t.header_line, prefixes.front(), "column missing from the header");
+  return c;
+}
+
+struct NvtxRange {
+  double start_us, end_us;
+  std::string name;
+  PhaseKind kind;
+};
+
+std::vector<NvtxRange> read_nvtx(const std::string& text, const std::string& name) {
+  Table t = read_table(text, name, "an NVTX range report: nvtx_gpu_proj_trace or nvtx_pushpop_trace");
+  int c_name = require_col(t, {"name"}, name);
+  int c_start = find_col(t, {"projected start", "start"});
+  int c_dur = find_col(t, {"projected duration", "duration"});
+  int c_end = find_col(t, {"end"});
+  if (c_start < 0) throw InputError(name, t.header_line, "Start (ns)", "column missing from the header");
+  if (c_end < 0 && c_dur < 0) throw InputError(name, t.header_line, "End (ns)", "column missing (need End or Duration)");
+  std::vector<NvtxRange> out;
+  for (const auto& row : t.rows) {
+    if (static_cast<std::size_t>(c_name) >= row.second.size()) throw InputError(name, row.first, "Name", "missing cell");
+    std::string nm = row.second[static_cast<std::size_t>(c_name)];
+    std::string l = lower(nm);
+    PhaseKind kind;
+    if (l.find("prefill") != std::string::npos) kind = PhaseKind::Prefill;
+    else if (l.find("decode") != std::string::npos) kind = PhaseKind::Decode;
+    else continue;  // not a phase range (layers, NCCL calls, ...)
+    double start = cell_number(t, row, c_start, name) * unit_to_us(t.header[static_cast<std::size_t>(c_start)]);
+    double end = c_end >= 0 ? cell_number(t, row, c_end, name) * unit_to_us(t.header[static_cast<std::size_t>(c_end)])
+                            : start + cell_number(t, row, c_dur, name) * unit_to_us(t.header[static_cast<std::size_t>(c_dur)]);
+    if (end < start) throw InputError(name, row.first, "End (ns)", "range ends before it starts");
+    out.push_back({start, end, nm, kind});
+  }
+  std::sort(out.begin(), out.end(), [](const NvtxRange& a, const NvtxRange& b) { return a.start_us < b.start_us; });
+  return out;
+}
+
+struct KernelAgg {
+  double time_us = 0;
+  std::int64_t instances = 0;
+  long first_line = 0;
+};
+
+void add_phase_nodes(Phase& ph, const std::map<std::string, KernelAgg>& kernels, const std::string& name) {
+  std::vector<std::pair<std::string, KernelAgg>> v(kernels.begin(), kernels.end());
+  std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second.first_line < b.second.first_line; });
+  for (auto& [k, agg] : v) {
+    ProfileNode n;
+    n.name = k;
+    n.cuda_time_us = agg.time_us;
+    n.invocations = agg.instances;
+    n.where = name + ":" + std::to_string(agg.first_line);
+    ph.roots.push_back(std::move(n));
+  }
+}
+
+}  // namespace
+
+bool looks_like_nsys_csv(const std::string& text) {
+  std::string head = lower(text.substr(0, 4096));
+  return head.find("name") != std::string::npos &&
+         (head.find("total time") != std::string::npos || head.find("duration (") != std::string::npos);
+}
+
+Profile parse_nsys_csv(const std::string& text, const std::string& name, const NsysOptions& opt) {
+  Table t = read_table(text, name, "nsys stats --report cuda_gpu_kern_sum or cuda_gpu_trace, --format csv");
+  Profile prof;
+  prof.source = name;
+  int c_name = require_col(t, {"name"}, name);
+  int c_total = find_col(t, {"total time"});
+  if (c_total >= 0) {
+    // cuda_gpu_kern_sum: one row per kernel name.
+    if (!opt.nvtx_text.empty())
+      throw InputError(opt.nvtx_name, 0, "", "NVTX ranges need the per-kernel trace (cuda_gpu_trace); " + name +
+                                                 " is a kernel summary (cuda_gpu_kern_sum) that cannot be split by phase");
+    prof.format = "nsys-kern-sum";
+    int c_inst = require_col(t, {"instances", "calls", "count"}, name);
+    double unit = unit_to_us(t.header[static_cast<std::size_t>(c_total)]);
+    std::map<std::string, KernelAgg> kernels;
+    for (const auto& row : t.rows) {
+      if (static_cast<std::size_t>(c_name) >= row.second.size()) throw InputError(name, row.first, "Name", "missing cell");
+      const std::string& k = row.second[static_cast<std::size_t>(c_name)];
+      double total = cell_number(t, row, c_total, name) * unit;
+      double inst = cell_number(t, row, c_inst, name);
+      if (total < 0) throw InputError(name, row.first, t.header[static_cast<std::size_t>(c_total)], "negative time");
+      auto& a = kernels[k];
+      if (a.first_line == 0) a.first_line = row.first;
+      a.time_us += total;
+      a.instances += static_cast<std::int64_t>(inst);
+    }
+    Phase ph;
+    ph.name = "all";
+    add_phase_nodes(ph, kernels, name);
+    prof.phases.push_back(std::move(ph));
+    return prof;
+  }
+
+  // cuda_gpu_trace: one row per launch.
+  prof.format = "nsys-gpu-trace";
+  int c_start = require_col(t, {"start"}, name);
+  int c_dur = require_col(t, {"duration"}, name);
+  double ustart = unit_to_us(t.header[static_cast<std::size_t>(c_start)]);
+  double udur = unit_to_us(t.header[static_cast<std::size_t>(c_dur)]);
+  std::vector<NvtxRange> ranges;
+  if (!opt.nvtx_text.empty()) {
+    ranges = read_nvtx(opt.nvtx_text, opt.nvtx_name);
+    if (ranges.empty())
+      throw InputError(opt.nvtx_name, 0, "", "no NVTX range whose name contains 'prefill' or 'decode': cannot tell phases apart");
+  }
+  // Phase names in time order: prefill, prefill_2, ...; decode_1, decode_2, ...
+  std::vector<std::string> range_phase(ranges.size());
+  std::vector<int> range_step(ranges.size(), 0);
+  int nprefill = 0, ndecode = 0;
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    if (ranges[i].kind == PhaseKind::Prefill) {
+      ++nprefill;
+      range_phase[i] = nprefill == 1 ? "prefill" : "prefill_" + std::to_string(nprefill);
+    } else {
+      ++ndecode;
+      range_step[i] = ndecode;
+      range_phase[i] = "decode_" + std::to_string(ndecode);
+    }
+  }
+  std::map<std::string, std::map<std::string, KernelAgg>> per_phase;
+  for (const auto& row : t.rows) {
+    if (static_cast<std::size_t>(c_name) >= row.second.size()) throw InputError(name, row.first, "Name", "missing cell");
+    const std::string& k = row.second[static_cast<std::size_t>(c_name)];
+    double start = cell_number(t, row, c_start, name) * ustart;
+    double dur = cell_number(t, row, c_dur, name) * udur;
+    if (dur < 0) throw InputError(name, row.first, t.header[static_cast<std::size_t>(c_dur)], "negative duration");
+    std::string phase = ranges.empty() ? "all" : "outside_nvtx";
+    // Innermost phase range holding the start: the latest-starting one that contains it.
+    for (std::size_t i = 0; i < ranges.size(); ++i) {
+      if (ranges[i].start_us > start) break;
+      if (start < ranges[i].end_us) phase = range_phase[i];
+    }
+    auto& a = per_phase[phase][k];
+    if (a.first_line == 0) a.first_line = row.first;
+    a.time_us += dur;
+    a.instances += 1;
+  }
+  auto make = [&](const std::string& ph_name, PhaseKind kind, int step) {
+    Phase ph;
+    ph.name = ph_name;
+    ph.kind = kind;
+    ph.step = step;
+    auto it = per_phase.find(ph_name);
+    if (it != per_phase.end()) add_phase_nodes(ph, it->second, name);
+    prof.phases.push_back(std::move(ph));
+  };
+  if (ranges.empty()) {
+    make("all", PhaseKind::Other, 0);
+    return prof;
+  }
+  for (std::size_t i = 0; i < ranges.size(); ++i)
+    if (ranges[i].kind == PhaseKind::Prefill) make(range_phase[i], PhaseKind::Prefill, 0);
+  for (std::size_t i = 0; i < ranges.size(); ++i)
+    if (ranges[i].kind == PhaseKind::Decode) make(range_phase[i], PhaseKind::Decode, range_step[i]);
+  if (per_phase.count("outside_nvtx")) make("outside_nvtx", PhaseKind::Other, 0);
+  return prof;
+}
+
+Profile read_nsys_csv(const std::string& path, const NsysOptions& opt) { return parse_nsys_csv(read_file(path), path, opt); }
+
+}  // namespace arfit::trace

@@ -1,0 +1,30 @@
+// Readers for Nsight Systems reports exported as CSV:
+//   nsys stats --report cuda_gpu_kern_sum --format csv  -> one row per kernel name (total time, instances)
+//   nsys stats --report cuda_gpu_trace    --format csv  -> one row per kernel/memcpy/memset launch
+// and, to tell phases apart in a cuda_gpu_trace, an NVTX range report (nvtx_gpu_proj_trace, preferred since
+// its times are on the GPU timeline, or nvtx_pushpop_trace). Lines before the header (nsys' "Processing ..."
+// banner) are skipped; columns are found by name, and the time unit is read from the header ("(ns)", "(us)").
+#pragma once
+
+#include <string>
+
+#include "trace/profile.h"
+
+namespace arfit::trace {
+
+struct NsysOptions {
+  std::string nvtx_text;  // contents of an NVTX range report; empty = none
+  std::string nvtx_name;  // its file name, for messages
+};
+
+// Phases: without NVTX, one phase "all". With NVTX, ranges whose name contains "prefill" become prefill
+// phases and those containing "decode" decode steps (numbered in time order); each kernel goes to the
+// innermost such range holding its start; kernels outside every phase range go to a phase named
+// "outside_nvtx" (kept, never dropped). A kern_sum report cannot be split and rejects NVTX.
+// Throws arfit::InputError naming file, line and column on a missing header/column or a non-numeric cell.
+Profile parse_nsys_csv(const std::string& text, const std::string& name, const NsysOptions& opt = {});
+Profile read_nsys_csv(const std::string& path, const NsysOptions& opt = {});
+
+bool looks_like_nsys_csv(const std::string& text);
+
+}  // namespace arfit::trace
