@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/trace_inputs.h"
 #include "model/errors.h"
 #include "trace/breakdown.h"
 #include "trace/classify.h"
@@ -38,15 +39,7 @@ void run_breakdown(const BreakdownArgs& a) {
     throw UsageError(e.what());
   }
   trace::RuleTable rules = a.rules.empty() ? trace::RuleTable::defaults() : trace::RuleTable::load_user(a.rules);
-  trace::LoadOptions lo;
-  lo.format = a.format;
-  lo.nvtx_path = a.nvtx;
-  trace::Profile prof = trace::load_profile(a.profile, lo);
-  try {
-    prof = trace::select_phases(prof, a.phases);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(e.what());
-  }
+  trace::Profile prof = load_profile_phases(a.profile, a.format, a.nvtx, a.phases);
   for (const auto& f : a.fold)
     if (!trace::profile_has_node(prof, f))
       std::cerr << "arfit breakdown: warning: --fold '" << f << "' matches no node of " << prof.source << "\n";

@@ -7,6 +7,7 @@
 #include <memory>
 #include <sstream>
 
+#include "cli/cli_inputs.h"
 #include "cli/commands.h"
 #include "fit/eval.h"
 #ifdef ARFIT_HAVE_SELECT_EVAL
@@ -79,13 +80,7 @@ void run_eval(const EvalArgs& a) {
     if (name == a.protocol) fn = f;
   }
   if (!fn) throw UsageError("unknown --protocol '" + a.protocol + "' (known: " + known + ")");
-  ingest::Options io;
-  try {
-    io.format = ingest::parse_format(a.format);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(std::string("--format: ") + e.what());
-  }
-  const std::vector<Sample> samples = ingest::load_samples(a.files, io);
+  const std::vector<Sample> samples = load_samples_option(a.files, a.format);
   ProtocolOutput out;
   try {
     out = fn(samples, a);

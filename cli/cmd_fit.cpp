@@ -6,6 +6,7 @@
 #include <iostream>
 #include <memory>
 
+#include "cli/cli_inputs.h"
 #include "cli/commands.h"
 #include "fit/fit.h"
 #include "ingest/ingest.h"
@@ -34,13 +35,7 @@ void run_fit(const FitArgs& a) {
   fo.joint_n = !a.no_joint;
   if (a.threads < 1) throw UsageError("--threads must be at least 1");
   if (a.min_points < 2) throw UsageError("--min-points must be at least 2");
-  ingest::Options io;
-  try {
-    io.format = ingest::parse_format(a.format);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(std::string("--format: ") + e.what());
-  }
-  const std::vector<Sample> samples = ingest::load_samples(a.files, io);
+  const std::vector<Sample> samples = load_samples_option(a.files, a.format);
   const ModelSet set = fit::fit_model_set(samples, fo, a.files);
   const auto& groups = set.raw().at("groups");
   int ok = 0, bad = 0;

@@ -11,6 +11,7 @@
 #include <tuple>
 #include <vector>
 
+#include "cli/cli_inputs.h"
 #include "cli/commands.h"
 #include "ingest/ingest.h"
 #include "model/sample_csv.h"
@@ -52,11 +53,7 @@ std::string label(const Sample& s) {
 
 void run_ingest(const IngestArgs& a) {
   ingest::Options opt;
-  try {
-    opt.format = ingest::parse_format(a.format);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(std::string("--format: ") + e.what());
-  }
+  opt.format = ingest_format_option(a.format);
   if (!a.collective.empty()) {
     try {
       opt.collective = parse_collective(a.collective);

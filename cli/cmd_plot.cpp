@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/cli_inputs.h"
 #include "cli/commands.h"
 #include "codegen/table.h"
 #include "codegen/writers.h"
@@ -82,13 +83,7 @@ Inputs read_inputs(const std::vector<std::string>& paths, const std::string& ing
     in.sample_paths.push_back(p);
   }
   if (!in.sample_paths.empty()) {
-    ingest::Options o;
-    try {
-      o.format = ingest::parse_format(ingest_format);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(e.what());
-    }
-    in.samples = ingest::load_samples(in.sample_paths, o);
+    in.samples = load_samples_option(in.sample_paths, ingest_format, "--ingest-format");
   }
   return in;
 }

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/trace_inputs.h"
 #include "model/atomic_file.h"
 #include "model/errors.h"
 #include "model/model_set.h"
@@ -26,15 +27,7 @@ void run_whatif(const WhatIfArgs& a) {
   if (dtype_size(a.dtype) <= 0) throw UsageError("unknown --dtype '" + a.dtype + "'");
   if (a.prompt_len > 0 && a.batch_size <= 0) throw UsageError("--prompt-len needs --batch-size (prefill tokens = batch x prompt_len)");
   trace::RuleTable rules = a.rules.empty() ? trace::RuleTable::defaults() : trace::RuleTable::load_user(a.rules);
-  trace::LoadOptions lo;
-  lo.format = a.format;
-  lo.nvtx_path = a.nvtx;
-  trace::Profile prof = trace::load_profile(a.profile, lo);
-  try {
-    prof = trace::select_phases(prof, a.phases);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(e.what());
-  }
+  trace::Profile prof = load_profile_phases(a.profile, a.format, a.nvtx, a.phases);
   // Token counts the profile does not carry (nsys): from --batch-size/--prompt-len.
   if (a.batch_size > 0) {
     prof.context.batch_size = a.batch_size;
