@@ -1,14 +1,10 @@
 #include "codegen/table.h"
 
-#include "model/group_model.h"
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <limits>
-#include <map>
-#include <memory>
-#include <tuple>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -227,64 +223,8 @@ CandidateLister model_set_candidates(const ModelSet& models, const std::string& 
   };
 }
 
-namespace {
-
-// ModelSet::predict parses the matching groups from JSON on every call (about 3 parses per query); a table
-// asks ~5,000 queries. This cache keeps the parsed group a query resolves to and answers exactly as
-// ModelSet::predict's first step does (the group measured at this rank count, first in file order, with the
-// same ambiguous-dtype rule). Anything else -- no such group (joint-n fit), an SM transfer, an all-to-allv
-// split, an empty system -- goes to ModelSet::predict itself. A test checks both paths agree.
-class CachedModelSetPredictor {
- public:
-  explicit CachedModelSetPredictor(const ModelSet& m) : models_(m) {}
-
-  std::optional<Prediction> operator()(const PredictQuery& q) {
-    if (q.sm != 0 || !q.splits.empty() || q.system.empty() || q.nranks == 0) return models_.predict(q);
-    const Key k{q.system, q.collective, q.strategy, q.fusion, q.dtype.empty() ? "" : canonical_dtype(q.dtype), q.nnodes, q.nranks};
-    auto it = cache_.find(k);
-    if (it == cache_.end()) it = cache_.emplace(k, resolve(k)).first;
-    if (!it->second) return models_.predict(q);
-    const GroupModel& g = *it->second;
-    double bytes = q.bytes;
-    if (bytes <= 0 && q.tokens > 0 && q.hidden > 0)
-      bytes = static_cast<double>(q.tokens) * q.hidden * std::max(1, dtype_size(std::get<4>(k).empty() ? g.key.dtype : std::get<4>(k)));
-    if (!(bytes > 0)) return std::nullopt;
-    return g.predict(bytes);
-  }
-
- private:
-  using Key = std::tuple<std::string, Collective, std::string, FusionOp, std::string, int, int>;
-
-  // The group ModelSet::predict's first step would use, or nullopt (then ModelSet::predict answers).
-  std::optional<GroupModel> resolve(const Key& k) const {
-    const auto& [system, collective, strategy, fusion, dtype, nnodes, nranks] = k;
-    const nlohmann::json& j = models_.raw();
-    if (!j.contains("groups")) return std::nullopt;
-    std::optional<GroupModel> best;
-    for (const auto& g : j["groups"]) {
-      const auto& key = g.at("key");
-      if (key.at("system") != system || parse_collective(key.at("collective").get<std::string>()) != collective ||
-          key.at("strategy") != strategy || parse_fusion(key.at("fusion").get<std::string>()) != fusion)
-        continue;
-      if (!dtype.empty() && dtype != key.at("dtype").get<std::string>()) continue;
-      if (key.at("nnodes").get<int>() != nnodes || key.at("nranks").get<int>() != nranks) continue;
-      GroupModel m = GroupModel::from_json(g);
-      if (!m.ok) continue;
-      if (dtype.empty() && best && best->key.dtype != m.key.dtype) return std::nullopt;  // ambiguous: let predict() say so
-      if (!best) best = std::move(m);
-    }
-    return best;
-  }
-
-  const ModelSet& models_;
-  std::map<Key, std::optional<GroupModel>> cache_;
-};
-
-}  // namespace
-
 Predictor model_set_predictor(const ModelSet& models) {
-  auto cache = std::make_shared<CachedModelSetPredictor>(models);
-  return [cache](const PredictQuery& q) { return (*cache)(q); };
+  return [&models](const PredictQuery& q) { return models.predict(q); };
 }
 
 }  // namespace arfit::codegen

@@ -63,6 +63,13 @@ void check(bool ok, const std::string& field, const std::string& what) {
 
 }  // namespace
 
+// Evaluating a model needs its parsed form; parsing a group from JSON costs far more than predicting from it,
+// and codegen, plots and whatif predict thousands of cells from one set. So the set is parsed once, here.
+struct ModelSet::Parsed {
+  std::vector<GroupModel> groups;  // every group of the file, in file order (ok == false ones included)
+  std::vector<JointModel> joint;
+};
+
 ModelSet ModelSet::from_json(const nlohmann::json& j) {
   check(j.is_object(), "", "models file must be a JSON object");
   check(j.contains("schema") && j["schema"].is_string() && j["schema"] == "arfit-models", "schema",
@@ -71,10 +78,11 @@ ModelSet ModelSet::from_json(const nlohmann::json& j) {
   check(j["schema_version"].get<int>() == 1, "schema_version",
         "unsupported version " + j["schema_version"].dump() + " (this arfit reads 1)");
   check(j.contains("groups") && j["groups"].is_array(), "groups", "missing or not an array");
+  auto parsed = std::make_shared<Parsed>();
   size_t i = 0;
   for (const auto& g : j["groups"]) {
     try {
-      GroupModel::from_json(g);
+      parsed->groups.push_back(GroupModel::from_json(g));
     } catch (const std::exception& e) {
       throw InputError(kWhere, 0, "groups[" + std::to_string(i) + "]", e.what());
     }
@@ -85,7 +93,7 @@ ModelSet ModelSet::from_json(const nlohmann::json& j) {
     i = 0;
     for (const auto& g : j["joint"]) {
       try {
-        JointModel::from_json(g);
+        parsed->joint.push_back(JointModel::from_json(g));
       } catch (const std::exception& e) {
         throw InputError(kWhere, 0, "joint[" + std::to_string(i) + "]", e.what());
       }
@@ -94,6 +102,7 @@ ModelSet ModelSet::from_json(const nlohmann::json& j) {
   }
   ModelSet m;
   m.json_ = j;
+  m.parsed_ = std::move(parsed);
   return m;
 }
 
@@ -123,9 +132,8 @@ void ModelSet::save(const std::string& path) const { write_string_atomically(pat
 
 std::vector<GroupModelView> ModelSet::groups() const {
   std::vector<GroupModelView> out;
-  if (!json_.contains("groups")) return out;
-  for (const auto& g : json_["groups"]) {
-    GroupModel m = GroupModel::from_json(g);
+  if (!parsed_) return out;
+  for (const GroupModel& m : parsed_->groups) {
     if (!m.ok) continue;
     GroupModelView v;
     v.key = m.key;
@@ -142,9 +150,10 @@ std::vector<GroupModelView> ModelSet::groups() const {
 
 std::vector<std::string> ModelSet::systems() const {
   std::set<std::string> s;
-  for (const auto& v : groups()) s.insert(v.key.system);
-  if (json_.contains("joint"))
-    for (const auto& j : json_["joint"]) s.insert(j.at("key").at("system").get<std::string>());
+  if (!parsed_) return {};
+  for (const GroupModel& m : parsed_->groups)
+    if (m.ok) s.insert(m.key.system);
+  for (const JointModel& jm : parsed_->joint) s.insert(jm.key.system);
   return {s.begin(), s.end()};
 }
 
@@ -153,17 +162,15 @@ std::vector<std::string> ModelSet::strategies(const std::string& system, Collect
   for (const auto& v : groups())
     if ((system.empty() || v.key.system == system) && v.key.collective == c && v.key.fusion == f && v.key.nranks == nranks)
       s.insert(v.key.strategy);
-  if (json_.contains("joint"))
-    for (const auto& jj : json_["joint"]) {
-      JointModel jm = JointModel::from_json(jj);
+  if (parsed_)
+    for (const JointModel& jm : parsed_->joint)
       if ((system.empty() || jm.key.system == system) && jm.key.collective == c && jm.key.fusion == f) s.insert(jm.key.strategy);
-    }
   return {s.begin(), s.end()};
 }
 
 std::optional<Prediction> ModelSet::predict(const PredictQuery& q0) const {
   PredictQuery q = q0;
-  if (!json_.contains("groups")) return std::nullopt;
+  if (!parsed_) return std::nullopt;
   // Resolve the system when the set has only one.
   if (q.system.empty()) {
     const auto sys = systems();
@@ -171,21 +178,19 @@ std::optional<Prediction> ModelSet::predict(const PredictQuery& q0) const {
     q.system = sys[0];
   }
   // Candidate groups of this (system, collective, strategy, fusion[, dtype]).
-  std::vector<GroupModel> cands;
-  for (const auto& g : json_["groups"]) {
-    const auto& k = g.at("key");
-    if (k.at("system") != q.system || parse_collective(k.at("collective").get<std::string>()) != q.collective ||
-        k.at("strategy") != q.strategy || parse_fusion(k.at("fusion").get<std::string>()) != q.fusion)
+  std::vector<const GroupModel*> cands;
+  for (const GroupModel& m : parsed_->groups) {
+    const GroupKey& k = m.key;
+    if (!m.ok || k.system != q.system || k.collective != q.collective || k.strategy != q.strategy || k.fusion != q.fusion)
       continue;
-    if (!q.dtype.empty() && canonical_dtype(q.dtype) != k.at("dtype").get<std::string>()) continue;
-    if (k.at("nnodes").get<int>() != q.nnodes) continue;
-    GroupModel m = GroupModel::from_json(g);
-    if (m.ok) cands.push_back(std::move(m));
+    if (!q.dtype.empty() && canonical_dtype(q.dtype) != k.dtype) continue;
+    if (k.nnodes != q.nnodes) continue;
+    cands.push_back(&m);
   }
   // Effective size: bytes, or tokens × hidden × dtype size, or an all-to-allv split.
   double bytes = q.bytes;
   std::string how_size;
-  const std::string dtype = !q.dtype.empty() ? canonical_dtype(q.dtype) : (!cands.empty() ? cands[0].key.dtype : "bf16");
+  const std::string dtype = !q.dtype.empty() ? canonical_dtype(q.dtype) : (!cands.empty() ? cands[0]->key.dtype : "bf16");
   if (bytes <= 0 && q.tokens > 0 && q.hidden > 0) bytes = static_cast<double>(q.tokens) * q.hidden * std::max(1, dtype_size(dtype));
   if (!q.splits.empty()) {
     const AllToAllvSplit sp = parse_alltoallv_split(q.splits);
@@ -200,10 +205,10 @@ std::optional<Prediction> ModelSet::predict(const PredictQuery& q0) const {
   // 1) a group measured at this rank count
   {
     const GroupModel* best = nullptr;
-    for (const auto& m : cands)
-      if (m.key.nranks == q.nranks || q.nranks == 0) {
-        if (q.dtype.empty() && best && best->key.dtype != m.key.dtype) return std::nullopt;  // ambiguous dtype
-        if (!best) best = &m;
+    for (const GroupModel* m : cands)
+      if (m->key.nranks == q.nranks || q.nranks == 0) {
+        if (q.dtype.empty() && best && best->key.dtype != m->key.dtype) return std::nullopt;  // ambiguous dtype
+        if (!best) best = m;
       }
     if (best) {
       out = best->predict(bytes);
@@ -212,15 +217,13 @@ std::optional<Prediction> ModelSet::predict(const PredictQuery& q0) const {
     }
   }
   // 2) the joint fit across GPU counts
-  if (!out && q.nranks > 0 && json_.contains("joint")) {
-    for (const auto& jj : json_["joint"]) {
-      const auto& k = jj.at("key");
-      if (k.at("system") != q.system || parse_collective(k.at("collective").get<std::string>()) != q.collective ||
-          k.at("strategy") != q.strategy || parse_fusion(k.at("fusion").get<std::string>()) != q.fusion ||
-          k.at("nnodes").get<int>() != q.nnodes)
+  if (!out && q.nranks > 0) {
+    for (const JointModel& jm : parsed_->joint) {
+      const GroupKey& k = jm.key;
+      if (k.system != q.system || k.collective != q.collective || k.strategy != q.strategy || k.fusion != q.fusion ||
+          k.nnodes != q.nnodes)
         continue;
-      if (!q.dtype.empty() && canonical_dtype(q.dtype) != k.at("dtype").get<std::string>()) continue;
-      JointModel jm = JointModel::from_json(jj);
+      if (!q.dtype.empty() && canonical_dtype(q.dtype) != k.dtype) continue;
       out = jm.predict(q.nranks, bytes);
       measured_sm = jm.sm;
       latency_us = jm.predict(q.nranks, jm.members.back().min_bytes).time_us;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -85,11 +86,13 @@ class ModelSet {
   // nullopt when nothing in the set can answer the query.
   std::optional<Prediction> predict(const PredictQuery& q) const;
 
-  nlohmann::json& raw() { return json_; }
   const nlohmann::json& raw() const { return json_; }
 
  private:
+  struct Parsed;  // the groups and joint families of json_, parsed once by from_json (model_set.cpp)
+
   nlohmann::json json_;  // the models file, the single source of truth (round-trips exactly)
+  std::shared_ptr<const Parsed> parsed_;  // derived from json_; read-only, so copies share it
 };
 
 }  // namespace arfit

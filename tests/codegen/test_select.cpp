@@ -206,9 +206,9 @@ TEST(CodegenCli, DeterministicFilesAndSuggest) {
     EXPECT_GE(sj["suggestions"][i - 1]["expected_regret"].get<double>(), sj["suggestions"][i]["expected_regret"].get<double>());
 }
 
-// The table's cached ModelSet adapter answers exactly as ModelSet::predict (direct groups, the joint-n fit,
+// The table's ModelSet adapter answers exactly as ModelSet::predict (direct groups, the joint-n fit,
 // unknown strategies, SM transfer).
-TEST(CodegenModelSet, CachedPredictorAgreesWithModelSetPredict) {
+TEST(CodegenModelSet, PredictorAdapterAgreesWithModelSetPredict) {
   std::vector<Sample> samples;
   for (int tp : {2, 4, 8})
     for (const char* s : {"NCCL", "ONESHOT"})
