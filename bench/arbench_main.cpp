@@ -65,7 +65,8 @@ int run(int argc, char** argv, int rank, int size) {
   std::string error_text;
   if (root) {
     try {
-      out = inspect_output(opt.output, opt.spec.to_json(), opt.resume, opt.overwrite);
+      out = inspect_output(opt.output, opt.spec.to_json(), opt.resume, opt.overwrite,
+                           cuda_graph_header_value(opt.runner.cuda_graph));
       for (const Case& c : grid.cases)
         if (out.finished.count(c.key()))
           ++resumed;
@@ -93,6 +94,7 @@ int run(int argc, char** argv, int rank, int size) {
     bo.workspace = opt.workspace;
     bo.virtual_ranks = opt.runner.virtual_ranks;
     bo.device = opt.device;
+    bo.cuda_graph = opt.runner.cuda_graph;
     backend = make_backend(opt.spec.backend, bo);
   } catch (const GridError& e) {
     if (root) std::cerr << "arbench: error: " << e.what() << "\n";
@@ -103,7 +105,8 @@ int run(int argc, char** argv, int rank, int size) {
   opt.runner.source = "arbench " + id.started_utc;
   opt.runner.nnodes = id.nnodes;
   const RunHeader header = make_run_header(id, opt.runner.device, opt.spec, grid, opt.command_line, size,
-                                           opt.runner.warmup, opt.runner.iters, opt.runner.buffers, opt.runner.timeout_s);
+                                           opt.runner.warmup, opt.runner.iters, opt.runner.buffers, opt.runner.timeout_s,
+                                           opt.runner.cuda_graph);
 
   std::vector<Case> cases;
   for (int i : todo) cases.push_back(grid.cases[static_cast<std::size_t>(i)]);

@@ -1,6 +1,7 @@
 // A backend owns what outlives one case: communicators, registered workspaces, streams, the timer kind.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mpi.h>
 #include <string>
@@ -20,6 +21,15 @@ class IterationTimer {
   virtual std::vector<double> finish_us() = 0;
 };
 
+// Iterations captured once into a CUDA graph and replayed (--cuda-graph). Destroying it frees the graph.
+class CapturedIterations {
+ public:
+  virtual ~CapturedIterations() = default;
+  // Enqueues one replay of the whole captured sequence on the backend's stream (asynchronous). Aborted when
+  // the abort flag ended the case and the graph was already freed.
+  virtual RunStatus launch() = 0;
+};
+
 struct DeviceInfo {
   std::string device;  // "NVIDIA H100 80GB HBM3", or the CPU model for the host backend
   int sm = 0;
@@ -30,6 +40,7 @@ struct BackendOptions {
   std::int64_t workspace = 0;  // largest message for workspace strategies, bytes
   bool virtual_ranks = false;
   int device = -1;             // GPU to use; -1: local rank modulo device count
+  int cuda_graph = 0;          // --cuda-graph: collectives per graph replay, 0 = eager launches
 };
 
 class Backend {
@@ -41,6 +52,10 @@ class Backend {
   virtual void begin_group(MPI_Comm group, const std::vector<const Case*>& cases) = 0;
   virtual void end_group() = 0;
   virtual std::unique_ptr<IterationTimer> make_timer() = 0;
+  // Records what `enqueue` puts on the backend's stream into a CUDA graph without running it, and returns the
+  // instantiated (and uploaded) graph. Only the GPU backends have graphs; the others throw (the command line
+  // already refuses --cuda-graph for them).
+  virtual std::unique_ptr<CapturedIterations> capture(const std::function<void()>& enqueue);
   // Profiling hooks around a case (NVTX range, cudaProfilerStart/Stop when `profile`).
   virtual void begin_case(const Case&, bool /*profile*/) {}
   virtual void end_case(const Case&, bool /*profile*/) {}

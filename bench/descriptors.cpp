@@ -62,6 +62,10 @@ std::string backend_unavailable_reason(const std::string& backend) {
   return "unknown backend '" + backend + "' (known: host, nccl, custom)";
 }
 
+std::unique_ptr<CapturedIterations> Backend::capture(const std::function<void()>&) {
+  throw GridError("--cuda-graph", "the " + name() + " backend has no CUDA graphs (only nccl and custom do)");
+}
+
 std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOptions& options) {
   if (std::string why = backend_unavailable_reason(name); !why.empty()) throw GridError("--backend", why);
   if (name == "host") return std::make_unique<host::HostBackend>(options);

@@ -1,6 +1,7 @@
 #include "bench/options.h"
 
 #include <CLI/CLI.hpp>
+#include <numeric>
 #include <sstream>
 
 #include "model/atomic_file.h"
@@ -52,6 +53,14 @@ Options parse_options(int argc, const char* const* argv) {
   app.add_option("-w,--warmup", o.runner.warmup, "Warm-up iterations per case")->capture_default_str();
   app.add_option("-n,--iters", o.runner.iters, "Timed iterations per case")->capture_default_str();
   app.add_option("--buffers", o.runner.buffers, "Input buffers to rotate through (0: automatic, spanning 64 MiB)")->capture_default_str();
+  app.add_option("-G,--cuda-graph", o.runner.cuda_graph,
+                 "nccl/custom backends: after the eager -w warm-up, capture K consecutive collectives (on consecutive "
+                 "rotation buffers) into CUDA graphs once per case and replay each graph once untimed; each of the -n "
+                 "timed iterations is then one replay, timed by events around it and divided by K (K=1: one "
+                 "collective per replay, exact per-iteration spread). 0 = eager launches. Unlike nccl-tests' -G N "
+                 "(N launches of one graph holding all -n iterations, average only)")
+      ->type_name("K")
+      ->capture_default_str();
   app.add_option("--workspace", workspace, "Largest message of the workspace strategies (host ONESHOT/TWOSHOT, custom); default 256M");
   app.add_option("--timeout", o.runner.timeout_s, "Per-case timeout in seconds")->capture_default_str();
   app.add_option("--on-timeout", on_timeout, "After a timed-out case: continue or stop")->capture_default_str();
@@ -178,6 +187,23 @@ Options parse_options(int argc, const char* const* argv) {
   if (!(o.runner.timeout_s > 0)) throw GridError("--timeout", "must be positive");
   if (o.resume && o.overwrite) throw GridError("--resume", "--resume and --overwrite exclude each other");
   if (o.output.empty() && !o.dry_run) throw GridError("-o/--output", "an output file is required (or --dry-run)");
+  if (o.runner.cuda_graph < 0 || o.runner.cuda_graph > kMaxCollectivesPerGraph)
+    throw GridError("-G/--cuda-graph", "collectives per graph must be between 0 (off) and " +
+                                           std::to_string(kMaxCollectivesPerGraph));
+  if (o.runner.cuda_graph > 0 && g.backend == "host")
+    throw GridError("-G/--cuda-graph", "the host backend has no CUDA graphs; use --backend nccl or custom, or drop -G");
+  // Rotation inside graphs: a case captures lcm(K, buffers) collectives (graphs_for_rotation in runner.cpp).
+  // Automatic rotation uses at most 16 buffers, which keeps that at 16 K; an explicit --buffers could make it
+  // millions of graph nodes, so that combination is bounded here.
+  if (o.runner.cuda_graph > 0 && o.runner.buffers > 0) {
+    const std::int64_t captured = std::lcm(std::int64_t{o.runner.cuda_graph}, std::int64_t{o.runner.buffers});
+    if (captured > kMaxCapturedCollectives)
+      throw GridError("-G/--cuda-graph", std::to_string(o.runner.cuda_graph) + " collectives per graph rotating over " +
+                                             std::to_string(o.runner.buffers) + " buffers would capture lcm = " +
+                                             std::to_string(captured) + " collectives (more than " +
+                                             std::to_string(kMaxCapturedCollectives) +
+                                             "); choose K and --buffers that divide one another");
+  }
   if (o.runner.virtual_ranks && g.backend != "custom") throw GridError("--virtual-ranks", "only the custom backend has virtual ranks");
   return o;
 }

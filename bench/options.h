@@ -11,6 +11,10 @@
 
 namespace arfit::bench {
 
+// --cuda-graph bounds: collectives per graph, and collectives one case captures over all its graphs.
+inline constexpr int kMaxCollectivesPerGraph = 1024;
+inline constexpr std::int64_t kMaxCapturedCollectives = 65536;
+
 struct Options {
   GridSpec spec;
   std::string output;

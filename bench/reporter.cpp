@@ -82,7 +82,8 @@ const std::vector<std::string>& CsvReporter::extra_columns() {
   return v;
 }
 
-OutputState inspect_output(const std::string& path, const std::string& grid_json, bool resume, bool overwrite) {
+OutputState inspect_output(const std::string& path, const std::string& grid_json, bool resume, bool overwrite,
+                           const std::string& cuda_graph) {
   OutputState st;
   std::error_code ec;
   const bool exists = std::filesystem::exists(path, ec);
@@ -104,13 +105,20 @@ OutputState inspect_output(const std::string& path, const std::string& grid_json
   } catch (const InputError& e) {
     throw GridError("--resume", std::string("the existing output is not a readable sample file: ") + e.what());
   }
-  std::string old_grid;
-  for (const auto& [k, v] : f.meta)
+  std::string old_grid, old_cuda_graph = "off";
+  for (const auto& [k, v] : f.meta) {
     if (k == "grid") old_grid = v;
+    if (k == "cuda_graph") old_cuda_graph = v;
+  }
   if (old_grid != grid_json)
     throw GridError("--resume", "'" + path + "' was written for a different grid or plan (" +
                                     (old_grid.empty() ? std::string("no grid recorded") : old_grid) +
                                     "); use another -o or --overwrite");
+  // Graph replays and eager launches time different things (launch overhead amortised or not): one file, one mode.
+  if (old_cuda_graph != cuda_graph)
+    throw GridError("-G/--cuda-graph", "'" + path + "' was measured with cuda_graph: " + old_cuda_graph +
+                                           ", this run with cuda_graph: " + cuda_graph +
+                                           "; resume with the same -G/--cuda-graph, or use another -o or --overwrite");
   if (f.extra_columns != CsvReporter::extra_columns())
     throw GridError("--resume", "'" + path + "' has different columns than arbench writes");
   st.append = true;

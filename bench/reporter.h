@@ -45,8 +45,11 @@ struct OutputState {
 
 // Checks the output path against --resume / --overwrite and, for --resume, reads the finished cases. A
 // partial last line (a kill mid-write) is cut off. Throws GridError naming the option on conflicts: the
-// file exists without --resume/--overwrite, or it was written for a different grid or plan.
-OutputState inspect_output(const std::string& path, const std::string& grid_json, bool resume, bool overwrite);
+// file exists without --resume/--overwrite, or it was written for a different grid or plan, or (naming
+// -G/--cuda-graph) measured in another CUDA-graph mode: `cuda_graph` is this run's header value
+// (cuda_graph_header_value), compared with the file's (absent = "off").
+OutputState inspect_output(const std::string& path, const std::string& grid_json, bool resume, bool overwrite,
+                           const std::string& cuda_graph = "off");
 
 // The sample CSV: the model/ schema with one extra column, "note".
 class CsvReporter : public Reporter {

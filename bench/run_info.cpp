@@ -3,6 +3,7 @@
 #include <chrono>
 #include <ctime>
 #include <set>
+#include <string>
 
 namespace arfit::bench {
 
@@ -41,9 +42,15 @@ RunIdentity identify_run(MPI_Comm world) {
   return id;
 }
 
+std::string cuda_graph_header_value(int collectives_per_graph) {
+  if (collectives_per_graph <= 0) return "off";
+  return std::to_string(collectives_per_graph) + (collectives_per_graph == 1 ? " collective" : " collectives") +
+         " per replay";
+}
+
 RunHeader make_run_header(const RunIdentity& id, const DeviceInfo& dev, const GridSpec& spec, const PlannedGrid& grid,
                           const std::string& command_line, int world, int warmup, int iters, int buffers,
-                          double timeout_s) {
+                          double timeout_s, int cuda_graph) {
   RunHeader h;
   std::string hosts;
   for (const auto& x : id.hostnames) hosts += (hosts.empty() ? "" : " ") + x;
@@ -67,10 +74,16 @@ RunHeader make_run_header(const RunIdentity& id, const DeviceInfo& dev, const Gr
   h.emplace_back("planned_points", std::to_string(grid.planned_points));
   h.emplace_back("full_cases", std::to_string(grid.full_cases));
   h.emplace_back("planned_cases", std::to_string(grid.cases.size()));
-  h.emplace_back("timing", "warmup " + std::to_string(warmup) + ", " + std::to_string(iters) +
-                               " timed iterations, per-iteration times maxed across ranks; time_us = median, "
+  const std::string iteration =
+      cuda_graph > 0 ? " timed iterations, each one CUDA-graph replay (" + cuda_graph_header_value(cuda_graph) +
+                           ") timed by events around it and divided by " + std::to_string(cuda_graph) +
+                           ", after the eager warm-up and one untimed replay of each graph"
+                     : std::string(" timed iterations");
+  h.emplace_back("timing", "warmup " + std::to_string(warmup) + ", " + std::to_string(iters) + iteration +
+                               ", per-iteration times maxed across ranks; time_us = median, "
                                "p10/p90/min/max over iterations; input buffers rotated (" +
                                (buffers > 0 ? std::to_string(buffers) : std::string("automatic")) + ")");
+  h.emplace_back("cuda_graph", cuda_graph_header_value(cuda_graph));
   char t[32];
   std::snprintf(t, sizeof t, "%g", timeout_s);
   h.emplace_back("timeout_s", t);

@@ -21,8 +21,12 @@ struct RunIdentity {
 // Collective over `world`.
 RunIdentity identify_run(MPI_Comm world);
 
+// The run header's `cuda_graph` value: "off", or "K collectives per replay" (--cuda-graph K). A file measured
+// without the key predates graph mode and counts as "off".
+std::string cuda_graph_header_value(int collectives_per_graph);
+
 RunHeader make_run_header(const RunIdentity& id, const DeviceInfo& dev, const GridSpec& spec, const PlannedGrid& grid,
                           const std::string& command_line, int world, int warmup, int iters, int buffers,
-                          double timeout_s);
+                          double timeout_s, int cuda_graph = 0);
 
 }  // namespace arfit::bench

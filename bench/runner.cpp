@@ -7,6 +7,7 @@
 #include <csignal>
 #include <iostream>
 #include <mutex>
+#include <numeric>
 #include <thread>
 #include <unistd.h>
 
@@ -102,6 +103,14 @@ void quiet_barrier(MPI_Comm world, bool busy) {
 }
 
 enum Status { kOk = 0, kAborted = 1, kError = 2 };
+
+// --cuda-graph K with B rotation buffers. Eager iteration i runs on buffer i % B; graph replays keep exactly
+// that sequence of buffers: replay r holds collectives rK ... rK + K - 1, i.e. buffers (rK + j) % B, which
+// depends on r only through rK mod B. So graph g holds buffers (gK + j) % B for j < K, replay r launches
+// graph r % G, and G = B / gcd(K, B) graphs cover every replay (G K = lcm(K, B) collectives captured).
+int graphs_for_rotation(int collectives_per_graph, int buffers) {
+  return buffers / std::gcd(collectives_per_graph, buffers);
+}
 
 }  // namespace
 
@@ -218,23 +227,65 @@ RunSummary Runner::run(const std::vector<Case>& cases, std::size_t planned, std:
         status = agree(group, status);
         if (status == kOk) {
           backend_.begin_case(c, profile);
+          // Warm-up: eager launches in both modes, as nccl-tests does before it captures its timed loop. In graph
+          // mode this also keeps lazy first-use work (NCCL's connection setup, CUDA's lazy module loading) out of
+          // the capture.
           for (int w = 0; w < opt_.warmup && status == kOk; ++w)
             if (op->run(w % buffers) != RunStatus::Ok) status = kAborted;
+          // --cuda-graph: the collectives are recorded (not run) into graphs. Every rank captures the same
+          // sequence, so the replays meet in the same collectives.
+          std::vector<std::unique_ptr<CapturedIterations>> graphs;
+          if (opt_.cuda_graph > 0) {
+            const int per_graph = opt_.cuda_graph;
+            if (status == kOk) {
+              try {
+                for (int g = 0; g < graphs_for_rotation(per_graph, buffers); ++g)
+                  graphs.push_back(backend_.capture([&] {
+                    for (int j = 0; j < per_graph; ++j)
+                      if (op->run((g * per_graph + j) % buffers) != RunStatus::Ok)
+                        throw std::runtime_error("the collective did not enqueue while being captured");
+                  }));
+              } catch (const std::exception& e) {
+                graphs.clear();
+                status = kError;
+                error = std::string("CUDA graph capture (--cuda-graph): ") + e.what();
+                std::cerr << "arbench[rank " << rank_ << "]: case " << c.index << " (" << c.describe() << "): " << error
+                          << "\n";
+              }
+            }
+            // No rank replays a graph unless every rank captured its graphs: a lone replay would start collectives
+            // its peers never join.
+            status = agree(group, status);
+            // One untimed replay of each graph: the first launch of an executable graph costs more than the next.
+            for (auto& g : graphs)
+              if (status == kOk && g->launch() != RunStatus::Ok) status = kAborted;
+          }
+          // Iteration i: the collective on buffer i % buffers, or replay i of the graphs (K collectives each).
+          auto iteration = [&](int i) {
+            if (graphs.empty()) return op->run(i % buffers);
+            return graphs[static_cast<std::size_t>(i) % graphs.size()]->launch();
+          };
           status = agree(group, status);  // also the barrier before the timed iterations
           if (status == kOk) {
             auto timer = backend_.make_timer();
             timer->start();
             for (int it = 0; it < opt_.iters; ++it) {
-              if (op->run(it % buffers) != RunStatus::Ok) {
+              if (iteration(it) != RunStatus::Ok) {
                 status = kAborted;
                 break;
               }
               timer->mark();
             }
             auto t = timer->finish_us();
+            // A graph replay's time is that of K back-to-back collectives: the sample is the mean per collective.
+            if (!graphs.empty())
+              for (double& x : t) x /= opt_.cuda_graph;
             if (status == kOk && t.size() == us.size()) us = t;
             if (dog.fired()) status = kAborted;  // e.g. a GPU op whose wait was cut short
           }
+          // The graphs hold the op's buffers and (nccl) communicator work: freed before the check, the op and any
+          // communicator recovery (after an abort the GPU backend has freed them already, before ncclCommAbort).
+          graphs.clear();
           status = agree(group, status);
           if (status == kOk) {
             std::int64_t w = 0;

@@ -2,7 +2,9 @@
 //
 // Per case, as nccl-tests: create the op and its buffers, warm-up iterations, a synchronisation, timed
 // iterations (a timestamp per iteration, rotating input buffers), then — outside the timed region — a
-// correctness check that counts wrong elements on every rank. Per-iteration times are maxed across ranks
+// correctness check that counts wrong elements on every rank. With --cuda-graph K (GPU backends) the
+// collectives are captured after the (eager) warm-up into CUDA graphs of K collectives each, and every timed
+// iteration is one graph replay, timed as a whole and divided by K (see Runner::run). Per-iteration times are maxed across ranks
 // (the slowest rank defines the collective's time), then the median, p10, p90, min and max are taken.
 // A watchdog bounds each case: at the timeout it raises the abort flag that the shared-memory barriers
 // (host) or ncclCommAbort (nccl) observe; a case still stuck after a grace period (a hung MPI call that
@@ -24,6 +26,7 @@ struct RunnerOptions {
   int warmup = 5;
   int iters = 20;
   int buffers = 0;               // 0: rotation_buffers() decides per case
+  int cuda_graph = 0;            // --cuda-graph K: collectives per CUDA-graph replay (one timed sample); 0 = eager
   double timeout_s = 60;         // per case, setup and check included
   bool stop_on_timeout = false;  // --on-timeout stop
   bool virtual_ranks = false;    // custom backend: one process plays all TP ranks

@@ -27,18 +27,21 @@ struct EvalArgs {
   std::string format = "auto";
   int threads = 1;
   std::string plan = "auto";  // select protocol: auto | sparse4 | lattice:K
+  std::string points;         // size protocols: per held-out point CSV
 };
 
 // What a protocol hands back: the printed report and the JSON written by --json.
 struct ProtocolOutput {
   std::string text;
   nlohmann::json json;
+  std::string points_csv;  // --points (size and crossn protocols)
 };
 using ProtocolFn = std::function<ProtocolOutput(const std::vector<Sample>&, const EvalArgs&)>;
 
 fit::EvalOptions fit_eval_options(const EvalArgs& a) {
   fit::EvalOptions o;
   o.threads = a.threads;
+  o.keep_points = !a.points.empty();
   if (!a.methods.empty()) {
     o.methods.clear();
     std::stringstream ss(a.methods);
@@ -56,7 +59,9 @@ std::vector<std::pair<std::string, ProtocolFn>> protocols() {
     auto run = p.run;
     v.push_back({p.name, [run](const std::vector<Sample>& s, const EvalArgs& a) {
                    const fit::EvalResult r = run(s, fit_eval_options(a));
-                   return ProtocolOutput{r.to_table(), r.to_json()};
+                   ProtocolOutput o{r.to_table(), r.to_json(), {}};
+                   if (!a.points.empty()) o.points_csv = r.points_csv();
+                   return o;
                  }});
   }
 #ifdef ARFIT_HAVE_SELECT_EVAL
@@ -65,7 +70,8 @@ std::vector<std::pair<std::string, ProtocolFn>> protocols() {
                  codegen::SelectOptions o;
                  o.plan = a.plan;
                  const codegen::SelectReport r = codegen::evaluate_select(s, o);
-                 return ProtocolOutput{codegen::format_select_report(r), codegen::select_report_json(r)};
+                 if (!a.points.empty()) throw UsageError("--points is not available for --protocol select");
+                 return ProtocolOutput{codegen::format_select_report(r), codegen::select_report_json(r), {}};
                }});
 #endif
   return v;
@@ -89,6 +95,7 @@ void run_eval(const EvalArgs& a) {
   }
   std::cout << out.text;
   if (!a.json.empty()) write_string_atomically(a.json, out.json.dump(1) + "\n");
+  if (!a.points.empty()) write_string_atomically(a.points, out.points_csv);
 }
 
 void add_eval(CLI::App& app) {
@@ -101,6 +108,9 @@ void add_eval(CLI::App& app) {
                   "partial sweep, regret against measured times; docs/codegen.md)")
       ->required();
   cmd->add_option("--json", a->json, "Also write the results as JSON to this file");
+  cmd->add_option("--points", a->points,
+                  "Also write every held-out point as CSV (method, group, bytes, measured, predicted, 90 % interval, how); "
+                  "not for select");
   cmd->add_option("--methods", a->methods,
                   "Comma-separated methods (default auto,seed,alphabeta,loglog); also any family name, FAMILY+c for the "
                   "family with the residual correction, auto-nc");

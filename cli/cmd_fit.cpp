@@ -23,6 +23,7 @@ struct FitArgs {
   int min_points = 4;
   bool no_correction = false;
   bool no_joint = false;
+  bool no_pool = false;
   bool quiet = false;
 };
 
@@ -33,6 +34,7 @@ void run_fit(const FitArgs& a) {
   fo.min_points = a.min_points;
   fo.residual_correction = !a.no_correction;
   fo.joint_n = !a.no_joint;
+  fo.pool_siblings = !a.no_pool;
   if (a.threads < 1) throw UsageError("--threads must be at least 1");
   if (a.min_points < 2) throw UsageError("--min-points must be at least 2");
   const std::vector<Sample> samples = load_samples_option(a.files, a.format);
@@ -50,6 +52,20 @@ void run_fit(const FitArgs& a) {
     else
       std::printf("%-60s %-10s %6d  not fitted: %s\n", g.at("id").get<std::string>().c_str(), "-",
                   g.at("range").value("points", 0), g.at("problem").get<std::string>().c_str());
+  }
+  // Fused groups: what the epilogue adds over the unfused strategy (fit/epilogue.h).
+  bool header = false;
+  for (const auto& g : groups) {
+    if (a.quiet || !g.contains("epilogue") || !g["epilogue"].value("ok", false)) continue;
+    const auto& e = g["epilogue"];
+    if (!header) {
+      std::printf("\nfused epilogue over the unfused group: a + per_byte*bytes + per_row*tokens\n");
+      std::printf("%-60s %9s %12s %11s %7s %8s\n", "group", "a_us", "us/MiB", "us/krow", "share%", "rms_us");
+      header = true;
+    }
+    std::printf("%-60s %9.3f %12.4f %11.4f %7.1f %8.3f\n", g.at("id").get<std::string>().c_str(), e.at("a_us").get<double>(),
+                e.at("per_byte_us").get<double>() * 1048576.0, e.at("per_row_us").get<double>() * 1000.0,
+                e.at("mean_share").get<double>() * 100, e.at("rms_us").get<double>());
   }
   if (ok == 0) throw std::runtime_error("no group could be fitted (" + std::to_string(bad) + " groups, see above); nothing written");
   set.save(a.output);
@@ -72,6 +88,8 @@ void add_fit(CLI::App& app) {
   cmd->add_option("--min-points", args->min_points, "Groups with fewer distinct sizes are reported, not fitted (default 4)");
   cmd->add_flag("--no-correction", args->no_correction, "Do not store the in-range residual correction (model alone everywhere)");
   cmd->add_flag("--no-joint", args->no_joint, "Do not add joint fits across GPU counts");
+  cmd->add_flag("--no-pool", args->no_pool,
+               "Fit every group alone: no sibling knots from the same machine's other dtypes of a group (docs/fit.md)");
   cmd->add_flag("-q,--quiet", args->quiet, "Print only the summary line");
   cmd->callback([args] { run_fit(*args); });
 }

@@ -22,6 +22,7 @@ std::vector<Curve> build_curves(const std::vector<Sample>& samples, const CurveO
     std::vector<Curve::ShapePoint> shape;
     std::set<int> sms;
     std::string device;
+    std::string hardware;
   };
   std::map<GroupKey, Acc> groups;
   for (const Sample& s : samples) {
@@ -40,6 +41,7 @@ std::vector<Curve> build_curves(const std::vector<Sample>& samples, const CurveO
     }
     a.sms.insert(s.sm);
     if (a.device.empty()) a.device = s.device;
+    if (a.hardware.empty()) a.hardware = sample_system(s);
   }
   std::vector<Curve> out;
   for (auto& [key, a] : groups) {
@@ -56,6 +58,7 @@ std::vector<Curve> build_curves(const std::vector<Sample>& samples, const CurveO
     c.shape_points = std::move(a.shape);
     c.sm = a.sms.size() == 1 ? *a.sms.begin() : 0;
     c.device = a.device;
+    c.hardware = a.hardware;
     out.push_back(std::move(c));
   }
   return out;

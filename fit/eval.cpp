@@ -14,6 +14,7 @@
 #include <ceres/ceres.h>
 
 #include "fit/family_fit.h"
+#include "fit/siblings.h"
 #include "model/bus_factor.h"
 #include "model/group_model.h"
 #include "model/joint_model.h"
@@ -109,7 +110,10 @@ FitOptions method_fit_options(const std::string& method) {
     fam = fam.substr(0, fam.size() - 2);
     corr = true;
   }
-  if (fam == "auto") corr = true;
+  if (fam == "auto" || fam == "auto-solo") {
+    fam = "auto";
+    corr = true;
+  }
   if (fam == "auto-nc") {
     fam = "auto";
     corr = false;
@@ -160,10 +164,15 @@ std::vector<Prediction> predict_method(const std::string& method, const Curve& t
   }
   const FitOptions fo = method_fit_options(method);
   const GroupFit g = fit_curve(train, fo);
+  if (!g.ok && method != "auto" && method != "auto-solo") return out;
+  return predict_fitted(g, train, test);
+}
+
+std::vector<Prediction> predict_fitted(const GroupFit& g, const Curve& train, const std::vector<double>& test) {
+  std::vector<Prediction> out;
   if (!g.ok) {
     // arfit's default answers every curve: when no family can be fitted it falls back to the table
     // (log-log interpolation), flagged in Prediction::how. Baselines report the failure instead.
-    if (method != "auto") return out;
     for (double x : test) {
       Prediction p;
       p.time_us = loglog_at(train.bytes, train.time_us, x);
@@ -209,9 +218,23 @@ EvalResult eval_sizes(const std::vector<Sample>& samples, const std::string& pro
   res.curves = static_cast<int>(tasks.size());
   for (const std::string& m : options.methods) {
     std::vector<CurvePreds> per(tasks.size());
+    // arfit's default pools sibling curves (fit/siblings.h): every curve is fitted alone on its training
+    // sizes, then siblings' training points add knots. Held-out points of one curve never reach another.
+    // "auto-solo" is the same without pooling.
+    std::vector<GroupFit> pooled;
+    if (m == "auto") {
+      pooled.resize(tasks.size());
+      const FitOptions fo = method_fit_options(m);
+      parallel_for(tasks.size(), options.threads, [&](size_t i) { pooled[i] = fit_curve(tasks[i].train, fo); });
+      std::vector<Curve> trains;
+      trains.reserve(tasks.size());
+      for (const Task& t : tasks) trains.push_back(t.train);
+      pool_siblings(trains, pooled);
+    }
     parallel_for(tasks.size(), options.threads, [&](size_t i) {
       const Task& t = tasks[i];
-      std::vector<Prediction> p = predict_method(m, t.train, t.test_bytes);
+      std::vector<Prediction> p =
+          pooled.empty() ? predict_method(m, t.train, t.test_bytes) : predict_fitted(pooled[i], t.train, t.test_bytes);
       if (p.size() != t.test_bytes.size()) return;
       per[i].ok = true;
       for (size_t k = 0; k < p.size(); ++k) per[i].points.push_back({t.train.key, t.test_bytes[k], t.test_time[k], p[k]});
@@ -364,6 +387,23 @@ std::string EvalResult::to_table() const {
       o << "-";
     o << "\n";
   }
+  return o.str();
+}
+
+std::string EvalResult::points_csv() const {
+  std::ostringstream o;
+  o << "method,group,bytes,measured_us,predicted_us,lo_us,hi_us,rel_error,how\n";
+  o << std::setprecision(10);
+  auto quoted = [](const std::string& s) {
+    std::string q = "\"";
+    for (char ch : s) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+    return q + "\"";
+  };
+  for (const auto& m : methods)
+    for (const auto& p : m.points)
+      o << m.name << ',' << quoted(p.key.id()) << ',' << p.bytes << ',' << p.measured << ',' << p.predicted.time_us << ','
+        << p.predicted.lo_us << ',' << p.predicted.hi_us << ',' << relative_error(p.predicted.time_us, p.measured) << ','
+        << quoted(p.predicted.how) << '\n';
   return o.str();
 }
 

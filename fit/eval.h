@@ -45,11 +45,15 @@ struct EvalResult {
   //   "coverage90": % (methods with intervals)}}}; percentages as numbers.
   nlohmann::json to_json() const;
   std::string to_table() const;
+  // Every kept point (EvalOptions::keep_points) as CSV with a header:
+  // method,group,bytes,measured_us,predicted_us,lo_us,hi_us,rel_error,how
+  std::string points_csv() const;
   const EvalMethodResult* method(const std::string& name) const;
 };
 
 struct EvalOptions {
-  // "auto" (arfit's default: CV-selected family + residual correction), the baselines "seed", "alphabeta",
+  // "auto" (arfit's default: CV-selected family + residual correction + sibling pooling, fit/siblings.h),
+  // "auto-solo" (the same, each curve alone), the baselines "seed", "alphabeta",
   // "loglog"; also any family name ("sigmoid", "regimes", "satbw", ...) fitted alone, and NAME+c for the
   // family with the residual correction.
   std::vector<std::string> methods = {"auto", "seed", "alphabeta", "loglog"};
@@ -67,6 +71,9 @@ std::vector<Curve> eval_curves(const std::vector<Sample>& samples, int min_sizes
 // Predictions of one method for the test sizes from a training curve. Throws on unknown methods; returns
 // an empty vector when the method cannot fit the curve.
 std::vector<Prediction> predict_method(const std::string& method, const Curve& train, const std::vector<double>& test_bytes);
+// Predictions of an already fitted group (arfit's default: a failed fit falls back to log-log interpolation
+// of `train`, flagged in Prediction::how).
+std::vector<Prediction> predict_fitted(const GroupFit& fit, const Curve& train, const std::vector<double>& test_bytes);
 
 EvalResult eval_sizes(const std::vector<Sample>& samples, const std::string& protocol, const EvalOptions& options = {});
 EvalResult eval_crossn(const std::vector<Sample>& samples, const EvalOptions& options = {});

@@ -46,6 +46,10 @@ struct Curve {
   std::vector<ShapePoint> shape_points;
   int sm = 0;                          // SM version of the samples (0 = unknown / mixed)
   std::string device;
+  // The machine that measured the curve (Sample::extra["system"], else the device name, else the file stem;
+  // see sample_system()); equals key.system when curves are grouped by system. Sibling pooling
+  // (fit/siblings.h) pools curves of one machine.
+  std::string hardware;
 };
 
 std::vector<Curve> build_curves(const std::vector<Sample>& samples, const CurveOptions& options = {});
@@ -58,6 +62,7 @@ struct FitOptions {
   bool tail = true;                 // above the range: the tail α-β line of the top sizes (else the family)
   int min_points = 4;               // fewer distinct sizes: the group is reported as unfittable
   bool joint_n = true;              // fit_model_set: add joint fits across GPU counts
+  bool pool_siblings = true;        // fit_model_set: sibling knots from other dtypes of a group (fit/siblings.h)
   int threads = 1;                  // fit_model_set: groups fitted in parallel (results identical)
 };
 

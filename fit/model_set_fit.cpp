@@ -6,6 +6,8 @@
 #include <thread>
 
 #include "fit/fit.h"
+#include "fit/epilogue.h"
+#include "fit/siblings.h"
 #include "model/alltoallv.h"
 #include "model/group_model.h"
 #include "model/joint_model.h"
@@ -55,6 +57,10 @@ ModelSet fit_model_set(const std::vector<Sample>& samples, const FitOptions& opt
       });
     for (auto& th : pool) th.join();
   }
+  // Sibling knots: other dtypes of the same machine's group measured sizes this group did not.
+  if (options.pool_siblings && options.residual_correction) pool_siblings(curves, fits);
+  // Fused groups: the fitted epilogue term over the unfused twin (fit/epilogue.h).
+  add_epilogue_terms(curves, fits);
   nlohmann::json j;
   j["schema"] = "arfit-models";
   j["schema_version"] = 1;
@@ -63,7 +69,7 @@ ModelSet fit_model_set(const std::vector<Sample>& samples, const FitOptions& opt
   for (const auto& p : input_paths) inputs.push_back({{"path", p}, {"fnv1a64", fnv1a_file(p)}});
   j["inputs"] = inputs;
   j["options"] = {{"family", options.family}, {"residual_correction", options.residual_correction},
-                  {"min_points", options.min_points}};
+                  {"min_points", options.min_points}, {"pool_siblings", options.pool_siblings}};
   j["alltoallv_mode"] = "max_of_sum";
   nlohmann::json groups = nlohmann::json::array();
   for (const auto& g : fits) groups.push_back(g.model);

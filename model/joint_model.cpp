@@ -7,12 +7,61 @@
 #include "model/bus_factor.h"
 
 namespace arfit {
+namespace {
+
+constexpr double kMadToSigma = 1.4826;  // sigma of a normal distribution per median absolute deviation
+
+// Smallest predicted time over a member's measured sizes (octave steps): its latency floor. Not the time at
+// the smallest size alone, because some strategies (eager custom all-reduce) are slower at tiny sizes.
+double latency_floor_us(const GroupModel& m) {
+  double best = m.predict(m.min_bytes).time_us;
+  for (double s = m.min_bytes * 2; s < m.max_bytes; s *= 2) best = std::min(best, m.predict(s).time_us);
+  return std::min(best, m.predict(m.max_bytes).time_us);
+}
+
+// The trend t_c / t_d at `bytes`: the median of ln(t_c / t_d) over sizes bytes·2^k, |k| <= octaves, that both
+// members measured (bytes itself always), so that one protocol switch between neighbouring sizes shifts the
+// ratio at a single size, not the trend; and the median absolute deviation of those logs, the trend's own
+// uncertainty.
+struct Trend {
+  double ratio = 1;
+  double log_mad = 0;
+};
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+Trend smoothed_trend(const GroupModel& c, const GroupModel& d, double bytes, int octaves) {
+  const double lo = std::max(c.min_bytes, d.min_bytes), hi = std::min(c.max_bytes, d.max_bytes);
+  std::vector<double> r;
+  for (int k = -octaves; k <= octaves; ++k) {
+    const double s = std::ldexp(bytes, k);
+    if (k != 0 && (s < lo || s > hi)) continue;
+    r.push_back(std::log(c.predict(s).time_us) - std::log(d.predict(s).time_us));
+  }
+  Trend t;
+  const double med = median_of(r);
+  t.ratio = std::exp(med);
+  for (double& x : r) x = std::abs(x - med);
+  t.log_mad = median_of(r);
+  return t;
+}
+
+}  // namespace
 
 JointModel JointModel::from_json(const nlohmann::json& j) {
   JointModel m;
   m.key = group_key_from_json(j.at("key"));
+  // Files without "rule" predate it and used the legacy rule.
+  m.rule = j.value("rule", std::string(kJointRuleLegacy));
+  if (m.rule != kJointRule && m.rule != kJointRuleLegacy) throw std::invalid_argument("unknown joint rule '" + m.rule + "'");
   m.kappa = j.at("kappa").get<double>();
   m.sigma_per_doubling = j.at("sigma_per_doubling").get<double>();
+  m.smooth_octaves = j.value("smooth_octaves", kJointSmoothOctaves);
+  if (m.smooth_octaves < 0) throw std::invalid_argument("joint smooth_octaves must be >= 0");
   m.members_json = j.at("members");
   for (const auto& g : m.members_json) {
     GroupModel gm = GroupModel::from_json(g);
@@ -20,21 +69,23 @@ JointModel JointModel::from_json(const nlohmann::json& j) {
   }
   std::sort(m.members.begin(), m.members.end(), [](const GroupModel& a, const GroupModel& b) { return a.key.nranks < b.key.nranks; });
   if (m.members.size() < 2) throw std::invalid_argument("joint model needs >= 2 fitted rank counts");
+  for (const GroupModel& g : m.members) m.latency_us.push_back(latency_floor_us(g));
   m.sm = m.members.back().sm;
   return m;
 }
 
 nlohmann::json JointModel::make_json(const GroupKey& key, const std::vector<nlohmann::json>& member_groups, double kappa,
-                                     double sigma_per_doubling) {
+                                     double sigma_per_doubling, int smooth_octaves) {
   nlohmann::json j;
   j["key"] = group_key_to_json(key);
   j["id"] = key.id();
   std::vector<int> ns;
   for (const auto& g : member_groups) ns.push_back(g.at("key").at("nranks").get<int>());
   j["nranks"] = ns;
-  j["rule"] = "loglinear-busbw-in-log2n";
+  j["rule"] = kJointRule;
   j["kappa"] = kappa;
   j["sigma_per_doubling"] = sigma_per_doubling;
+  j["smooth_octaves"] = smooth_octaves;
   j["members"] = member_groups;
   return j;
 }
@@ -42,7 +93,7 @@ nlohmann::json JointModel::make_json(const GroupKey& key, const std::vector<nloh
 Prediction JointModel::predict(int n, double bytes) const {
   for (const auto& m : members)
     if (m.key.nranks == n) return m.predict(bytes);
-  // Choose the pair.
+  // Choose the pair: the two nearest counts around n, or the two largest (smallest) outside.
   size_t a = 0, b = 1;
   const size_t k = members.size();
   if (n > members.back().key.nranks) {
@@ -63,21 +114,51 @@ Prediction JointModel::predict(int n, double bytes) const {
   const double slope = (lb - la) / (ub - ua);
   double lt;
   double outside = 0;  // doublings beyond the measured counts
-  if (u > ub) {
-    lt = lb + kappa * slope * (u - ub);
-    outside = u - ub;
-  } else if (u < ua) {
-    lt = la + kappa * slope * (u - ua);
-    outside = ua - u;
-  } else {
+  double trend_sigma = 0;
+  if (u > ua && u < ub) {
     lt = la + slope * (u - ua);
+  } else {
+    const bool up = u > ub;
+    outside = up ? u - ub : ua - u;
+    if (rule == kJointRuleLegacy) {
+      lt = up ? lb + kappa * slope * (u - ub) : la + kappa * slope * (u - ua);
+    } else {
+      // c: the measured count next to n (the anchor), d: the other one.
+      const size_t ic = up ? b : a, id = up ? a : b;
+      const GroupModel& C = members[ic];
+      const GroupModel& D = members[id];
+      const double c = C.key.nranks, d = D.key.nranks, uc = std::log2(c), ud = std::log2(d);
+      const double tc = (up ? pb : pa).time_us;
+      const Trend trend = smoothed_trend(C, D, bytes, smooth_octaves);
+      const double q = trend.ratio;
+      // The trend's scatter over the window, as a normal sigma (1.4826·MAD), carried along the extrapolation.
+      trend_sigma = kMadToSigma * trend.log_mad * outside / std::abs(uc - ud);
+      const double lambda = std::clamp(latency_us[ic] / tc, 0.0, 1.0);
+      // Latency a + b·(n − 1) with a, b >= 0: the ratio to count c lies between 1 (b = 0) and (n−1)/(c−1) (a = 0).
+      double r_lat = 1 + (n - c) * (1 - 1 / q) / (c - d);
+      if (c > 1) {
+        const double peers_ratio = (n - 1) / (c - 1);
+        r_lat = std::clamp(r_lat, std::min(1.0, peers_ratio), std::max(1.0, peers_ratio));
+      } else {
+        r_lat = std::max(r_lat, 1.0);
+      }
+      // Bandwidth: the measured trend scaled by the bus factor's remaining growth (per doubling, in [0, 1]).
+      const Collective coll = key.collective;
+      const double fn = bus_factor(coll, n), fc = bus_factor(coll, C.key.nranks), fd = bus_factor(coll, D.key.nranks);
+      double per_doubling = kappa;
+      if (fn > 0 && fc > 0 && fd > 0 && std::abs(std::log(fc / fd)) > 1e-9)
+        per_doubling = std::clamp(std::log(fn / fc) / (u - uc) / (std::log(fc / fd) / (uc - ud)), 0.0, 1.0);
+      const double r_bw = std::pow(q, per_doubling * (u - uc) / (uc - ud));
+      lt = std::log(tc * (lambda * r_lat + (1 - lambda) * r_bw));
+    }
   }
   Prediction p;
   p.time_us = std::exp(lt);
   const double ha = 0.5 * (std::log(pa.hi_us) - std::log(pa.lo_us)), hb = 0.5 * (std::log(pb.hi_us) - std::log(pb.lo_us));
   const double h0 = std::max(ha, hb);
-  const double d = kZ90 * sigma_per_doubling * std::max(outside, 0.5);
-  const double h = std::sqrt(h0 * h0 + d * d);
+  const double dh = kZ90 * sigma_per_doubling * std::max(outside, 0.5);
+  const double dt = kZ90 * trend_sigma;
+  const double h = std::sqrt(h0 * h0 + dh * dh + dt * dt);
   p.lo_us = p.time_us * std::exp(-h);
   p.hi_us = p.time_us * std::exp(h);
   p.extrapolated = true;

@@ -1,13 +1,23 @@
 // Joint model across GPU counts: the fitted groups of one (system, collective, strategy, fusion, dtype,
 // nnodes) family at several rank counts n, and a rule that carries them to an unmeasured n.
 //
-// Rule (per size s, u = log2 n): take the two measured counts nearest to the target (the two largest when
-// extrapolating upwards, the two smallest downwards) and interpolate/extrapolate ln t_m(s) linearly in u, with
-// the slope scaled by `kappa` outside the measured counts (kappa = 0: time carried over unchanged; 1: the
-// per-doubling trend continues in full). Latency grows with the number of steps (~ log2 n or n) and the bus
-// factor grows towards 2 (all-reduce), so the trend is real but flattens: kappa = 0.5 was the best of
-// 0..1 on the public families (crossn protocol, docs/fit.md), better than carrying bus bandwidth over.
-// The interval widens by sigma_per_doubling per doubling of n beyond the measured counts.
+// Between two measured counts ln t(s) is interpolated linearly in u = log2 n. Outside them (rule
+// kJointRule) the time at the nearest measured count c is carried to n, with d the other count of the pair
+// and q(s) = t_c(s) / t_d(s) the measured trend (median over sizes s·2^k, |k| <= smooth_octaves, so that one
+// protocol switch between neighbouring sizes does not set the trend), split by regime:
+//   t_n(s) = t_c(s) · [ λ(s) · R_lat(s) + (1 − λ(s)) · R_bw(s) ]
+//   λ(s)   = L_c / t_c(s) in [0, 1], L_c the smallest time of count c: the share of t_c(s) that is latency;
+//   R_lat  : latency affine in the number of peers, L(n) = a + b·(n − 1) with a, b >= 0, through q —
+//            1 + (n − c)·(1 − 1/q)/(c − d), kept between 1 and (n − 1)/(c − 1) (the a = 0 / b = 0 limits);
+//   R_bw   = q^e, e = ln(f(n)/f(c)) / ln(f(c)/f(d)) with f the bus factor: the measured bandwidth trend
+//            scaled by how much the bus factor still grows, i.e. bus bandwidth carried over when the measured
+//            times grew as the bus factor did. e is capped to a per-doubling trend of at most 1; collectives
+//            with a constant bus factor (broadcast, reduce, sendrecv) use kappa per doubling instead.
+// No constant is fitted to the held-out counts: the form and smooth_octaves were chosen on the public
+// families (crossn protocol, docs/fit.md). The interval widens by sigma_per_doubling per doubling beyond the
+// measured counts (in quadrature with the members' own).
+// Files written before this rule ("loglinear-busbw-in-log2n") keep their rule: ln t extrapolated in u with
+// the slope scaled by kappa.
 #pragma once
 
 #include <string>
@@ -19,21 +29,28 @@
 
 namespace arfit {
 
+inline constexpr const char* kJointRule = "latency-peers+busbw-trend";
+inline constexpr const char* kJointRuleLegacy = "loglinear-busbw-in-log2n";
+
 // Defaults, chosen on the crossn protocol over the public families (docs/fit.md).
-inline constexpr double kJointKappa = 0.5;
-inline constexpr double kJointSigmaPerDoubling = 0.3;
+inline constexpr double kJointKappa = 0.5;  // per-doubling damping where the bus factor does not grow
+inline constexpr double kJointSigmaPerDoubling = 0.15;
+inline constexpr int kJointSmoothOctaves = 2;
 
 struct JointModel {
   GroupKey key;  // nranks = 0
   std::vector<GroupModel> members;  // ascending nranks
+  std::vector<double> latency_us;   // per member: smallest predicted time over its measured sizes
   nlohmann::json members_json;
+  std::string rule = kJointRule;
   double kappa = kJointKappa;
   double sigma_per_doubling = kJointSigmaPerDoubling;
+  int smooth_octaves = kJointSmoothOctaves;
   int sm = 0;
 
   static JointModel from_json(const nlohmann::json& j);
   static nlohmann::json make_json(const GroupKey& key, const std::vector<nlohmann::json>& member_groups, double kappa,
-                                  double sigma_per_doubling);
+                                  double sigma_per_doubling, int smooth_octaves = kJointSmoothOctaves);
   Prediction predict(int nranks, double bytes) const;
 };
 

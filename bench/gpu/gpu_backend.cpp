@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <functional>
 #include <thread>
 
 #include "bench/host/host_ops.h"
@@ -70,6 +71,24 @@ std::string option_of(const std::string& what) {
 
 class GpuBackend;
 
+// An instantiated CUDA graph replayed on the backend's stream. The backend keeps track of the live ones so an
+// abort can free them before it aborts the NCCL communicator (GpuBackend::wait).
+class CudaGraph : public CapturedIterations {
+ public:
+  CudaGraph(GpuBackend& b, cudaGraphExec_t exec);
+  ~CudaGraph() override;
+  CudaGraph(const CudaGraph&) = delete;
+  CudaGraph& operator=(const CudaGraph&) = delete;
+  // Aborted once release() freed the graph: the case has failed and its remaining replays are skipped.
+  RunStatus launch() override;
+  // Frees the executable graph now; a replay still in flight is freed by CUDA when it completes.
+  void release();
+
+ private:
+  GpuBackend& b_;
+  cudaGraphExec_t exec_;
+};
+
 class GpuTimer : public IterationTimer {
  public:
   GpuTimer(GpuBackend& b, int iters);
@@ -97,6 +116,13 @@ class GpuBackend : public Backend {
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
     MPI_Comm_rank(node, &local);
     MPI_Comm_free(&node);
+#if ARFIT_BENCH_HAVE_NCCL
+    // NCCL collectives can be captured into CUDA graphs from NCCL 2.9 on (the library loaded at run time counts).
+    int nccl_version = 0;
+    if (kind_ == "nccl" && o.cuda_graph > 0 && ncclGetVersion(&nccl_version) == ncclSuccess && nccl_version < 20900)
+      throw GridError("-G/--cuda-graph", "NCCL " + std::to_string(nccl_version) +
+                                             " cannot be captured into CUDA graphs (needs NCCL 2.9 or later)");
+#endif
     device_ = o.device >= 0 ? o.device : local % n;
     if (device_ >= n) throw GridError("--device", "device " + std::to_string(device_) + " does not exist (" + std::to_string(n) + " found)");
     ARFIT_CUDA_CHECK(cudaSetDevice(device_));
@@ -155,6 +181,42 @@ class GpuBackend : public Backend {
 #endif
   }
   std::unique_ptr<IterationTimer> make_timer() override;
+
+  // Stream capture: every launch `enqueue` makes on stream_ becomes a graph node (in stream order: a chain,
+  // so the custom kernels still run one after another and their device-side barrier epochs advance per
+  // replayed launch exactly as with eager launches). Nothing runs until the graph is launched.
+  // ThreadLocal mode: a call from this thread that is illegal while capturing (a synchronising cudaMemcpy,
+  // cudaMalloc, cudaDeviceSynchronize) fails and invalidates the capture, so a launch path that is not
+  // capturable shows up as a case error instead of silently running eagerly; threads of other libraries (NCCL's
+  // proxy thread) are not restricted by our capture.
+  std::unique_ptr<CapturedIterations> capture(const std::function<void()>& enqueue) override {
+    ARFIT_CUDA_CHECK(cudaSetDevice(device_));
+    ARFIT_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    try {
+      enqueue();
+    } catch (...) {
+      // End the capture whatever happened, so the stream is usable again (the check and later cases run on it).
+      cudaGraph_t partial = nullptr;
+      cudaStreamEndCapture(stream_, &partial);
+      if (partial) cudaGraphDestroy(partial);
+      cudaGetLastError();  // the error is reported by the exception; do not leave it for the next check
+      throw;
+    }
+    cudaGraph_t graph = nullptr;
+    // Fails (cudaErrorStreamCaptureInvalidated) when `enqueue` made a call that is illegal during capture.
+    ARFIT_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);
+    // The executable graph does not need its template (NCCL's resources are user objects the executable
+    // graph retains).
+    cudaGraphDestroy(graph);
+    if (instantiated != cudaSuccess) kernels::throw_cuda_error(instantiated, "cudaGraphInstantiate", __FILE__, __LINE__);
+    auto captured = std::make_unique<CudaGraph>(*this, exec);
+    // Uploading now keeps the one-time upload out of the first replay, even without warm-up iterations.
+    ARFIT_CUDA_CHECK(cudaGraphUpload(exec, stream_));
+    return captured;
+  }
+
   void begin_case(const Case& c, bool profile) override {
     nvtxRangePushA(c.describe().c_str());
     if (profile) cudaProfilerStart();
@@ -174,6 +236,10 @@ class GpuBackend : public Backend {
     cudaError_t e;
     while ((e = cudaEventQuery(ev)) == cudaErrorNotReady) {
       if (abort_ && abort_->load()) {
+        // The case's CUDA graphs go first: NCCL (2.26 and later) does not finish aborting or destroying a
+        // communicator while a graph that captured its collectives is alive (it polls until those graphs are
+        // destroyed), and the runner would destroy them only after this wait returned.
+        for (CudaGraph* g : live_graphs_) g->release();
 #if ARFIT_BENCH_HAVE_NCCL
         if (comm_) {
           ncclCommAbort(comm_);
@@ -190,6 +256,8 @@ class GpuBackend : public Backend {
   }
 
   void set_abort(const std::atomic<bool>* a) { abort_ = a; }
+  void add_graph(CudaGraph* g) { live_graphs_.push_back(g); }
+  void remove_graph(CudaGraph* g) { live_graphs_.erase(std::remove(live_graphs_.begin(), live_graphs_.end(), g), live_graphs_.end()); }
   cudaStream_t stream() const { return stream_; }
   kernels::StrategyContext context(const Case& c, const RunContext& ctx) const {
     kernels::StrategyContext s;
@@ -230,7 +298,23 @@ class GpuBackend : public Backend {
 #endif
   bool comm_dead_ = false;
   const std::atomic<bool>* abort_ = nullptr;
+  std::vector<CudaGraph*> live_graphs_;  // captured by capture(), not yet destroyed (only the main thread touches it)
 };
+
+CudaGraph::CudaGraph(GpuBackend& b, cudaGraphExec_t exec) : b_(b), exec_(exec) { b_.add_graph(this); }
+CudaGraph::~CudaGraph() {
+  release();
+  b_.remove_graph(this);
+}
+RunStatus CudaGraph::launch() {
+  if (!exec_) return RunStatus::Aborted;
+  ARFIT_CUDA_CHECK(cudaGraphLaunch(exec_, b_.stream()));
+  return RunStatus::Ok;
+}
+void CudaGraph::release() {
+  if (exec_) cudaGraphExecDestroy(exec_);
+  exec_ = nullptr;
+}
 
 GpuTimer::GpuTimer(GpuBackend& b, int iters) : b_(b), ev_(static_cast<std::size_t>(iters) + 1) {
   for (auto& e : ev_) ARFIT_CUDA_CHECK(cudaEventCreate(&e));

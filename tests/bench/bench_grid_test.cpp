@@ -169,6 +169,38 @@ TEST(BenchGrid, BadCommandLinesNameTheOffendingOption) {
   EXPECT_EQ(offending_option({"--collective", "broadcast", "--bytes", "8", "-o", "x"}), "--collective");
 }
 
+TEST(BenchGrid, CudaGraphOptionIsValidatedBeforeAnythingRuns) {
+  const std::vector<std::string> small = {"--tokens", "1,8", "--hidden", "256", "-o", "x.csv"};
+  auto with = [&](std::vector<std::string> extra) {
+    auto v = small;
+    v.insert(v.end(), extra.begin(), extra.end());
+    return v;
+  };
+  // The host backend (the default) has no CUDA graphs: refused by name, long or short spelling.
+  EXPECT_EQ(offending_option(with({"--cuda-graph", "1"})), "-G/--cuda-graph");
+  EXPECT_EQ(offending_option(with({"--backend", "host", "-G", "4"})), "-G/--cuda-graph");
+  try {
+    parse(with({"-G", "2"}));
+    FAIL();
+  } catch (const GridError& e) {
+    EXPECT_NE(std::string(e.what()).find("host backend has no CUDA graphs"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(offending_option(with({"--cuda-graph", "0"})), "");  // 0 = off, fine everywhere
+  // Out of range, and rotations whose lcm with K would capture too many collectives.
+  EXPECT_EQ(offending_option(with({"--backend", "custom", "--virtual-ranks", "-G", "-1"})), "-G/--cuda-graph");
+  EXPECT_EQ(offending_option(with({"--backend", "custom", "--virtual-ranks", "-G", "1025"})), "-G/--cuda-graph");
+  EXPECT_EQ(offending_option(with({"--backend", "custom", "--virtual-ranks", "-G", "1000", "--buffers", "999"})),
+            "-G/--cuda-graph");
+  // Accepted for a GPU backend (parsing only: planning a GPU grid needs the build's GPU backends).
+  Options o = parse(with({"--backend", "custom", "--virtual-ranks", "-G", "3", "--buffers", "4"}));
+  EXPECT_EQ(o.runner.cuda_graph, 3);
+  EXPECT_EQ(parse(with({"--backend", "nccl", "--cuda-graph", "1"})).runner.cuda_graph, 1);
+  EXPECT_EQ(parse(small).runner.cuda_graph, 0);  // default: eager launches
+  // --help says what the option does.
+  Options h = parse({"--help"});
+  EXPECT_NE(h.help_text.find("--cuda-graph"), std::string::npos);
+}
+
 TEST(BenchGrid, PresetDropsUnsupportedFusionsWithANotice) {
   Options o = parse({"--preset", "trtllm", "--tp", "2", "--tokens", "1,2", "--hidden", "128", "-o", "x"});
   PlanOptions po;

@@ -93,6 +93,7 @@ TEST(BenchMpi, TokenGridEveryCaseOnceWithValidTimings) {
     EXPECT_FALSE(meta[k].empty()) << k;
   EXPECT_EQ(meta["plan"], "full");
   EXPECT_EQ(meta["world_size"], "2");
+  EXPECT_EQ(meta["cuda_graph"], "off");  // eager launches (graphs are a GPU-backend option)
 }
 
 TEST(BenchMpi, AllCollectivesByteSweep) {
@@ -166,6 +167,7 @@ TEST(BenchMpi, ImpossibleGridsFailBeforeMeasuringNamingTheOption) {
       {"--tokens 8 --hidden 256 --plan random:2:1", "--plan"},
       {"--tokens 8 --hidden 256 --iters -3", "--iters"},
       {"--tokens 8 --hidden 256 --bogus", "--bogus"},
+      {"--tokens 8 --hidden 256 -G 1", "--cuda-graph"},  // the host backend has no CUDA graphs
   };
   for (const auto& [args, option] : bad) {
     CommandResult r = run_command(mpirun(args + " -o " + out));

@@ -64,6 +64,21 @@ void check_protocol(const std::string& protocol, double target, double guard) {
 }  // namespace
 
 TEST(PublicData, Interp2) { check_protocol("interp2", 1.6, 1.95); }
-TEST(PublicData, Sparse4) { check_protocol("sparse4", 2.5, 3.35); }
+TEST(PublicData, Sparse4) { check_protocol("sparse4", 2.5, 3.25); }
+
+// Sibling pooling (fit/siblings.h) must pay for itself where siblings measured other sizes: on sparse4 the
+// aiconfigurator NCCL tables of one machine start at different sizes in different versions.
+TEST(PublicData, SiblingPoolingBeatsFittingAlone) {
+  if (arfit::testing::public_data_dir().empty()) GTEST_SKIP() << "public data folder absent";
+  fit::EvalOptions o;
+  o.threads = 2;
+  o.methods = {"auto", "auto-solo"};
+  const fit::EvalResult r = fit::eval_sizes(public_samples(), "sparse4", o);
+  std::cout << r.to_table();
+  ASSERT_NE(r.method("auto"), nullptr);
+  ASSERT_NE(r.method("auto-solo"), nullptr);
+  EXPECT_LT(r.method("auto")->errors.gmae, r.method("auto-solo")->errors.gmae);
+  EXPECT_EQ(r.method("auto")->errors.points, r.method("auto-solo")->errors.points);
+}
 TEST(PublicData, Extrap) { check_protocol("extrap", 6.0, 6.0); }
-TEST(PublicData, CrossN) { check_protocol("crossn", 8.0, 10.6); }
+TEST(PublicData, CrossN) { check_protocol("crossn", 8.0, 7.0); }

@@ -1,0 +1,153 @@
+#include "fit/siblings.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "model/group_model.h"
+#include "model/interp.h"
+
+namespace arfit::fit {
+namespace {
+
+// Below this total kernel weight no ratio sample lies within ~3 bandwidths: the ratio is not known there.
+constexpr double kMinKernelWeight = 1e-2;
+// Floor of a transfer's log variance: two measurements of one point differ by ~1.6 % (nccl-tests in-place
+// vs out-of-place), i.e. ~1.1 % each.
+constexpr double kTransferSigmaFloor = 0.011;
+
+bool same_size(double a, double b) { return std::fabs(a - b) <= 1e-9 * std::max(a, b); }
+
+bool contains_size(const std::vector<double>& sorted, double s) {
+  auto it = std::lower_bound(sorted.begin(), sorted.end(), s * (1 - 1e-9));
+  return it != sorted.end() && same_size(*it, s);
+}
+
+struct RatioSample {
+  double u;      // log2 size
+  double r;      // ln t_target − ln t_sibling
+  double bytes;  // where it was taken
+};
+
+struct Transfer {
+  double value;     // ln t of the target
+  double variance;  // its log variance
+};
+
+}  // namespace
+
+std::string sibling_set_key(const Curve& c) {
+  const GroupKey& k = c.key;
+  return (c.hardware.empty() ? k.system : c.hardware) + "/" + to_string(k.collective) + "/" + k.strategy + "/" +
+         to_string(k.fusion) + "/n" + std::to_string(k.nranks) + "/N" + std::to_string(k.nnodes);
+}
+
+SiblingPoolStats pool_siblings(const std::vector<Curve>& curves, std::vector<GroupFit>& fits) {
+  SiblingPoolStats stats;
+  if (curves.size() != fits.size()) return stats;
+  std::map<std::string, std::vector<size_t>> sets;
+  for (size_t i = 0; i < curves.size(); ++i)
+    if (fits[i].ok && curves[i].bytes.size() >= 2) sets[sibling_set_key(curves[i])].push_back(i);
+
+  // Every ratio is computed from the models fitted alone, so the pooled result of one curve never feeds
+  // another's and the order within a set does not matter.
+  std::map<size_t, GroupModel> alone;
+  for (const auto& [key, members] : sets) {
+    if (members.size() < 2) continue;
+    for (size_t i : members) alone.emplace(i, GroupModel::from_json(fits[i].model));
+  }
+  const double h = kSiblingBandwidthOctaves;
+
+  for (const auto& [key, members] : sets) {
+    if (members.size() < 2) continue;
+    // Members ordered by id so that summation order (hence the last bits) is independent of input order.
+    std::vector<size_t> order = members;
+    std::sort(order.begin(), order.end(), [&](size_t x, size_t y) { return curves[x].key.id() < curves[y].key.id(); });
+    for (size_t a : order) {
+      const Curve& A = curves[a];
+      const GroupModel& MA = alone.at(a);
+      if (MA.correction.x().empty()) continue;  // no in-range correction to carry the knots
+      const double amin = A.bytes.front(), amax = A.bytes.back();
+      std::map<double, std::vector<Transfer>> at_size;
+      std::set<std::string> used;
+      for (size_t b : order) {
+        if (b == a) continue;
+        const Curve& B = curves[b];
+        const GroupModel& MB = alone.at(b);
+        std::vector<RatioSample> rs;
+        for (size_t i = 0; i < A.bytes.size(); ++i)
+          if (A.bytes[i] >= B.bytes.front() && A.bytes[i] <= B.bytes.back())
+            rs.push_back({std::log2(A.bytes[i]), std::log(A.time_us[i]) - std::log(MB.predict(A.bytes[i]).time_us), A.bytes[i]});
+        for (size_t i = 0; i < B.bytes.size(); ++i)
+          if (B.bytes[i] >= amin && B.bytes[i] <= amax)
+            rs.push_back({std::log2(B.bytes[i]), std::log(MA.predict(B.bytes[i]).time_us) - std::log(B.time_us[i]), B.bytes[i]});
+        if (rs.size() < 3) continue;
+        for (size_t j = 0; j < B.bytes.size(); ++j) {
+          const double sb = B.bytes[j];
+          if (sb <= amin || sb >= amax || contains_size(A.bytes, sb)) continue;
+          const double ub = std::log2(sb);
+          double sw = 0, swr = 0, sw2 = 0;
+          for (const RatioSample& q : rs) {
+            if (same_size(q.bytes, sb)) continue;  // holds the target's interpolation error at sb
+            const double z = (q.u - ub) / h;
+            const double w = std::exp(-0.5 * z * z);
+            sw += w;
+            swr += w * q.r;
+            sw2 += w * w;
+          }
+          if (sw < kMinKernelWeight) continue;
+          const double rho = swr / sw;
+          double scatter = 0;
+          for (const RatioSample& q : rs) {
+            if (same_size(q.bytes, sb)) continue;
+            const double z = (q.u - ub) / h;
+            const double w = std::exp(-0.5 * z * z);
+            scatter += w * (q.r - rho) * (q.r - rho);
+          }
+          scatter /= sw;
+          const double n_eff = sw * sw / sw2;
+          // The ratio's own uncertainty (scatter / n_eff) plus one sample's scatter: the transfer inherits the
+          // sibling's point-to-point noise at sb as well.
+          const double var = std::max(scatter * (1 + 1 / n_eff), kTransferSigmaFloor * kTransferSigmaFloor);
+          at_size[sb].push_back({std::log(B.time_us[j]) + rho, var});
+          used.insert(B.key.id());
+        }
+      }
+      if (at_size.empty()) continue;
+      // New knots: the target's own, plus one per sibling size.
+      std::vector<std::pair<double, double>> knots;
+      for (size_t i = 0; i < MA.correction.x().size(); ++i) knots.push_back({MA.correction.x()[i], MA.correction.y()[i]});
+      const double var_own = MA.sigma_in * MA.sigma_in;
+      for (const auto& [sb, ts] : at_size) {
+        double wsum = 0, wv = 0;
+        for (const Transfer& t : ts) {
+          wsum += 1 / t.variance;
+          wv += t.value / t.variance;
+        }
+        const double own = std::log(MA.predict(sb).time_us);
+        const double value = (wv + own / var_own) / (wsum + 1 / var_own);
+        knots.push_back({std::log(sb), value - MA.model_log_time(sb)});
+      }
+      std::sort(knots.begin(), knots.end());
+      std::vector<double> kx, ky;
+      for (const auto& [x, y] : knots) {
+        if (!kx.empty() && !(x > kx.back())) continue;
+        kx.push_back(x);
+        ky.push_back(y);
+      }
+      const HermiteSpline sp(kx, ky, MA.correction.kind());
+      nlohmann::json& j = fits[a].model;
+      j["correction"]["log_bytes"] = sp.x();
+      j["correction"]["log_resid"] = sp.y();
+      j["sibling_knots"] = {{"count", static_cast<int>(at_size.size())},
+                            {"siblings", std::vector<std::string>(used.begin(), used.end())},
+                            {"bandwidth_octaves", h}};
+      ++stats.targets;
+      stats.knots += static_cast<int>(at_size.size());
+    }
+  }
+  return stats;
+}
+
+}  // namespace arfit::fit

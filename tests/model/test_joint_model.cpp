@@ -1,0 +1,147 @@
+// model/joint_model: carrying fitted groups to an unmeasured GPU count. Synthetic families with a known law
+// (latency affine in the number of peers, bus bandwidth independent of n) must be recovered; constant bus
+// factors, the legacy rule of older files and the interval are checked apart.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "model/bus_factor.h"
+#include "model/joint_model.h"
+
+using namespace arfit;
+
+namespace {
+
+constexpr double kMinBytes = 1024, kMaxBytes = 1024.0 * 1024 * 1024;
+
+GroupKey family_key(Collective c) {
+  GroupKey k;
+  k.system = "synthetic";
+  k.collective = c;
+  k.strategy = "NCCL";
+  k.dtype = "fp16";
+  k.nranks = 0;
+  k.nnodes = 1;
+  return k;
+}
+
+// One fitted member as models.json stores it: alphabeta t = α + f(n)·s/β (β in GB/s = 1e3 bytes/µs).
+nlohmann::json alphabeta_member(Collective c, int n, double alpha_us, double beta_gbps) {
+  GroupKey k = family_key(c);
+  k.nranks = n;
+  return {{"key", group_key_to_json(k)},
+          {"ok", true},
+          {"family", "alphabeta"},
+          {"params", {std::log(alpha_us), std::log(beta_gbps)}},
+          {"bus_factor", bus_factor(c, n)},
+          {"range", {{"min_bytes", kMinBytes}, {"max_bytes", kMaxBytes}, {"points", 21}}},
+          {"interval", {{"sigma_in", 0.02}, {"sigma_out_per_octave", 0.03}}}};
+}
+
+double alphabeta_time(Collective c, int n, double alpha_us, double beta_gbps, double bytes) {
+  return alpha_us + bus_factor(c, n) * bytes / (beta_gbps * 1e3);
+}
+
+// Latency a + b·(n − 1), bus bandwidth B at every n: the law the rule assumes in its two regimes.
+struct Law {
+  double a_us = 6, b_us = 1.5, busbw_gbps = 300;
+  double alpha(int n) const { return a_us + b_us * (n - 1); }
+};
+
+JointModel family(Collective c, const Law& law, std::initializer_list<int> counts) {
+  std::vector<nlohmann::json> members;
+  for (int n : counts) members.push_back(alphabeta_member(c, n, law.alpha(n), law.busbw_gbps));
+  return JointModel::from_json(JointModel::make_json(family_key(c), members, kJointKappa, kJointSigmaPerDoubling));
+}
+
+}  // namespace
+
+TEST(JointModel, RecoversAffineLatencyAndBusBandwidthUpwards) {
+  // Exact in the latency-bound and the bandwidth-bound limits; in between the per-size trend t_8/t_4 mixes
+  // both regimes, so one doubling is allowed a few % there.
+  const Law law;
+  for (Collective c : {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter}) {
+    const JointModel jm = family(c, law, {2, 4, 8});
+    for (int n : {16, 32})
+      for (double s : {kMinBytes, kMaxBytes}) {
+        const double truth = alphabeta_time(c, n, law.alpha(n), law.busbw_gbps, s);
+        EXPECT_NEAR(jm.predict(n, s).time_us / truth, 1.0, 0.02) << to_string(c) << " n=" << n << " s=" << s;
+      }
+    for (double s = kMinBytes; s <= kMaxBytes; s *= 4) {
+      const double truth = alphabeta_time(c, 16, law.alpha(16), law.busbw_gbps, s);
+      const Prediction p = jm.predict(16, s);
+      EXPECT_NEAR(p.time_us / truth, 1.0, 0.06) << to_string(c) << " s=" << s;
+      EXPECT_TRUE(p.extrapolated);
+      EXPECT_EQ(p.how, "joint-n 4,8->16");
+    }
+  }
+}
+
+TEST(JointModel, LatencyLimitsOfTheAffineLaw) {
+  // Pure per-peer latency (a = 0): t ∝ n − 1, the upper limit; pure constant latency (b = 0): t carried over.
+  for (const auto& [a, b] : {std::pair{0.0, 2.0}, std::pair{8.0, 0.0}}) {
+    Law law;
+    law.a_us = a;
+    law.b_us = b;
+    law.busbw_gbps = 1e5;  // latency-bound at every measured size
+    const JointModel jm = family(Collective::AllReduce, law, {2, 4, 8});
+    EXPECT_NEAR(jm.predict(16, kMinBytes).time_us / law.alpha(16), 1.0, 0.01) << "a=" << a << " b=" << b;
+  }
+}
+
+TEST(JointModel, ConstantBusFactorUsesKappaPerDoubling) {
+  // Broadcast's bus factor is 1 at every n, so the bus factor says nothing about the trend: the
+  // bandwidth-bound time follows the measured trend damped by kappa per doubling.
+  const Collective c = Collective::Broadcast;
+  std::vector<nlohmann::json> members;
+  for (auto [n, beta] : {std::pair{2, 400.0}, std::pair{4, 300.0}, std::pair{8, 200.0}})
+    members.push_back(alphabeta_member(c, n, 5.0, beta));
+  const JointModel jm = JointModel::from_json(JointModel::make_json(family_key(c), members, kJointKappa, kJointSigmaPerDoubling));
+  const double s = kMaxBytes;
+  const double t8 = alphabeta_time(c, 8, 5.0, 200.0, s), t4 = alphabeta_time(c, 4, 5.0, 300.0, s);
+  EXPECT_NEAR(jm.predict(16, s).time_us / (t8 * std::pow(t8 / t4, kJointKappa)), 1.0, 0.01);
+}
+
+TEST(JointModel, InterpolatesLinearlyInLog2N) {
+  const Law law;
+  const JointModel jm = family(Collective::AllReduce, law, {2, 8});
+  const double s = 1 << 20;
+  const double t2 = alphabeta_time(Collective::AllReduce, 2, law.alpha(2), law.busbw_gbps, s);
+  const double t8 = alphabeta_time(Collective::AllReduce, 8, law.alpha(8), law.busbw_gbps, s);
+  EXPECT_NEAR(jm.predict(4, s).time_us, std::sqrt(t2 * t8), 1e-6 * t8);
+}
+
+TEST(JointModel, IntervalWidensWithDoublings) {
+  const JointModel jm = family(Collective::AllReduce, Law{}, {2, 4, 8});
+  const double s = 1 << 20;
+  const Prediction p8 = jm.predict(8, s), p16 = jm.predict(16, s), p64 = jm.predict(64, s);
+  EXPECT_LT(p16.lo_us, p16.time_us);
+  EXPECT_GT(p16.hi_us, p16.time_us);
+  EXPECT_GT(std::log(p16.hi_us / p16.lo_us), std::log(p8.hi_us / p8.lo_us));
+  EXPECT_GT(std::log(p64.hi_us / p64.lo_us), std::log(p16.hi_us / p16.lo_us));
+  // smooth trend: the width is the per-doubling term (in quadrature with the members')
+  const double h16 = 0.5 * std::log(p16.hi_us / p16.lo_us);
+  EXPECT_GE(h16, kZ90 * kJointSigmaPerDoubling);
+  EXPECT_LT(h16, kZ90 * kJointSigmaPerDoubling * 1.5);
+}
+
+TEST(JointModel, JsonNamesItsRuleAndReadsLegacyFiles) {
+  const Law law;
+  std::vector<nlohmann::json> members;
+  for (int n : {4, 8}) members.push_back(alphabeta_member(Collective::AllReduce, n, law.alpha(n), law.busbw_gbps));
+  nlohmann::json j = JointModel::make_json(family_key(Collective::AllReduce), members, kJointKappa, kJointSigmaPerDoubling);
+  EXPECT_EQ(j.at("rule"), kJointRule);
+  EXPECT_EQ(j.at("smooth_octaves"), kJointSmoothOctaves);
+  EXPECT_EQ(j.at("nranks"), (std::vector<int>{4, 8}));
+  // A file written before the rule field: ln t extrapolated in log2 n with the slope scaled by kappa.
+  j.erase("rule");
+  j.erase("smooth_octaves");
+  const JointModel legacy = JointModel::from_json(j);
+  EXPECT_EQ(legacy.rule, kJointRuleLegacy);
+  const double s = 1 << 16;
+  const double t4 = alphabeta_time(Collective::AllReduce, 4, law.alpha(4), law.busbw_gbps, s);
+  const double t8 = alphabeta_time(Collective::AllReduce, 8, law.alpha(8), law.busbw_gbps, s);
+  EXPECT_NEAR(legacy.predict(16, s).time_us, t8 * std::pow(t8 / t4, kJointKappa), 1e-6 * t8);
+  j["rule"] = "no-such-rule";
+  EXPECT_THROW(JointModel::from_json(j), std::invalid_argument);
+}
