@@ -166,7 +166,10 @@ FamilyFitResult fit_family(const FamilySpec& spec, const std::vector<double>& s,
   const size_t n = s.size();
 
   ceres::Solver::Options opts;
-  opts.linear_solver_type = ceres::DENSE_QR;
+  // ≤ 8 parameters and ≤ a few hundred residuals: the normal equations are tiny and well scaled (log-form
+  // parameters), so Cholesky is exact enough and ~10 % faster per group than QR; the eval figures on the
+  // public data are identical to QR's to the printed digit (docs/fit.md).
+  opts.linear_solver_type = ceres::DENSE_NORMAL_CHOLESKY;
   opts.max_num_iterations = config.max_iterations;
   opts.logging_type = ceres::SILENT;
   opts.minimizer_progress_to_stdout = false;
