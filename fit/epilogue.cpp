@@ -59,17 +59,22 @@ nlohmann::json EpilogueFit::to_json() const {
 EpilogueFit fit_epilogue(const Curve& fused, const GroupModel& unfused) {
   EpilogueFit e;
   e.base_group = unfused.key.id();
+  struct Point {
+    double tokens, bytes, extra_us, time_us;  // extra_us: fused − unfused model at the same bytes
+  };
+  std::vector<Point> pts;
   std::vector<std::array<double, 3>> X;
-  std::vector<double> y, t;
+  std::vector<double> y;
   std::map<std::pair<std::int64_t, std::int64_t>, int> shapes;
   for (const auto& p : fused.shape_points) {
     if (!(p.time_us > 0) || !(p.bytes > 0) || p.tokens <= 0) continue;
+    const Point q{static_cast<double>(p.tokens), p.bytes, p.time_us - unfused.predict(p.bytes).time_us, p.time_us};
+    pts.push_back(q);
     // Rows divided by the fused time: the least squares minimise relative residuals, so a 2 µs shape counts
     // as much as a 10 ms one (absolute residuals would let the largest shapes set the intercept).
-    const double w = 1 / p.time_us;
-    X.push_back({w, p.bytes * w, static_cast<double>(p.tokens) * w});
-    y.push_back((p.time_us - unfused.predict(p.bytes).time_us) * w);
-    t.push_back(p.time_us);
+    const double w = 1 / q.time_us;
+    X.push_back({w, q.bytes * w, q.tokens * w});
+    y.push_back(q.extra_us * w);
     ++shapes[{p.tokens, p.hidden}];
   }
   e.points = static_cast<int>(y.size());
@@ -100,13 +105,12 @@ EpilogueFit fit_epilogue(const Curve& fused, const GroupModel& unfused) {
   e.per_row_us = best_coef[2];
   std::vector<double> rel;
   double share = 0, ss = 0;
-  for (size_t i = 0; i < y.size(); ++i) {
-    const double tokens = X[i][2] * t[i], bytes = X[i][1] * t[i];
-    const double fit = e.time_us(tokens, bytes);
-    const double r = y[i] * t[i] - fit;  // µs
+  for (const Point& q : pts) {
+    const double fit = e.time_us(q.tokens, q.bytes);
+    const double r = q.extra_us - fit;  // µs
     ss += r * r;
-    rel.push_back(std::fabs(r) / t[i]);
-    share += fit / t[i];
+    rel.push_back(std::fabs(r) / q.time_us);
+    share += fit / q.time_us;
   }
   std::sort(rel.begin(), rel.end());
   e.rms_us = std::sqrt(ss / y.size());

@@ -87,24 +87,22 @@ SiblingPoolStats pool_siblings(const std::vector<Curve>& curves, std::vector<Gro
           const double sb = B.bytes[j];
           if (sb <= amin || sb >= amax || contains_size(A.bytes, sb)) continue;
           const double ub = std::log2(sb);
+          // Kernel weight of each ratio sample; the sample at sb itself holds the target's interpolation
+          // error there and gets none.
+          std::vector<double> w(rs.size(), 0.0);
           double sw = 0, swr = 0, sw2 = 0;
-          for (const RatioSample& q : rs) {
-            if (same_size(q.bytes, sb)) continue;  // holds the target's interpolation error at sb
-            const double z = (q.u - ub) / h;
-            const double w = std::exp(-0.5 * z * z);
-            sw += w;
-            swr += w * q.r;
-            sw2 += w * w;
+          for (size_t i = 0; i < rs.size(); ++i) {
+            if (same_size(rs[i].bytes, sb)) continue;
+            const double z = (rs[i].u - ub) / h;
+            w[i] = std::exp(-0.5 * z * z);
+            sw += w[i];
+            swr += w[i] * rs[i].r;
+            sw2 += w[i] * w[i];
           }
           if (sw < kMinKernelWeight) continue;
           const double rho = swr / sw;
           double scatter = 0;
-          for (const RatioSample& q : rs) {
-            if (same_size(q.bytes, sb)) continue;
-            const double z = (q.u - ub) / h;
-            const double w = std::exp(-0.5 * z * z);
-            scatter += w * (q.r - rho) * (q.r - rho);
-          }
+          for (size_t i = 0; i < rs.size(); ++i) scatter += w[i] * (rs[i].r - rho) * (rs[i].r - rho);
           scatter /= sw;
           const double n_eff = sw * sw / sw2;
           // The ratio's own uncertainty (scatter / n_eff) plus one sample's scatter: the transfer inherits the

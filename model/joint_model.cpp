@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "model/bus_factor.h"
+#include "model/metrics.h"
 
 namespace arfit {
 namespace {
@@ -28,12 +29,6 @@ struct Trend {
   double log_mad = 0;
 };
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
-
 Trend smoothed_trend(const GroupModel& c, const GroupModel& d, double bytes, int octaves) {
   const double lo = std::max(c.min_bytes, d.min_bytes), hi = std::min(c.max_bytes, d.max_bytes);
   std::vector<double> r;
@@ -43,10 +38,10 @@ Trend smoothed_trend(const GroupModel& c, const GroupModel& d, double bytes, int
     r.push_back(std::log(c.predict(s).time_us) - std::log(d.predict(s).time_us));
   }
   Trend t;
-  const double med = median_of(r);
+  const double med = percentile(r, 50);
   t.ratio = std::exp(med);
   for (double& x : r) x = std::abs(x - med);
-  t.log_mad = median_of(r);
+  t.log_mad = percentile(r, 50);
   return t;
 }
 

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "model/errors.h"
+#include "model/metrics.h"
 
 namespace arfit::plots {
 
@@ -19,12 +20,7 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+double median(const std::vector<double>& v) { return v.empty() ? NAN : percentile(v, 50); }
 
 // Key without the system, for pairing samples and models when the system labels differ.
 auto loose(const GroupKey& k) { return std::make_tuple(k.collective, k.strategy, k.fusion, k.dtype, k.nranks, k.nnodes); }
