@@ -18,6 +18,7 @@
 #include "model/bus_factor.h"
 #include "model/group_model.h"
 #include "model/joint_model.h"
+#include "model/sample_csv.h"
 
 namespace arfit::fit {
 namespace {
@@ -394,16 +395,11 @@ std::string EvalResult::points_csv() const {
   std::ostringstream o;
   o << "method,group,bytes,measured_us,predicted_us,lo_us,hi_us,rel_error,how\n";
   o << std::setprecision(10);
-  auto quoted = [](const std::string& s) {
-    std::string q = "\"";
-    for (char ch : s) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-    return q + "\"";
-  };
   for (const auto& m : methods)
     for (const auto& p : m.points)
-      o << m.name << ',' << quoted(p.key.id()) << ',' << p.bytes << ',' << p.measured << ',' << p.predicted.time_us << ','
+      o << csv_escape(m.name) << ',' << csv_escape(p.key.id()) << ',' << p.bytes << ',' << p.measured << ',' << p.predicted.time_us << ','
         << p.predicted.lo_us << ',' << p.predicted.hi_us << ',' << relative_error(p.predicted.time_us, p.measured) << ','
-        << quoted(p.predicted.how) << '\n';
+        << csv_escape(p.predicted.how) << '\n';
   return o.str();
 }
 
