@@ -14,7 +14,7 @@ namespace arfit::fit {
 namespace {
 
 // Spline rule of the residual correction (see model/interp.h); chosen on the public data (docs/fit.md).
-constexpr SplineKind kCorrectionSpline = SplineKind::Pchip;
+constexpr SplineKind kCorrectionSpline = SplineKind::Additive;
 // Floor of the in-range residual scale: the repeatability of a measurement (~1.6 % GMAE noise floor).
 constexpr double kSigmaInFloor = 0.01;
 
@@ -81,7 +81,7 @@ void cross_validate(Evaluated& e, const std::vector<double>& s, const std::vecto
     if (correction) sp = correction_spline(e.spec, p, seed, ts, tt, f);
     for (size_t i = 0; i < hs.size(); ++i) {
       double lt = log_model(e.spec, p, seed, hs[i], f);
-      if (correction) lt += sp(std::log(hs[i]));
+      if (correction) lt = sp.corrected(std::log(hs[i]), lt, [&](double x) { return log_model(e.spec, p, seed, std::exp(x), f); });
       errs.push_back(lt - std::log(ht[i]));
     }
   }

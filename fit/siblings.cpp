@@ -35,6 +35,22 @@ struct Transfer {
   double variance;  // its log variance
 };
 
+// Kernel-weighted median of the samples' r (w: weights, sw: their sum). A ratio sample next to a sharp feature
+// pairs a measurement with the other curve's interpolation across that feature and is off by the feature's
+// size; the median ignores such samples where a weighted mean would be dragged by them.
+double weighted_median(const std::vector<RatioSample>& rs, const std::vector<double>& w, double sw) {
+  std::vector<std::pair<double, double>> v;
+  for (size_t i = 0; i < rs.size(); ++i)
+    if (w[i] > 0) v.push_back({rs[i].r, w[i]});
+  std::sort(v.begin(), v.end());
+  double acc = 0;
+  for (const auto& [r, wi] : v) {
+    acc += wi;
+    if (acc >= 0.5 * sw) return r;
+  }
+  return v.empty() ? 0.0 : v.back().first;
+}
+
 }  // namespace
 
 std::string sibling_set_key(const Curve& c) {
@@ -90,20 +106,21 @@ SiblingPoolStats pool_siblings(const std::vector<Curve>& curves, std::vector<Gro
           // Kernel weight of each ratio sample; the sample at sb itself holds the target's interpolation
           // error there and gets none.
           std::vector<double> w(rs.size(), 0.0);
-          double sw = 0, swr = 0, sw2 = 0;
+          double sw = 0, sw2 = 0;
           for (size_t i = 0; i < rs.size(); ++i) {
             if (same_size(rs[i].bytes, sb)) continue;
             const double z = (rs[i].u - ub) / h;
             w[i] = std::exp(-0.5 * z * z);
             sw += w[i];
-            swr += w[i] * rs[i].r;
             sw2 += w[i] * w[i];
           }
           if (sw < kMinKernelWeight) continue;
-          const double rho = swr / sw;
-          double scatter = 0;
-          for (size_t i = 0; i < rs.size(); ++i) scatter += w[i] * (rs[i].r - rho) * (rs[i].r - rho);
-          scatter /= sw;
+          const double rho = weighted_median(rs, w, sw);
+          // Robust scale: kernel-weighted median absolute deviation, as a normal standard deviation.
+          std::vector<RatioSample> dev(rs);
+          for (auto& d : dev) d.r = std::fabs(d.r - rho);
+          const double mad = 1.4826 * weighted_median(dev, w, sw);
+          const double scatter = mad * mad;
           const double n_eff = sw * sw / sw2;
           // The ratio's own uncertainty (scatter / n_eff) plus one sample's scatter: the transfer inherits the
           // sibling's point-to-point noise at sb as well.

@@ -1,22 +1,21 @@
 // Sibling pooling: curves of the same hardware, collective, strategy, fusion, rank and node count that differ
 // only in dtype or in the file/software version that measured them are the same communication measured
-// twice, usually on different size grids (aiconfigurator's NCCL tables measure int8 and half at the same
-// element counts, i.e. at byte sizes shifted by one octave; nccl-tests runs of two NCCL versions start at
-// different sizes). A sibling's measurement at a size the target did not measure says more about the
-// target there than any interpolation of the target's own points, once the (smooth) ratio between the two
-// curves is known.
+// twice, sometimes on different size grids (nccl-tests runs of two NCCL versions that start at different
+// sizes; aiconfigurator's NCCL tables, by contrast, measure int8 and half at the same byte sizes). A
+// sibling's measurement at a size the target did not measure says more about the target there than any
+// interpolation of the target's own points, once the (smooth) ratio between the two curves is known.
 //
 // After each curve has been fitted alone, pool_siblings() adds "sibling knots" to each target's in-range
 // residual correction: at every size a sibling measured strictly inside the target's measured range and
 // the target did not, the pseudo-measurement
 //     ln t_target(s) ≈ ln t_sibling(s) + ρ(s)
-// where ρ is the log-ratio target/sibling smoothed across sizes by a Gaussian kernel in log2 size (width
-// kSiblingBandwidthOctaves): each ratio sample pairs one curve's measurement with the other curve's own
-// fitted model at that size, and the sample at s itself is left out (it contains the target's
+// where ρ is the log-ratio target/sibling smoothed across sizes by a Gaussian-kernel-weighted median in log2
+// size (width kSiblingBandwidthOctaves): each ratio sample pairs one curve's measurement with the other
+// curve's own fitted prediction at that size, and the sample at s itself is left out (it contains the target's
 // interpolation error at s, which is what the knot is meant to fix). Several siblings at one size are
 // averaged. The pseudo-knot is then blended with the target's own prediction, weighted by their error
 // variances (own: the target's cross-validated in-range scale; transfer: the sibling's measurement noise
-// plus the scatter of the ratio samples around ρ).
+// plus the weighted median absolute deviation of the ratio samples around ρ).
 //
 // Nothing changes outside the target's measured range, and the target's own measurements stay knots, so the
 // model still passes through everything the target measured. Only measured (training) points of siblings are

@@ -1,12 +1,16 @@
-// Residual correction: a smooth interpolation of the model's log-residuals between measured sizes.
-// In range, prediction = model × exp(spline(ln s)), so a fitted model honours what was measured; outside the
-// knots the correction is 0 and the prediction rests on the model alone.
+// Residual correction: an interpolation of the model's residuals between measured sizes, so that in range a
+// fitted model honours what was measured; outside the knots the correction is 0 and the prediction rests on
+// the model alone. Knots are stored as x_i = ln bytes, y_i = ln measured − ln model.
 //
-// Splines are cubic Hermite interpolants through the knots (x_i = ln bytes, y_i = ln measured − ln model) with
-// the slopes chosen by one of three rules:
-//   natural  C2 natural cubic spline (second derivative 0 at the ends)
-//   akima    Akima's rule (local, no overshoot near outliers)
-//   pchip    Fritsch–Carlson monotone slopes (no new extrema between knots)
+// Rules (SplineKind):
+//   additive  t(s) = model(s) + r(s), r the residual t_measured − t_model interpolated linearly in bytes
+//             (corrected()). Between two knots this is exact for a curve that is α + s/β there, whatever the
+//             family; with the alphabeta family it is plain linear interpolation of (bytes, time). The
+//             default since the public data showed it beats log-space splines (docs/fit.md).
+//   pchip     prediction = model × exp(spline(ln s)), Fritsch–Carlson monotone slopes (no new extrema);
+//   akima     the same with Akima's slopes (local, no overshoot near outliers);
+//   natural   the same with the C2 natural cubic spline (second derivative 0 at the ends);
+//   linear    the same, piecewise linear in ln s.
 // Header-only, double only (model/ is pure math).
 #pragma once
 
@@ -18,7 +22,7 @@
 
 namespace arfit {
 
-enum class SplineKind { Natural, Akima, Pchip, Linear };
+enum class SplineKind { Natural, Akima, Pchip, Linear, Additive };
 
 inline std::string to_string(SplineKind k) {
   switch (k) {
@@ -26,6 +30,7 @@ inline std::string to_string(SplineKind k) {
     case SplineKind::Akima: return "akima";
     case SplineKind::Pchip: return "pchip";
     case SplineKind::Linear: return "linear";
+    case SplineKind::Additive: return "additive";
   }
   return "?";
 }
@@ -35,7 +40,8 @@ inline SplineKind parse_spline_kind(const std::string& s) {
   if (s == "akima") return SplineKind::Akima;
   if (s == "pchip") return SplineKind::Pchip;
   if (s == "linear") return SplineKind::Linear;
-  throw std::invalid_argument("unknown spline kind '" + s + "' (known: natural, akima, pchip, linear)");
+  if (s == "additive") return SplineKind::Additive;
+  throw std::invalid_argument("unknown spline kind '" + s + "' (known: natural, akima, pchip, linear, additive)");
 }
 
 class HermiteSpline {
@@ -47,6 +53,25 @@ class HermiteSpline {
     for (size_t i = 1; i < x_.size(); ++i)
       if (!(x_[i] > x_[i - 1])) throw std::invalid_argument("HermiteSpline: x must be strictly increasing");
     slopes();
+  }
+
+  // ln t corrected at x = ln bytes, given the model's ln t as a function of ln bytes. Multiplicative kinds add
+  // the interpolated log-residual; Additive interpolates the residual t_measured − t_model linearly in bytes
+  // (exact for a curve that is piecewise α + s/β between the knots).
+  template <typename ModelLogTime>
+  double corrected(double x, double model_lt, const ModelLogTime& model_at) const {
+    if (x_.empty() || x < x_.front() || x > x_.back()) return model_lt;
+    if (kind_ != SplineKind::Additive || x_.size() < 2) return model_lt + (*this)(x);
+    size_t i = static_cast<size_t>(std::upper_bound(x_.begin(), x_.end(), x) - x_.begin());
+    if (i == 0) i = 1;
+    if (i >= x_.size()) i = x_.size() - 1;
+    const size_t a = i - 1;
+    const double w = (std::exp(x) - std::exp(x_[a])) / (std::exp(x_[i]) - std::exp(x_[a]));
+    const double ra = std::exp(model_at(x_[a])) * std::expm1(y_[a]);
+    const double ri = std::exp(model_at(x_[i])) * std::expm1(y_[i]);
+    const double t = std::exp(model_lt) + ra + w * (ri - ra);
+    if (!(t > 0)) return model_lt + (*this)(x);
+    return std::log(t);
   }
 
   bool in_range(double x) const { return !x_.empty() && x >= x_.front() && x <= x_.back(); }
@@ -66,6 +91,12 @@ class HermiteSpline {
     const double h = x_[i] - x_[a];
     const double t = (x - x_[a]) / h;
     if (kind_ == SplineKind::Linear) return y_[a] + t * (y_[i] - y_[a]);
+    if (kind_ == SplineKind::Additive) {
+      // Without the model at hand: the log-residual interpolated with weights linear in bytes (corrected()
+      // is the additive rule itself).
+      const double w = (std::exp(x) - std::exp(x_[a])) / (std::exp(x_[i]) - std::exp(x_[a]));
+      return y_[a] + w * (y_[i] - y_[a]);
+    }
     const double t2 = t * t, t3 = t2 * t;
     const double h00 = 2 * t3 - 3 * t2 + 1, h10 = t3 - 2 * t2 + t, h01 = -2 * t3 + 3 * t2, h11 = t3 - t2;
     return h00 * y_[a] + h10 * h * d_[a] + h01 * y_[i] + h11 * h * d_[i];
@@ -78,7 +109,7 @@ class HermiteSpline {
     if (n < 2) return;
     std::vector<double> m(n - 1);
     for (size_t i = 0; i + 1 < n; ++i) m[i] = (y_[i + 1] - y_[i]) / (x_[i + 1] - x_[i]);
-    if (n == 2 || kind_ == SplineKind::Linear) {
+    if (n == 2 || kind_ == SplineKind::Linear || kind_ == SplineKind::Additive) {
       d_[0] = d_[1] = m[0];
       for (size_t i = 0; i < n; ++i) d_[i] = m[std::min(i, n - 2)];
       return;
@@ -87,7 +118,8 @@ class HermiteSpline {
       case SplineKind::Natural: natural(m); break;
       case SplineKind::Akima: akima(m); break;
       case SplineKind::Pchip: pchip(m); break;
-      case SplineKind::Linear: break;
+      case SplineKind::Linear:
+      case SplineKind::Additive: break;
     }
   }
 

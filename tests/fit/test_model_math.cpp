@@ -15,12 +15,56 @@ using namespace arfit;
 
 TEST(Spline, PassesThroughKnotsAndIsZeroOutside) {
   std::vector<double> x = {0, 1, 2, 4, 5}, y = {0.1, -0.2, 0.05, 0.3, 0.0};
-  for (SplineKind k : {SplineKind::Natural, SplineKind::Akima, SplineKind::Pchip, SplineKind::Linear}) {
+  for (SplineKind k : {SplineKind::Natural, SplineKind::Akima, SplineKind::Pchip, SplineKind::Linear, SplineKind::Additive}) {
     HermiteSpline s(x, y, k);
     for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(s(x[i]), y[i], 1e-12) << to_string(k);
     EXPECT_EQ(s(-0.5), 0.0);
     EXPECT_EQ(s(5.5), 0.0);
   }
+}
+
+// The additive rule is exact for a curve that is α + s/β between consecutive knots, whatever the model: here the
+// truth has a different α-β segment in each gap and the "model" is a single wrong α-β line.
+TEST(Spline, AdditiveCorrectionIsExactForPiecewiseAlphaBeta) {
+  const std::vector<double> s = {1e3, 1e4, 1e5, 1e6};
+  // Continuous piecewise α-β: 6 us at 1 kB, 15 us at 10 kB, 45 us at 100 kB, 200 us at 1 MB (each segment's α
+  // and 1/β follow from its two ends).
+  const std::vector<double> v = {6, 15, 45, 200};
+  auto truth = [&](double b) {
+    size_t i = 0;
+    while (i + 2 < s.size() && b > s[i + 1]) ++i;
+    const double per_byte = (v[i + 1] - v[i]) / (s[i + 1] - s[i]);
+    return (v[i] - per_byte * s[i]) + per_byte * b;
+  };
+  auto model_lt = [](double lx) { return std::log(4 + std::exp(lx) / 2e3); };
+  std::vector<double> x, y;
+  for (double b : s) {
+    x.push_back(std::log(b));
+    y.push_back(std::log(truth(b)) - model_lt(std::log(b)));
+  }
+  const HermiteSpline add(x, y, SplineKind::Additive), log_linear(x, y, SplineKind::Linear);
+  double worst_add = 0, worst_log = 0;
+  for (double b = 1e3; b <= 1e6; b *= 1.07) {
+    const double lx = std::log(b);
+    worst_add = std::max(worst_add, std::fabs(std::exp(add.corrected(lx, model_lt(lx), model_lt)) / truth(b) - 1));
+    worst_log = std::max(worst_log, std::fabs(std::exp(log_linear.corrected(lx, model_lt(lx), model_lt)) / truth(b) - 1));
+  }
+  EXPECT_LT(worst_add, 1e-12);
+  EXPECT_GT(worst_log, 0.05);  // a log-space interpolation of the same residuals is not: the test can fail
+  // Outside the knots the model answers alone.
+  EXPECT_DOUBLE_EQ(add.corrected(std::log(1e7), model_lt(std::log(1e7)), model_lt), model_lt(std::log(1e7)));
+}
+
+TEST(Spline, AdditiveCorrectionFallsBackWhenTheSumIsNotATime) {
+  // The model dwarfs a tiny measured time at one knot: the additive sum goes negative between the knots, and the
+  // multiplicative value (always positive) answers instead.
+  const std::vector<double> x = {0.0, std::log(10.0)}, y = {std::log(1e-3 / 100), 0.0};
+  auto model_lt = [](double lx) { return lx < 1 ? std::log(100.0) : std::log(100.0 - 99.0 * lx / std::log(10.0)); };
+  const HermiteSpline add(x, y, SplineKind::Additive);
+  const double lx = std::log(2.0);
+  const double v = add.corrected(lx, std::log(50.0), model_lt);
+  EXPECT_TRUE(std::isfinite(v));
+  EXPECT_NEAR(v, std::log(50.0) + add(lx), 1e-12);
 }
 
 TEST(Spline, PchipIsMonotoneOnMonotoneData) {
