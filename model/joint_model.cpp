@@ -56,6 +56,8 @@ JointModel JointModel::from_json(const nlohmann::json& j) {
   m.kappa = j.at("kappa").get<double>();
   m.sigma_per_doubling = j.at("sigma_per_doubling").get<double>();
   m.smooth_octaves = j.value("smooth_octaves", kJointSmoothOctaves);
+  m.sigma_excess_trend = j.value("sigma_excess_trend", 0.0);
+  if (!(m.sigma_excess_trend >= 0)) throw std::invalid_argument("joint sigma_excess_trend must be >= 0");
   if (m.smooth_octaves < 0) throw std::invalid_argument("joint smooth_octaves must be >= 0");
   m.members_json = j.at("members");
   for (const auto& g : m.members_json) {
@@ -70,7 +72,7 @@ JointModel JointModel::from_json(const nlohmann::json& j) {
 }
 
 nlohmann::json JointModel::make_json(const GroupKey& key, const std::vector<nlohmann::json>& member_groups, double kappa,
-                                     double sigma_per_doubling, int smooth_octaves) {
+                                     double sigma_per_doubling, int smooth_octaves, double sigma_excess_trend) {
   nlohmann::json j;
   j["key"] = group_key_to_json(key);
   j["id"] = key.id();
@@ -81,6 +83,7 @@ nlohmann::json JointModel::make_json(const GroupKey& key, const std::vector<nloh
   j["kappa"] = kappa;
   j["sigma_per_doubling"] = sigma_per_doubling;
   j["smooth_octaves"] = smooth_octaves;
+  j["sigma_excess_trend"] = sigma_excess_trend;
   j["members"] = member_groups;
   return j;
 }
@@ -110,6 +113,7 @@ Prediction JointModel::predict(int n, double bytes) const {
   double lt;
   double outside = 0;  // doublings beyond the measured counts
   double trend_sigma = 0;
+  double excess_sigma = 0;
   if (u > ua && u < ub) {
     lt = la + slope * (u - ua);
   } else {
@@ -144,6 +148,12 @@ Prediction JointModel::predict(int n, double bytes) const {
       if (fn > 0 && fc > 0 && fd > 0 && std::abs(std::log(fc / fd)) > 1e-9)
         per_doubling = std::clamp(std::log(fn / fc) / (u - uc) / (std::log(fc / fd) / (uc - ud)), 0.0, 1.0);
       const double r_bw = std::pow(q, per_doubling * (u - uc) / (uc - ud));
+      // The part of the measured trend that the rule's own laws do not explain widens the interval: in the
+      // latency share the number of peers ((c−1)/(d−1) at most), in the bandwidth share the bus factor.
+      const double lat_explained = d > 1 ? std::abs(std::log((c - 1) / (d - 1))) : std::abs(std::log(q));
+      const double bw_explained = (fc > 0 && fd > 0) ? std::abs(std::log(fc / fd)) : 0.0;
+      const double explained = lambda * lat_explained + (1 - lambda) * bw_explained;
+      excess_sigma = sigma_excess_trend * std::max(0.0, std::abs(std::log(q)) - explained) / std::abs(uc - ud) * outside;
       lt = std::log(tc * (lambda * r_lat + (1 - lambda) * r_bw));
     }
   }
@@ -153,7 +163,8 @@ Prediction JointModel::predict(int n, double bytes) const {
   const double h0 = std::max(ha, hb);
   const double dh = kZ90 * sigma_per_doubling * std::max(outside, 0.5);
   const double dt = kZ90 * trend_sigma;
-  const double h = std::sqrt(h0 * h0 + dh * dh + dt * dt);
+  const double dx = kZ90 * excess_sigma;
+  const double h = std::sqrt(h0 * h0 + dh * dh + dt * dt + dx * dx);
   p.lo_us = p.time_us * std::exp(-h);
   p.hi_us = p.time_us * std::exp(h);
   p.extrapolated = true;

@@ -15,7 +15,10 @@
 //            with a constant bus factor (broadcast, reduce, sendrecv) use kappa per doubling instead.
 // No constant is fitted to the held-out counts: the form and smooth_octaves were chosen on the public
 // families (crossn protocol, docs/fit.md). The interval widens by sigma_per_doubling per doubling beyond the
-// measured counts (in quadrature with the members' own).
+// measured counts, by the trend's scatter over its window, and by sigma_excess_trend times the part of the
+// measured trend per doubling that the rule's laws do not explain, |ln q| − [λ·|ln((c−1)/(d−1))| +
+// (1−λ)·|ln(f(c)/f(d))|] (a trend beyond them says the topology changed between the measured counts — PCIe
+// switches, sockets — and the next doubling may change it again or not), all in quadrature with the members'.
 // Files written before this rule ("loglinear-busbw-in-log2n") keep their rule: ln t extrapolated in u with
 // the slope scaled by kappa.
 #pragma once
@@ -34,7 +37,8 @@ inline constexpr const char* kJointRuleLegacy = "loglinear-busbw-in-log2n";
 
 // Defaults, chosen on the crossn protocol over the public families (docs/fit.md).
 inline constexpr double kJointKappa = 0.5;  // per-doubling damping where the bus factor does not grow
-inline constexpr double kJointSigmaPerDoubling = 0.15;
+inline constexpr double kJointSigmaPerDoubling = 0.12;
+inline constexpr double kJointSigmaExcessTrend = 1.0;
 inline constexpr int kJointSmoothOctaves = 2;
 
 struct JointModel {
@@ -45,12 +49,14 @@ struct JointModel {
   std::string rule = kJointRule;
   double kappa = kJointKappa;
   double sigma_per_doubling = kJointSigmaPerDoubling;
+  double sigma_excess_trend = 0;  // files without it predate the term
   int smooth_octaves = kJointSmoothOctaves;
   int sm = 0;
 
   static JointModel from_json(const nlohmann::json& j);
   static nlohmann::json make_json(const GroupKey& key, const std::vector<nlohmann::json>& member_groups, double kappa,
-                                  double sigma_per_doubling, int smooth_octaves = kJointSmoothOctaves);
+                                  double sigma_per_doubling, int smooth_octaves = kJointSmoothOctaves,
+                                  double sigma_excess_trend = kJointSigmaExcessTrend);
   Prediction predict(int nranks, double bytes) const;
 };
 

@@ -125,6 +125,31 @@ TEST(JointModel, IntervalWidensWithDoublings) {
   EXPECT_LT(h16, kZ90 * kJointSigmaPerDoubling * 1.5);
 }
 
+// A family whose bandwidth collapses from 2 to 4 GPUs (a PCIe switch crossed) has a trend that neither the bus
+// factor nor the peers law explains: its interval at 8 must be wider than that of a family following the laws,
+// by the unexplained trend; a file without sigma_excess_trend (older) keeps the plain width.
+TEST(JointModel, UnexplainedTrendWidensTheInterval) {
+  const Collective c = Collective::AllReduce;
+  const double s = kMaxBytes;  // bandwidth-bound: lambda ~ 0
+  std::vector<nlohmann::json> lawful, collapsing;
+  for (int n : {2, 4}) {
+    lawful.push_back(alphabeta_member(c, n, 6.0, 300.0));
+    collapsing.push_back(alphabeta_member(c, n, 6.0, n == 2 ? 300.0 : 60.0));
+  }
+  const JointModel a = JointModel::from_json(JointModel::make_json(family_key(c), lawful, kJointKappa, kJointSigmaPerDoubling));
+  nlohmann::json jb = JointModel::make_json(family_key(c), collapsing, kJointKappa, kJointSigmaPerDoubling);
+  const JointModel b = JointModel::from_json(jb);
+  const double ha = 0.5 * std::log(a.predict(8, s).hi_us / a.predict(8, s).lo_us);
+  const double hb = 0.5 * std::log(b.predict(8, s).hi_us / b.predict(8, s).lo_us);
+  // q = t4/t2 ~ 1.5 * 5 = 7.5 at 1 GiB; the bus factor explains ln 1.5, the rest is ln 5 per doubling.
+  const double excess = std::log(5.0);
+  EXPECT_NEAR(hb * hb - ha * ha, std::pow(kZ90 * kJointSigmaExcessTrend * excess, 2), 0.05 * hb * hb);
+  jb.erase("sigma_excess_trend");
+  const JointModel legacy = JointModel::from_json(jb);
+  const double hl = 0.5 * std::log(legacy.predict(8, s).hi_us / legacy.predict(8, s).lo_us);
+  EXPECT_NEAR(hl, ha, 1e-3);  // the members and the trend window differ only in the last digits
+}
+
 TEST(JointModel, JsonNamesItsRuleAndReadsLegacyFiles) {
   const Law law;
   std::vector<nlohmann::json> members;
