@@ -14,6 +14,7 @@
 #include "codegen/table.h"
 #include "fit/fit.h"
 #include "model/interp.h"
+#include "model/metrics.h"
 
 namespace arfit::codegen {
 
@@ -62,10 +63,7 @@ struct CellKey {
   bool operator<(const CellKey& o) const { return std::tie(bytes, tokens, hidden) < std::tie(o.bytes, o.tokens, o.hidden); }
 };
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];  // v[len/2], as the reference evaluation
-}
+double median_of(const std::vector<double>& v) { return size_median(v); }  // v[len/2], as the reference evaluation
 
 struct CandCurve {
   std::string strategy, source, dtype;

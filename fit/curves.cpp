@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "fit/fit.h"
+#include "model/metrics.h"
 
 namespace arfit::fit {
 namespace {
@@ -48,10 +49,9 @@ std::vector<Curve> build_curves(const std::vector<Sample>& samples, const CurveO
     if (static_cast<int>(a.by_size.size()) < options.min_sizes) continue;
     Curve c;
     c.key = key;
-    for (auto& [bytes, v] : a.by_size) {
-      std::sort(v.begin(), v.end());
+    for (const auto& [bytes, v] : a.by_size) {
       c.bytes.push_back(bytes);
-      c.time_us.push_back(v[v.size() / 2]);
+      c.time_us.push_back(size_median(v));
     }
     c.sources.assign(a.sources.begin(), a.sources.end());
     c.hidden.assign(a.hidden.begin(), a.hidden.end());

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "model/seed.h"
 
@@ -34,6 +35,12 @@ ErrorSummary summarize_errors(const std::vector<double>& e) {
   s.p90 = percentile(e, 90);
   s.max = *std::max_element(e.begin(), e.end());
   return s;
+}
+
+double size_median(std::vector<double> values) {
+  if (values.empty()) return std::numeric_limits<double>::quiet_NaN();
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
 }
 
 }  // namespace arfit

@@ -20,6 +20,12 @@ struct ErrorSummary {
 
 // Percentiles by linear interpolation between order statistics (numpy's default).
 double percentile(std::vector<double> values, double q);
+
+// The value of one size measured several times: the upper median v[n/2] of the sorted values. This is the
+// reference evaluation's convention (../shared/reference/curves.py), and every curve arfit fits, plots and
+// selects from is built with it, so a plotted measured point is exactly the knot the fit passes through.
+// NaN for an empty list.
+double size_median(std::vector<double> values);
 ErrorSummary summarize_errors(const std::vector<double>& rel_errors);
 
 }  // namespace arfit

@@ -20,7 +20,8 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-double median(const std::vector<double>& v) { return v.empty() ? NAN : percentile(v, 50); }
+// The fit's own value of a repeated size (model/metrics.h), so that measured dots sit on the fitted knots.
+double median(const std::vector<double>& v) { return size_median(v); }
 
 // Key without the system, for pairing samples and models when the system labels differ.
 auto loose(const GroupKey& k) { return std::make_tuple(k.collective, k.strategy, k.fusion, k.dtype, k.nranks, k.nnodes); }

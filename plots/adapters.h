@@ -45,9 +45,10 @@ struct NamedFit {
 };
 
 // One figure per group found in the samples and/or models. `held_out` samples are drawn as open symbols
-// (points the fit did not see). Samples at the same size are reduced to their median (out-of-place preferred
-// when both in-place and out-of-place exist). Models without samples give curve-only figures; samples without
-// a model give point-only figures.
+// (points the fit did not see). Samples at the same size are reduced as the fit reduces them (the upper median,
+// model/metrics.h size_median, so the dot is the fitted knot; out-of-place preferred when both in-place and
+// out-of-place exist). Models without samples give curve-only figures; samples without a model give point-only
+// figures.
 std::vector<NamedFit> fit_figures(const std::vector<Sample>& samples, const std::vector<Sample>& held_out,
                                   const ModelSet* models, const FitAdapterOptions& options = {});
 
@@ -84,7 +85,8 @@ struct StrategyGrid {
 
 // From the codegen JSON (choice, predicted times, uncertain flags).
 StrategyGrid grid_from_codegen_json(const nlohmann::json& j, const std::string& name);
-// From measured samples of one collective (all-reduce by default): the median time per strategy per cell.
+// From measured samples of one collective (all-reduce by default): the time per strategy per cell (size_median,
+// as codegen's selection reduces repeats).
 StrategyGrid grid_from_samples(const std::vector<Sample>& samples, Collective collective = Collective::AllReduce);
 // Marks cells of `grid` measured when `measured` has any strategy in the same cell.
 void mark_measured(StrategyGrid& grid, const StrategyGrid& measured);

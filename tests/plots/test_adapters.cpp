@@ -121,6 +121,36 @@ TEST(FitAdapter, ModelCurvesBandsAndSeedTurningPoints) {
 }
 #endif
 
+#ifdef ARFIT_PLOTS_TEST_WITH_FIT
+// Two shapes with equal bytes (1 x 1024 and 2 x 512 tokens x hidden) measured differently: the dot drawn at that
+// size is the value the fit passed through (model/metrics.h size_median), not another average of the two.
+TEST(FitAdapter, MeasuredDotsAreTheFittedKnotsWhenSizesRepeat) {
+  std::vector<Sample> samples;
+  for (int k = 4; k <= 16; ++k) {
+    const std::int64_t hidden = 256;
+    const std::int64_t tokens = std::int64_t{1} << (k - 4);
+    samples.push_back(make_sample("NCCL", 8, tokens, hidden, fixtures::toy_time_us(2.0 * tokens * hidden, 8)));
+    // the same bytes again as twice the tokens at half the hidden size, 30 % slower
+    samples.push_back(make_sample("NCCL", 8, 2 * tokens, hidden / 2, 1.3 * fixtures::toy_time_us(2.0 * tokens * hidden, 8)));
+  }
+  const ModelSet models = fit::fit_model_set(samples);
+  auto figs = fit_figures(samples, {}, &models);
+  ASSERT_EQ(figs.size(), 1u);
+  ASSERT_EQ(figs[0].data.measured.size(), 1u);
+  const auto& pts = figs[0].data.measured[0].points;
+  ASSERT_EQ(pts.size(), 13u);
+  for (const auto& p : pts) {
+    EXPECT_NEAR(p.time_us, 1.3 * fixtures::toy_time_us(p.bytes, 8), 1e-9 * p.time_us);  // upper of the two
+    PredictQuery q;
+    q.nranks = 8;
+    q.bytes = p.bytes;
+    const auto pred = models.predict(q);
+    ASSERT_TRUE(pred.has_value());
+    EXPECT_NEAR(pred->time_us / p.time_us, 1.0, 1e-9);
+  }
+}
+#endif
+
 TEST(GridAdapter, MeasuredBestDiffAndShares) {
   StrategyGrid g = grid_from_samples(toy_grid_samples());
   ASSERT_TRUE(g.shaped());
