@@ -79,7 +79,7 @@ void add_fit(CLI::App& app) {
   cmd->add_option("samples", args->files, "Sample files in any format `arfit ingest` reads")->required()->check(CLI::ExistingFile);
   cmd->add_option("-o,--output", args->output, "Models file to write (JSON)")->required();
   cmd->add_option("--family", args->family,
-                  "auto (cross-validated choice among alphabeta, satbw, regimes2, regimes3), seed, alphabeta, "
+                  "auto (cross-validated choice among alphabeta, satbw, regimes2), seed, alphabeta, "
                   "sigmoid, satbw, regimes (K = 1..4 by cross-validation) or regimes1..regimes4")
       ->check(CLI::IsMember({"auto", "seed", "alphabeta", "sigmoid", "satbw", "regimes", "regimes1", "regimes2", "regimes3",
                              "regimes4"}));

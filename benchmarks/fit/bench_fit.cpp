@@ -59,7 +59,7 @@ std::vector<fit::Curve> public_curves() {
 void BM_FitGroupAutoSynthetic(benchmark::State& state) {
   const fit::Curve c = synthetic_curve(1);
   for (auto _ : state) benchmark::DoNotOptimize(fit::fit_curve(c));
-  state.SetLabel("22 sizes, family auto (4 candidates, CV) + residual correction + covariance");
+  state.SetLabel("22 sizes, family auto (3 candidates, CV) + residual correction + covariance");
 }
 BENCHMARK(BM_FitGroupAutoSynthetic)->Unit(benchmark::kMillisecond);
 
