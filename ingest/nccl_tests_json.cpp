@@ -18,19 +18,6 @@
 #include "model/errors.h"
 
 namespace arfit::ingest::detail {
-namespace {
-
-std::optional<Collective> collective_of_program(std::string p) {
-  auto slash = p.find_last_of('/');
-  if (slash != std::string::npos) p = p.substr(slash + 1);
-  if (!ends_with(p, "_perf")) return std::nullopt;
-  p = p.substr(0, p.size() - 5);
-  if (p == "alltoall") return Collective::AllToAll;
-  if (p == "alltoallv") return Collective::AllToAllV;
-  return try_parse_collective(p);
-}
-
-}  // namespace
 
 IngestResult read_nccl_tests_json(const std::string& text, const std::string& name, const Options& options) {
   using nlohmann::json;
@@ -53,7 +40,7 @@ IngestResult read_nccl_tests_json(const std::string& text, const std::string& na
   if (!j.contains("results") || !j["results"].is_array()) throw InputError(name, 1, "results", "missing 'results' list");
   std::optional<Collective> coll = options.collective;
   if (!coll && j.contains("args") && j["args"].is_array() && !j["args"].empty() && j["args"][0].is_string())
-    coll = collective_of_program(j["args"][0].get<std::string>());
+    coll = collective_of_perf_binary(j["args"][0].get<std::string>());
   if (!coll) throw InputError(name, 1, "args", "cannot tell the collective (args[0] is not an X_perf program): pass --collective");
   int iters = 0;
   std::optional<int> devices;

@@ -26,23 +26,6 @@
 namespace arfit::ingest::detail {
 namespace {
 
-// "all_reduce_perf" -> AllReduce. Only the nccl-tests binaries arfit models.
-std::optional<Collective> collective_of_binary(std::string_view tok) {
-  auto slash = tok.find_last_of('/');
-  if (slash != std::string_view::npos) tok = tok.substr(slash + 1);
-  if (!ends_with(tok, "_perf")) return std::nullopt;
-  std::string base(tok.substr(0, tok.size() - 5));
-  if (base == "all_reduce") return Collective::AllReduce;
-  if (base == "all_gather") return Collective::AllGather;
-  if (base == "reduce_scatter") return Collective::ReduceScatter;
-  if (base == "alltoall") return Collective::AllToAll;
-  if (base == "alltoallv") return Collective::AllToAllV;
-  if (base == "broadcast") return Collective::Broadcast;
-  if (base == "reduce") return Collective::Reduce;
-  if (base == "sendrecv") return Collective::SendRecv;
-  return std::nullopt;
-}
-
 // Strips the prefixes launchers add: OpenMPI "[1,0]<stdout>:", srun -l "0: ".
 std::string_view strip_prefixes(std::string_view s) {
   for (;;) {
@@ -80,7 +63,7 @@ CommandFacts parse_command(std::string_view line) {
   auto tok = tokens(line);
   std::size_t bin = tok.size();
   for (std::size_t i = 0; i < tok.size(); ++i)
-    if (collective_of_binary(tok[i]) || ends_with(tok[i], "_perf")) {
+    if (collective_of_perf_binary(tok[i]) || ends_with(tok[i], "_perf")) {
       bin = i;
       break;
     }
@@ -211,10 +194,10 @@ class NcclTextReader {
     CommandFacts cf = parse_command(content);
     bool names_binary = false;
     for (auto t : tokens(content))
-      if (collective_of_binary(t)) names_binary = true;
+      if (collective_of_perf_binary(t)) names_binary = true;
     if (names_binary || cf.ranks) finish_run();
     for (auto t : tokens(content))
-      if (auto c = collective_of_binary(t)) {
+      if (auto c = collective_of_perf_binary(t)) {
         set_collective(*c, "command line (line " + std::to_string(line) + ")");
         break;
       }
@@ -267,7 +250,7 @@ class NcclTextReader {
     if (starts_with(c, "Collective test starting:")) {
       finish_run();
       for (auto t : tokens(c.substr(25)))
-        if (auto col = collective_of_binary(t)) set_collective(*col, "'Collective test starting' (line " + std::to_string(line) + ")");
+        if (auto col = collective_of_perf_binary(t)) set_collective(*col, "'Collective test starting' (line " + std::to_string(line) + ")");
       return true;
     }
     if (starts_with(c, "Collective test concluded")) return true;

@@ -209,4 +209,20 @@ std::string sanitize_key(std::string_view s) {
   return out;
 }
 
+std::optional<Collective> collective_of_perf_binary(std::string_view tok) {
+  auto slash = tok.find_last_of('/');
+  if (slash != std::string_view::npos) tok = tok.substr(slash + 1);
+  if (!ends_with(tok, "_perf")) return std::nullopt;
+  const std::string_view base = tok.substr(0, tok.size() - 5);
+  if (base == "all_reduce") return Collective::AllReduce;
+  if (base == "all_gather") return Collective::AllGather;
+  if (base == "reduce_scatter") return Collective::ReduceScatter;
+  if (base == "alltoall") return Collective::AllToAll;
+  if (base == "alltoallv") return Collective::AllToAllV;
+  if (base == "broadcast") return Collective::Broadcast;
+  if (base == "reduce") return Collective::Reduce;
+  if (base == "sendrecv") return Collective::SendRecv;
+  return std::nullopt;
+}
+
 }  // namespace arfit::ingest::detail

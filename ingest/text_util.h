@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "model/sample.h"
+
 namespace arfit::ingest::detail {
 
 // Lines of a text, without their terminators ("\n" or "\r\n"). Line i is lines[i], reported as i + 1.
@@ -42,6 +44,10 @@ std::optional<double> time_unit_to_us(std::string_view unit);
 // "path/to/file.txt" -> "file.txt"; stem: "file".
 std::string basename_of(const std::string& path);
 std::string stem_of(const std::string& path);
+
+// The collective of an nccl-tests binary named by its path or file name: "./build/all_reduce_perf" ->
+// AllReduce. Only the binaries arfit models; nullopt for any other name. Shared by the text and JSON readers.
+std::optional<Collective> collective_of_perf_binary(std::string_view path);
 
 // A key usable as a CSV column / Sample::extra key: lower case, runs of other characters -> '_'.
 std::string sanitize_key(std::string_view s);
