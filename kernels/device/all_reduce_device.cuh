@@ -22,6 +22,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/team_layout.h"
 
@@ -494,65 +495,44 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   }
 }
 
-// Host-side dispatch over rank count and fusion op for one element type (instantiated per .cu file).
-template <typename T, int kRanks>
-inline void launch_one_shot_ranks(FusionOp fusion, const TeamPointers& team, const AllReduceLaunch& args, int grid,
-                                  cudaStream_t stream) {
-  switch (fusion) {
-    case FusionOp::None:
-      one_shot_all_reduce_kernel<T, kRanks, FusionOp::None><<<grid, kThreadsPerBlock, 0, stream>>>(team, args);
-      break;
-    case FusionOp::ResidualRmsNorm:
-      one_shot_all_reduce_kernel<T, kRanks, FusionOp::ResidualRmsNorm><<<grid, kThreadsPerBlock, 0, stream>>>(team, args);
-      break;
-    case FusionOp::ResidualRmsNormQuantFp8:
-      one_shot_all_reduce_kernel<T, kRanks, FusionOp::ResidualRmsNormQuantFp8>
-          <<<grid, kThreadsPerBlock, 0, stream>>>(team, args);
-      break;
-    default:
-      break;  // rejected by validate_all_reduce before we get here
+// Host-side dispatch over rank count and fusion op, shared by every algorithm: calls
+// launch(std::integral_constant<int, R>, std::integral_constant<FusionOp, F>) with the team's rank count and the
+// fusion op as compile-time values. Other values were rejected by validate_all_reduce before we get here.
+template <typename Launch>
+inline void dispatch_ranks_and_fusion(int nranks, FusionOp fusion, const Launch& launch) {
+  auto with_ranks = [&](auto ranks) {
+    switch (fusion) {
+      case FusionOp::None: launch(ranks, std::integral_constant<FusionOp, FusionOp::None>{}); break;
+      case FusionOp::ResidualRmsNorm: launch(ranks, std::integral_constant<FusionOp, FusionOp::ResidualRmsNorm>{}); break;
+      case FusionOp::ResidualRmsNormQuantFp8:
+        launch(ranks, std::integral_constant<FusionOp, FusionOp::ResidualRmsNormQuantFp8>{});
+        break;
+      default: break;
+    }
+  };
+  switch (nranks) {
+    case 2: with_ranks(std::integral_constant<int, 2>{}); break;
+    case 4: with_ranks(std::integral_constant<int, 4>{}); break;
+    case 8: with_ranks(std::integral_constant<int, 8>{}); break;
+    default: break;
   }
 }
 
-template <typename T, int kRanks>
-inline void launch_two_shot_ranks(FusionOp fusion, const TeamPointers& team, const AllReduceLaunch& args, int grid,
-                                  cudaStream_t stream) {
-  switch (fusion) {
-    case FusionOp::None:
-      two_shot_all_reduce_kernel<T, kRanks, FusionOp::None><<<grid, kThreadsPerBlock, 0, stream>>>(team, args);
-      break;
-    case FusionOp::ResidualRmsNorm:
-      two_shot_all_reduce_kernel<T, kRanks, FusionOp::ResidualRmsNorm><<<grid, kThreadsPerBlock, 0, stream>>>(team, args);
-      break;
-    case FusionOp::ResidualRmsNormQuantFp8:
-      two_shot_all_reduce_kernel<T, kRanks, FusionOp::ResidualRmsNormQuantFp8>
-          <<<grid, kThreadsPerBlock, 0, stream>>>(team, args);
-      break;
-    default:
-      break;
-  }
-}
-
+// One element type's launches (instantiated per .cu file).
 template <typename T>
 inline void launch_one_shot_typed(FusionOp fusion, const TeamPointers& team, const AllReduceLaunch& args, int grid,
                                   cudaStream_t stream) {
-  switch (team.nranks) {
-    case 2: launch_one_shot_ranks<T, 2>(fusion, team, args, grid, stream); break;
-    case 4: launch_one_shot_ranks<T, 4>(fusion, team, args, grid, stream); break;
-    case 8: launch_one_shot_ranks<T, 8>(fusion, team, args, grid, stream); break;
-    default: break;  // rejected by validate_all_reduce
-  }
+  dispatch_ranks_and_fusion(team.nranks, fusion, [&](auto ranks, auto op) {
+    one_shot_all_reduce_kernel<T, decltype(ranks)::value, decltype(op)::value><<<grid, kThreadsPerBlock, 0, stream>>>(team, args);
+  });
 }
 
 template <typename T>
 inline void launch_two_shot_typed(FusionOp fusion, const TeamPointers& team, const AllReduceLaunch& args, int grid,
                                   cudaStream_t stream) {
-  switch (team.nranks) {
-    case 2: launch_two_shot_ranks<T, 2>(fusion, team, args, grid, stream); break;
-    case 4: launch_two_shot_ranks<T, 4>(fusion, team, args, grid, stream); break;
-    case 8: launch_two_shot_ranks<T, 8>(fusion, team, args, grid, stream); break;
-    default: break;
-  }
+  dispatch_ranks_and_fusion(team.nranks, fusion, [&](auto ranks, auto op) {
+    two_shot_all_reduce_kernel<T, decltype(ranks)::value, decltype(op)::value><<<grid, kThreadsPerBlock, 0, stream>>>(team, args);
+  });
 }
 
 }  // namespace arfit::kernels::device
