@@ -63,7 +63,6 @@ struct CellKey {
   bool operator<(const CellKey& o) const { return std::tie(bytes, tokens, hidden) < std::tie(o.bytes, o.tokens, o.hidden); }
 };
 
-double median_of(const std::vector<double>& v) { return size_median(v); }  // v[len/2], as the reference evaluation
 
 struct CandCurve {
   std::string strategy, source, dtype;
@@ -109,7 +108,7 @@ MeasuredCurve measured_curve(const CandCurve& c, const std::vector<CellKey>& cel
   MeasuredCurve m;
   for (auto& [b, v] : by_bytes) {
     m.bytes.push_back(b);
-    m.time_us.push_back(median_of(v));
+    m.time_us.push_back(size_median(v));
   }
   return m;
 }
@@ -277,7 +276,7 @@ SelectReport evaluate_select(const std::vector<Sample>& samples, const SelectOpt
   }
   for (auto& [b, curves] : buckets)
     for (auto& [id, c] : curves)
-      for (auto& [k, v] : c.raw) c.time[k] = median_of(v);
+      for (auto& [k, v] : c.raw) c.time[k] = size_median(v);
 
   // 2. Cases.
   struct Case {

@@ -35,18 +35,18 @@ struct Transfer {
   double variance;  // its log variance
 };
 
-// Kernel-weighted median of the samples' r (w: weights, sw: their sum). A ratio sample next to a sharp feature
-// pairs a measurement with the other curve's interpolation across that feature and is off by the feature's
-// size; the median ignores such samples where a weighted mean would be dragged by them.
-double weighted_median(const std::vector<RatioSample>& rs, const std::vector<double>& w, double sw) {
+// Kernel-weighted median of r (w: weights, sw: their sum). A ratio sample next to a sharp feature pairs a
+// measurement with the other curve's interpolation across that feature and is off by the feature's size; the
+// median ignores such samples where a weighted mean would be dragged by them.
+double weighted_median(const std::vector<double>& r, const std::vector<double>& w, double sw) {
   std::vector<std::pair<double, double>> v;
-  for (size_t i = 0; i < rs.size(); ++i)
-    if (w[i] > 0) v.push_back({rs[i].r, w[i]});
+  for (size_t i = 0; i < r.size(); ++i)
+    if (w[i] > 0) v.push_back({r[i], w[i]});
   std::sort(v.begin(), v.end());
   double acc = 0;
-  for (const auto& [r, wi] : v) {
+  for (const auto& [ri, wi] : v) {
     acc += wi;
-    if (acc >= 0.5 * sw) return r;
+    if (acc >= 0.5 * sw) return ri;
   }
   return v.empty() ? 0.0 : v.back().first;
 }
@@ -115,11 +115,12 @@ SiblingPoolStats pool_siblings(const std::vector<Curve>& curves, std::vector<Gro
             sw2 += w[i] * w[i];
           }
           if (sw < kMinKernelWeight) continue;
-          const double rho = weighted_median(rs, w, sw);
+          std::vector<double> r(rs.size());
+          for (size_t i = 0; i < rs.size(); ++i) r[i] = rs[i].r;
+          const double rho = weighted_median(r, w, sw);
           // Robust scale: kernel-weighted median absolute deviation, as a normal standard deviation.
-          std::vector<RatioSample> dev(rs);
-          for (auto& d : dev) d.r = std::fabs(d.r - rho);
-          const double mad = 1.4826 * weighted_median(dev, w, sw);
+          for (double& d : r) d = std::fabs(d - rho);
+          const double mad = 1.4826 * weighted_median(r, w, sw);
           const double scatter = mad * mad;
           const double n_eff = sw * sw / sw2;
           // The ratio's own uncertainty (scatter / n_eff) plus one sample's scatter: the transfer inherits the

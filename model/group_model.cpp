@@ -128,8 +128,9 @@ Prediction GroupModel::predict(double bytes) const {
   const double lx = std::log(bytes);
   const bool in_range = bytes >= min_bytes && bytes <= max_bytes;
   double lt = in_range ? model_log_time(bytes) : out_of_range_log_time(bytes);
-  if (in_range && !correction.x().empty())
-    lt = correction.corrected(lx, lt, [this](double x) { return model_log_time(std::exp(x)); });
+  // The correction needs the family's ln t at its knots (additive rule).
+  auto model_at = [this](double x) { return model_log_time(std::exp(x)); };
+  if (in_range && !correction.x().empty()) lt = correction.corrected(lx, lt, model_at);
   const double h = log_half_width(bytes);
   double lo = lt - h, hi = lt + h;
   // The seed family is the DLRM paper's predictor, kept faithful as the reference: it is not clipped.
@@ -142,8 +143,7 @@ Prediction GroupModel::predict(double bytes) const {
     // whatever the parameters, so the interval (and, rarely, the centre) is clipped to them.
     const double edge = bytes < min_bytes ? min_bytes : max_bytes;
     double l_edge = model_log_time(edge);
-    if (!correction.x().empty())
-      l_edge = correction.corrected(std::log(edge), l_edge, [this](double x) { return model_log_time(std::exp(x)); });
+    if (!correction.x().empty()) l_edge = correction.corrected(std::log(edge), l_edge, model_at);
     const double noise = z * sigma_in;
     const double ratio = std::log(bytes / edge);  // < 0 below the range, > 0 above
     const double floor_lt = (bytes < min_bytes ? l_edge + ratio : l_edge) - noise;

@@ -62,11 +62,8 @@ class HermiteSpline {
   double corrected(double x, double model_lt, const ModelLogTime& model_at) const {
     if (x_.empty() || x < x_.front() || x > x_.back()) return model_lt;
     if (kind_ != SplineKind::Additive || x_.size() < 2) return model_lt + (*this)(x);
-    size_t i = static_cast<size_t>(std::upper_bound(x_.begin(), x_.end(), x) - x_.begin());
-    if (i == 0) i = 1;
-    if (i >= x_.size()) i = x_.size() - 1;
-    const size_t a = i - 1;
-    const double w = (std::exp(x) - std::exp(x_[a])) / (std::exp(x_[i]) - std::exp(x_[a]));
+    const size_t a = segment(x), i = a + 1;
+    const double w = bytes_weight(x, a);
     const double ra = std::exp(model_at(x_[a])) * std::expm1(y_[a]);
     const double ri = std::exp(model_at(x_[i])) * std::expm1(y_[i]);
     const double t = std::exp(model_lt) + ra + w * (ri - ra);
@@ -84,18 +81,14 @@ class HermiteSpline {
     const size_t n = x_.size();
     if (n == 0 || x < x_.front() || x > x_.back()) return 0.0;
     if (n == 1) return y_[0];
-    size_t i = static_cast<size_t>(std::upper_bound(x_.begin(), x_.end(), x) - x_.begin());
-    if (i == 0) i = 1;
-    if (i >= n) i = n - 1;
-    const size_t a = i - 1;
+    const size_t a = segment(x), i = a + 1;
     const double h = x_[i] - x_[a];
     const double t = (x - x_[a]) / h;
     if (kind_ == SplineKind::Linear) return y_[a] + t * (y_[i] - y_[a]);
     if (kind_ == SplineKind::Additive) {
       // Without the model at hand: the log-residual interpolated with weights linear in bytes (corrected()
       // is the additive rule itself).
-      const double w = (std::exp(x) - std::exp(x_[a])) / (std::exp(x_[i]) - std::exp(x_[a]));
-      return y_[a] + w * (y_[i] - y_[a]);
+      return y_[a] + bytes_weight(x, a) * (y_[i] - y_[a]);
     }
     const double t2 = t * t, t3 = t2 * t;
     const double h00 = 2 * t3 - 3 * t2 + 1, h10 = t3 - 2 * t2 + t, h01 = -2 * t3 + 3 * t2, h11 = t3 - t2;
@@ -103,6 +96,19 @@ class HermiteSpline {
   }
 
  private:
+  // Index a of the knot interval [x_a, x_a+1] holding x (clamped to the first/last interval); needs 2+ knots.
+  size_t segment(double x) const {
+    size_t i = static_cast<size_t>(std::upper_bound(x_.begin(), x_.end(), x) - x_.begin());
+    if (i == 0) i = 1;
+    if (i >= x_.size()) i = x_.size() - 1;
+    return i - 1;
+  }
+
+  // Position of x within [x_a, x_a+1] measured in bytes (x is ln bytes): 0 at x_a, 1 at x_a+1.
+  double bytes_weight(double x, size_t a) const {
+    return (std::exp(x) - std::exp(x_[a])) / (std::exp(x_[a + 1]) - std::exp(x_[a]));
+  }
+
   void slopes() {
     const size_t n = x_.size();
     d_.assign(n, 0.0);

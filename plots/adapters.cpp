@@ -20,8 +20,6 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-// The fit's own value of a repeated size (model/metrics.h), so that measured dots sit on the fitted knots.
-double median(const std::vector<double>& v) { return size_median(v); }
 
 // Key without the system, for pairing samples and models when the system labels differ.
 auto loose(const GroupKey& k) { return std::make_tuple(k.collective, k.strategy, k.fusion, k.dtype, k.nranks, k.nnodes); }
@@ -41,7 +39,7 @@ std::vector<FitPoint> reduce_points(const std::vector<const Sample*>& samples, b
   for (auto& [b, v] : inp)
     if (!oop.count(b)) oop[b] = v;
   std::vector<FitPoint> out;
-  for (const auto& [b, v] : oop) out.push_back({b, median(v), held_out});
+  for (const auto& [b, v] : oop) out.push_back({b, size_median(v), held_out});  // the fit's own value: dots sit on its knots
   return out;
 }
 
@@ -322,7 +320,7 @@ StrategyGrid grid_from_samples(const std::vector<Sample>& samples, Collective co
     StrategyCell c;
     std::tie(c.system, c.tp, c.fusion, c.tokens, c.hidden, std::ignore) = k;
     c.bytes = static_cast<double>(std::get<5>(k));
-    for (const auto& [s, v] : per) c.time_us[s] = median(v);
+    for (const auto& [s, v] : per) c.time_us[s] = size_median(v);
     c.measured = true;
     g.cells.push_back(std::move(c));
   }
