@@ -78,6 +78,16 @@ struct GroupFit {
   nlohmann::json model;
 };
 
+// A measured size whose time stands more than kSpikeRise above both measured neighbours is a spike: latency
+// does not rise and fall again between neighbouring sizes except through interference (another job, a clock
+// change), so the residual correction and sibling pooling set its knot aside and interpolate across it; the
+// model fit keeps it (its robust loss already discounts it). Dips are kept: a faster size between two slower
+// ones is how a protocol or algorithm switch shows. 2 % is about twice the repeatability of one measurement;
+// the public curves' figures hardly move between 0.5 % and 5 % (docs/fit.md).
+inline constexpr double kSpikeRise = 0.02;
+// Indices of the spikes of a curve's times (sizes ascending). The ends are never spikes: nothing brackets them.
+std::vector<size_t> spike_indices(const std::vector<double>& time_us);
+
 GroupFit fit_curve(const Curve& curve, const FitOptions& options = {});
 // All samples must belong to one group (else the first group found is fitted and the rest ignored).
 GroupFit fit_group(const std::vector<Sample>& samples, const FitOptions& options = {});

@@ -45,10 +45,15 @@ double log_model(const FamilySpec& spec, const std::vector<double>& p, const See
 
 HermiteSpline correction_spline(const FamilySpec& spec, const std::vector<double>& p, const SeedModel& seed,
                                 const std::vector<double>& s, const std::vector<double>& t, double f) {
-  std::vector<double> x(s.size()), y(s.size());
-  for (size_t i = 0; i < s.size(); ++i) {
-    x[i] = std::log(s[i]);
-    y[i] = std::log(t[i]) - log_model(spec, p, seed, s[i], f);
+  const std::vector<size_t> spikes = spike_indices(t);
+  std::vector<double> x, y;
+  for (size_t i = 0, k = 0; i < s.size(); ++i) {
+    if (k < spikes.size() && spikes[k] == i) {
+      ++k;
+      continue;
+    }
+    x.push_back(std::log(s[i]));
+    y.push_back(std::log(t[i]) - log_model(spec, p, seed, s[i], f));
   }
   return HermiteSpline(std::move(x), std::move(y), kCorrectionSpline);
 }
@@ -279,7 +284,12 @@ GroupFit fit_curve(const Curve& c, const FitOptions& options) {
   j["cv"] = cvs;
   if (options.residual_correction) {
     HermiteSpline sp = correction_spline(e.spec, e.fit.params, e.seed, s, t, f);
-    j["correction"] = {{"kind", to_string(sp.kind())}, {"log_bytes", sp.x()}, {"log_resid", sp.y()}};
+    std::vector<double> spike_bytes;
+    for (size_t i : spike_indices(t)) spike_bytes.push_back(s[i]);
+    j["correction"] = {{"kind", to_string(sp.kind())},
+                       {"log_bytes", sp.x()},
+                       {"log_resid", sp.y()},
+                       {"spike_bytes", spike_bytes}};
   } else {
     j["correction"] = nullptr;
   }
@@ -340,6 +350,13 @@ GroupFit fit_group(const std::vector<Sample>& samples, const FitOptions& options
 
 Prediction predict_group(const nlohmann::json& group_model, double bytes) {
   return GroupModel::from_json(group_model).predict(bytes);
+}
+
+std::vector<size_t> spike_indices(const std::vector<double>& time_us) {
+  std::vector<size_t> out;
+  for (size_t i = 1; i + 1 < time_us.size(); ++i)
+    if (time_us[i] > (1 + kSpikeRise) * std::max(time_us[i - 1], time_us[i + 1])) out.push_back(i);
+  return out;
 }
 
 }  // namespace arfit::fit

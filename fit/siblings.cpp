@@ -69,9 +69,15 @@ SiblingPoolStats pool_siblings(const std::vector<Curve>& curves, std::vector<Gro
   // Every ratio is computed from the models fitted alone, so the pooled result of one curve never feeds
   // another's and the order within a set does not matter.
   std::map<size_t, GroupModel> alone;
+  std::map<size_t, std::vector<bool>> spikes;  // per curve: which sizes are spikes (set aside, fit.h)
   for (const auto& [key, members] : sets) {
     if (members.size() < 2) continue;
-    for (size_t i : members) alone.emplace(i, GroupModel::from_json(fits[i].model));
+    for (size_t i : members) {
+      alone.emplace(i, GroupModel::from_json(fits[i].model));
+      std::vector<bool>& sp = spikes[i];
+      sp.assign(curves[i].bytes.size(), false);
+      for (size_t k : spike_indices(curves[i].time_us)) sp[k] = true;
+    }
   }
   const double h = kSiblingBandwidthOctaves;
 
@@ -91,17 +97,20 @@ SiblingPoolStats pool_siblings(const std::vector<Curve>& curves, std::vector<Gro
         if (b == a) continue;
         const Curve& B = curves[b];
         const GroupModel& MB = alone.at(b);
+        const std::vector<bool>& a_spike = spikes.at(a);
+        const std::vector<bool>& b_spike = spikes.at(b);
         std::vector<RatioSample> rs;
         for (size_t i = 0; i < A.bytes.size(); ++i)
-          if (A.bytes[i] >= B.bytes.front() && A.bytes[i] <= B.bytes.back())
+          if (!a_spike[i] && A.bytes[i] >= B.bytes.front() && A.bytes[i] <= B.bytes.back())
             rs.push_back({std::log2(A.bytes[i]), std::log(A.time_us[i]) - std::log(MB.predict(A.bytes[i]).time_us), A.bytes[i]});
         for (size_t i = 0; i < B.bytes.size(); ++i)
-          if (B.bytes[i] >= amin && B.bytes[i] <= amax)
+          if (!b_spike[i] && B.bytes[i] >= amin && B.bytes[i] <= amax)
             rs.push_back({std::log2(B.bytes[i]), std::log(MA.predict(B.bytes[i]).time_us) - std::log(B.time_us[i]), B.bytes[i]});
         if (rs.size() < 3) continue;
         for (size_t j = 0; j < B.bytes.size(); ++j) {
           const double sb = B.bytes[j];
-          if (sb <= amin || sb >= amax || contains_size(A.bytes, sb)) continue;
+          // A sibling's spike is no measurement of the target either.
+          if (b_spike[j] || sb <= amin || sb >= amax || contains_size(A.bytes, sb)) continue;
           const double ub = std::log2(sb);
           // Kernel weight of each ratio sample; the sample at sb itself holds the target's interpolation
           // error there and gets none.

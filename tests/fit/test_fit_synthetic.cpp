@@ -139,6 +139,36 @@ TEST(FitGroup, AutoPicksAGoodFamilyAndHonoursMeasurements) {
   EXPECT_GT(std::log(out.hi_us / out.lo_us), std::log(mid.hi_us / mid.lo_us));
 }
 
+TEST(FitGroup, SpikesAreSetAsideDipsAndEndsKept) {
+  // Only an interior time more than kSpikeRise above both neighbours is a spike.
+  EXPECT_EQ(spike_indices({10, 10.1, 13, 10.2, 10.3}), (std::vector<size_t>{2}));
+  EXPECT_TRUE(spike_indices({10, 10.1, 10.25, 10.2, 10.3}).empty());  // 1.5 % above: within the noise
+  EXPECT_TRUE(spike_indices({10, 12, 9, 14, 20}) == (std::vector<size_t>{1}));  // the dip at 2 is kept
+  EXPECT_TRUE(spike_indices({15, 10, 11, 12, 13}).empty());                       // ends never
+  EXPECT_TRUE(spike_indices({10, 11}).empty());
+
+  // A latency curve with one interference spike in its flat region: the correction interpolates across it,
+  // so the sizes next to it are predicted from the clean neighbours; every other measurement is honoured.
+  const FamilySpec spec = parse_family("alphabeta");
+  const std::vector<double> truth = {std::log(10.0), std::log(100.0)};
+  const auto s = sizes_pow2(8, 30);
+  auto t = synth(spec, truth, s, 1.0, 0.002, 3);
+  const size_t spike = 4;  // 4 KiB
+  const double clean = t[spike];
+  t[spike] *= 1.3;
+  const GroupFit g = fit_curve(make_curve(s, t));
+  ASSERT_TRUE(g.ok) << g.problem;
+  ASSERT_EQ(g.model["correction"]["spike_bytes"].size(), 1u);
+  EXPECT_EQ(g.model["correction"]["spike_bytes"][0].get<double>(), s[spike]);
+  const GroupModel m = GroupModel::from_json(g.model);
+  EXPECT_NEAR(m.predict(s[spike]).time_us / clean, 1.0, 0.01);
+  EXPECT_NEAR(m.predict(s[spike] * 1.4142).time_us / t[spike + 1], 1.0, 0.01);
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i == spike) continue;
+    EXPECT_NEAR(m.predict(s[i]).time_us / t[i], 1.0, 1e-9) << s[i];
+  }
+}
+
 TEST(FitGroup, DeterministicBitForBit) {
   const FamilySpec spec = parse_family("sigmoid");
   const std::vector<double> truth = {std::log(8.0), std::log(300.0), 22.0, std::log(0.4)};
