@@ -17,8 +17,9 @@
 // variances (own: the target's cross-validated in-range scale; transfer: the sibling's measurement noise
 // plus the weighted median absolute deviation of the ratio samples around ρ).
 //
-// Nothing changes outside the target's measured range, and the target's own measurements stay knots, so the
-// model still passes through everything the target measured. Only measured (training) points of siblings are
+// Nothing changes outside the target's measured range, and the target's own measurements stay knots (but its
+// spikes, fit.h's spike_indices, which neither curve's knots nor ratio samples use), so the model still passes
+// through everything else the target measured. Only measured (training) points of siblings are
 // used: the evaluation protocols hand pool_siblings their training curves, so held-out points of one curve
 // never inform another.
 #pragma once
