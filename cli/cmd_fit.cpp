@@ -41,15 +41,18 @@ void run_fit(const FitArgs& a) {
   const ModelSet set = fit::fit_model_set(samples, fo, a.files);
   const auto& groups = set.raw().at("groups");
   int ok = 0, bad = 0;
-  if (!a.quiet) std::printf("%-60s %-10s %6s %8s\n", "group", "family", "points", "cv_gmae%");
+  if (!a.quiet) std::printf("%-60s %-10s %6s %8s %6s\n", "group", "family", "points", "cv_gmae%", "spikes");
   for (const auto& g : groups) {
     const bool good = g.value("ok", false);
     good ? ++ok : ++bad;
     if (a.quiet) continue;
-    if (good)
-      std::printf("%-60s %-10s %6d %8.2f\n", g.at("id").get<std::string>().c_str(), g.at("family").get<std::string>().c_str(),
-                  g.at("range").at("points").get<int>(), g.at("cv_gmae").get<double>() * 100);
-    else
+    if (good) {
+      // Sizes whose time the residual correction set aside as interference spikes (fit.h, spike_indices).
+      const auto& corr = g.at("correction");
+      const size_t spikes = corr.is_object() && corr.contains("spike_bytes") ? corr.at("spike_bytes").size() : 0;
+      std::printf("%-60s %-10s %6d %8.2f %6zu\n", g.at("id").get<std::string>().c_str(), g.at("family").get<std::string>().c_str(),
+                  g.at("range").at("points").get<int>(), g.at("cv_gmae").get<double>() * 100, spikes);
+    } else
       std::printf("%-60s %-10s %6d  not fitted: %s\n", g.at("id").get<std::string>().c_str(), "-",
                   g.at("range").value("points", 0), g.at("problem").get<std::string>().c_str());
   }
