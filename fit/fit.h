@@ -85,7 +85,11 @@ struct GroupFit {
 // ones is how a protocol or algorithm switch shows. 2 % is about twice the repeatability of one measurement;
 // the public curves' figures hardly move between 0.5 % and 5 % (docs/fit.md).
 inline constexpr double kSpikeRise = 0.02;
-// Indices of the spikes of a curve's times (sizes ascending). The ends are never spikes: nothing brackets them.
+// The smallest size is a spike too when its time stands more than kSpikeRise above both of the next two: the
+// first size of a sweep pays the warm-up (a third of the custom all-reduce tables and a tenth of the NCCL ones
+// on the public data); the correction then holds the next knot's residual down to it. The largest size is never
+// a spike (nothing brackets it).
+// Indices of the spikes of a curve's times (sizes ascending).
 std::vector<size_t> spike_indices(const std::vector<double>& time_us);
 
 GroupFit fit_curve(const Curve& curve, const FitOptions& options = {});

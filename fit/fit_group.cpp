@@ -354,7 +354,9 @@ Prediction predict_group(const nlohmann::json& group_model, double bytes) {
 
 std::vector<size_t> spike_indices(const std::vector<double>& time_us) {
   std::vector<size_t> out;
-  for (size_t i = 1; i + 1 < time_us.size(); ++i)
+  const size_t n = time_us.size();
+  if (n >= 3 && time_us[0] > (1 + kSpikeRise) * std::max(time_us[1], time_us[2])) out.push_back(0);
+  for (size_t i = 1; i + 1 < n; ++i)
     if (time_us[i] > (1 + kSpikeRise) * std::max(time_us[i - 1], time_us[i + 1])) out.push_back(i);
   return out;
 }

@@ -58,9 +58,18 @@ class HermiteSpline {
   // ln t corrected at x = ln bytes, given the model's ln t as a function of ln bytes. Multiplicative kinds add
   // the interpolated log-residual; Additive interpolates the residual t_measured − t_model linearly in bytes
   // (exact for a curve that is piecewise α + s/β between the knots).
+  // Outside the knots the Additive kind holds the nearest knot's residual t_measured − t_model (a measured
+  // range can reach past its knots when a fit set its first size aside as a warm-up spike); the other kinds
+  // leave the model alone there.
   template <typename ModelLogTime>
   double corrected(double x, double model_lt, const ModelLogTime& model_at) const {
-    if (x_.empty() || x < x_.front() || x > x_.back()) return model_lt;
+    if (x_.empty()) return model_lt;
+    if (x < x_.front() || x > x_.back()) {
+      if (kind_ != SplineKind::Additive) return model_lt;
+      const size_t k = x < x_.front() ? 0 : x_.size() - 1;
+      const double t = std::exp(model_lt) + std::exp(model_at(x_[k])) * std::expm1(y_[k]);
+      return t > 0 ? std::log(t) : model_lt;
+    }
     if (kind_ != SplineKind::Additive || x_.size() < 2) return model_lt + (*this)(x);
     const size_t a = segment(x), i = a + 1;
     const double w = bytes_weight(x, a);

@@ -51,8 +51,12 @@ TEST(Spline, AdditiveCorrectionIsExactForPiecewiseAlphaBeta) {
   }
   EXPECT_LT(worst_add, 1e-12);
   EXPECT_GT(worst_log, 0.05);  // a log-space interpolation of the same residuals is not: the test can fail
-  // Outside the knots the model answers alone.
-  EXPECT_DOUBLE_EQ(add.corrected(std::log(1e7), model_lt(std::log(1e7)), model_lt), model_lt(std::log(1e7)));
+  // Outside the knots the additive rule holds the nearest knot's residual t - model (200 - 504 us at 1 MB,
+  // 6 - 4.5 us at 1 kB); the log-space kinds leave the model alone.
+  const double above = std::log(1e7), below = std::log(500.0);
+  EXPECT_NEAR(std::exp(add.corrected(above, model_lt(above), model_lt)), 4 + 1e7 / 2e3 + (200 - (4 + 1e6 / 2e3)), 1e-9);
+  EXPECT_NEAR(std::exp(add.corrected(below, model_lt(below), model_lt)), 4 + 500 / 2e3 + (6 - (4 + 1e3 / 2e3)), 1e-9);
+  EXPECT_DOUBLE_EQ(log_linear.corrected(above, model_lt(above), model_lt), model_lt(above));
 }
 
 TEST(Spline, AdditiveCorrectionFallsBackWhenTheSumIsNotATime) {
