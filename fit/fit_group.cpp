@@ -43,9 +43,10 @@ double log_model(const FamilySpec& spec, const std::vector<double>& p, const See
   return family_log_time(spec, p, s, f);
 }
 
+// Knots at every size but the spikes (spike_indices(t), ascending), which the correction interpolates across.
 HermiteSpline correction_spline(const FamilySpec& spec, const std::vector<double>& p, const SeedModel& seed,
-                                const std::vector<double>& s, const std::vector<double>& t, double f) {
-  const std::vector<size_t> spikes = spike_indices(t);
+                                const std::vector<double>& s, const std::vector<double>& t, double f,
+                                const std::vector<size_t>& spikes) {
   std::vector<double> x, y;
   for (size_t i = 0, k = 0; i < s.size(); ++i) {
     if (k < spikes.size() && spikes[k] == i) {
@@ -85,7 +86,7 @@ void cross_validate(Evaluated& e, const std::vector<double>& s, const std::vecto
       p = fit_family(e.spec, ts, tt, f, cfg, {starts.front()}).params;
     }
     HermiteSpline sp;
-    if (correction) sp = correction_spline(e.spec, p, seed, ts, tt, f);
+    if (correction) sp = correction_spline(e.spec, p, seed, ts, tt, f, spike_indices(tt));
     for (size_t i = 0; i < hs.size(); ++i) {
       double lt = log_model(e.spec, p, seed, hs[i], f);
       if (correction) lt = sp.corrected(std::log(hs[i]), lt, [&](double x) { return log_model(e.spec, p, seed, std::exp(x), f); });
@@ -283,9 +284,10 @@ GroupFit fit_curve(const Curve& c, const FitOptions& options) {
   for (const auto& ev : evs) cvs[ev.spec.name()] = std::isfinite(ev.cv) ? nlohmann::json(ev.cv) : nlohmann::json(nullptr);
   j["cv"] = cvs;
   if (options.residual_correction) {
-    HermiteSpline sp = correction_spline(e.spec, e.fit.params, e.seed, s, t, f);
+    const std::vector<size_t> spikes = spike_indices(t);
+    HermiteSpline sp = correction_spline(e.spec, e.fit.params, e.seed, s, t, f, spikes);
     std::vector<double> spike_bytes;
-    for (size_t i : spike_indices(t)) spike_bytes.push_back(s[i]);
+    for (size_t i : spikes) spike_bytes.push_back(s[i]);
     j["correction"] = {{"kind", to_string(sp.kind())},
                        {"log_bytes", sp.x()},
                        {"log_resid", sp.y()},

@@ -89,6 +89,7 @@ SiblingPoolStats pool_siblings(const std::vector<Curve>& curves, std::vector<Gro
     for (size_t a : order) {
       const Curve& A = curves[a];
       const GroupModel& MA = alone.at(a);
+      const std::vector<bool>& a_spike = spikes.at(a);
       if (MA.correction.x().empty()) continue;  // no in-range correction to carry the knots
       const double amin = A.bytes.front(), amax = A.bytes.back();
       std::map<double, std::vector<Transfer>> at_size;
@@ -97,7 +98,6 @@ SiblingPoolStats pool_siblings(const std::vector<Curve>& curves, std::vector<Gro
         if (b == a) continue;
         const Curve& B = curves[b];
         const GroupModel& MB = alone.at(b);
-        const std::vector<bool>& a_spike = spikes.at(a);
         const std::vector<bool>& b_spike = spikes.at(b);
         std::vector<RatioSample> rs;
         for (size_t i = 0; i < A.bytes.size(); ++i)

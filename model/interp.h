@@ -66,15 +66,14 @@ class HermiteSpline {
     if (x_.empty()) return model_lt;
     if (x < x_.front() || x > x_.back()) {
       if (kind_ != SplineKind::Additive) return model_lt;
-      const size_t k = x < x_.front() ? 0 : x_.size() - 1;
-      const double t = std::exp(model_lt) + std::exp(model_at(x_[k])) * std::expm1(y_[k]);
+      const double t = std::exp(model_lt) + knot_residual(x < x_.front() ? 0 : x_.size() - 1, model_at);
       return t > 0 ? std::log(t) : model_lt;
     }
     if (kind_ != SplineKind::Additive || x_.size() < 2) return model_lt + (*this)(x);
     const size_t a = segment(x), i = a + 1;
     const double w = bytes_weight(x, a);
-    const double ra = std::exp(model_at(x_[a])) * std::expm1(y_[a]);
-    const double ri = std::exp(model_at(x_[i])) * std::expm1(y_[i]);
+    const double ra = knot_residual(a, model_at);
+    const double ri = knot_residual(i, model_at);
     const double t = std::exp(model_lt) + ra + w * (ri - ra);
     if (!(t > 0)) return model_lt + (*this)(x);
     return std::log(t);
@@ -105,6 +104,12 @@ class HermiteSpline {
   }
 
  private:
+  // t_measured − t_model at knot k (y_k = ln t_measured − ln t_model there), in the model's time unit.
+  template <typename ModelLogTime>
+  double knot_residual(size_t k, const ModelLogTime& model_at) const {
+    return std::exp(model_at(x_[k])) * std::expm1(y_[k]);
+  }
+
   // Index a of the knot interval [x_a, x_a+1] holding x (clamped to the first/last interval); needs 2+ knots.
   size_t segment(double x) const {
     size_t i = static_cast<size_t>(std::upper_bound(x_.begin(), x_.end(), x) - x_.begin());
