@@ -118,7 +118,7 @@ IngestResult read_nccl_tests_json(const std::string& text, const std::string& na
       auto b = number(o, "bus_bw", i, &nan);
       auto w = number(o, "nwrong", i, nullptr);
       if (a && b) inf.add(*a, *b, 0.5e-6 * std::max(1.0, *a), 0.5e-6 * std::max(1.0, *b));
-      if (w && *w > 0) p.s.wrong = static_cast<std::int64_t>(*w);
+      if (w && *w > 0) p.s.wrong = saturated_count(*w);
       if (t && *t < 0) throw InputError(name, 0, "time", "results[" + std::to_string(i) + "]: negative time");
       if (t && !nan && p.s.wrong == 0 && size > 0 && *t > 0) {
         p.s.time_us = *t;

@@ -120,7 +120,8 @@ CommandFacts parse_command(std::string_view line) {
   }
   std::optional<long> procs;
   if (np) procs = np;
-  else if (nodes && per_node) procs = *nodes * *per_node;
+  else if (nodes && per_node && *nodes > 0 && *nodes < 1000000 && *per_node > 0 && *per_node < 1000000)
+    procs = *nodes * *per_node;  // bounded first: a product of nonsense values could overflow
   // A bare "X_perf -g 4" is one process; a bare "X_perf -b 8 -e 1G" (often a note about what a script ran)
   // says nothing about processes, so it gives no rank count.
   else if (!launcher && bin < tok.size() && per_process_given) procs = 1;
@@ -217,7 +218,7 @@ class NcclTextReader {
       finish_run();
       for (std::size_t i = 0; i + 1 < tok.size(); ++i)
         if (tok[i] == "iters:" && (i == 0 || tok[i - 1] != "agg")) {
-          if (auto v = parse_int(tok[i + 1])) facts_.iters = static_cast<int>(*v);
+          if (auto v = parse_int(tok[i + 1]); v && *v >= 0 && *v < 1000000000) facts_.iters = static_cast<int>(*v);
         }
       return true;
     }
@@ -467,7 +468,7 @@ class NcclTextReader {
             if (v == "N/A") break;  // validation disabled (-c 0): not a failure
             auto d = parse_double(v);
             if (!d || !std::isfinite(*d) || *d < 0) fail(line, "'" + v + "' is not a wrong-element count", col.name);
-            p.s.wrong = static_cast<std::int64_t>(*d);
+            p.s.wrong = saturated_count(*d);
             break;
           }
           case Kind::Error: {
@@ -592,7 +593,7 @@ class NcclTextReader {
         pc.variant = h;
         auto tk = tokens(lh);
         if (tk.size() == 2 && starts_with(tk[1], "node"))
-          if (auto n = parse_int(tk[0])) pc.nodes = static_cast<int>(*n);
+          if (auto n = parse_int(tk[0]); n && *n > 0 && *n < 100000) pc.nodes = static_cast<int>(*n);
       }
       pcols_.push_back(pc);
     }

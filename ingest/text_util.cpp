@@ -142,6 +142,12 @@ std::optional<std::int64_t> parse_size(std::string_view s, std::string* why) {
   return static_cast<std::int64_t>(v);
 }
 
+std::int64_t saturated_count(double v) {
+  if (!(v > 0)) return 0;
+  if (v >= 9.2e18) return std::numeric_limits<std::int64_t>::max();
+  return static_cast<std::int64_t>(v);
+}
+
 std::optional<double> parse_bandwidth_gbps(std::string_view s, std::string_view default_unit, std::string* why) {
   s = trim(s);
   std::size_t i = 0;

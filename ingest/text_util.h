@@ -27,6 +27,9 @@ std::vector<std::string_view> tokens(std::string_view s);
 // Whole-token numbers. Return nullopt when the token is not a number; throw nothing.
 std::optional<double> parse_double(std::string_view s);             // accepts nan/inf (caller checks)
 std::optional<std::int64_t> parse_int(std::string_view s);          // optional sign, digits only
+// A count read as a number (e.g. nccl-tests' #wrong): 0 unless positive, saturated at INT64_MAX where the value
+// does not fit (converting such a double is undefined behaviour).
+std::int64_t saturated_count(double v);
 // Digits with optional '_' or ',' group separators ("1_073_741_824", "1048_576"); non-negative.
 std::optional<std::int64_t> parse_grouped_uint(std::string_view s);
 

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <string>
 
 #include "ingest/ingest.h"
@@ -79,6 +80,14 @@ TEST(NcclTestsText, BothPlacementsFailedRowsAndHeaderFacts) {
   EXPECT_EQ(wrong->time_us, 0.0);
   EXPECT_TRUE(find(r, 4096, true)->ok());
   EXPECT_EQ(r.failed, 2u);
+  // A count beyond any integer saturates (converting it would be undefined behaviour); still failed.
+  std::string huge = kAllReduce4;
+  const std::string row = "40.00    0.10    0.15      3";
+  huge.replace(huge.find(row), row.size(), "40.00    0.10    0.15   1e30");
+  const IngestResult h = ingest_text(huge, "logs/node7_allreduce.txt", Options{});
+  ASSERT_NE(find(h, 4096, false), nullptr);
+  EXPECT_FALSE(find(h, 4096, false)->ok());
+  EXPECT_EQ(find(h, 4096, false)->wrong, std::numeric_limits<std::int64_t>::max());
 }
 
 TEST(NcclTestsText, CollectiveMustBeKnown) {

@@ -2,6 +2,8 @@
 // with small hand-written inputs.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <limits>
 #include <string>
 
 #include "ingest/ingest.h"
@@ -67,6 +69,13 @@ TEST(NcclTestsJson, ReadsResultsDevicesAndFailures) {
   // A number too large for a double (found by the fuzzer) is bad input, not a crash.
   e = error_of("{\"results\": [8e884444444]}", "big.json");
   EXPECT_EQ(e.rfind("big.json:", 0), 0u) << e;
+  // A wrong-element count beyond any integer (found by the fuzzer) saturates: the sample is failed.
+  std::string huge = kJson;
+  huge.replace(huge.find("\"nwrong\": 2.0"), 13, "\"nwrong\": 6.7e79");
+  r = ingest_text(huge, "dir/run.json", Options{});
+  ASSERT_EQ(r.samples.size(), 4u);
+  EXPECT_FALSE(r.samples[2].ok());
+  EXPECT_EQ(r.samples[2].wrong, std::numeric_limits<std::int64_t>::max());
 }
 
 // ---------------- PARAM comms ----------------
