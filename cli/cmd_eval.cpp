@@ -113,7 +113,10 @@ void add_eval(CLI::App& app) {
                   "not for select");
   cmd->add_option("--methods", a->methods,
                   "Comma-separated methods (default auto,seed,alphabeta,loglog); also any family name, FAMILY+c for the "
-                  "family with the residual correction, auto-nc");
+                  "family with the residual correction, auto-nc, auto-solo (no sibling pooling); size protocols also "
+                  "take the diagnostics ceiling-others / ceiling-otherhw (auto times the median held-out error of the "
+                  "other files / other machines at the same collective, strategy, ranks and size: not predictors, "
+                  "they use held-out measurements)");
   cmd->add_option("--threads", a->threads, "Curves evaluated in parallel");
   cmd->add_option("--plan", a->plan, "select: measured subset, auto (sparse4 for sizes, lattice:2 for token x hidden grids), sparse4 or lattice:K")
       ->capture_default_str();

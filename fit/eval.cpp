@@ -9,6 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
 #include <cstdlib>
 
 #include <ceres/ceres.h>
@@ -126,6 +127,27 @@ FitOptions method_fit_options(const std::string& method) {
   return fo;
 }
 
+// Throws std::invalid_argument naming the first method `eval` does not know (the ceiling diagnostics only
+// where a size protocol holds points out of every curve).
+void check_methods(const std::vector<std::string>& methods, bool size_protocol) {
+  for (const std::string& m : methods) {
+    if (m == "loglog" || m == "seed") continue;
+    if (m == "ceiling-others" || m == "ceiling-otherhw") {
+      if (size_protocol) continue;
+      throw std::invalid_argument("method '" + m + "' needs a size protocol (interp2, sparse4, extrap)");
+    }
+    const std::string fam = method_fit_options(m).family;
+    if (fam == "auto" || fam == "regimes") continue;
+    try {
+      parse_family(fam);
+    } catch (const std::invalid_argument&) {
+      throw std::invalid_argument("unknown method '" + m +
+                                  "' (known: auto, auto-solo, auto-nc, seed, alphabeta, loglog, a family name, "
+                                  "FAMILY+c, ceiling-others, ceiling-otherhw)");
+    }
+  }
+}
+
 }  // namespace
 
 void split_sizes(const std::string& protocol, const std::vector<double>& bytes, std::vector<size_t>& train,
@@ -187,9 +209,56 @@ std::vector<Prediction> predict_fitted(const GroupFit& g, const Curve& train, co
   return out;
 }
 
+namespace {
+
+// The ceiling diagnostics (eval.h): auto's prediction at each held-out point times the median held-out
+// error exp(median ln(measured / predicted)) of auto at the same (collective, strategy, fusion, ranks, nodes,
+// size) on the other curves, from another source file ("ceiling-others") or another machine
+// ("ceiling-otherhw"); at least kCeilingMinOthers of them, else auto's prediction is kept.
+constexpr size_t kCeilingMinOthers = 3;
+
+std::vector<CurvePreds> ceiling_preds(const std::vector<CurvePreds>& auto_per, const std::vector<std::string>& hardware,
+                                      bool other_hardware_only) {
+  struct Entry {
+    const std::string* source;
+    const std::string* hardware;
+    double log_error;
+  };
+  using Key = std::tuple<Collective, std::string, FusionOp, int, int, double>;
+  auto key_of = [](const EvalPoint& p) {
+    return Key{p.key.collective, p.key.strategy, p.key.fusion, p.key.nranks, p.key.nnodes, p.bytes};
+  };
+  std::map<Key, std::vector<Entry>> by_key;
+  for (size_t i = 0; i < auto_per.size(); ++i)
+    for (const EvalPoint& p : auto_per[i].points)
+      by_key[key_of(p)].push_back({&p.key.system, &hardware[i], std::log(p.measured / p.predicted.time_us)});
+  std::vector<CurvePreds> out(auto_per.size());
+  for (size_t i = 0; i < auto_per.size(); ++i) {
+    out[i].ok = auto_per[i].ok;
+    for (const EvalPoint& p : auto_per[i].points) {
+      std::vector<double> others;
+      for (const Entry& e : by_key[key_of(p)])
+        if (other_hardware_only ? *e.hardware != hardware[i] : *e.source != p.key.system) others.push_back(e.log_error);
+      EvalPoint q = p;
+      if (others.size() >= kCeilingMinOthers) {
+        const double factor = std::exp(percentile(others, 50));
+        q.predicted.time_us *= factor;
+        q.predicted.lo_us *= factor;
+        q.predicted.hi_us *= factor;
+        q.predicted.how += " x ceiling";
+      }
+      out[i].points.push_back(std::move(q));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 EvalResult eval_sizes(const std::vector<Sample>& samples, const std::string& protocol, const EvalOptions& options) {
   std::vector<size_t> tr, te;
   split_sizes(protocol, {1.0}, tr, te);  // validates the protocol name
+  check_methods(options.methods, true);
   EvalResult res;
   res.protocol = protocol;
   const std::vector<Curve> curves = eval_curves(samples, options.min_sizes);
@@ -217,7 +286,8 @@ EvalResult eval_sizes(const std::vector<Sample>& samples, const std::string& pro
     tasks.push_back(std::move(t));
   }
   res.curves = static_cast<int>(tasks.size());
-  for (const std::string& m : options.methods) {
+  std::vector<CurvePreds> auto_per;  // auto's points, kept for the ceiling diagnostics
+  auto run_method = [&](const std::string& m) {
     std::vector<CurvePreds> per(tasks.size());
     // arfit's default pools sibling curves (fit/siblings.h): every curve is fitted alone on its training
     // sizes, then siblings' training points add knots. Held-out points of one curve never reach another.
@@ -240,6 +310,19 @@ EvalResult eval_sizes(const std::vector<Sample>& samples, const std::string& pro
       per[i].ok = true;
       for (size_t k = 0; k < p.size(); ++k) per[i].points.push_back({t.train.key, t.test_bytes[k], t.test_time[k], p[k]});
     });
+    return per;
+  };
+  for (const std::string& m : options.methods) {
+    std::vector<CurvePreds> per;
+    if (m == "ceiling-others" || m == "ceiling-otherhw") {
+      if (auto_per.empty()) auto_per = run_method("auto");
+      std::vector<std::string> hardware;
+      for (const Task& t : tasks) hardware.push_back(t.train.hardware);
+      per = ceiling_preds(auto_per, hardware, m == "ceiling-otherhw");
+    } else {
+      per = run_method(m);
+      if (m == "auto") auto_per = per;
+    }
     EvalMethodResult r;
     r.name = m;
     summarize(r, per, options.keep_points);
@@ -249,6 +332,7 @@ EvalResult eval_sizes(const std::vector<Sample>& samples, const std::string& pro
 }
 
 EvalResult eval_crossn(const std::vector<Sample>& samples, const EvalOptions& options) {
+  check_methods(options.methods, false);
   EvalResult res;
   res.protocol = "crossn";
   const std::vector<Curve> curves = eval_curves(samples, options.min_sizes);
@@ -374,12 +458,14 @@ nlohmann::json EvalResult::to_json() const {
 std::string EvalResult::to_table() const {
   std::ostringstream o;
   o << "protocol " << protocol << " (" << curves << (protocol == "crossn" ? " families" : " curves") << ")\n";
-  o << std::left << std::setw(14) << "method" << std::right << std::setw(9) << "GMAE%" << std::setw(9) << "median%"
+  int name_width = 14;  // wide enough for the longest method name and a space
+  for (const auto& m : methods) name_width = std::max(name_width, static_cast<int>(m.name.size()) + 1);
+  o << std::left << std::setw(name_width) << "method" << std::right << std::setw(9) << "GMAE%" << std::setw(9) << "median%"
     << std::setw(9) << "p90%" << std::setw(10) << "max%" << std::setw(8) << "points" << std::setw(8) << "groups"
     << std::setw(11) << "cover90%" << "\n";
   o << std::fixed << std::setprecision(2);
   for (const auto& m : methods) {
-    o << std::left << std::setw(14) << m.name << std::right << std::setw(9) << m.errors.gmae * 100 << std::setw(9)
+    o << std::left << std::setw(name_width) << m.name << std::right << std::setw(9) << m.errors.gmae * 100 << std::setw(9)
       << m.errors.median * 100 << std::setw(9) << m.errors.p90 * 100 << std::setw(10) << m.errors.max * 100 << std::setw(8)
       << m.errors.points << std::setw(8) << m.groups << std::setw(11);
     if (m.coverage >= 0)

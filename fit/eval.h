@@ -55,7 +55,13 @@ struct EvalOptions {
   // "auto" (arfit's default: CV-selected family + residual correction + sibling pooling, fit/siblings.h),
   // "auto-solo" (the same, each curve alone), the baselines "seed", "alphabeta",
   // "loglog"; also any family name ("sigmoid", "regimes", "satbw", ...) fitted alone, and NAME+c for the
-  // family with the residual correction.
+  // family with the residual correction. Size protocols also take two diagnostics that are not predictors:
+  // "ceiling-others" and "ceiling-otherhw" multiply auto's prediction at each held-out point by the median
+  // held-out error exp(median ln(measured / predicted)) of auto at the same collective, strategy, fusion, rank
+  // and node count and size on at least three other curves, from other source files (other dtypes, versions
+  // and machines) or from other machines only. They use measurements every protocol withholds, so they bound
+  // what sharing structure across curves could add to auto, rather than predict. Unknown names throw
+  // std::invalid_argument.
   std::vector<std::string> methods = {"auto", "seed", "alphabeta", "loglog"};
   int threads = 1;
   int min_sizes = 12;
