@@ -127,12 +127,14 @@ FitOptions method_fit_options(const std::string& method) {
   return fo;
 }
 
+bool is_ceiling_method(const std::string& m) { return m == "ceiling-others" || m == "ceiling-otherhw"; }
+
 // Throws std::invalid_argument naming the first method `eval` does not know (the ceiling diagnostics only
 // where a size protocol holds points out of every curve).
 void check_methods(const std::vector<std::string>& methods, bool size_protocol) {
   for (const std::string& m : methods) {
     if (m == "loglog" || m == "seed") continue;
-    if (m == "ceiling-others" || m == "ceiling-otherhw") {
+    if (is_ceiling_method(m)) {
       if (size_protocol) continue;
       throw std::invalid_argument("method '" + m + "' needs a size protocol (interp2, sparse4, extrap)");
     }
@@ -312,12 +314,12 @@ EvalResult eval_sizes(const std::vector<Sample>& samples, const std::string& pro
     });
     return per;
   };
+  std::vector<std::string> hardware;  // per task, for the ceiling diagnostics
+  for (const Task& t : tasks) hardware.push_back(t.train.hardware);
   for (const std::string& m : options.methods) {
     std::vector<CurvePreds> per;
-    if (m == "ceiling-others" || m == "ceiling-otherhw") {
+    if (is_ceiling_method(m)) {
       if (auto_per.empty()) auto_per = run_method("auto");
-      std::vector<std::string> hardware;
-      for (const Task& t : tasks) hardware.push_back(t.train.hardware);
       per = ceiling_preds(auto_per, hardware, m == "ceiling-otherhw");
     } else {
       per = run_method(m);

@@ -120,8 +120,10 @@ CommandFacts parse_command(std::string_view line) {
   }
   std::optional<long> procs;
   if (np) procs = np;
-  else if (nodes && per_node && *nodes > 0 && *nodes < 1000000 && *per_node > 0 && *per_node < 1000000)
-    procs = *nodes * *per_node;  // bounded first: a product of nonsense values could overflow
+  else if (nodes && per_node) {
+    // Bounded first: a product of nonsense values could overflow (and then gives no rank count, as before).
+    if (*nodes > 0 && *nodes < 1000000 && *per_node > 0 && *per_node < 1000000) procs = *nodes * *per_node;
+  }
   // A bare "X_perf -g 4" is one process; a bare "X_perf -b 8 -e 1G" (often a note about what a script ran)
   // says nothing about processes, so it gives no rank count.
   else if (!launcher && bin < tok.size() && per_process_given) procs = 1;

@@ -6,6 +6,10 @@
 #include <limits>
 
 namespace arfit::ingest::detail {
+namespace {
+// Doubles at or below this convert to int64 exactly enough and without overflow (INT64_MAX is about 9.22e18).
+constexpr double kInt64AsDoubleBound = 9.2e18;
+}  // namespace
 
 std::vector<std::string_view> split_lines(std::string_view text) {
   std::vector<std::string_view> out;
@@ -135,7 +139,7 @@ std::optional<std::int64_t> parse_size(std::string_view s, std::string* why) {
     }
     v = static_cast<double>(*n) * mult;
   }
-  if (!std::isfinite(v) || v < 0 || v > 9.2e18 || v != std::floor(v)) {
+  if (!std::isfinite(v) || v < 0 || v > kInt64AsDoubleBound || v != std::floor(v)) {
     if (why) *why = "size '" + std::string(s) + "' is not a whole number of bytes in range";
     return std::nullopt;
   }
@@ -144,7 +148,7 @@ std::optional<std::int64_t> parse_size(std::string_view s, std::string* why) {
 
 std::int64_t saturated_count(double v) {
   if (!(v > 0)) return 0;
-  if (v >= 9.2e18) return std::numeric_limits<std::int64_t>::max();
+  if (v >= kInt64AsDoubleBound) return std::numeric_limits<std::int64_t>::max();
   return static_cast<std::int64_t>(v);
 }
 
