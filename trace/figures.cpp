@@ -143,6 +143,9 @@ plots::Figure stacked_figure(const plots::StackedBarData& d, const std::string& 
       f.body.replace(at, eol - at, key + std::to_string(margin));
       f.width += 8 * (margin - fixed);
     }
+    // gnuplot centres the title over the plot area, left of the key: wide enough that the title (about 9 px a
+    // character at its 14 pt font; it names the profile file) does not run off the left edge.
+    f.width = std::max(f.width, static_cast<int>(9 * d.title.size()) + 16 * std::max(margin, fixed));
   }
   return f;
 }
