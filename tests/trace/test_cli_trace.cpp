@@ -14,16 +14,6 @@ using arfit::testing::TempDir;
 
 namespace {
 
-std::string arfit_cmd(const std::string& args) { return arfit::testing::arfit_bin() + " " + args; }
-
-std::size_t files_in(const std::string& dir) {
-  std::error_code ec;
-  if (!fs::exists(dir, ec)) return 0;
-  std::size_t n = 0;
-  for (auto it = fs::recursive_directory_iterator(dir, ec); it != fs::recursive_directory_iterator(); ++it) ++n;
-  return n;
-}
-
 const char* kNoCollective = R"J({"context": {"model": "tiny", "batch_size": 1, "prompt_len": 8, "output_len": 1, "tensor_parallel_size": 1},
   "prefill": {"summary_stats": [
     {"entry": {"name": "Layer", "cuda_time_us": 30, "invocations": 1}, "children": [

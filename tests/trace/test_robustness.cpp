@@ -3,20 +3,15 @@
 // 20,000-character name. std::regex overflowed the stack on both; RE2 matches in linear time.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-
 #include "model/errors.h"
 #include "trace/classify.h"
 #include "trace_test_util.h"
 
-namespace fs = std::filesystem;
 using arfit::testing::run_command;
 using arfit::testing::slurp;
 using arfit::testing::TempDir;
 
 namespace {
-
-std::string arfit_cmd(const std::string& args) { return arfit::testing::arfit_bin() + " " + args; }
 
 // A name that starts like an NCCL kernel and goes on for `n` characters: every ".*" of the built-in rules
 // (nccl.*all_?reduce, one_?shot.*lamport, ...) scans all of it.
@@ -24,12 +19,6 @@ std::string hostile_name(std::size_t n) {
   std::string s = "ncclDevKernel_one_shot_";
   while (s.size() < n) s += "ab";
   return s;
-}
-
-std::size_t entries_in(const std::string& dir) {
-  std::error_code ec;
-  if (!fs::exists(dir, ec)) return 0;
-  return static_cast<std::size_t>(std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
 }
 
 struct BreakdownRun {
@@ -45,6 +34,12 @@ BreakdownRun breakdown(const TempDir& dir, const std::string& input, const std::
                                    (rules.empty() ? "" : " --rules " + rules)));
   r.input_unchanged = slurp(input) == before && (rules.empty() || slurp(rules) == rules_before);
   return r;
+}
+
+// Exit 0, inputs unchanged; the output (which quotes a 40,000-character name) cut for the failure message.
+void expect_success(const BreakdownRun& r) {
+  ASSERT_EQ(r.result.exit_code, 0) << r.result.output.substr(0, 2000);
+  EXPECT_TRUE(r.input_unchanged);
 }
 
 }  // namespace
@@ -65,8 +60,7 @@ TEST(RuleRobustness, BreakdownOfVllmJsonWithA40kCharacterKernelName) {
     "prefill": {"summary_stats": [{"entry": {"name": ")J" + name + R"J(", "cuda_time_us": 5, "invocations": 1}},
       {"entry": {"name": "void vllm::rms_norm_kernel<c10::BFloat16>(c10::BFloat16*)", "cuda_time_us": 1, "invocations": 1}}]}})J");
   BreakdownRun r = breakdown(dir, input);
-  ASSERT_EQ(r.result.exit_code, 0) << r.result.output.substr(0, 2000);
-  EXPECT_TRUE(r.input_unchanged);
+  expect_success(r);
   EXPECT_NE(slurp(dir.file("out/breakdown_classes.csv")).find("prefill,prefill,0,nccl_other,NCCL other,1,5.000"), std::string::npos);
 }
 
@@ -77,8 +71,7 @@ TEST(RuleRobustness, BreakdownOfNsysCsvWithA40kCharacterKernelName) {
                                 "80.0,4000,1,4000,4000,4000,4000,0,\"" + hostile_name(40000) + "\"\n"
                                 "20.0,1000,1,1000,1000,1000,1000,0,my_kernel\n");
   BreakdownRun r = breakdown(dir, input);
-  ASSERT_EQ(r.result.exit_code, 0) << r.result.output.substr(0, 2000);
-  EXPECT_TRUE(r.input_unchanged);
+  expect_success(r);
   EXPECT_NE(slurp(dir.file("out/comm_share.csv")).find("all,other,0,5.000,4.000,80.00"), std::string::npos);
 }
 
@@ -91,8 +84,7 @@ TEST(RuleRobustness, UserRuleWithNestedRepetitionOnA20kCharacterName) {
                                                   "rules": [{"class": "abc", "regex": "(a|b)*c"},
                                                             {"class": "abc", "regex": "^((a|b)+)+$"}]})J");
   BreakdownRun r = breakdown(dir, input, rules);
-  ASSERT_EQ(r.result.exit_code, 0) << r.result.output.substr(0, 2000);
-  EXPECT_TRUE(r.input_unchanged);
+  expect_success(r);
   // Both names match (the first through (a|b)*c, the second through the catastrophic-backtracking classic).
   EXPECT_NE(slurp(dir.file("out/breakdown_classes.csv")).find("all,other,0,abc,ABC,0,4.000"), std::string::npos);
 }
@@ -109,7 +101,7 @@ TEST(RuleRobustness, RuleRe2RefusesIsAnErrorNamingTheRule) {
   EXPECT_NE(r.result.output.find("rules.json:3: at rules[1].regex: rule 1 (class 'x'): invalid regex '(a)\\1'"), std::string::npos)
       << r.result.output;
   EXPECT_NE(r.result.output.find("no backreferences or lookaround"), std::string::npos) << r.result.output;
-  EXPECT_EQ(entries_in(dir.file("out")), 0u);
+  EXPECT_EQ(files_in(dir.file("out")), 0u);
   // Lookahead, and an all_of pattern, are refused the same way.
   rules = dir.write("rules2.json", R"J({"classes": [{"id": "x"}],
     "rules": [{"class": "x", "regex": "kernel", "all_of": ["ok", "(?=a)"]}]})J");
@@ -127,8 +119,7 @@ TEST(RuleRobustness, BreakdownOfVllmJsonWithA40kDigitStepKey) {
     "decode_)J" + std::string(40000, '7') + R"J(": {"summary_stats": []},
     "decode_3": {"summary_stats": [{"entry": {"name": "my_kernel", "cuda_time_us": 1, "invocations": 1}}]}})J");
   BreakdownRun r = breakdown(dir, input);
-  ASSERT_EQ(r.result.exit_code, 0) << r.result.output.substr(0, 2000);
-  EXPECT_TRUE(r.input_unchanged);
+  expect_success(r);
   EXPECT_EQ(slurp(dir.file("out/comm_share.csv")),
             "phase,kind,step,total_us,comm_us,comm_share_pct\nprefill,prefill,0,2.000,0.000,0.00\ndecode_3,decode,3,1.000,0.000,0.00\n");
 }

@@ -178,6 +178,14 @@ Profile summary_with(const std::vector<std::pair<std::string, double>>& kernels)
   for (const auto& [name, ns] : kernels) csv += "1.0," + std::to_string(static_cast<long>(ns)) + ",10,1,1,1,1,0,\"" + name + "\"\n";
   return parse_nsys_csv(csv, "summary.csv");
 }
+
+WhatIfOptions per_call(int tp, std::int64_t hidden, std::int64_t tokens) {
+  WhatIfOptions opt;
+  opt.tp = tp;
+  opt.hidden = hidden;
+  opt.tokens = tokens;
+  return opt;
+}
 }  // namespace
 
 // A summary without phases works from --tokens alone (no --batch-size/--prompt-len); without it, the hint says
@@ -209,10 +217,7 @@ TEST(WhatIf, PhaselessSummaryFromTokensAlone) {
 TEST(WhatIf, DtypeFromTheKernelName) {
   Profile p = summary_with({{"ncclDevKernel_AllReduce_Sum_f16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 40000},
                             {"ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", 30000}});
-  WhatIfOptions opt;
-  opt.tp = 4;
-  opt.hidden = 1024;
-  opt.tokens = 8;
+  WhatIfOptions opt = per_call(4, 1024, 8);
   opt.dtype = "fp32";  // an fp32 model: its fp32 all-reduce is traffic
   FakeModels fake;
   WhatIfResult r = what_if(p, RuleTable::defaults(), opt, [&](const PredictQuery& q) { return fake(q); });
@@ -229,10 +234,7 @@ TEST(WhatIf, DtypeFromTheKernelName) {
 TEST(WhatIf, DtypeFallsBackToTheSameElementSize) {
   Profile p = summary_with({{"ncclDevKernel_AllReduce_Sum_f16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 40000},
                             {"ncclDevKernel_ReduceScatter_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 20000}});
-  WhatIfOptions opt;
-  opt.tp = 4;
-  opt.hidden = 1024;
-  opt.tokens = 8;
+  WhatIfOptions opt = per_call(4, 1024, 8);
   FakeModels fake;
   std::vector<std::string> asked;
   auto bf16_only = [&](const PredictQuery& q) {
@@ -265,10 +267,7 @@ TEST(WhatIf, SynchronisationAllReducesAreNotScaled) {
                             {"ncclDevKernel_AllReduce_Max_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 7000},
                             {"ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 6000},
                             {"ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 50000}});
-  WhatIfOptions opt;
-  opt.tp = 8;
-  opt.hidden = 4096;
-  opt.tokens = 64;
+  WhatIfOptions opt = per_call(8, 4096, 64);
   FakeModels fake;
   WhatIfResult r = what_if(p, RuleTable::defaults(), opt, [&](const PredictQuery& q) { return fake(q); });
   ASSERT_EQ(r.collectives.size(), 5u);
