@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -268,7 +269,9 @@ Profile parse_nsys_csv(const std::string& text, const std::string& name, const N
       auto& a = kernels[k];
       if (a.first_line == 0) a.first_line = row.first;
       a.time_us += total;
-      a.instances += static_cast<std::int64_t>(inst);
+      // Rows of one name add up; absurd counts saturate instead of overflowing (count_cell bounds each to 9e15).
+      const std::int64_t room = std::numeric_limits<std::int64_t>::max() - a.instances;
+      a.instances = inst > static_cast<double>(room) ? std::numeric_limits<std::int64_t>::max() : a.instances + static_cast<std::int64_t>(inst);
     }
     Phase ph;
     ph.name = "all";

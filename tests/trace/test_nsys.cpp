@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "model/atomic_file.h"
 #include "model/errors.h"
 #include "trace/breakdown.h"
@@ -164,6 +166,15 @@ TEST(NsysCsv, CliExportWithEachHeaderUnit) {
     EXPECT_EQ(p.phases[0].roots[1].invocations, 1000) << u.header;
     EXPECT_DOUBLE_EQ(p.phases[0].roots[2].cuda_time_us, 2000.0) << u.header;
   }
+}
+
+TEST(NsysCsv, HugeCountsOfOneNameSaturate) {
+  std::string text = "Total Time (ns),Instances,Name\n";
+  for (int i = 0; i < 2000; ++i) text += "1000,9000000000000000,k\n";  // 2000 rows of 9e15 calls: beyond int64
+  Profile p = parse_nsys_csv(text, "huge.csv");
+  ASSERT_EQ(p.phases.at(0).roots.size(), 1u);
+  EXPECT_EQ(p.phases[0].roots[0].invocations, std::numeric_limits<std::int64_t>::max());
+  EXPECT_THROW(parse_nsys_csv("Total Time (ns),Instances,Name\n1000,1e17,k\n", "too_many.csv"), arfit::InputError);
 }
 
 TEST(NsysCsv, GuiGpuTraceWithUnitsInEveryCell) {
