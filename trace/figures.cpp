@@ -114,7 +114,7 @@ plots::StackedBarData entry_bars(const Breakdown& b, const std::vector<std::size
   // Entries by rank (their column in the entry table), "others" in grey: an entry keeps its colour in the
   // prefill and the decode figure even when series empty in one of them are left out.
   for (std::size_t i = 0; i < d.classes.size(); ++i)
-    d.colours.push_back(i + 1 == d.classes.size() && b.entry_names.back() == "others" ? "#DDDDDD" : plots::series_colour(i));
+    d.colours.push_back(others && i + 1 == d.classes.size() ? "#DDDDDD" : plots::series_colour(i));
   for (std::size_t i : phases) {
     const auto& p = b.phases[i];
     d.bars.push_back(bar_label(p));
