@@ -1,5 +1,6 @@
 // arfit whatif PROFILE --models MODELS.json --tp N [--sm S]: the profile's communication re-predicted at
 // another tensor-parallel size (and SM) with the fitted models, per phase, with 90 % intervals.
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -38,6 +39,14 @@ void run_whatif(const WhatIfArgs& a) {
     }
   }
   ModelSet models = ModelSet::load(a.models);
+  if (!a.system.empty()) {
+    auto systems = models.systems();
+    if (std::find(systems.begin(), systems.end(), a.system) == systems.end()) {
+      std::string known;
+      for (const auto& s : systems) known += " " + s;
+      throw UsageError("--system '" + a.system + "' is not in " + a.models + "; its systems are:" + (known.empty() ? " (none)" : known));
+    }
+  }
 
   trace::WhatIfOptions opt;
   opt.tp = a.tp;
@@ -73,8 +82,13 @@ void add_whatif(CLI::App& app) {
   cmd->add_option("--nnodes", a->nnodes, "Node count of the predicted setup")->capture_default_str();
   cmd->add_option("--hidden", a->hidden,
                   "Hidden size: message bytes = phase tokens x hidden x dtype size, for collectives whose size the profile does not record");
-  cmd->add_option("--dtype", a->dtype, "Activation dtype of the collectives")->capture_default_str();
-  cmd->add_option("--tokens", a->tokens, "Tokens per phase, overriding the profile's (batch x prompt_len for prefill, batch for decode)");
+  cmd->add_option("--dtype", a->dtype,
+                  "Activation dtype, for collectives whose element type neither the profile nor the kernel name (NCCL's "
+                  "AllReduce_Sum_bf16) says")
+      ->capture_default_str();
+  cmd->add_option("--tokens", a->tokens,
+                  "Tokens per call, overriding the profile's (batch x prompt_len for prefill, batch for decode); alone enough "
+                  "for a kernel summary, which has no phases");
   cmd->add_option("--batch-size", a->batch_size, "Batch size, for profiles without a context (nsys): decode tokens = batch");
   cmd->add_option("--prompt-len", a->prompt_len, "Prompt length, for profiles without a context: prefill tokens = batch x prompt_len");
   cmd->add_option("--system", a->system, "System of the model set to predict with (default: the only one)");

@@ -748,6 +748,7 @@ Figure error_summary_figure(const ErrorSummaryData& d, const std::string& stem) 
 // ============================================ stacked bars ================================================
 
 Figure stacked_bar_figure(const StackedBarData& d, const std::string& stem) {
+  auto colour = [&](std::size_t c) { return c < d.colours.size() ? d.colours[c] : series_colour(c); };
   Figure f;
   f.stem = stem;
   f.kind = "breakdown";
@@ -776,7 +777,7 @@ Figure stacked_bar_figure(const StackedBarData& d, const std::string& stem) {
         double v = std::stod(rows[b][c + 1] == "NaN" ? "0" : rows[b][c + 1]);
         if (v > 0.04 * tallest) {
           // White text on dark segments, near-black on light ones (yellow, sky blue, orange).
-          long rgb = std::stol(series_colour(c).substr(1), nullptr, 16);
+          long rgb = std::stol(colour(c).substr(1), nullptr, 16);
           double lum = 0.299 * ((rgb >> 16) & 255) + 0.587 * ((rgb >> 8) & 255) + 0.114 * (rgb & 255);
           labels.push_back({std::to_string(b), num(base + v / 2), si_label(v), lum > 150 ? "2105376" : "16777215"});
         }
@@ -796,7 +797,7 @@ Figure stacked_bar_figure(const StackedBarData& d, const std::string& stem) {
   s << "plot ";
   for (std::size_t c = 0; c < d.classes.size(); ++c)
     s << (c ? ", \\\n     " : "") << (c ? "''" : "$d") << " using " << (c + 2) << (c ? "" : ":xtic(1)") << " title "
-      << gp_quote(d.classes[c]) << " lc rgb '" << series_colour(c) << "'";
+      << gp_quote(d.classes[c]) << " lc rgb '" << colour(c) << "'";
   if (!labels.empty()) s << ", \\\n     $labels using 1:2:3:4 with labels font ',8' tc rgb variable notitle";
   if (d.classes.empty()) s << "NaN notitle";
   s << "\n";

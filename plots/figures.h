@@ -164,6 +164,9 @@ struct StackedBarData {
   std::vector<std::string> classes;  // stack segments, bottom first (legend order)
   std::vector<std::vector<double>> values;  // [bar][class], >= 0
   bool value_labels = true;  // label segments taller than ~4 % of the tallest bar
+  // Colour of each class ("#rrggbb"), so a class keeps its colour whatever else a figure shows; empty: the
+  // shared palette by position (series_colour).
+  std::vector<std::string> colours;
 };
 
 Figure stacked_bar_figure(const StackedBarData& data, const std::string& stem);

@@ -12,6 +12,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin
   libcli11-dev
+  libre2-dev   # kernel-name rules of arfit breakdown/whatif (linear-time regular expressions)
   clang libclang-rt-14-dev   # libFuzzer targets of the ingest readers (ctest -L fuzz)
 )
 

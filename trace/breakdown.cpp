@@ -101,59 +101,6 @@ std::vector<std::string> unique_names(const std::vector<std::pair<std::string, s
   return out;
 }
 
-std::string shorten_name(const std::string& full, std::size_t max_len) {
-  std::string s = full;
-  // Drop a leading "void " (return type) and the parameter list.
-  if (s.rfind("void ", 0) == 0) s = s.substr(5);
-  // Parameter list: the last top-level '(' group at the end.
-  if (!s.empty() && s.back() == ')') {
-    int depth = 0;
-    for (std::size_t i = s.size(); i-- > 0;) {
-      if (s[i] == ')') ++depth;
-      if (s[i] == '(' && --depth == 0) {
-        if (i > 0) s = s.substr(0, i);
-        break;
-      }
-    }
-  }
-  // Template arguments: base name plus the first argument.
-  std::string base, first_arg;
-  int depth = 0;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    char c = s[i];
-    if (c == '<') {
-      if (depth == 0) first_arg.clear();
-      ++depth;
-      continue;
-    }
-    if (c == '>') { --depth; continue; }
-    if (depth == 0) base += c;
-    else if (depth == 1 && first_arg.find(',') == std::string::npos) first_arg += c;
-  }
-  if (auto comma = first_arg.find(','); comma != std::string::npos) first_arg = first_arg.substr(0, comma);
-  auto last_ident = [](const std::string& x) {
-    auto p = x.rfind("::");
-    std::string r = p == std::string::npos ? x : x.substr(p + 2);
-    auto b = r.find_first_not_of(' ');
-    return b == std::string::npos ? std::string() : r.substr(b);
-  };
-  std::string b = last_ident(base);
-  std::string lb = b;
-  for (auto& c : lb) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  bool generic = lb.empty() || lb == "kernel" || lb == "kernel2" || lb == "device_kernel" || lb == "kernel_entry" ||
-                 lb == "global_kernel";
-  std::string out = (generic && !first_arg.empty()) ? last_ident(first_arg) : (base.empty() ? full : base);
-  // Keep namespaces short: "at::native::(anonymous namespace)::foo" -> "foo" unless it is a module name.
-  if (out.find("::") != std::string::npos) out = last_ident(out);
-  while (!out.empty() && out.back() == ' ') out.pop_back();
-  if (out.empty()) out = full;
-  if (out.size() > max_len && max_len > 5) {
-    std::size_t keep = max_len - 3;
-    out = out.substr(0, keep - keep / 3) + "..." + out.substr(out.size() - keep / 3);
-  }
-  return out;
-}
-
 namespace {
 bool has_node(const ProfileNode& n, const std::string& name) {
   if (n.name == name) return true;

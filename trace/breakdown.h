@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "trace/classify.h"
+#include "trace/kernel_name.h"
 #include "trace/profile.h"
 
 namespace arfit::trace {
@@ -42,10 +43,6 @@ std::vector<Leaf> collect_entries(const Phase& phase, Level level, const std::ve
 // Input: (name, path) pairs; output: one display name each, in order.
 std::vector<std::string> unique_names(const std::vector<std::pair<std::string, std::vector<std::string>>>& items);
 
-// A readable legend name: return type, parameter list and template arguments removed (keeping the first
-// template argument's last identifier when the base name is generic, e.g. cutlass::Kernel2<...gemm...>),
-// then shortened in the middle to at most max_len characters.
-std::string shorten_name(const std::string& name, std::size_t max_len = 40);
 
 struct ClassTime {
   std::string id, label;

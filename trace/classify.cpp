@@ -1,6 +1,7 @@
 #include "trace/classify.h"
 
 #include <nlohmann/json.hpp>
+#include <re2/re2.h>
 
 #include "model/atomic_file.h"
 #include "model/errors.h"
@@ -27,7 +28,59 @@ std::string str_field(const std::string& text, const std::string& name, const js
   if (!it->is_string()) fail(text, name, p, "'" + key + "' must be a string, got " + std::string(it->type_name()));
   return it->get<std::string>();
 }
+
+// A pattern as RE2 compiles it: case-insensitive, searched anywhere. nullptr with *why set when RE2 refuses it
+// (a syntax error, or what RE2 does not do: backreferences, lookaround).
+std::shared_ptr<const re2::RE2> compile_pattern(const std::string& pattern, std::string* why) {
+  re2::RE2::Options options;
+  options.set_case_sensitive(false);
+  options.set_log_errors(false);
+  auto re = std::make_shared<const re2::RE2>(pattern, options);
+  if (re->ok()) return re;
+  *why = re->error();
+  return nullptr;
+}
+
+// The pattern as messages show it: long ones cut, so an error stays readable.
+std::string quoted_pattern(const std::string& pattern) {
+  return "'" + (pattern.size() <= 80 ? pattern : pattern.substr(0, 77) + "...") + "'";
+}
+
+KernelRule parse_rule(const std::string& text, const std::string& name, const json& rj, std::size_t i) {
+  JsonPath p{std::string("rules"), i};
+  if (!rj.is_object()) fail(text, name, p, "a rule must be an object {\"class\": ..., \"regex\": ...}");
+  KernelRule kr;
+  kr.op_class = str_field(text, name, rj, p, "class", true);
+  kr.pattern = str_field(text, name, rj, p, "regex", true);
+  std::vector<std::pair<std::string, JsonPath>> patterns{{kr.pattern, {std::string("rules"), i, std::string("regex")}}};
+  if (auto a = rj.find("all_of"); a != rj.end()) {
+    JsonPath ap{std::string("rules"), i, std::string("all_of")};
+    if (!a->is_array()) fail(text, name, ap, "'all_of' must be an array of regular expressions");
+    for (std::size_t k = 0; k < a->size(); ++k) {
+      JsonPath kp{std::string("rules"), i, std::string("all_of"), k};
+      if (!(*a)[k].is_string()) fail(text, name, kp, "must be a string, got " + std::string((*a)[k].type_name()));
+      kr.all_of.push_back((*a)[k].get<std::string>());
+      patterns.emplace_back(kr.all_of.back(), kp);
+    }
+  }
+  for (const auto& [pattern, where] : patterns) {
+    std::string why;
+    auto re = compile_pattern(pattern, &why);
+    if (!re)
+      fail(text, name, where,
+           "rule " + std::to_string(i) + " (class '" + kr.op_class + "'): invalid regex " + quoted_pattern(pattern) + ": " + why +
+               " (rules are RE2 patterns, matched in linear time: no backreferences or lookaround)");
+    kr.compiled.push_back(std::move(re));
+  }
+  return kr;
+}
 }  // namespace
+
+bool KernelRule::matches(const std::string& kernel_name) const {
+  for (const auto& re : compiled)
+    if (!re2::RE2::PartialMatch(kernel_name, *re)) return false;
+  return !compiled.empty();
+}
 
 RuleTable RuleTable::parse(const std::string& text, const std::string& name) {
   json root;
@@ -70,20 +123,7 @@ RuleTable RuleTable::parse(const std::string& text, const std::string& name) {
   }
   if (auto r = root.find("rules"); r != root.end()) {
     if (!r->is_array()) fail(text, name, {std::string("rules")}, "'rules' must be an array");
-    for (std::size_t i = 0; i < r->size(); ++i) {
-      JsonPath p{std::string("rules"), i};
-      const json& rj = (*r)[i];
-      if (!rj.is_object()) fail(text, name, p, "a rule must be an object {\"class\": ..., \"regex\": ...}");
-      KernelRule kr;
-      kr.op_class = str_field(text, name, rj, p, "class", true);
-      kr.pattern = str_field(text, name, rj, p, "regex", true);
-      try {
-        kr.re = std::regex(kr.pattern, std::regex::ECMAScript | std::regex::icase | std::regex::optimize);
-      } catch (const std::regex_error& e) {
-        fail(text, name, {std::string("rules"), i, std::string("regex")}, "invalid regex '" + kr.pattern + "': " + e.what());
-      }
-      t.rules_.push_back(std::move(kr));
-    }
+    for (std::size_t i = 0; i < r->size(); ++i) t.rules_.push_back(parse_rule(text, name, (*r)[i], i));
   }
   return t;
 }
@@ -129,7 +169,7 @@ RuleTable RuleTable::load_user(const std::string& path) {
 
 const OpClass* RuleTable::classify(const std::string& kernel_name) const {
   for (const auto& r : rules_)
-    if (std::regex_search(kernel_name, r.re)) return find_class(r.op_class);
+    if (r.matches(kernel_name)) return find_class(r.op_class);
   return nullptr;
 }
 

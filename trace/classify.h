@@ -1,14 +1,21 @@
 // Classification of kernel names into operation classes (gemm, attention, NCCL all-reduce, custom one-shot
-// all-reduce, ...). The rule table is data: trace/rules/default_rules.json, embedded into the library at
-// build time; users extend or replace it with --rules FILE (same shape).
+// all-reduce, MoE expert GEMM, ...). The rule table is data: trace/rules/default_rules.json, embedded into the
+// library at build time; users extend or replace it with --rules FILE (same shape).
+//
+// Patterns are RE2 regular expressions (linear time in the name's length, no recursion), so a hostile or
+// absurdly long kernel name or user pattern cannot blow the stack or run away; see docs/trace.md.
 #pragma once
 
+#include <memory>
 #include <optional>
-#include <regex>
 #include <string>
 #include <vector>
 
 #include "model/sample.h"
+
+namespace re2 {
+class RE2;
+}
 
 namespace arfit::trace {
 
@@ -21,10 +28,15 @@ struct OpClass {
   FusionOp fusion = FusionOp::None;
 };
 
+// A rule matches a kernel name when `pattern` and every pattern of `all_of` are found in it (case-insensitive,
+// anywhere): all_of states what a name must say regardless of word order ("rsqrt", "mean", "pow" for an
+// Inductor-fused RMSNorm).
 struct KernelRule {
   std::string op_class;
   std::string pattern;
-  std::regex re;
+  std::vector<std::string> all_of;
+  std::vector<std::shared_ptr<const re2::RE2>> compiled;  // pattern, then all_of, in order
+  bool matches(const std::string& kernel_name) const;
 };
 
 class RuleTable {

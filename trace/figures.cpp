@@ -1,8 +1,10 @@
 #include "trace/figures.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
-#include <regex>
+#include <cstdlib>
+#include <map>
 #include <sstream>
 
 namespace arfit::trace {
@@ -10,6 +12,50 @@ namespace arfit::trace {
 std::string bar_label(const PhaseBreakdown& p) {
   if (p.kind == PhaseKind::Decode && p.step > 0) return "decode " + std::to_string(p.step);
   return p.phase;
+}
+
+std::string class_colour(const std::string& class_id) {
+  // Communication in reds and darks, compute in blues, greens and yellows; no two the same, none the grey of
+  // "unmatched". Changing a colour here changes it in every figure of every run: keep the table stable.
+  static const std::map<std::string, std::string> table = {
+      {"gemm", "#0072B2"},           {"moe_gemm", "#56B4E9"},         {"attention", "#009E73"},
+      {"rms_norm", "#CC79A7"},       {"quant", "#F0E442"},            {"elementwise", "#E69F00"},
+      {"moe_routing", "#8C564B"},    {"sort_scan", "#BCBD22"},        {"memory", "#7F7F7F"},
+      {"embedding", "#17BECF"},      {"reduce", "#9467BD"},           {"nccl_all_reduce", "#D55E00"},
+      {"nccl_all_gather", "#FF9DA7"}, {"nccl_reduce_scatter", "#B2182B"}, {"nccl_broadcast", "#F4A582"},
+      {"nccl_other", "#67001F"},     {"moe_comm", "#D62728"},         {"custom_ar_1stage", "#000000"},
+      {"custom_ar_2stage", "#525252"}, {"trtllm_oneshot", "#4D004B"}, {"trtllm_twoshot", "#A6761D"},
+      {kUnmatchedClass, "#C7C7C7"}};
+  if (auto it = table.find(class_id); it != table.end()) return it->second;
+  // Other classes (user rules, folded nodes): a colour from the id alone (FNV-1a), so it too is the same in
+  // every figure and run; two such classes may share one.
+  static const char* spare[] = {"#AEC7E8", "#98DF8A", "#FFBB78", "#C5B0D5", "#C49C94", "#F7B6D2",
+                                "#DBDB8D", "#9EDAE5", "#393B79", "#637939", "#8C6D31", "#843C39"};
+  std::uint32_t h = 2166136261u;
+  for (unsigned char c : class_id) h = (h ^ c) * 16777619u;
+  return spare[h % (sizeof spare / sizeof spare[0])];
+}
+
+void use_time_unit_of_tallest_bar(plots::StackedBarData& d) {
+  double tallest = 0;
+  for (const auto& row : d.values) {
+    double total = 0;
+    for (double v : row) total += v;
+    tallest = std::max(tallest, total);
+  }
+  // The unit time_label (plots/) would print for the tallest bar: axis numbers stay between 1 and 1000.
+  const char* unit = "\xc2\xb5s";
+  double per_unit = 1;
+  if (tallest >= 1e6) {
+    unit = "s";
+    per_unit = 1e6;
+  } else if (tallest >= 1e3) {
+    unit = "ms";
+    per_unit = 1e3;
+  }
+  for (auto& row : d.values)
+    for (double& v : row) v /= per_unit;
+  d.y_label = std::string("GPU time (") + unit + ")";
 }
 
 namespace {
@@ -31,8 +77,8 @@ std::vector<std::size_t> part_phases(const Breakdown& b, FigurePart part, std::s
 plots::StackedBarData class_bars(const Breakdown& b, const std::vector<std::size_t>& phases) {
   plots::StackedBarData d;
   d.title = title_of(b, "GPU time per operation class");
-  d.y_label = "GPU time (µs)";
   d.classes = b.class_labels;
+  for (const auto& id : b.class_ids) d.colours.push_back(class_colour(id));
   for (std::size_t i : phases) {
     const auto& p = b.phases[i];
     d.bars.push_back(bar_label(p));
@@ -41,6 +87,7 @@ plots::StackedBarData class_bars(const Breakdown& b, const std::vector<std::size
     d.values.push_back(row);
   }
   drop_empty_series(d);
+  use_time_unit_of_tallest_bar(d);
   return d;
 }
 
@@ -63,8 +110,11 @@ plots::StackedBarData entry_bars(const Breakdown& b, const std::vector<std::size
   bool others = !b.entry_names.empty() && b.entry_names.back() == "others";
   d.title = title_of(b, others ? "GPU time per entry (top " + std::to_string(b.entry_names.size() - 1) + " + others)"
                                : std::string("GPU time per entry"));
-  d.y_label = "GPU time (µs)";
   if (!b.phases.empty()) d.classes = legend_names(b.phases.front().entries);
+  // Entries by rank (their column in the entry table), "others" in grey: an entry keeps its colour in the
+  // prefill and the decode figure even when series empty in one of them are left out.
+  for (std::size_t i = 0; i < d.classes.size(); ++i)
+    d.colours.push_back(others && i + 1 == d.classes.size() ? "#DDDDDD" : plots::series_colour(i));
   for (std::size_t i : phases) {
     const auto& p = b.phases[i];
     d.bars.push_back(bar_label(p));
@@ -73,6 +123,7 @@ plots::StackedBarData entry_bars(const Breakdown& b, const std::vector<std::size
     d.values.push_back(row);
   }
   drop_empty_series(d);
+  use_time_unit_of_tallest_bar(d);
   return d;
 }
 
@@ -82,32 +133,37 @@ plots::Figure stacked_figure(const plots::StackedBarData& d, const std::string& 
   for (const auto& c : d.classes) longest = std::max(longest, c.size());
   // The shared figure reserves a fixed right margin (in characters) for the key; widen margin and image when
   // the legend names are longer.
-  static const std::regex margin_re("set rmargin ([0-9]+)\n");
-  std::smatch m;
-  if (std::regex_search(f.body, m, margin_re)) {
-    int fixed = std::stoi(m[1].str());
+  const std::string key = "set rmargin ";
+  auto at = f.body.find(key);
+  auto eol = at == std::string::npos ? at : f.body.find('\n', at);
+  if (eol != std::string::npos) {
+    int fixed = std::atoi(f.body.c_str() + at + key.size());
     int margin = static_cast<int>(0.8 * static_cast<double>(longest)) + 6;
     if (margin > fixed) {
-      f.body.replace(static_cast<std::size_t>(m.position(0)), static_cast<std::size_t>(m.length(0)),
-                     "set rmargin " + std::to_string(margin) + "\n");
+      f.body.replace(at, eol - at, key + std::to_string(margin));
       f.width += 8 * (margin - fixed);
     }
+    // gnuplot centres the title over the plot area, left of the key: wide enough that the title (about 9 px a
+    // character at its 14 pt font; it names the profile file) does not run off the left edge.
+    f.width = std::max(f.width, static_cast<int>(9 * d.title.size()) + 16 * std::max(margin, fixed));
   }
   return f;
 }
 
 // Drops the series that are zero in every bar (a class absent from the decode steps, say).
 void drop_empty_series(plots::StackedBarData& d) {
-  std::vector<std::string> classes;
+  std::vector<std::string> classes, colours;
   std::vector<std::vector<double>> values(d.values.size());
   for (std::size_t c = 0; c < d.classes.size(); ++c) {
     bool any = false;
     for (const auto& row : d.values) any = any || (c < row.size() && row[c] > 0);
     if (!any) continue;
     classes.push_back(d.classes[c]);
+    if (c < d.colours.size()) colours.push_back(d.colours[c]);
     for (std::size_t b = 0; b < d.values.size(); ++b) values[b].push_back(c < d.values[b].size() ? d.values[b][c] : 0);
   }
   d.classes = std::move(classes);
+  d.colours = std::move(colours);
   d.values = std::move(values);
 }
 

@@ -11,6 +11,13 @@
 
 namespace arfit::trace {
 
+// The colour of an op class in every figure of every run: a fixed table for the built-in classes, light grey
+// for "unmatched", and for any other class (user rules, folded nodes) a colour derived from its id alone.
+std::string class_colour(const std::string& class_id);
+
+// Scales the bars (µs) to the unit the tallest bar reads best in (µs, ms or s) and names it in the y label.
+void use_time_unit_of_tallest_bar(plots::StackedBarData& d);
+
 // Bar labels: "prefill", "decode 1", ... or the phase name.
 std::string bar_label(const PhaseBreakdown& p);
 
@@ -20,11 +27,12 @@ enum class FigurePart { Prefill, Decode };
 // Indices of the phases of that part: every non-decode phase, or the decimated decode steps (figure_phases).
 std::vector<std::size_t> part_phases(const Breakdown& b, FigurePart part, std::size_t decode_steps);
 
-// Time per op class for the given phases.
+// Time per op class for the given phases, each class in its class_colour, in the unit of the tallest bar.
 plots::StackedBarData class_bars(const Breakdown& b, const std::vector<std::size_t>& phases);
-// Time per entry (top K + others) for the given phases, with shortened, unique legend names.
+// Time per entry (top K + others) for the given phases, with shortened, unique legend names (keeping the element
+// type and algorithm), coloured by entry rank, in the unit of the tallest bar.
 plots::StackedBarData entry_bars(const Breakdown& b, const std::vector<std::size_t>& phases);
-// Removes series that are zero in every bar (classes absent from the decode steps, say).
+// Removes series that are zero in every bar (classes absent from the decode steps, say), with their colours.
 void drop_empty_series(plots::StackedBarData& d);
 // The shared stacked-bar figure, with a right margin wide enough for the longest legend name.
 plots::Figure stacked_figure(const plots::StackedBarData& d, const std::string& stem);

@@ -3,20 +3,18 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <limits>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "model/atomic_file.h"
 #include "model/errors.h"
 #include "model/sample_csv.h"
+#include "trace/kernel_name.h"
 
 namespace arfit::trace {
 namespace {
-
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 std::string trim(const std::string& s) {
   auto b = s.find_first_not_of(" \t\r\n");
@@ -39,6 +37,7 @@ Table read_table(const std::string& text, const std::string& name, const char* w
   long lineno = 0;
   while (std::getline(in, line)) {
     ++lineno;
+    if (lineno == 1 && line.compare(0, 3, "\xef\xbb\xbf") == 0) line.erase(0, 3);  // UTF-8 byte-order mark (GUI export)
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (trim(line).empty()) continue;
     auto cells = split_csv_line(line);
@@ -46,7 +45,7 @@ Table read_table(const std::string& text, const std::string& name, const char* w
     if (t.header.empty()) {
       bool has_name = false, has_time = false;
       for (const auto& c : cells) {
-        std::string l = lower(c);
+        std::string l = ascii_lower(c);
         if (l == "name") has_name = true;
         if (l.find("time") != std::string::npos || l.find("duration") != std::string::npos || l.find("start") != std::string::npos) has_time = true;
       }
@@ -67,35 +66,118 @@ Table read_table(const std::string& text, const std::string& name, const char* w
 int find_col(const Table& t, const std::vector<std::string>& prefixes) {
   for (const auto& p : prefixes)
     for (std::size_t i = 0; i < t.header.size(); ++i) {
-      std::string h = lower(t.header[i]);
+      std::string h = ascii_lower(t.header[i]);
       if (h == p || h.rfind(p + " (", 0) == 0 || h.rfind(p + "(", 0) == 0) return static_cast<int>(i);
     }
   return -1;
 }
 
-// Microseconds per unit named in the header, "(ns)" by default (nsys' default unit).
-double unit_to_us(const std::string& header) {
-  std::string h = lower(header);
-  if (h.find("(us)") != std::string::npos || h.find("(μs)") != std::string::npos) return 1.0;
-  if (h.find("(ms)") != std::string::npos) return 1e3;
-  if (h.find("(s)") != std::string::npos) return 1e6;
+// Microseconds per unit, for the units nsys writes (in a header "(ns)", or after each number in a GUI export
+// "75.794 ms"): ns, us, µs (U+00B5 micro sign, also as a lone Latin-1 byte), μs (U+03BC Greek mu), ms, s.
+std::optional<double> time_unit_us(const std::string& unit) {
+  std::string u = ascii_lower(unit);
+  if (u == "ns") return 1e-3;
+  if (u == "us" || u == "\xc2\xb5s" || u == "\xce\xbcs" || u == "\xb5s") return 1.0;
+  if (u == "ms") return 1e3;
+  if (u == "s") return 1e6;
+  return std::nullopt;
+}
+
+// The unit a header names in parentheses ("Total Time (ns)"); nanoseconds (nsys' default) when it names none,
+// as in the GUI export, whose cells carry their own units.
+double header_unit_us(const std::string& header) {
+  auto open = header.rfind('(');
+  auto close = header.rfind(')');
+  if (open != std::string::npos && close != std::string::npos && close > open)
+    if (auto u = time_unit_us(trim(header.substr(open + 1, close - open - 1)))) return *u;
   return 1e-3;
 }
 
-double cell_number(const Table& t, const std::pair<long, std::vector<std::string>>& row, int col, const std::string& name) {
-  const std::string& field = t.header[static_cast<std::size_t>(col)];
-  if (static_cast<std::size_t>(col) >= row.second.size())
-    throw InputError(name, row.first, field, "missing cell (row has " + std::to_string(row.second.size()) + " columns)");
-  std::string s = row.second[static_cast<std::size_t>(col)];
-  s.erase(std::remove(s.begin(), s.end(), ','), s.end());  // thousands separators
-  try {
-    std::size_t used = 0;
-    double v = std::stod(s, &used);
-    if (used != s.size() || !std::isfinite(v)) throw std::invalid_argument("trailing");
-    return v;
-  } catch (const std::exception&) {
-    throw InputError(name, row.first, field, "expected a number, got '" + row.second[static_cast<std::size_t>(col)] + "'");
+// Spaces the GUI may put between digit groups or before a unit: ASCII, no-break (U+00A0), narrow no-break (U+202F).
+std::size_t space_at(const std::string& s, std::size_t i) {
+  if (s[i] == ' ') return 1;
+  if (s.compare(i, 2, "\xc2\xa0") == 0) return 2;
+  if (s.compare(i, 3, "\xe2\x80\xaf") == 0) return 3;
+  return 0;
+}
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// A number as nsys writes it, thousands separators included ("1,345.678", "1 234", "2.5e+06"), followed by
+// whatever text remains (the unit). Separators must sit between groups of exactly three digits, so "75,79"
+// is not read as 7579. nullopt when the cell does not start with such a number.
+std::optional<double> leading_number(const std::string& cell, std::string* rest) {
+  std::string digits;
+  std::size_t i = 0, n = cell.size();
+  if (i < n && (cell[i] == '-' || cell[i] == '+')) digits += cell[i++];
+  std::size_t group = 0, groups = 0;
+  bool separated = false;
+  while (i < n) {
+    if (is_digit(cell[i])) {
+      digits += cell[i++];
+      ++group;
+      continue;
+    }
+    std::size_t sep = cell[i] == ',' ? 1 : space_at(cell, i);
+    if (sep == 0 || group == 0 || i + sep >= n || !is_digit(cell[i + sep])) break;
+    std::size_t next = i + sep, run = 0;
+    while (next + run < n && is_digit(cell[next + run])) ++run;
+    if (run != 3 || (groups == 0 && group > 3) || (groups > 0 && group != 3)) return std::nullopt;
+    separated = true;
+    ++groups;
+    group = 0;
+    i = next;
   }
+  if (group == 0 || (separated && group != 3)) return std::nullopt;
+  if (i < n && cell[i] == '.') {
+    digits += cell[i++];
+    while (i < n && is_digit(cell[i])) digits += cell[i++];
+  }
+  if (i < n && (cell[i] == 'e' || cell[i] == 'E') && i + 1 < n &&
+      (is_digit(cell[i + 1]) || ((cell[i + 1] == '-' || cell[i + 1] == '+') && i + 2 < n && is_digit(cell[i + 2])))) {
+    digits += cell[i++];
+    digits += cell[i++];
+    while (i < n && is_digit(cell[i])) digits += cell[i++];
+  }
+  double v;
+  try {
+    v = std::stod(digits);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (!std::isfinite(v)) return std::nullopt;
+  while (i < n && space_at(cell, i)) i += space_at(cell, i);
+  *rest = cell.substr(i);
+  return v;
+}
+
+const std::string& cell_text(const Table& t, const std::pair<long, std::vector<std::string>>& row, int col, const std::string& name) {
+  if (static_cast<std::size_t>(col) >= row.second.size())
+    throw InputError(name, row.first, t.header[static_cast<std::size_t>(col)],
+                     "missing cell (row has " + std::to_string(row.second.size()) + " columns)");
+  return row.second[static_cast<std::size_t>(col)];
+}
+
+// A time cell in microseconds: a number in the header's unit, or a number with its own unit (GUI export).
+double time_cell_us(const Table& t, const std::pair<long, std::vector<std::string>>& row, int col, const std::string& name) {
+  const std::string& cell = cell_text(t, row, col, name);
+  std::string unit;
+  if (auto v = leading_number(cell, &unit)) {
+    if (unit.empty()) return *v * header_unit_us(t.header[static_cast<std::size_t>(col)]);
+    if (auto u = time_unit_us(unit)) return *v * *u;
+  }
+  throw InputError(name, row.first, t.header[static_cast<std::size_t>(col)],
+                   "expected a time (a number, optionally with a unit ns, us, \xc2\xb5s, \xce\xbcs, ms or s, as in '75.794 ms'), got '" + cell + "'");
+}
+
+// A count cell ("Instances"): a whole number, thousands separators allowed.
+double count_cell(const Table& t, const std::pair<long, std::vector<std::string>>& row, int col, const std::string& name) {
+  const std::string& cell = cell_text(t, row, col, name);
+  std::string rest;
+  auto v = leading_number(cell, &rest);
+  if (!v || !rest.empty() || *v < 0 || *v != std::floor(*v) || *v > 9.0e15)
+    throw InputError(name, row.first, t.header[static_cast<std::size_t>(col)], "expected a whole number of calls, got '" + cell + "'");
+  return *v;
 }
 
 int require_col(const Table& t, const std::vector<std::string>& prefixes, const std::string& name) {
@@ -122,14 +204,13 @@ std::vector<NvtxRange> read_nvtx(const std::string& text, const std::string& nam
   for (const auto& row : t.rows) {
     if (static_cast<std::size_t>(c_name) >= row.second.size()) throw InputError(name, row.first, "Name", "missing cell");
     std::string nm = row.second[static_cast<std::size_t>(c_name)];
-    std::string l = lower(nm);
+    std::string l = ascii_lower(nm);
     PhaseKind kind;
     if (l.find("prefill") != std::string::npos) kind = PhaseKind::Prefill;
     else if (l.find("decode") != std::string::npos) kind = PhaseKind::Decode;
     else continue;  // not a phase range (layers, NCCL calls, ...)
-    double start = cell_number(t, row, c_start, name) * unit_to_us(t.header[static_cast<std::size_t>(c_start)]);
-    double end = c_end >= 0 ? cell_number(t, row, c_end, name) * unit_to_us(t.header[static_cast<std::size_t>(c_end)])
-                            : start + cell_number(t, row, c_dur, name) * unit_to_us(t.header[static_cast<std::size_t>(c_dur)]);
+    double start = time_cell_us(t, row, c_start, name);
+    double end = c_end >= 0 ? time_cell_us(t, row, c_end, name) : start + time_cell_us(t, row, c_dur, name);
     if (end < start) throw InputError(name, row.first, "End (ns)", "range ends before it starts");
     out.push_back({start, end, nm, kind});
   }
@@ -159,9 +240,10 @@ void add_phase_nodes(Phase& ph, const std::map<std::string, KernelAgg>& kernels,
 }  // namespace
 
 bool looks_like_nsys_csv(const std::string& text) {
-  std::string head = lower(text.substr(0, 4096));
+  // The CLI export names units in the header ("Total Time (ns)", "Duration (ns)"); the GUI export does not.
+  std::string head = ascii_lower(text.substr(0, 4096));
   return head.find("name") != std::string::npos &&
-         (head.find("total time") != std::string::npos || head.find("duration (") != std::string::npos);
+         (head.find("total time") != std::string::npos || head.find("duration") != std::string::npos);
 }
 
 Profile parse_nsys_csv(const std::string& text, const std::string& name, const NsysOptions& opt) {
@@ -177,18 +259,19 @@ Profile parse_nsys_csv(const std::string& text, const std::string& name, const N
                                                  " is a kernel summary (cuda_gpu_kern_sum) that cannot be split by phase");
     prof.format = "nsys-kern-sum";
     int c_inst = require_col(t, {"instances", "calls", "count"}, name);
-    double unit = unit_to_us(t.header[static_cast<std::size_t>(c_total)]);
     std::map<std::string, KernelAgg> kernels;
     for (const auto& row : t.rows) {
       if (static_cast<std::size_t>(c_name) >= row.second.size()) throw InputError(name, row.first, "Name", "missing cell");
       const std::string& k = row.second[static_cast<std::size_t>(c_name)];
-      double total = cell_number(t, row, c_total, name) * unit;
-      double inst = cell_number(t, row, c_inst, name);
+      double total = time_cell_us(t, row, c_total, name);
+      double inst = count_cell(t, row, c_inst, name);
       if (total < 0) throw InputError(name, row.first, t.header[static_cast<std::size_t>(c_total)], "negative time");
       auto& a = kernels[k];
       if (a.first_line == 0) a.first_line = row.first;
       a.time_us += total;
-      a.instances += static_cast<std::int64_t>(inst);
+      // Rows of one name add up; absurd counts saturate instead of overflowing (count_cell bounds each to 9e15).
+      const std::int64_t room = std::numeric_limits<std::int64_t>::max() - a.instances;
+      a.instances = inst > static_cast<double>(room) ? std::numeric_limits<std::int64_t>::max() : a.instances + static_cast<std::int64_t>(inst);
     }
     Phase ph;
     ph.name = "all";
@@ -201,8 +284,6 @@ Profile parse_nsys_csv(const std::string& text, const std::string& name, const N
   prof.format = "nsys-gpu-trace";
   int c_start = require_col(t, {"start"}, name);
   int c_dur = require_col(t, {"duration"}, name);
-  double ustart = unit_to_us(t.header[static_cast<std::size_t>(c_start)]);
-  double udur = unit_to_us(t.header[static_cast<std::size_t>(c_dur)]);
   std::vector<NvtxRange> ranges;
   if (!opt.nvtx_text.empty()) {
     ranges = read_nvtx(opt.nvtx_text, opt.nvtx_name);
@@ -227,8 +308,8 @@ Profile parse_nsys_csv(const std::string& text, const std::string& name, const N
   for (const auto& row : t.rows) {
     if (static_cast<std::size_t>(c_name) >= row.second.size()) throw InputError(name, row.first, "Name", "missing cell");
     const std::string& k = row.second[static_cast<std::size_t>(c_name)];
-    double start = cell_number(t, row, c_start, name) * ustart;
-    double dur = cell_number(t, row, c_dur, name) * udur;
+    double start = time_cell_us(t, row, c_start, name);
+    double dur = time_cell_us(t, row, c_dur, name);
     if (dur < 0) throw InputError(name, row.first, t.header[static_cast<std::size_t>(c_dur)], "negative duration");
     std::string phase = ranges.empty() ? "all" : "outside_nvtx";
     // Innermost phase range holding the start: the latest-starting one that contains it.

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <regex>
 
 #include <nlohmann/json.hpp>
 
@@ -221,15 +220,26 @@ Profile parse_vllm_profile(const std::string& text, const std::string& name) {
   prefill.tokens = prof.context.batch_size * prof.context.prompt_len;
   prof.phases.push_back(std::move(prefill));
 
-  static const std::regex decode_key("decode_([0-9]+)");
+  // Step keys "decode_N", N of 1 to 9 digits (read without std::regex: a key of 40,000 digits overflowed its
+  // recursive matcher's stack; longer numbers are not step keys).
+  auto decode_step = [](const std::string& key) -> int {
+    const std::string prefix = "decode_";
+    if (key.size() <= prefix.size() || key.size() > prefix.size() + 9 || key.compare(0, prefix.size(), prefix) != 0) return -1;
+    int step = 0;
+    for (std::size_t i = prefix.size(); i < key.size(); ++i) {
+      if (key[i] < '0' || key[i] > '9') return -1;
+      step = step * 10 + (key[i] - '0');
+    }
+    return step;
+  };
   std::vector<Phase> decodes;
   for (auto it = root.begin(); it != root.end(); ++it) {
-    std::smatch m;
     const std::string& key = it.key();
-    if (!std::regex_match(key, m, decode_key)) continue;
+    int step = decode_step(key);
+    if (step < 0) continue;
     Phase d = r.read_step(it.value(), key);
     d.kind = PhaseKind::Decode;
-    d.step = std::stoi(m[1].str());
+    d.step = step;
     d.tokens = prof.context.batch_size;
     decodes.push_back(std::move(d));
   }

@@ -1,8 +1,10 @@
 #include "trace/whatif.h"
 
 #include <cstdio>
+#include <map>
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
 
 #include "model/sample_csv.h"
 
@@ -14,12 +16,105 @@ std::string fmt(double v, const char* f = "%.3f") {
   std::snprintf(buf, sizeof buf, f, v);
   return buf;
 }
+
+bool is_integer_dtype(const std::string& d) {
+  return d == "int8" || d == "uint8" || d == "int32" || d == "uint32" || d == "int64" || d == "uint64";
+}
+
+// The element type of a collective and where it came from: recorded with the node, named by the kernel
+// (NCCL: "AllReduce_Sum_bf16"), else --dtype. A name's type arfit cannot size (fp8_e5m2) yields to --dtype.
+std::pair<std::string, std::string> collective_dtype(const ProfileNode* n, const KernelNameFacts& facts, const WhatIfOptions& opt) {
+  if (n && !n->dtype.empty() && dtype_size(n->dtype) > 0) return {canonical_dtype(n->dtype), "profile"};
+  if (!facts.dtype.empty() && dtype_size(facts.dtype) > 0) return {facts.dtype, "kernel name"};
+  return {canonical_dtype(opt.dtype), "--dtype"};
+}
+
+// Why an all-reduce is synchronisation (counters, flags, a few bytes) rather than tensor-parallel activations;
+// "" when it is not. Activations are all-reduced with Sum in the model's 16- or 8-bit type (or fp32 in an fp32
+// model); integer types, Max/Min/Prod, and fp32 in a lower-precision model are bookkeeping.
+std::string synchronisation_reason(const OpClass& c, const KernelNameFacts& facts, double recorded_bytes, const WhatIfOptions& opt) {
+  if (!c.collective || *c.collective != Collective::AllReduce) return "";
+  if (recorded_bytes > 0 && recorded_bytes <= kSyncAllReduceMaxBytes)
+    return fmt(recorded_bytes, "%.0f") + "-byte all-reduce recorded";
+  if (is_integer_dtype(facts.dtype)) return facts.dtype + " all-reduce (an integer counter or flag)";
+  if (facts.reduce_op == "Max" || facts.reduce_op == "Min" || facts.reduce_op == "Prod" || facts.reduce_op == "MinMax")
+    return facts.reduce_op + " all-reduce";
+  std::string activations = canonical_dtype(opt.dtype);
+  if (facts.dtype == "fp32" && dtype_size(activations) < 4 && recorded_bytes == 0)
+    return "fp32 all-reduce in a " + activations + " model (counters or statistics)";
+  return "";
+}
+
+// Dtypes of the same element size as `dtype`, floating point first: what a models file may have instead.
+std::vector<std::string> same_size_dtypes(const std::string& dtype) {
+  std::vector<std::string> out;
+  for (const char* d : {"bf16", "fp16", "fp32", "fp8_e4m3", "int8", "uint8", "int32", "uint32", "fp64", "int64", "uint64"})
+    if (d != dtype && dtype_size(d) == dtype_size(dtype)) out.push_back(d);
+  return out;
+}
+
+std::string query_text(const PredictQuery& q) {
+  return to_string(q.collective) + "/" + q.strategy + "/" + to_string(q.fusion) + "/" + q.dtype + " n=" + std::to_string(q.nranks) +
+         (q.sm ? " sm=" + std::to_string(q.sm) : "") + " bytes=" + fmt(q.bytes, "%.0f");
+}
+
+// The prediction for q, else for q with a dtype of the same element size (q.dtype then names the one used and
+// *note says so); nullopt when neither answers.
+std::optional<Prediction> predict_same_size(const Predictor& predict, PredictQuery& q, std::string* note) {
+  if (auto p = predict(q)) return p;
+  const std::string wanted = q.dtype;
+  for (const auto& alt : same_size_dtypes(wanted)) {
+    q.dtype = alt;
+    if (auto p = predict(q)) {
+      *note = "no " + wanted + " model: used " + alt + " (same element size)";
+      return p;
+    }
+  }
+  q.dtype = wanted;
+  return std::nullopt;
+}
+
+// Message size: what the profile recorded, else tokens x hidden x element size. False when unknown.
+bool size_query(const ProfileNode* n, const std::string& dtype, std::int64_t tokens, const WhatIfOptions& opt, PredictQuery& q,
+                std::string* from) {
+  int ds = dtype_size(dtype);
+  if (n && n->bytes > 0) {
+    q.bytes = n->bytes;
+    *from = "recorded bytes";
+  } else if (n && n->shape_tokens > 0) {
+    q.bytes = static_cast<double>(n->shape_tokens) * static_cast<double>(n->shape_hidden) * ds;
+    q.tokens = n->shape_tokens;
+    q.hidden = n->shape_hidden;
+    *from = "recorded shape";
+  } else if (opt.hidden > 0 && tokens > 0) {
+    q.bytes = static_cast<double>(tokens) * static_cast<double>(opt.hidden) * ds;
+    q.tokens = tokens;
+    q.hidden = opt.hidden;
+    *from = "tokens x --hidden";
+  } else {
+    return false;
+  }
+  return true;
+}
+
+void keep_measured(CollectiveWhatIf& cw, KeptBecause why, const std::string& how) {
+  cw.kept = why;
+  cw.how = how;
+  cw.predicted_us = cw.lo_us = cw.hi_us = cw.measured_us;
+}
+
+// What is missing to size a collective, for the usage error.
+std::string missing_size_hint(const Phase& ph, const WhatIfOptions& opt) {
+  if (opt.hidden <= 0) return " (pass --hidden)";
+  if (ph.kind == PhaseKind::Other) return " (the phase's token count is unknown: pass --tokens, the tokens per call)";
+  return " (the phase's token count is unknown: pass --tokens or --batch-size/--prompt-len)";
+}
+
 }  // namespace
 
 WhatIfResult what_if(const Profile& profile, const RuleTable& rules, const WhatIfOptions& opt, const Predictor& predict) {
   if (opt.tp <= 0) throw std::invalid_argument("--tp must be a positive rank count");
-  int dsize = dtype_size(opt.dtype);
-  if (dsize <= 0) throw std::invalid_argument("unknown dtype '" + opt.dtype + "'");
+  if (dtype_size(opt.dtype) <= 0) throw std::invalid_argument("unknown dtype '" + opt.dtype + "'");
   WhatIfResult r;
   r.measured_tp = profile.context.tensor_parallel_size;
   std::vector<std::string> missing_size;
@@ -33,70 +128,57 @@ WhatIfResult what_if(const Profile& profile, const RuleTable& rules, const WhatI
       const OpClass* c = rules.classify(l.name);
       if (!c || !c->communication) continue;
       pw.comm_measured_us += l.time_us;
+      ++r.recognised;
       CollectiveWhatIf cw;
       cw.phase = ph.name;
       cw.kernel = l.name;
       cw.class_id = c->id;
       cw.invocations = l.invocations;
       cw.measured_us = l.time_us;
-      ++r.recognised;
-      if (!c->collective || c->strategy.empty()) {
-        cw.how = "not re-predicted: class '" + c->id + "' names no collective/strategy (kept as measured)";
-        cw.predicted_us = cw.lo_us = cw.hi_us = l.time_us;
-        r.collectives.push_back(cw);
-        pw.comm_predicted_us += l.time_us;
-        pw.comm_lo_us += l.time_us;
-        pw.comm_hi_us += l.time_us;
-        continue;
-      }
-      // Message size: what the profile recorded, else tokens x hidden x dtype size.
       const ProfileNode* n = l.node;
-      std::string dtype = (n && !n->dtype.empty()) ? n->dtype : opt.dtype;
-      int ds = dtype_size(dtype) > 0 ? dtype_size(dtype) : dsize;
+      KernelNameFacts facts = kernel_name_facts(l.name);
+      std::tie(cw.dtype, cw.dtype_from) = collective_dtype(n, facts, opt);
+      double recorded = n && n->bytes > 0 ? n->bytes
+                        : n && n->shape_tokens > 0 ? static_cast<double>(n->shape_tokens) * static_cast<double>(n->shape_hidden) * dtype_size(cw.dtype)
+                                                   : 0.0;
+      std::string sync = synchronisation_reason(*c, facts, recorded, opt);
       PredictQuery q;
-      if (n && n->bytes > 0) {
-        cw.bytes = n->bytes;
-        cw.bytes_from = "recorded bytes";
-      } else if (n && n->shape_tokens > 0) {
-        cw.bytes = static_cast<double>(n->shape_tokens) * static_cast<double>(n->shape_hidden) * ds;
-        q.tokens = n->shape_tokens;
-        q.hidden = n->shape_hidden;
-        cw.bytes_from = "recorded shape";
-      } else if (opt.hidden > 0 && tokens > 0) {
-        cw.bytes = static_cast<double>(tokens) * static_cast<double>(opt.hidden) * ds;
-        q.tokens = tokens;
-        q.hidden = opt.hidden;
-        cw.bytes_from = "tokens x --hidden";
-      } else {
-        missing_size.push_back(ph.name + ": " + shorten_name(l.name, 60) +
-                               (opt.hidden > 0 ? " (the phase's token count is unknown: pass --tokens or --batch-size/--prompt-len)"
-                                               : " (pass --hidden)"));
+      std::optional<Prediction> p;
+      if (!c->collective || c->strategy.empty()) {
+        keep_measured(cw, KeptBecause::NoCollective, "not re-predicted: class '" + c->id + "' names no collective/strategy (kept as measured)");
+      } else if (!sync.empty()) {
+        keep_measured(cw, KeptBecause::Synchronisation, "synchronisation, not tensor-parallel traffic: " + sync + " (kept as measured)");
+      } else if (!size_query(n, cw.dtype, tokens, opt, q, &cw.bytes_from)) {
+        missing_size.push_back(ph.name + ": " + shorten_name(l.name, 60) + missing_size_hint(ph, opt));
         continue;
+      } else {
+        q.system = opt.system;
+        q.collective = *c->collective;
+        q.strategy = (!opt.strategy.empty() && q.collective == Collective::AllReduce) ? opt.strategy : c->strategy;
+        q.fusion = c->fusion;
+        q.dtype = cw.dtype;
+        q.nranks = opt.tp;
+        q.nnodes = opt.nnodes;
+        q.sm = opt.sm;
+        cw.bytes = q.bytes;
+        cw.query = query_text(q);
+        std::string note;
+        p = predict_same_size(predict, q, &note);
+        if (!p) {
+          keep_measured(cw, KeptBecause::NoModel, "not re-predicted: the model set has no curve for " + cw.query +
+                                                      (same_size_dtypes(cw.dtype).empty() ? "" : " nor a dtype of the same element size") +
+                                                      " (kept as measured)");
+        } else {
+          double k = static_cast<double>(std::max<std::int64_t>(l.invocations, 1));
+          cw.predicted_us = k * p->time_us;
+          cw.lo_us = k * p->lo_us;
+          cw.hi_us = k * p->hi_us;
+          cw.extrapolated = p->extrapolated;
+          cw.how = note.empty() ? p->how : (p->how.empty() ? note : p->how + "; " + note);
+          cw.repredicted = true;
+          ++r.repredicted;
+        }
       }
-      q.system = opt.system;
-      q.collective = *c->collective;
-      q.strategy = (!opt.strategy.empty() && q.collective == Collective::AllReduce) ? opt.strategy : c->strategy;
-      q.fusion = c->fusion;
-      q.dtype = canonical_dtype(dtype);
-      q.nranks = opt.tp;
-      q.nnodes = opt.nnodes;
-      q.sm = opt.sm;
-      q.bytes = cw.bytes;
-      cw.query = to_string(q.collective) + "/" + q.strategy + "/" + to_string(q.fusion) + "/" + q.dtype +
-                 " n=" + std::to_string(q.nranks) + (q.sm ? " sm=" + std::to_string(q.sm) : "") +
-                 " bytes=" + fmt(q.bytes, "%.0f");
-      auto p = predict(q);
-      if (!p)
-        throw std::runtime_error("the model set cannot predict " + cw.query + " (needed for " + shorten_name(l.name, 60) +
-                                 " in phase " + ph.name + "); fit a model for it or choose --system/--strategy");
-      double k = static_cast<double>(std::max<std::int64_t>(l.invocations, 1));
-      cw.predicted_us = k * p->time_us;
-      cw.lo_us = k * p->lo_us;
-      cw.hi_us = k * p->hi_us;
-      cw.extrapolated = p->extrapolated;
-      cw.how = p->how;
-      cw.repredicted = true;
-      ++r.repredicted;
       pw.comm_predicted_us += cw.predicted_us;
       // Intervals add up as if fully correlated: every call of a step uses the same model, so errors share a sign.
       pw.comm_lo_us += cw.lo_us;
@@ -134,19 +216,34 @@ std::string format_what_if(const WhatIfResult& r, const Profile& profile, const 
     return o.str();
   }
   o << r.recognised << " collective kernel entr" << (r.recognised == 1 ? "y" : "ies") << " recognised, " << r.repredicted
-    << " re-predicted; compute kernels keep their measured time\n\n";
+    << " re-predicted; compute kernels keep their measured time\n";
+  std::map<KeptBecause, int> kept;
+  for (const auto& c : r.collectives)
+    if (!c.repredicted) ++kept[c.kept];
+  if (!kept.empty()) {
+    o << "kept as measured:";
+    const char* sep = " ";
+    for (const auto& [why, count] : kept) {
+      o << sep << count << (why == KeptBecause::NoModel           ? " without a model in the set"
+                            : why == KeptBecause::Synchronisation ? " synchronisation (not TP traffic)"
+                                                                  : " whose class names no collective (expert dispatch/combine, send/recv, ...)");
+      sep = ", ";
+    }
+    o << "\n";
+  }
+  o << "\n";
   char line[512];
   std::string predicted_head = "predicted at TP=" + std::to_string(opt.tp) + (opt.sm ? " SM" + std::to_string(opt.sm) : "") +
                                ", [90% interval]";
-  std::snprintf(line, sizeof line, "%-14s %10s | %-20s | %s\n", "", "", "measured", predicted_head.c_str());
+  std::snprintf(line, sizeof line, "%-14s %12s | %-22s | %s\n", "", "", "measured", predicted_head.c_str());
   o << line;
-  std::snprintf(line, sizeof line, "%-14s %10s | %10s %9s | %10s %-16s %6s\n", "phase", "total_us", "comm_us", "comm_%", "comm_us",
+  std::snprintf(line, sizeof line, "%-14s %12s | %12s %9s | %12s %-26s %6s\n", "phase", "total_us", "comm_us", "comm_%", "comm_us",
                 "", "comm_%");
   o << line;
   for (const auto& p : r.phases) {
     std::string interval = "[" + fmt(p.comm_lo_us, "%.1f") + ", " + fmt(p.comm_hi_us, "%.1f") + "]";
     std::string share_iv = "[" + fmt(100 * p.share_lo, "%.1f") + ", " + fmt(100 * p.share_hi, "%.1f") + "]";
-    std::snprintf(line, sizeof line, "%-14s %10.1f | %10.1f %9.1f | %10.1f %-16s %6.1f %s\n", p.phase.c_str(), p.total_measured_us,
+    std::snprintf(line, sizeof line, "%-14s %12.1f | %12.1f %9.1f | %12.1f %-26s %6.1f %s\n", p.phase.c_str(), p.total_measured_us,
                   p.comm_measured_us, 100 * p.share_measured, p.comm_predicted_us, interval.c_str(), 100 * p.share_predicted,
                   share_iv.c_str());
     o << line;
@@ -157,7 +254,8 @@ std::string format_what_if(const WhatIfResult& r, const Profile& profile, const 
       << " us";
     if (c.repredicted) {
       o << " -> " << fmt(c.predicted_us, "%.1f") << " us [" << fmt(c.lo_us, "%.1f") << ", " << fmt(c.hi_us, "%.1f") << "]  ("
-        << c.query << ", size from " << c.bytes_from << (c.extrapolated ? ", extrapolated" : "") << (c.how.empty() ? "" : ", " + c.how)
+        << c.query << ", size from " << c.bytes_from << (c.dtype_from == "--dtype" ? "" : ", dtype from " + c.dtype_from)
+        << (c.extrapolated ? ", extrapolated" : "") << (c.how.empty() ? "" : ", " + c.how)
         << ")";
     } else {
       o << "  " << c.how;

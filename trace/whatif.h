@@ -25,11 +25,19 @@ struct WhatIfOptions {
   int sm = 0;          // 0: the models' measured SM
   int nnodes = 1;
   std::string system;  // model-set system; empty: the only one
-  std::string dtype = "bf16";
+  std::string dtype = "bf16";  // the activations' element type, when neither the profile nor the kernel name says
   std::int64_t hidden = 0;  // for message sizes: tokens x hidden x dtype size when no shape was recorded
   std::int64_t tokens = 0;  // overrides every phase's token count when > 0
   std::string strategy;     // overrides the strategy of every all-reduce ("NCCL", "ONESHOT", ...); empty: as measured
   std::vector<std::string> fold;
+};
+
+// Why a communication kernel keeps its measured time.
+enum class KeptBecause {
+  Repredicted,      // not kept: re-predicted
+  NoCollective,     // its class names no collective/strategy (NCCL SendRecv, MoE dispatch/combine, ...)
+  Synchronisation,  // a small all-reduce of counters or flags, not tensor-parallel activations
+  NoModel,          // the model set has no curve for its query, nor for a dtype of the same element size
 };
 
 struct CollectiveWhatIf {
@@ -40,11 +48,14 @@ struct CollectiveWhatIf {
   std::int64_t invocations = 0;
   double bytes = 0;
   std::string bytes_from;  // "recorded bytes", "recorded shape", "tokens x --hidden"
+  std::string dtype;       // element type of the query
+  std::string dtype_from;  // "profile" (recorded with the node), "kernel name", "--dtype"
   double measured_us = 0;
   double predicted_us = 0, lo_us = 0, hi_us = 0;  // totals over the invocations
   bool repredicted = false;
+  KeptBecause kept = KeptBecause::Repredicted;
   bool extrapolated = false;
-  std::string how;   // the model's note, or why it was not re-predicted
+  std::string how;   // the model's note (with a dtype fallback said), or why it was not re-predicted
 };
 
 struct PhaseWhatIf {
@@ -58,15 +69,23 @@ struct PhaseWhatIf {
 
 struct WhatIfResult {
   int measured_tp = 0;
-  int recognised = 0;   // collective kernel leaves found (all phases)
-  int repredicted = 0;  // of which re-predicted
+  int recognised = 0;   // communication kernel leaves found (all phases)
+  int repredicted = 0;  // of which re-predicted; the others keep their measured time (CollectiveWhatIf::kept)
   std::vector<CollectiveWhatIf> collectives;
   std::vector<PhaseWhatIf> phases;
 };
 
-// Throws std::invalid_argument when tp <= 0, when a collective's message size is unknown (no recorded size and
-// no --hidden / phase tokens), and std::runtime_error naming the query when the predictor has no answer.
+// The element type of a collective: recorded with the node, else where NCCL names it in the kernel
+// ("AllReduce_Sum_bf16"), else opt.dtype. A query the predictor cannot answer is retried with the other dtypes of
+// the same element size (bf16 <-> fp16, ...), saying so; when none answers the collective keeps its measured time
+// (KeptBecause::NoModel). Small all-reduces that synchronise (integer types, a Max/Min/Prod op, fp32 in a 16-bit
+// model, a recorded size of at most kSyncAllReduceMaxBytes) keep theirs too (KeptBecause::Synchronisation).
+// Throws std::invalid_argument when tp <= 0 or a collective to re-predict has no known message size (no
+// recorded size and no --hidden / phase tokens).
 WhatIfResult what_if(const Profile& profile, const RuleTable& rules, const WhatIfOptions& opt, const Predictor& predict);
+
+// A recorded all-reduce this small (bytes) is synchronisation, not activations: 256 fp32 counters.
+inline constexpr double kSyncAllReduceMaxBytes = 1024;
 
 // Human-readable report; says plainly when there was nothing to re-predict.
 std::string format_what_if(const WhatIfResult& r, const Profile& profile, const WhatIfOptions& opt);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "trace/breakdown.h"
+#include "trace/classify.h"
 #include "trace/vllm_profile.h"
 
 namespace {
@@ -62,6 +63,40 @@ void BM_BreakdownKernelLevel(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_BreakdownKernelLevel)->Unit(benchmark::kMillisecond);
+
+// Classification alone (the rule table is RE2: linear in the name's length): names of today's engines, each
+// matched against the whole built-in table (no cache), and one hostile 40,000-character name that scans every
+// ".*" of the table (std::regex overflowed its stack on it).
+void BM_ClassifyEngineKernelNames(benchmark::State& state) {
+  static const char* names[] = {
+      "fused_moe_kernel",
+      "void vllm::moe::moe_align_block_size_kernel<int>(const T1 *, int *, int *, int *, int, int, int, int, unsigned long, int *, int)",
+      "void vllm::cross_device_reduce_1stage<__nv_bfloat16, (int)4>(vllm::RankData *, vllm::RankSignals, vllm::Signal *, __nv_bfloat16 *, int, int)",
+      "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<(unsigned long)4096>)",
+      "triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_1",
+      "kernel_unified_attention_2d",
+      "reduce_segments",
+      "void deep_ep::intranode::dispatch<(int)8, (int)768, (int)8192>(int4 *, float *, int *, long *)",
+      "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+      "void at_cuda_detail::cub::DeviceRadixSortOnesweepKernel<at_cuda_detail::cub::DeviceRadixSortPolicy<float, int, int>::Policy800>(T5 *)",
+      "void flashinfer::norm::FusedAddRMSNormKernel<(unsigned int)8, __nv_bfloat16>(T2 *, T2 *, T2 *, unsigned int)",
+      "_compute_slot_mapping_kernel",  // matches nothing: every rule is tried
+  };
+  const auto& rules = arfit::trace::RuleTable::defaults();
+  for (auto _ : state)
+    for (const char* n : names) benchmark::DoNotOptimize(rules.classify(n));
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(sizeof names / sizeof names[0]));
+}
+BENCHMARK(BM_ClassifyEngineKernelNames)->Unit(benchmark::kMicrosecond);
+
+void BM_ClassifyHostileName(benchmark::State& state) {
+  std::string name = "ncclDevKernel_one_shot_";
+  while (name.size() < static_cast<std::size_t>(state.range(0))) name += "ab";
+  const auto& rules = arfit::trace::RuleTable::defaults();
+  for (auto _ : state) benchmark::DoNotOptimize(rules.classify(name));
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(name.size()));
+}
+BENCHMARK(BM_ClassifyHostileName)->Arg(4000)->Arg(40000)->Arg(400000)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

@@ -168,7 +168,8 @@ TEST(Breakdown, DecodeStepsAreDecimatedKeepingTheLast) {
 }
 
 TEST(Breakdown, ShortenedLegendNames) {
-  EXPECT_EQ(shorten_name("void vllm::rms_norm_kernel<c10::BFloat16>(c10::BFloat16*, float, int)"), "rms_norm_kernel");
+  // The template arguments go, the element type they name stays.
+  EXPECT_EQ(shorten_name("void vllm::rms_norm_kernel<c10::BFloat16>(c10::BFloat16*, float, int)"), "rms_norm_kernel<bf16>");
   EXPECT_EQ(shorten_name("void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_16x16_128x2_tn_align8>(cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_16x16_128x2_tn_align8::Params)", 80),
             "cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_16x16_128x2_tn_align8");
   std::string s = shorten_name("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas", 30);
@@ -176,6 +177,52 @@ TEST(Breakdown, ShortenedLegendNames) {
   EXPECT_EQ(s.rfind("sm90_xmma", 0), 0u);
   EXPECT_NE(s.find("..."), std::string::npos);
   EXPECT_EQ(shorten_name("LlamaAttention"), "LlamaAttention");
+}
+
+TEST(Breakdown, ShortenedLegendNamesKeepDtypeAndAlgorithm) {
+  // NCCL: collective, type, algorithm and protocol (and the reduction op unless it is Sum), both generations.
+  EXPECT_EQ(shorten_name("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 36), "nccl AllReduce bf16 RING_LL");
+  EXPECT_EQ(shorten_name("ncclKernel_AllReduce_RING_LL128_Sum_half(ncclWorkElem)", 36), "nccl AllReduce half RING_LL128");
+  EXPECT_EQ(shorten_name("ncclDevKernel_ReduceScatter_Sum_f32_TREE_LL128(ncclDevKernelArgsStorage<4096ul>)", 36),
+            "nccl ReduceScatter f32 TREE_LL128");
+  EXPECT_EQ(shorten_name("ncclDevKernel_AllReduce_Max_u32_NVLS_SIMPLE(ncclDevKernelArgsStorage<4096ul>)", 36), "nccl AllReduce Max u32 NVLS_SIMPLE");
+  // Cut in the middle, the type and algorithm are appended when the cut took them away.
+  std::string s = shorten_name("ncclDevKernel_ReduceScatter_Sum_f32_TREE_LL128(ncclDevKernelArgsStorage<4096ul>)", 28);
+  EXPECT_LE(s.size(), 28u) << s;
+  EXPECT_NE(s.find("fp32"), std::string::npos) << s;
+  EXPECT_NE(s.find("TREE_LL128"), std::string::npos) << s;
+  EXPECT_EQ(shorten_name("void vllm::cross_device_reduce_1stage<__nv_bfloat16, (int)8>(vllm::RankData *, vllm::RankSignals)", 36),
+            "cross_device_reduce_1stage<bf16>");
+  EXPECT_EQ(shorten_name("void vllm::moe::moe_sum_kernel<c10::Half, (int)2>(T1 *, const T1 *, int)", 36), "moe_sum_kernel<fp16>");
+  s = shorten_name("void tensorrt_llm::kernels::ar_fusion::allreduce_fusion_kernel_oneshot_lamport<__nv_bfloat16, (int)8, (bool)1>(P)", 30);
+  EXPECT_LE(s.size(), 30u) << s;
+  EXPECT_NE(s.find("bf16"), std::string::npos) << s;
+  EXPECT_NE(s.find("oneshot"), std::string::npos) << s;
+  // Types in the name itself count; scale types in the parameter list do not.
+  EXPECT_EQ(shorten_name("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas", 36)
+                .rfind("sm90_xmma_gemm_bf16", 0), 0u);
+  EXPECT_EQ(shorten_name("void vllm::moe::count_and_sort_expert_tokens_kernel<int>(const int *, int *, float *)", 40),
+            "count_and_sort_expert_tokens_kernel");
+  EXPECT_EQ(shorten_name("void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<X, cutlass::float_e4m3_t>>(P)", 40),
+            "GemmUniversal<fp8_e4m3>");
+}
+
+TEST(Breakdown, KernelNameFactsForWhatIf) {
+  KernelNameFacts f = kernel_name_facts("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)");
+  EXPECT_EQ(f.dtype, "bf16");
+  EXPECT_EQ(f.reduce_op, "Sum");
+  EXPECT_EQ(f.algorithm, "RING_LL");
+  f = kernel_name_facts("ncclKernel_AllReduce_RING_LL_Sum_uint32_t(ncclWorkElem)");
+  EXPECT_EQ(f.dtype, "uint32");
+  f = kernel_name_facts("ncclDevKernel_AllReduce_Max_u32_TREE_LL(ncclDevKernelArgsStorage<4096ul>)");
+  EXPECT_EQ(f.dtype, "uint32");
+  EXPECT_EQ(f.reduce_op, "Max");
+  EXPECT_EQ(f.algorithm, "TREE_LL");
+  f = kernel_name_facts("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)");
+  EXPECT_EQ(f.dtype, "");  // a gather moves bytes: NCCL names no type
+  EXPECT_EQ(f.reduce_op, "");
+  EXPECT_EQ(kernel_name_facts("void vllm::cross_device_reduce_2stage<half, 4>(...)").dtype, "fp16");
+  EXPECT_EQ(kernel_name_facts("void vllm::cross_device_reduce_2stage<half, 4>(...)").algorithm, "2stage");
 }
 
 TEST(Breakdown, CsvTablesCarryEveryPhaseAndClass) {

@@ -14,16 +14,6 @@ using arfit::testing::TempDir;
 
 namespace {
 
-std::string arfit_cmd(const std::string& args) { return arfit::testing::arfit_bin() + " " + args; }
-
-std::size_t files_in(const std::string& dir) {
-  std::error_code ec;
-  if (!fs::exists(dir, ec)) return 0;
-  std::size_t n = 0;
-  for (auto it = fs::recursive_directory_iterator(dir, ec); it != fs::recursive_directory_iterator(); ++it) ++n;
-  return n;
-}
-
 const char* kNoCollective = R"J({"context": {"model": "tiny", "batch_size": 1, "prompt_len": 8, "output_len": 1, "tensor_parallel_size": 1},
   "prefill": {"summary_stats": [
     {"entry": {"name": "Layer", "cuda_time_us": 30, "invocations": 1}, "children": [
@@ -152,4 +142,12 @@ TEST(TraceCli, NoCollectiveStillBreaksDownAndWhatifSaysSo) {
   auto w = run_command(arfit_cmd("whatif " + prof + " --models " + models + " --tp 8"));
   EXPECT_EQ(w.exit_code, 0) << w.output;
   EXPECT_NE(w.output.find("no recognised collective kernel in " + prof + ": nothing to re-predict"), std::string::npos) << w.output;
+}
+
+TEST(TraceCli, WhatifUnknownSystemIsAUsageError) {
+  TempDir dir;
+  std::string models = dir.write("models.json", R"({"schema": "arfit-models", "schema_version": 1, "groups": []})");
+  auto w = run_command(arfit_cmd("whatif " + trace_data("nsys_kern_sum.csv") + " --models " + models + " --tp 8 --hidden 4096 --tokens 16 --system h100_typo"));
+  EXPECT_EQ(w.exit_code, 2) << w.output;
+  EXPECT_NE(w.output.find("--system 'h100_typo' is not in"), std::string::npos) << w.output;
 }

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "model/atomic_file.h"
 #include "model/errors.h"
 #include "trace/breakdown.h"
@@ -102,5 +104,109 @@ TEST(NsysCsv, ErrorsNameFileLineAndColumn) {
     FAIL() << "no error";
   } catch (const arfit::InputError& e) {
     EXPECT_NE(std::string(e.what()).find("junk.txt"), std::string::npos);
+  }
+}
+
+namespace {
+const ProfileNode* node_named(const Profile& p, const std::string& prefix) {
+  for (const auto& n : p.phases.at(0).roots)
+    if (n.name.rfind(prefix, 0) == 0) return &n;
+  return nullptr;
+}
+}  // namespace
+
+// The kernel summary as the Nsight Systems GUI exports it: no units in the header, each time cell with its own
+// unit (every spelling: s, ms, us, µs U+00B5, μs U+03BC, ns), thousands separators, "0.00%" in Time, a UTF-8
+// byte-order mark and CRLF line ends.
+TEST(NsysCsv, GuiExportWithUnitsInEveryCell) {
+  Profile p = load_profile(trace_data("nsys_gui_kern_sum_units.csv"));
+  EXPECT_EQ(p.format, "nsys-kern-sum");
+  ASSERT_EQ(p.phases.size(), 1u);
+  ASSERT_EQ(p.phases[0].roots.size(), 8u);
+  struct Expect {
+    const char* name;
+    double us;
+    std::int64_t calls;
+  };
+  for (const Expect& e : {Expect{"fused_moe_kernel", 1.345e6, 1024},                   // "1.345 s", "1,024"
+                          Expect{"ncclDevKernel_AllReduce", 1075794.0, 10240},          // "1,075.794 ms"
+                          Expect{"void vllm::moe::moe_align_block_size", 5.819, 3},     // "5.819 μs" (Greek mu)
+                          Expect{"void vllm::moe::moe_sum_kernel", 5.819, 2},           // "5.819 µs" (micro sign)
+                          Expect{"triton_red_fused", 12.5, 4},                          // "12.5 us"
+                          Expect{"reduce_segments", 0.241, 1},                          // "241 ns"
+                          Expect{"[CUDA memcpy", 1234.567, 7},                          // "1,234,567 ns"
+                          Expect{"void at_cuda_detail::cub::DeviceScanInitKernel", 0.999, 1}}) {  // Time "0.00%"
+    const ProfileNode* n = node_named(p, e.name);
+    ASSERT_NE(n, nullptr) << e.name;
+    EXPECT_NEAR(n->cuda_time_us, e.us, 1e-9 * e.us) << e.name;
+    EXPECT_EQ(n->invocations, e.calls) << e.name;
+  }
+  Breakdown b = compute_breakdown(p, RuleTable::defaults(), {});
+  EXPECT_NEAR(b.phases[0].total_us, 1.345e6 + 1075794.0 + 5.819 * 2 + 12.5 + 0.241 + 1234.567 + 0.999, 1e-6);
+  EXPECT_NEAR(b.phases[0].comm_us, 1075794.0, 1e-6);
+  EXPECT_TRUE(b.unmatched.empty());
+}
+
+// `nsys stats --format csv` names the unit in the header; every spelling reads, and the GUI's cell units
+// override a header unit.
+TEST(NsysCsv, CliExportWithEachHeaderUnit) {
+  struct Unit {
+    const char* header;
+    double us;
+  };
+  for (const Unit& u : {Unit{"ns", 1e-3}, Unit{"us", 1.0}, Unit{"\xc2\xb5s", 1.0}, Unit{"\xce\xbcs", 1.0}, Unit{"ms", 1e3}, Unit{"s", 1e6}}) {
+    std::string h = std::string(" (") + u.header + ")";
+    std::string text = "Time (%),Total Time" + h + ",Instances,Avg" + h + ",Med" + h + ",Min" + h + ",Max" + h + ",StdDev" + h +
+                       ",Name\n75.0,\"1,500\",3,500,500,400,600,100,fused_moe_kernel\n25.0,500.25,\"1,000\",0.5,0.5,0.5,0.5,0,my_kernel\n"
+                       "0.0,2 ms,1,2 ms,2 ms,2 ms,2 ms,0 ns,cell_unit_wins\n";
+    Profile p = parse_nsys_csv(text, std::string("cli_") + u.header + ".csv");
+    ASSERT_EQ(p.phases.at(0).roots.size(), 3u) << u.header;
+    EXPECT_DOUBLE_EQ(p.phases[0].roots[0].cuda_time_us, 1500 * u.us) << u.header;
+    EXPECT_DOUBLE_EQ(p.phases[0].roots[1].cuda_time_us, 500.25 * u.us) << u.header;
+    EXPECT_EQ(p.phases[0].roots[1].invocations, 1000) << u.header;
+    EXPECT_DOUBLE_EQ(p.phases[0].roots[2].cuda_time_us, 2000.0) << u.header;
+  }
+}
+
+TEST(NsysCsv, HugeCountsOfOneNameSaturate) {
+  std::string text = "Total Time (ns),Instances,Name\n";
+  for (int i = 0; i < 2000; ++i) text += "1000,9000000000000000,k\n";  // 2000 rows of 9e15 calls: beyond int64
+  Profile p = parse_nsys_csv(text, "huge.csv");
+  ASSERT_EQ(p.phases.at(0).roots.size(), 1u);
+  EXPECT_EQ(p.phases[0].roots[0].invocations, std::numeric_limits<std::int64_t>::max());
+  EXPECT_THROW(parse_nsys_csv("Total Time (ns),Instances,Name\n1000,1e17,k\n", "too_many.csv"), arfit::InputError);
+}
+
+TEST(NsysCsv, GuiGpuTraceWithUnitsInEveryCell) {
+  std::string text =
+      "Start,Duration,CorrId,GrdX,GrdY,GrdZ,BlkX,BlkY,BlkZ,Reg/Trd,StcSMem,DynSMem,Bytes,Throughput,SrcMemKd,DstMemKd,Device,Ctx,Strm,Name\n"
+      "1.000500 s,40.000 \xce\xbcs,120,132,1,1,384,1,1,168,0 B,213 B,,,,,H100 (0),1,7,fused_moe_kernel\n"
+      "1.000541 s,\"1,500 ns\",121,64,1,1,512,1,1,40,0 B,0 B,,,,,H100 (0),1,7,ncclDevKernel_AllReduce_Sum_bf16_RING_LL\n";
+  Profile p = parse_nsys_csv(text, "gui_trace.csv");
+  EXPECT_EQ(p.format, "nsys-gpu-trace");
+  ASSERT_EQ(p.phases.at(0).roots.size(), 2u);
+  EXPECT_DOUBLE_EQ(p.phases[0].roots[0].cuda_time_us, 40.0);
+  EXPECT_DOUBLE_EQ(p.phases[0].roots[1].cuda_time_us, 1.5);
+}
+
+TEST(NsysCsv, UnreadableGuiCellsNameFileLineAndColumn) {
+  const std::string header = "Time,Total Time,Instances,Avg,Med,Min,Max,StdDev,Name\n";
+  struct Case {
+    std::string row, column, expect;
+  };
+  for (const Case& c : {Case{"1.00%,75.794 mx,3,1 ms,1 ms,1 ms,1 ms,0 ns,k\n", "Total Time", "got '75.794 mx'"},
+                        Case{"1.00%,\"75,79 ms\",3,1 ms,1 ms,1 ms,1 ms,0 ns,k\n", "Total Time", "got '75,79 ms'"},
+                        Case{"1.00%,\"1,2345 ms\",3,1 ms,1 ms,1 ms,1 ms,0 ns,k\n", "Total Time", "got '1,2345 ms'"},
+                        Case{"1.00%,ms,3,1 ms,1 ms,1 ms,1 ms,0 ns,k\n", "Total Time", "got 'ms'"},
+                        Case{"1.00%,75 ms,3.5,1 ms,1 ms,1 ms,1 ms,0 ns,k\n", "Instances", "expected a whole number of calls, got '3.5'"},
+                        Case{"1.00%,75 ms,\"1,00\",1 ms,1 ms,1 ms,1 ms,0 ns,k\n", "Instances", "got '1,00'"}}) {
+    try {
+      parse_nsys_csv(header + "2.00%,1 ms,1,1 ms,1 ms,1 ms,1 ms,0 ns,ok\n" + c.row, "gui.csv");
+      ADD_FAILURE() << "no error for " << c.row;
+    } catch (const arfit::InputError& e) {
+      std::string m = e.what();
+      EXPECT_NE(m.find("gui.csv:3: column '" + c.column + "'"), std::string::npos) << m;
+      EXPECT_NE(m.find(c.expect), std::string::npos) << m;
+    }
   }
 }
