@@ -24,10 +24,14 @@ std::string fmt(const char* f, double v) {
 // Key without the system, for pairing samples and models when the system labels differ.
 auto loose(const GroupKey& k) { return std::make_tuple(k.collective, k.strategy, k.fusion, k.dtype, k.nranks, k.nnodes); }
 
+}  // namespace
+
 std::string key_name(const GroupKey& k) {
   return slug(k.system + "_" + to_string(k.collective) + "_" + k.strategy + "_" + to_string(k.fusion) + "_" + k.dtype +
               (k.nranks > 0 ? "_n" + std::to_string(k.nranks) : "") + (k.nnodes > 1 ? "_N" + std::to_string(k.nnodes) : ""));
 }
+
+namespace {
 
 // Median time per size; out-of-place samples preferred where a size has both.
 std::vector<FitPoint> reduce_points(const std::vector<const Sample*>& samples, bool held_out) {
@@ -42,6 +46,8 @@ std::vector<FitPoint> reduce_points(const std::vector<const Sample*>& samples, b
   for (const auto& [b, v] : oop) out.push_back({b, size_median(v), held_out});  // the fit's own value: dots sit on its knots
   return out;
 }
+
+}  // namespace
 
 FitCurve model_curve(const ModelSet& models, const GroupKey& key, double lo, double hi, int per_octave, int sm,
                      const std::string& label, bool dashed) {
@@ -76,6 +82,8 @@ FitCurve model_curve(const ModelSet& models, const GroupKey& key, double lo, dou
   }
   return c;
 }
+
+namespace {
 
 std::string tp_text(int n) { return "TP" + std::to_string(n); }
 

@@ -20,29 +20,21 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-// Screen-fraction margins for one multiplot panel.
+}  // namespace
+
 std::string panel_margins(double x0, double x1, double y0, double y1) {
   return "set lmargin at screen " + num(x0) + "\nset rmargin at screen " + num(x1) + "\nset bmargin at screen " +
          num(y0) + "\nset tmargin at screen " + num(y1) + "\n";
 }
 
-// Colours per series name, in first-seen order.
-class SeriesColours {
- public:
-  std::string operator()(const std::string& series) {
-    auto it = index_.find(series);
-    if (it == index_.end()) it = index_.emplace(series, index_.size()).first;
-    return series_colour(it->second);
-  }
-
- private:
-  std::map<std::string, std::size_t> index_;
-};
+std::string SeriesColours::operator()(const std::string& series) {
+  auto it = index_.find(series);
+  if (it == index_.end()) it = index_.emplace(series, index_.size()).first;
+  return series_colour(it->second);
+}
 
 std::string title_text(const std::string& s) { return gp_quote(gp_enhanced_escape(s)); }
 
-// A legend drawn as its own full-width multiplot panel below the plots, so it is never squeezed into (and
-// clipped by) one narrow panel. `entries` are plot elements with titles, e.g. "NaN with lines lc rgb '#...' title 'x'".
 std::string legend_panel(double top, const std::vector<std::string>& entries, int max_cols) {
   if (entries.empty()) return "";
   std::ostringstream s;
@@ -59,8 +51,6 @@ std::string legend_panel(double top, const std::vector<std::string>& entries, in
   s << "\n";
   return s.str();
 }
-
-}  // namespace
 
 std::string slug(const std::string& s) {
   std::string out;
