@@ -22,10 +22,10 @@ std::string trim(const std::string& s) {
   return s.substr(b, e - b + 1);
 }
 
-// The host-alltoallv preset's splits: an even split (the control: all modes agree), DLRM exchanges at three
-// batch sizes with six table draws each (uneven senders), Zipf routing at two skews and hot spots at two
-// strengths (uneven receivers).
-constexpr const char* kHostAllToAllvSplits = "even,dlrm:64/128/256:8:32:1..6,zipf:1/2:1,hot:0.7/0.9";
+// The host-alltoallv preset's splits: DLRM exchanges of 16 tables at three batch sizes with six table draws
+// each (uneven senders; some draws come out even, the control where all modes agree), Zipf routing and a hot
+// spot (uneven receivers) at every size.
+constexpr const char* kHostAllToAllvSplits = "dlrm:64/128/256:16:16:1..6,zipf:1.5:1,hot:0.8";
 
 std::vector<std::int64_t> pow2_range(std::int64_t lo, std::int64_t hi) {
   std::vector<std::int64_t> v;
@@ -363,16 +363,16 @@ GridSpec preset(const std::string& name) {
     g.hidden = pow2_range(256, 4096);
     g.plan = Plan::parse("lattice:2");
   } else if (name == "host-alltoallv") {
-    // The main job's all-to-allv set (docs/bench.md): 16 K to 256 K per rank on 2 host ranks, where every rank's
-    // buffers stay in its L2 cache; the uniform all-to-all curve it is predicted from is measured alongside
-    // (scripts/run.sh, --collective alltoall --bytes 4K:1M).
+    // The main job's all-to-allv set (docs/bench.md): the uniform all-to-all curve and the uneven splits in one
+    // launch (a host's speed can change between launches), 8 K to 512 K per rank on 2 host ranks.
     g.backend = "host";
-    g.collectives = {Collective::AllToAllV};
+    g.collectives = {Collective::AllToAll, Collective::AllToAllV};
     g.strategies = {"MPI"};
     g.fusions = {FusionOp::None};
     g.dtypes = {"fp32"};
     g.tp = {2};
-    g.bytes = pow2_range(std::int64_t{16} << 10, std::int64_t{256} << 10);
+    // Half-octave steps: the seed baseline needs a dozen sizes to place its turning points and fit its logistic.
+    g.bytes = geometric_sizes(std::int64_t{8} << 10, std::int64_t{512} << 10, std::sqrt(2.0), origin);
     for (const auto& p : parse_split_patterns(kHostAllToAllvSplits, "--preset host-alltoallv")) g.splits.push_back(p.to_string());
   } else {
     std::string known;

@@ -89,9 +89,7 @@ Figure alltoallv_figure(const AllToAllvFigureData& d, const std::string& stem) {
     if (p.bytes >= xmin / 1.5 && p.bytes <= xmax * 1.5) see(p.bytes, p.time_us);
   const double x0 = xmin / 1.5, x1 = xmax * 1.5, t0 = tmin / 1.5, t1 = tmax * 1.5;
 
-  std::string title = gp_enhanced_escape(d.title);
-  if (!d.subtitle.empty()) title += "\\n{/*0.85 " + gp_enhanced_escape(d.subtitle) + "}";
-  s << "set multiplot title \"" << title << "\" font ',14'\n";
+  s << multiplot_title(d.title, d.subtitle);
   s << "set logscale xy\nset grid xtics ytics lc rgb '#d0d0d0' lw 1\nset border lw 1.2\nunset key\n";
   s << "set xrange [" << gp_number(x0) << ":" << gp_number(x1) << "]\n" << bytes_tics("x", x0, x1, 6);
   s << "set yrange [" << gp_number(t0) << ":" << gp_number(t1) << "]\n" << time_tics("y", t0, t1);
@@ -102,7 +100,8 @@ Figure alltoallv_figure(const AllToAllvFigureData& d, const std::string& stem) {
     const double px = L + k * (P + G);
     s << "# ---- panel " << panel.mode << " ----\n";
     s << panel_margins(px / f.width, (px + P) / f.width, B / f.height, (B + P) / f.height);
-    s << "set xlabel 'effective all-to-all size (" << panel.mode << ")'\nset ylabel " << (k == 0 ? "'latency'" : "''") << "\n";
+    s << "set xlabel " << title_text("effective all-to-all size (" + panel.mode + ")") << "\nset ylabel "
+      << (k == 0 ? "'latency'" : "''") << "\n";
     s << "set title " << title_text(panel.mode + (panel.gmae >= 0 ? " · GMAE " + percent(panel.gmae) : "")) << " font ',12'\n";
     std::vector<std::string> parts;
     if (band) parts.push_back("$curve using 1:3:4 " + shade + " notitle");

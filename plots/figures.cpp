@@ -35,6 +35,21 @@ std::string SeriesColours::operator()(const std::string& series) {
 
 std::string title_text(const std::string& s) { return gp_quote(gp_enhanced_escape(s)); }
 
+std::string multiplot_title(const std::string& title, const std::string& subtitle) {
+  // A double-quoted gnuplot string (for the "\n"): the enhanced-text backslashes must be doubled.
+  auto dquote = [](const std::string& t) {
+    std::string out;
+    for (char ch : t) {
+      if (ch == '\\' || ch == '"') out += '\\';
+      out += ch;
+    }
+    return out;
+  };
+  std::string text = dquote(gp_enhanced_escape(title));
+  if (!subtitle.empty()) text += "\\n{/*0.85 " + dquote(gp_enhanced_escape(subtitle)) + "}";
+  return "set multiplot title \"" + text + "\" font ',14'\n";
+}
+
 std::string legend_panel(double top, const std::vector<std::string>& entries, int max_cols) {
   if (entries.empty()) return "";
   std::ostringstream s;
@@ -142,18 +157,7 @@ Figure fit_figure(const FitFigureData& d, const std::string& stem) {
   double bottom = 0.13 + key_h;
   double top = d.subtitle.empty() ? 0.88 : 0.85;
 
-  // A double-quoted gnuplot string (for the "\n"): the enhanced-text backslashes must be doubled.
-  auto dquote = [](const std::string& t) {
-    std::string out;
-    for (char ch : t) {
-      if (ch == '\\' || ch == '"') out += '\\';
-      out += ch;
-    }
-    return out;
-  };
-  std::string title = dquote(gp_enhanced_escape(d.title));
-  if (!d.subtitle.empty()) title += "\\n{/*0.85 " + dquote(gp_enhanced_escape(d.subtitle)) + "}";
-  s << "set multiplot title \"" << title << "\" font ',14'\n";
+  s << multiplot_title(d.title, d.subtitle);
   s << "set logscale xy\nset grid xtics ytics lc rgb '#d0d0d0' lw 1\nset border lw 1.2\n";
   s << "set xrange [" << num(x0) << ":" << num(x1) << "]\n";
   s << bytes_tics("x", x0, x1, 11);

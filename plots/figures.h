@@ -184,6 +184,8 @@ class SeriesColours {
  private:
   std::map<std::string, std::size_t> index_;
 };
+// "set multiplot title ..." with the title and, when given, a smaller subtitle line, both shown as written.
+std::string multiplot_title(const std::string& title, const std::string& subtitle);
 // A quoted, enhanced-text-escaped gnuplot title.
 std::string title_text(const std::string& s);
 // A legend drawn as its own full-width multiplot panel below the plots, so it is never squeezed into (and

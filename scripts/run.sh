@@ -68,6 +68,14 @@ step "codegen: best-strategy tables over the full grid"
 step "eval: how good choices made from a sparse subset of the measured cells are (regret)"
 "$ARFIT" eval "${SAMPLES[@]}" --protocol select --json "$OUT/eval-select.json" | tee "$OUT/eval-select.txt"
 
+if [ "$backend" = host ]; then
+  step "all-to-allv: uniform all-to-all + DLRM / Zipf / hot-spot splits, 2 ranks, 5 launches; predicted per mode"
+  bash scripts/measure_alltoallv.sh "$ARBENCH" "$OUT/alltoallv" 2 5
+  "$ARFIT" eval "$OUT"/alltoallv/*.csv --protocol alltoallv --json "$OUT/eval-alltoallv.json" | tee "$OUT/eval-alltoallv.txt"
+  "$ARFIT" fit "$OUT"/alltoallv/*.csv -o "$OUT/models-alltoallv.json"
+  "$ARFIT" plot alltoallv "$OUT"/alltoallv/*.csv "$OUT/models-alltoallv.json" -o "$OUT/figures"
+fi
+
 step "plots: figures and out/index.html"
 "$ARFIT" plot all "${SAMPLES[@]}" "$OUT/models.json" "$OUT/generated/best_strategy.json" "$OUT/eval-select.json" \
   -o "$OUT/figures" --index "$OUT/index.html"
