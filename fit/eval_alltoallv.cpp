@@ -141,13 +141,14 @@ void widen(Prediction& p, double sigma) {
   }
 }
 
-// arfit's automatic choice: every sample predicted in the mode the system's other samples favour (auto's GMAE),
-// its interval widened by that mode's scatter on those samples; max_of_sum (the default `arfit fit` stores
-// without all-to-allv samples) with the curve's own interval when a system has a single sample.
-// Fills `chosen` (per system, the mode all of its samples favour) and returns the per-group predictions.
+// arfit's automatic choice of the mode, per system: the mode with the lowest GMAE of auto over the system's
+// samples (what `arfit fit` stores), or, with `leave_one_out`, over the system's other samples for each sample
+// (max_of_sum, the default `arfit fit` stores without all-to-allv samples, for a system with a single sample).
+// Each interval is widened by the chosen mode's scatter on the samples that chose it. Fills `chosen` (per
+// system, the mode all of its samples favour) and returns the per-group predictions.
 std::vector<GroupPredictions> automatic_choice(const std::vector<const SplitGroup*>& groups,
                                                const std::vector<std::vector<GroupPredictions>>& auto_rows,
-                                               std::map<std::string, std::string>& chosen) {
+                                               bool leave_one_out, std::map<std::string, std::string>& chosen) {
   const auto& modes = all_effective_modes();
   std::vector<GroupPredictions> out(groups.size());
   std::map<std::string, std::vector<std::pair<std::size_t, std::size_t>>> by_system;  // (group, split)
@@ -165,15 +166,16 @@ std::vector<GroupPredictions> automatic_choice(const std::vector<const SplitGrou
         errors[k].push_back(relative_error(p.predicted.time_us, p.measured));
         log_errors[k].push_back(std::log(p.measured / p.predicted.time_us));
       }
-    chosen[system] = to_string(modes[best_mode(errors, std::vector<char>(members.size(), 1))]);
+    const std::vector<char> all(members.size(), 1);
+    chosen[system] = to_string(modes[best_mode(errors, all)]);
     for (std::size_t m = 0; m < members.size(); ++m) {
-      std::vector<char> others(members.size(), 1);
-      others[m] = 0;
-      const bool alone = members.size() == 1;
-      const std::size_t k = alone ? static_cast<std::size_t>(EffectiveMode::MaxOfSum) : best_mode(errors, others);
+      std::vector<char> use = all;
+      if (leave_one_out) use[m] = 0;
+      const bool none = std::find(use.begin(), use.end(), 1) == use.end();
+      const std::size_t k = none ? static_cast<std::size_t>(EffectiveMode::MaxOfSum) : best_mode(errors, use);
       auto [g, i] = members[m];
       EvalPoint p = auto_rows[k][g].points[i];
-      if (!alone) widen(p.predicted, log_rms(log_errors, k, others));
+      if (!none) widen(p.predicted, log_rms(log_errors, k, use));
       p.predicted.how += " (mode " + to_string(modes[k]) + ")";
       out[g].points[i] = std::move(p);
     }
@@ -243,12 +245,13 @@ AllToAllvEval eval_alltoallv(const std::vector<Sample>& samples, const EvalOptio
               {grp.key, effective_bytes(method, grp.splits[i].split, modes[k]), grp.splits[i].time_us, p[k][i]});
       }
     }
-    if (method == "auto") {
-      EvalMethodResult r;
-      r.name = "auto";
-      summarize_predictions(r, automatic_choice(predicted, rows, out.chosen_mode), options.keep_points);
-      out.result.methods.push_back(std::move(r));
-    }
+    if (method == "auto")
+      for (const bool leave_one_out : {false, true}) {
+        EvalMethodResult r;
+        r.name = leave_one_out ? "auto-loo" : "auto";
+        summarize_predictions(r, automatic_choice(predicted, rows, leave_one_out, out.chosen_mode), options.keep_points);
+        out.result.methods.push_back(std::move(r));
+      }
     for (std::size_t k = 0; k < modes.size(); ++k) {
       EvalMethodResult r;
       r.name = row_name(method, modes[k]);

@@ -8,9 +8,12 @@
 // max_of_sum). Rows, one per method and mode:
 //   auto:MODE        arfit's model of the all-to-all curve (CV-selected family + residual correction), with its
 //                    90 % interval
-//   auto             arfit's automatic choice: each sample predicted in the mode with the lowest GMAE on the
-//                    system's other all-to-allv samples (leave one out; the mode `arfit fit` stores is the one the
-//                    whole set picks, reported as chosen_mode), max_of_sum when there is no other sample
+//   auto             arfit's automatic choice: every sample predicted in the mode with the lowest auto GMAE over
+//                    the system's all-to-allv samples (the mode `arfit fit` stores, reported as chosen_mode), its
+//                    interval widened by that mode's scatter (RMS log error) on them
+//   auto-loo         the same choice made without the sample itself (leave one out; max_of_sum, the default
+//                    without all-to-allv samples, when it is the system's only one): the held-out estimate of
+//                    the choice, which flips between modes whose errors are close
 //   seed:MODE        the DLRM paper's sigmoid predictor (model/seed.h) at arfit's effective sizes
 //   seed-paper:MODE  the same predictor at the paper's own effective sizes (self traffic left out, not
 //                    normalised: paper_effective_bytes)
@@ -36,7 +39,7 @@ struct AllToAllvGroupStatus {
 };
 
 struct AllToAllvEval {
-  EvalResult result;  // protocol "alltoallv"; methods named "METHOD:MODE" and "auto"
+  EvalResult result;  // protocol "alltoallv"; methods named "METHOD:MODE", "auto" and "auto-loo"
   std::vector<AllToAllvGroupStatus> groups;
   std::map<std::string, std::string> chosen_mode;  // per system: the mode with the lowest auto GMAE on all samples
 

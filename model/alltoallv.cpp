@@ -99,17 +99,12 @@ AllToAllvSplit parse_alltoallv_split(const std::string& text, double element_byt
     const size_t n = tables.size();
     // floor(B/n) samples per rank, as PARAM and the DLRM paper's code split the batch.
     const double local_batch = std::floor(batch / static_cast<double>(n));
-    out.matrix.assign(n, std::vector<double>(n, 0.0));
-    for (size_t i = 0; i < n; ++i)
-      for (size_t j = 0; j < n; ++j) out.matrix[i][j] = local_batch * tables[i] * dim * element_bytes;
+    for (double t : tables) out.matrix.emplace_back(n, local_batch * t * dim * element_bytes);
   } else if (parts.size() == 1 && text.find('/') != std::string::npos) {
     out = from_matrix_rows(split(parts[0], '/'), text);
   } else if (parts.size() == 1) {
     const std::vector<double> sent = numbers(parts[0], text);
-    const size_t n = sent.size();
-    out.matrix.assign(n, std::vector<double>(n, 0.0));
-    for (size_t i = 0; i < n; ++i)
-      for (size_t j = 0; j < n; ++j) out.matrix[i][j] = sent[i] / static_cast<double>(n);
+    for (double v : sent) out.matrix.emplace_back(sent.size(), v / static_cast<double>(sent.size()));
   } else {
     throw std::invalid_argument("all-to-allv split '" + text +
                                 "': expected \"B,T0-T1-...,D\" (batch, tables per rank, dimension), \"S0-S1-...\" "

@@ -6,6 +6,8 @@
 # without the fused residual+RMSNorm epilogue), over a tokens x hidden grid with a lattice:2 plan: about a
 # third of the cells are measured, the rest are predicted. With GPUs (nvidia-smi lists one and the build has
 # CUDA) it measures the custom kernels (one-shot/two-shot, virtual ranks when there is a single GPU) and NCCL.
+# On the host it also measures an all-to-all + all-to-allv set (DLRM, Zipf and hot-spot splits,
+# scripts/measure_alltoallv.sh) and evaluates each effective-size mode on it.
 #
 #   ARFIT_BUILD_DIR  build directory (default: build)     ARFIT_OUT  output directory (default: out)
 #   ARFIT_JOBS       parallel build jobs (default: cores)  ARFIT_BACKEND  host|gpu (default: detected)
