@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iomanip>
 #include <numeric>
 #include <sstream>
 
@@ -11,6 +12,7 @@ namespace arfit::bench {
 namespace {
 
 constexpr std::size_t kMaxPatterns = 10000;  // a list or range expanding further is a typo, not a plan
+constexpr double kMaxElements = 1e15;        // as parse_size bounds a byte count: far beyond any memory
 
 std::vector<std::string> fields_of(const std::string& item) {
   std::vector<std::string> out;
@@ -21,9 +23,10 @@ std::vector<std::string> fields_of(const std::string& item) {
   return out;
 }
 
+// Ten significant digits: what a user types survives the canonical spelling the cases are generated from.
 std::string format_number(double v) {
   std::ostringstream os;
-  os << v;
+  os << std::setprecision(10) << v;
   return os.str();
 }
 
@@ -149,6 +152,9 @@ std::vector<SplitPattern> parse_split_patterns(const std::string& text, const st
         for (double t : field_values(f[2], "tables", item, option, integer("tables", 1, 1e6)))
           for (double d : field_values(f[3], "dimension", item, option, integer("dimension", 1, 1e6)))
             for (double s : field_values(f[4], "seed", item, option, integer("seed", 0, 1e15))) {
+              if (b * t * d > kMaxElements)
+                throw GridError(option, "split '" + item + "': B·T·D = " + format_number(b * t * d) +
+                                            " elements is more than a rank can send (" + format_number(kMaxElements) + ")");
               p.batch = static_cast<std::int64_t>(b);
               p.tables = static_cast<std::int64_t>(t);
               p.dim = static_cast<std::int64_t>(d);

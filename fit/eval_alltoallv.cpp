@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <iomanip>
 #include <sstream>
 #include <stdexcept>
 
@@ -19,7 +18,6 @@ constexpr int kMinCurveSizes = 4;                   // fewer sizes: no model wor
 
 // One measured split of a group: the median of its repeats.
 struct MeasuredSplit {
-  std::string text;
   AllToAllvSplit split;
   double time_us = 0;
 };
@@ -47,7 +45,6 @@ std::vector<SplitGroup> alltoallv_groups(const std::vector<Sample>& samples) {
     const int elem = dtype_size(key.dtype) > 0 ? dtype_size(key.dtype) : 4;
     for (auto& [text, t] : by_split) {
       MeasuredSplit m;
-      m.text = text;
       try {
         m.split = parse_alltoallv_split(text, elem);
       } catch (const std::invalid_argument& e) {
@@ -128,13 +125,13 @@ double log_rms(const std::vector<std::vector<double>>& log_errors, std::size_t m
 // The curve's 90 % interval widened, in quadrature in log space, by the mode's own scatter `sigma`.
 void widen(Prediction& p, double sigma) {
   const double extra = kZ90 * sigma;
-  auto wider = [&](double bound) {
+  auto wider = [&](double bound, double side) {  // side -1: the lower bound, +1: the upper
     const double h = std::log(bound / p.time_us);
-    return p.time_us * std::exp(std::copysign(std::sqrt(h * h + extra * extra), h));
+    return p.time_us * std::exp(side * std::sqrt(h * h + extra * extra));
   };
   if (p.lo_us > 0 && p.hi_us > p.lo_us) {
-    p.lo_us = wider(p.lo_us);
-    p.hi_us = wider(p.hi_us);
+    p.lo_us = wider(p.lo_us, -1);
+    p.hi_us = wider(p.hi_us, +1);
   } else {
     p.lo_us = p.time_us * std::exp(-extra);
     p.hi_us = p.time_us * std::exp(extra);
@@ -260,12 +257,6 @@ AllToAllvEval eval_alltoallv(const std::vector<Sample>& samples, const EvalOptio
     }
   }
   return out;
-}
-
-int AllToAllvEval::predicted_groups() const {
-  int n = 0;
-  for (const auto& g : groups) n += g.problem.empty() ? 1 : 0;
-  return n;
 }
 
 nlohmann::json AllToAllvEval::to_json() const {

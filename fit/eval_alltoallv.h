@@ -46,7 +46,6 @@ struct AllToAllvEval {
   // EvalResult's JSON plus "groups" (id, samples, curve, status) and "chosen_mode".
   nlohmann::json to_json() const;
   std::string to_table() const;
-  int predicted_groups() const;
 };
 
 // Default methods of the protocol (EvalOptions::methods replaces them when given).

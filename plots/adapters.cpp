@@ -49,6 +49,24 @@ std::vector<FitPoint> reduce_points(const std::vector<const Sample*>& samples, b
 
 }  // namespace
 
+std::optional<Prediction> predict_at(const ModelSet& models, const GroupKey& key, double bytes, int sm) {
+  PredictQuery q;
+  q.system = key.system;
+  q.collective = key.collective;
+  q.strategy = key.strategy;
+  q.fusion = key.fusion;
+  q.dtype = key.dtype;
+  q.nranks = key.nranks;
+  q.nnodes = key.nnodes;
+  q.sm = sm;
+  q.bytes = bytes;
+  try {
+    return models.predict(q);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
 FitCurve model_curve(const ModelSet& models, const GroupKey& key, double lo, double hi, int per_octave, int sm,
                      const std::string& label, bool dashed) {
   FitCurve c;
@@ -61,22 +79,7 @@ FitCurve model_curve(const ModelSet& models, const GroupKey& key, double lo, dou
   int steps = std::max(2, static_cast<int>(std::ceil(std::log2(hi / lo) * per_octave)));
   for (int i = 0; i <= steps; ++i) {
     double bytes = lo * std::pow(hi / lo, static_cast<double>(i) / steps);
-    PredictQuery q;
-    q.system = key.system;
-    q.collective = key.collective;
-    q.strategy = key.strategy;
-    q.fusion = key.fusion;
-    q.dtype = key.dtype;
-    q.nranks = key.nranks;
-    q.nnodes = key.nnodes;
-    q.sm = sm;
-    q.bytes = bytes;
-    std::optional<Prediction> p;
-    try {
-      p = models.predict(q);
-    } catch (const std::exception&) {
-      p.reset();
-    }
+    const std::optional<Prediction> p = predict_at(models, key, bytes, sm);
     if (!p || !(p->time_us > 0)) continue;
     c.points.push_back({bytes, p->time_us, p->lo_us, p->hi_us});
   }

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <optional>
 #include <set>
 #include <sstream>
 
@@ -186,22 +185,7 @@ std::vector<NamedAllToAllv> alltoallv_figures(const std::vector<Sample>& samples
       for (const Point& p : points) {
         const double bytes = effective_alltoall_bytes(p.split, m);
         panel.points.push_back({bytes, p.time_us, p.family});
-        PredictQuery q;
-        q.system = uniform.system;
-        q.collective = Collective::AllToAll;
-        q.strategy = uniform.strategy;
-        q.fusion = uniform.fusion;
-        q.dtype = uniform.dtype;
-        q.nranks = uniform.nranks;
-        q.nnodes = uniform.nnodes;
-        q.bytes = bytes;
-        std::optional<Prediction> pred;
-        try {
-          pred = models.predict(q);
-        } catch (const std::exception&) {
-          pred.reset();
-        }
-        if (pred) errors.push_back(relative_error(pred->time_us, p.time_us));
+        if (const auto pred = predict_at(models, uniform, bytes)) errors.push_back(relative_error(pred->time_us, p.time_us));
       }
       if (errors.size() == points.size()) panel.gmae = gmae(errors);
       fig.data.panels.push_back(std::move(panel));

@@ -8,10 +8,12 @@
 #include "bench/alltoallv_splits.h"
 #include "bench/options.h"
 #include "bench/plan.h"
+#include "bench_options_helpers.h"
 #include "model/alltoallv.h"
 
 using namespace arfit;
 using namespace arfit::bench;
+using arfit::bench::testing::offending_option;
 
 namespace {
 
@@ -19,23 +21,6 @@ std::vector<std::string> canonical(const std::string& text) {
   std::vector<std::string> out;
   for (const auto& p : parse_split_patterns(text, "--splits")) out.push_back(p.to_string());
   return out;
-}
-
-// The option a bad --splits names ("" when the grid plans fine); world of 2 ranks.
-std::string splits_error(std::vector<std::string> args) {
-  args.insert(args.begin(), "arbench");
-  std::vector<const char*> argv;
-  for (auto& a : args) argv.push_back(a.c_str());
-  try {
-    Options o = parse_options(static_cast<int>(argv.size()), argv.data());
-    PlanOptions po;
-    po.limits.world = 2;
-    po.limits.workspace = o.workspace;
-    plan_cases(o.spec, po, nullptr);
-  } catch (const GridError& e) {
-    return e.option();
-  }
-  return "";
 }
 
 Case a2av_case(const std::string& split, int n, std::int64_t count, const std::string& dtype = "fp32") {
@@ -61,7 +46,7 @@ TEST(AllToAllvSplits, PatternsParseExpandAndRoundTrip) {
   EXPECT_EQ(canonical("zipf:1.5, hot:0.8:1, even, cyclic, zipf:1.5:0"),
             (std::vector<std::string>{"zipf:1.5:0", "hot:0.8:1", "even", "cyclic"}));  // defaults filled, duplicate dropped
   EXPECT_EQ(canonical("hot:0.5/0.9"), (std::vector<std::string>{"hot:0.5:0", "hot:0.9:0"}));
-  for (const char* s : {"dlrm:2048:26:128:7", "zipf:0.8:3", "hot:0.25:2", "even", "cyclic"})
+  for (const char* s : {"dlrm:2048:26:128:7", "zipf:0.8:3", "hot:0.25:2", "even", "cyclic", "zipf:1.23456789:0"})
     EXPECT_EQ(canonical(canonical(s).front()).front(), s);
   const SplitPattern d = parse_split_patterns("dlrm:2048:26:128:7", "--splits").front();
   EXPECT_TRUE(d.sized_by_tables());
@@ -75,7 +60,8 @@ TEST(AllToAllvSplits, PatternsParseExpandAndRoundTrip) {
 TEST(AllToAllvSplits, BadPatternsNameTheOption) {
   for (const std::string bad : {"dlrm:64:16:16", "dlrm:64:16:16:1:2", "dlrm:0:16:16:1", "dlrm:64:1.5:16:1",
                                 "dlrm:64:16:16:5..2", "dlrm:64:16:16:x", "zipf", "zipf:-1", "zipf:1:2:3", "hot:1.5",
-                                "hot:0.5:-1", "hot:0.5/", "even:1", "uniform", "dlrm:64::16:1", "dlrm:64:16:16:0..100000"}) {
+                                "hot:0.5:-1", "hot:0.5/", "even:1", "uniform", "dlrm:64::16:1", "dlrm:64:16:16:0..100000",
+                                "dlrm:1000000000:1000000:1000000:1"}) {
     try {
       parse_split_patterns(bad, "--splits");
       ADD_FAILURE() << bad << " parsed";
@@ -90,13 +76,13 @@ TEST(AllToAllvSplits, BadPatternsNameTheOption) {
     v.insert(v.end(), extra.begin(), extra.end());
     return v;
   };
-  EXPECT_EQ(splits_error(with({"--splits", "zipf:1,hot:0.5:1"})), "");
-  EXPECT_EQ(splits_error(with({"--splits", "zipf:abc"})), "--splits");
-  EXPECT_EQ(splits_error(with({"--splits", "hot:0.5:2"})), "--splits");  // rank 2 is not below TP 2
-  EXPECT_EQ(splits_error({"--collective", "alltoall", "--bytes", "64K", "--splits", "even", "-o", "x"}), "--splits");
+  EXPECT_EQ(offending_option(with({"--splits", "zipf:1,hot:0.5:1"})), "");
+  EXPECT_EQ(offending_option(with({"--splits", "zipf:abc"})), "--splits");
+  EXPECT_EQ(offending_option(with({"--splits", "hot:0.5:2"})), "--splits");  // rank 2 is not below TP 2
+  EXPECT_EQ(offending_option({"--collective", "alltoall", "--bytes", "64K", "--splits", "even", "-o", "x"}), "--splits");
   // A grid of dlrm splits alone needs no size axis; a sized split does.
-  EXPECT_EQ(splits_error({"--collective", "alltoallv", "--splits", "dlrm:64:16:16:1", "-o", "x"}), "");
-  EXPECT_EQ(splits_error({"--collective", "alltoallv", "--splits", "zipf:1", "-o", "x"}), "--bytes");
+  EXPECT_EQ(offending_option({"--collective", "alltoallv", "--splits", "dlrm:64:16:16:1", "-o", "x"}), "");
+  EXPECT_EQ(offending_option({"--collective", "alltoallv", "--splits", "zipf:1", "-o", "x"}), "--bytes");
 }
 
 TEST(AllToAllvSplits, DlrmTablesAreDrawnFromTheSeed) {
@@ -184,9 +170,8 @@ TEST(AllToAllvSplits, RecordedStringsParseBackAndSeparateTheModes) {
 }
 
 TEST(AllToAllvSplits, GridExpandsSplitsAndKeysTellThemApart) {
-  std::vector<const char*> argv = {"arbench", "--collective", "alltoall,alltoallv", "--bytes", "16K,64K", "--dtype", "fp32",
-                                   "--tp", "2", "--splits", "zipf:1,hot:0.8,dlrm:64:16:16:3..4", "-o", "x"};
-  Options o = parse_options(static_cast<int>(argv.size()), argv.data());
+  Options o = arfit::bench::testing::parse({"--collective", "alltoall,alltoallv", "--bytes", "16K,64K", "--dtype", "fp32",
+                                           "--tp", "2", "--splits", "zipf:1,hot:0.8,dlrm:64:16:16:3..4", "-o", "x"});
   PlanOptions po;
   po.limits.world = 2;
   PlannedGrid g = plan_cases(o.spec, po, nullptr);
