@@ -4,6 +4,7 @@
 #include <cmath>
 #include <iomanip>
 #include <numeric>
+#include <set>
 #include <sstream>
 
 #include "model/alltoallv.h"
@@ -70,6 +71,9 @@ std::vector<std::int64_t> apportion(std::int64_t total, const std::vector<double
   }
   std::stable_sort(remainders.begin(), remainders.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   for (std::size_t k = 0; used < total && k < remainders.size(); ++k, ++used) ++parts[remainders[k].second];
+  // Rounding can floor a share to one above its exact value; take such units back from the smallest remainders.
+  for (std::size_t k = remainders.size(); used > total && k-- > 0;)
+    if (parts[remainders[k].second] > 0) --parts[remainders[k].second], --used;
   return parts;
 }
 
@@ -102,12 +106,10 @@ std::string SplitPattern::to_string() const {
 
 std::vector<SplitPattern> parse_split_patterns(const std::string& text, const std::string& option) {
   std::vector<SplitPattern> out;
-  std::vector<std::string> seen;
+  std::set<std::string> seen;
   auto add = [&](const SplitPattern& p) {
-    const std::string key = p.to_string();
-    if (std::find(seen.begin(), seen.end(), key) != seen.end()) return;
+    if (!seen.insert(p.to_string()).second) return;
     if (out.size() >= kMaxPatterns) throw GridError(option, "more than " + std::to_string(kMaxPatterns) + " split patterns");
-    seen.push_back(key);
     out.push_back(p);
   };
   for (const std::string& item : split_list(text)) {
