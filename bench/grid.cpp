@@ -1,11 +1,14 @@
 #include "bench/grid.h"
 
+#include "bench/alltoallv_splits.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -19,14 +22,10 @@ std::string trim(const std::string& s) {
   return s.substr(b, e - b + 1);
 }
 
-// splitmix64: a portable, well-mixed hash; std:: distributions differ between standard libraries and
-// the random plan must select the same points everywhere for a given seed.
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
+// The host-alltoallv preset's splits: DLRM exchanges of 16 tables at three batch sizes with six table draws
+// each (uneven senders; some draws come out even, the control where all modes agree), Zipf routing and a hot
+// spot (uneven receivers) at every size.
+constexpr const char* kHostAllToAllvSplits = "dlrm:64/128/256:16:16:1..6,zipf:1.5:1,hot:0.8";
 
 std::vector<std::int64_t> pow2_range(std::int64_t lo, std::int64_t hi) {
   std::vector<std::int64_t> v;
@@ -35,6 +34,13 @@ std::vector<std::int64_t> pow2_range(std::int64_t lo, std::int64_t hi) {
 }
 
 }  // namespace
+
+std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
 
 // ---------------------------------------------------------------- plan
 
@@ -121,7 +127,7 @@ std::vector<std::pair<std::size_t, std::size_t>> plan_points(const Plan& plan, s
   for (std::size_t k = 0; k < all.size(); ++k)
     if (!keep[k]) order.push_back(k);
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    auto h = [&](std::size_t k) { return mix(plan.seed ^ mix(all[k].first * 1000003ull + all[k].second)); };
+    auto h = [&](std::size_t k) { return splitmix64(plan.seed ^ splitmix64(all[k].first * 1000003ull + all[k].second)); };
     return h(a) < h(b);
   });
   for (std::size_t k : order) {
@@ -255,22 +261,27 @@ std::string format_bytes(std::int64_t b) {
 int Case::elem_size() const { return dtype_size(dtype); }
 
 static std::string key_of(Collective c, const std::string& strategy, FusionOp f, const std::string& dtype, int n,
-                          std::int64_t tokens, std::int64_t hidden, std::int64_t bytes) {
+                          std::int64_t tokens, std::int64_t hidden, std::int64_t bytes, const std::string& splits) {
   std::ostringstream os;
   os << to_string(c) << '|' << strategy << '|' << to_string(f) << '|' << canonical_dtype(dtype) << '|' << n << '|'
      << tokens << '|' << hidden << '|' << bytes;
+  if (!splits.empty()) os << '|' << splits;  // all-to-allv: several splits share one size
   return os.str();
 }
 
-std::string Case::key() const { return key_of(collective, strategy, fusion, dtype, tp, tokens, hidden, bytes); }
+std::string Case::key() const {
+  const std::string splits = collective == Collective::AllToAllV ? alltoallv_recorded_splits(*this) : std::string();
+  return key_of(collective, strategy, fusion, dtype, tp, tokens, hidden, bytes, splits);
+}
 
 std::string sample_key(const Sample& s) {
-  return key_of(s.collective, s.strategy, s.fusion, s.dtype, s.nranks, s.tokens, s.hidden, s.bytes);
+  return key_of(s.collective, s.strategy, s.fusion, s.dtype, s.nranks, s.tokens, s.hidden, s.bytes, s.splits);
 }
 
 std::string Case::describe() const {
   std::ostringstream os;
   os << to_string(collective) << ' ' << strategy << ' ' << to_string(fusion) << ' ' << dtype << " tp=" << tp;
+  if (!split.empty()) os << " split=" << split;
   if (tokens) os << " tokens=" << tokens << " hidden=" << hidden;
   os << " bytes=" << format_bytes(bytes);
   return os.str();
@@ -292,7 +303,7 @@ std::string GridSpec::option_for(const std::string& axis) const {
   static const std::map<std::string, std::string> flags = {
       {"collectives", "--collective"}, {"strategies", "--strategy"}, {"fusions", "--fusion"}, {"dtypes", "--dtype"},
       {"tp", "--tp"},                  {"tokens", "--tokens"},       {"hidden", "--hidden"},  {"bytes", "--bytes"},
-      {"plan", "--plan"},              {"backend", "--backend"}};
+      {"plan", "--plan"},              {"backend", "--backend"},     {"splits", "--splits"}};
   auto f = flags.find(axis);
   return f == flags.end() ? axis : f->second;
 }
@@ -311,12 +322,14 @@ std::string GridSpec::to_json() const {
   } else {
     j["bytes"] = bytes;
   }
+  // Only grids with all-to-allv name their splits, so grids recorded before splits existed still compare equal.
+  if (std::find(collectives.begin(), collectives.end(), Collective::AllToAllV) != collectives.end()) j["splits"] = splits;
   j["plan"] = plan.to_string();
   return j.dump();
 }
 
 const std::vector<std::string>& preset_names() {
-  static const std::vector<std::string> v = {"trtllm", "nccl-tests", "host-main"};
+  static const std::vector<std::string> v = {"trtllm", "nccl-tests", "host-main", "host-alltoallv"};
   return v;
 }
 
@@ -349,12 +362,24 @@ GridSpec preset(const std::string& name) {
     g.tokens = pow2_range(1, 1024);
     g.hidden = pow2_range(256, 4096);
     g.plan = Plan::parse("lattice:2");
+  } else if (name == "host-alltoallv") {
+    // The main job's all-to-allv set (docs/bench.md): the uniform all-to-all curve and the uneven splits in one
+    // launch (a host's speed can change between launches), 8 K to 512 K per rank on 2 host ranks.
+    g.backend = "host";
+    g.collectives = {Collective::AllToAll, Collective::AllToAllV};
+    g.strategies = {"MPI"};
+    g.fusions = {FusionOp::None};
+    g.dtypes = {"fp32"};
+    g.tp = {2};
+    // Half-octave steps: the seed baseline needs a dozen sizes to place its turning points and fit its logistic.
+    g.bytes = geometric_sizes(std::int64_t{8} << 10, std::int64_t{512} << 10, std::sqrt(2.0), origin);
+    for (const auto& p : parse_split_patterns(kHostAllToAllvSplits, "--preset host-alltoallv")) g.splits.push_back(p.to_string());
   } else {
     std::string known;
     for (const auto& n : preset_names()) known += (known.empty() ? "" : ", ") + n;
     throw GridError("--preset", "unknown preset '" + name + "' (known: " + known + ")");
   }
-  for (const char* axis : {"collectives", "strategies", "fusions", "dtypes", "tp", "tokens", "hidden", "bytes", "plan"})
+  for (const char* axis : {"collectives", "strategies", "fusions", "dtypes", "tp", "tokens", "hidden", "bytes", "plan", "splits"})
     g.origin[axis] = origin;
   return g;
 }
@@ -467,6 +492,11 @@ void apply_json_spec(GridSpec& spec, const std::string& text, const std::string&
       auto sizes = json_sizes(v, w);
       (k == "tokens" ? spec.tokens : k == "hidden" ? spec.hidden : spec.bytes) = sizes;
       spec.origin[k] = w;
+    } else if (k == "splits") {
+      spec.splits.clear();
+      for (const auto& s : json_strings(v, w))
+        for (const auto& p : parse_split_patterns(s, w)) spec.splits.push_back(p.to_string());
+      spec.origin["splits"] = w;
     } else if (k == "plan") {
       if (!v.is_string()) throw GridError(w, "expected a string like \"lattice:2\"");
       spec.plan = Plan::parse(v.get<std::string>(), w);
@@ -476,7 +506,7 @@ void apply_json_spec(GridSpec& spec, const std::string& text, const std::string&
       spec.skip_unsupported = v.get<bool>();
     } else {
       throw GridError(w, "unknown key (known: preset, backend, collectives, strategies, fusions, dtypes, tp, tokens, "
-                         "hidden, bytes, plan, skip_unsupported)");
+                         "hidden, bytes, splits, plan, skip_unsupported)");
     }
   }
 }
@@ -491,36 +521,57 @@ PlannedGrid expand_grid(const GridSpec& spec, const std::function<std::vector<st
   const auto points = plan_points(spec.plan, nx, ny);
   out.full_points = nx * (tok ? ny : 1);
   out.planned_points = points.size();
+  // Split patterns (all-to-allv only); "" stands for "no split" for every other collective.
+  std::vector<std::string> a2av_splits = spec.splits.empty() ? std::vector<std::string>{"cyclic"} : spec.splits;
   for (int tp : spec.tp)
     for (Collective c : spec.collectives) {
       const std::vector<std::string> strategies = spec.strategies.empty() ? strategies_for(c) : spec.strategies;
+      const std::vector<std::string> splits = c == Collective::AllToAllV ? a2av_splits : std::vector<std::string>{""};
       for (const std::string& dtype : spec.dtypes)
-        for (FusionOp f : spec.fusions) {
-          out.full_cases += out.full_points * strategies.size();
-          for (auto [ix, iy] : points)
-            for (const std::string& s : strategies) {
-              Case k;
-              k.backend = spec.backend;
-              k.collective = c;
-              k.strategy = s;
-              k.fusion = f;
-              k.dtype = canonical_dtype(dtype);
-              k.tp = tp;
-              const int es = std::max(1, dtype_size(k.dtype));
-              std::int64_t elements;
-              if (tok) {
-                k.tokens = spec.tokens[ix];
-                k.hidden = spec.hidden[iy];
-                elements = k.tokens * k.hidden;
-              } else {
-                elements = spec.bytes[ix] / es;
-              }
-              k.count = message_count(c, elements, tp);
-              k.bytes = k.count * es;
-              k.index = static_cast<int>(out.cases.size());
-              out.cases.push_back(k);
+        for (FusionOp f : spec.fusions)
+          for (const std::string& split : splits) {
+            std::optional<SplitPattern> pattern;
+            if (!split.empty()) {
+              pattern = parse_split_patterns(split, spec.option_for("splits")).front();
+              if (pattern->kind == SplitPattern::Kind::HotSpot && pattern->hot_rank >= tp)
+                throw GridError(spec.option_for("splits"), "split '" + split + "': the hot rank " +
+                                                               std::to_string(pattern->hot_rank) + " is not below TP " +
+                                                               std::to_string(tp));
             }
-        }
+            const bool by_tables = pattern && pattern->sized_by_tables();
+            out.full_cases += (by_tables ? 1 : out.full_points) * strategies.size();
+            // A dlrm pattern sets its own size: one case, whatever the size axis.
+            const std::size_t npoints = by_tables ? 1 : points.size();
+            for (std::size_t pi = 0; pi < npoints; ++pi)
+              for (const std::string& s : strategies) {
+                Case k;
+                k.backend = spec.backend;
+                k.collective = c;
+                k.strategy = s;
+                k.fusion = f;
+                k.dtype = canonical_dtype(dtype);
+                k.tp = tp;
+                k.split = split;
+                const int es = std::max(1, dtype_size(k.dtype));
+                if (by_tables) {
+                  k.count = dlrm_mean_count(*pattern, tp);
+                } else {
+                  const auto [ix, iy] = points[pi];
+                  std::int64_t elements;
+                  if (tok) {
+                    k.tokens = spec.tokens[ix];
+                    k.hidden = spec.hidden[iy];
+                    elements = k.tokens * k.hidden;
+                  } else {
+                    elements = spec.bytes[ix] / es;
+                  }
+                  k.count = message_count(c, elements, tp);
+                }
+                k.bytes = k.count * es;
+                k.index = static_cast<int>(out.cases.size());
+                out.cases.push_back(k);
+              }
+          }
     }
   return out;
 }

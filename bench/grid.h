@@ -54,6 +54,9 @@ struct GridSpec {
   std::vector<int> tp;                  // empty: 2, 4, ... up to the world size (and the world size)
   std::vector<std::int64_t> tokens, hidden;  // tokens x hidden mode when both are set
   std::vector<std::int64_t> bytes;           // byte-size mode otherwise
+  // All-to-allv split patterns (bench/alltoallv_splits.h), canonical spellings; empty: "cyclic" when the grid
+  // has all-to-allv. Other collectives ignore them.
+  std::vector<std::string> splits;
   Plan plan;
   bool skip_unsupported = false;  // drop (strategy, fusion, dtype) combinations a strategy lacks, instead of failing
   std::string preset;             // name of the preset the spec started from, "" for none
@@ -78,9 +81,11 @@ struct Case {
   std::int64_t tokens = 0, hidden = 0;  // 0 in byte-size mode
   std::int64_t count = 0;  // elements of the message (see message_count)
   std::int64_t bytes = 0;  // message bytes as nccl-tests defines them for the collective
+  std::string split;       // all-to-allv: the split pattern (canonical, bench/alltoallv_splits.h); "" otherwise
 
   int elem_size() const;
-  // Identity for --resume: collective, strategy, fusion, dtype, nranks, tokens, hidden, bytes.
+  // Identity for --resume: collective, strategy, fusion, dtype, nranks, tokens, hidden, bytes, and for
+  // all-to-allv the recorded split.
   std::string key() const;
   std::string describe() const;  // one line for progress and errors
 };
@@ -100,22 +105,27 @@ std::vector<std::int64_t> geometric_sizes(std::int64_t lo, std::int64_t hi, doub
 std::vector<int> parse_int_list(const std::string& text, const std::string& option);
 std::vector<std::string> split_list(const std::string& text);  // comma-separated, blanks dropped
 std::string format_bytes(std::int64_t bytes);                   // 1K, 64M, 1536 ...
+// splitmix64: a portable, well-mixed hash; std:: distributions differ between standard libraries, and the
+// random plan and the split generators must draw the same values everywhere for a given seed.
+std::uint64_t splitmix64(std::uint64_t x);
 
 // Presets: "trtllm" (tokens 1..16384 x hidden 128..8192, powers of two, TP 2/4/8, the four fusion ops,
-// all-reduce), "nccl-tests" (allreduce/allgather/reducescatter/alltoall, -b 8 -e 8G -f 2), and
+// all-reduce), "nccl-tests" (allreduce/allgather/reducescatter/alltoall, -b 8 -e 8G -f 2),
 // "host-main" (the CPU-only main job: host all-reduce MPI/ONESHOT/TWOSHOT x NONE/RESIDUAL_RMS_NORM,
-// tokens 1..1024 x hidden 256..4096 in powers of two, lattice:2 plan, TP 2).
+// tokens 1..1024 x hidden 256..4096 in powers of two, lattice:2 plan, TP 2), and "host-alltoallv" (the
+// main job's all-to-all + all-to-allv set; docs/bench.md).
 GridSpec preset(const std::string& name);
 const std::vector<std::string>& preset_names();
 
 // Applies a JSON spec (text of `file`) over `spec`: keys backend, collectives, strategies, fusions, dtypes,
-// tp, tokens, hidden, bytes, plan, skip_unsupported, preset. Sizes are lists (numbers or "1K" strings), a
+// tp, tokens, hidden, bytes, splits, plan, skip_unsupported, preset. Sizes are lists (numbers or "1K" strings), a
 // range string "8:8G:x2", or {"min":..., "max":..., "factor":...}. Unknown keys are errors naming the key.
 void apply_json_spec(GridSpec& spec, const std::string& text, const std::string& file);
 
-// The planned cases, in measurement order: TP, collective, dtype, fusion, size point, strategy (strategy
-// innermost so competing strategies are measured close together in time). `strategies_for` lists the
-// strategies of the backend for a collective (used when spec.strategies is empty). Plan thinning applies.
+// The planned cases, in measurement order: TP, collective, dtype, fusion, split pattern (all-to-allv only),
+// size point, strategy (strategy innermost so competing strategies are measured close together in time).
+// `strategies_for` lists the strategies of the backend for a collective (used when spec.strategies is empty).
+// Plan thinning applies to the size points; a dlrm split pattern is one case whatever the size axis.
 struct PlannedGrid {
   std::vector<Case> cases;
   std::size_t full_points = 0;     // size points before the plan

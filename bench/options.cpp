@@ -4,6 +4,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "bench/alltoallv_splits.h"
 #include "model/atomic_file.h"
 
 namespace arfit::bench {
@@ -32,7 +33,7 @@ Options parse_options(int argc, const char* const* argv) {
               bytes, minbytes, maxbytes, plan, workspace, on_timeout = "continue", profile_cases;
   double stepfactor = 0;
   app.add_option("--backend", backend, "host (MPI + shared memory, no GPU), nccl, custom (kernels/)")->capture_default_str();
-  app.add_option("--preset", preset_name, "Start from a preset grid: trtllm, nccl-tests, host-main");
+  app.add_option("--preset", preset_name, "Start from a preset grid: trtllm, nccl-tests, host-main, host-alltoallv");
   app.add_option("--spec", spec_file, "JSON grid spec file (keys as the flags below; see docs/bench.md)");
   app.add_option("--collective", collectives, "Collectives, comma-separated: allreduce,allgather,reducescatter,alltoall,alltoallv");
   app.add_option("--strategy", strategies, "Strategies (host: MPI, ONESHOT, TWOSHOT; nccl: NCCL; custom: ONESHOT, TWOSHOT); default: all of the backend");
@@ -46,6 +47,12 @@ Options parse_options(int argc, const char* const* argv) {
   app.add_option("-e,--maxbytes", maxbytes, "nccl-tests style sweep: last size");
   app.add_option("-f,--stepfactor", stepfactor, "nccl-tests style sweep: multiplication factor (default 2)");
   app.add_option("--plan", plan, "Sampling plan over the size axes: full, lattice:K, random:FRACTION:SEED (default full)");
+  std::string splits;  // all-to-allv split patterns (bench/alltoallv_splits.h)
+  app.add_option("--splits", splits,
+                 "all-to-allv split patterns, comma-separated: cyclic (default), even, dlrm:B:T:D:SEED (T tables of "
+                 "dimension D on random ranks, batch B; sets its own size), zipf:EXPONENT[:SEED] (Zipf-popular "
+                 "destinations), hot:FRACTION[:RANK] (one rank receives FRACTION); fields take lists A/B and "
+                 "ranges LO..HI");
   app.add_option("-o,--output", o.output, "Sample CSV to write (appended one line per case)");
   app.add_flag("--resume", o.resume, "Continue an existing output: skip its finished cases, never duplicate");
   app.add_flag("--overwrite", o.overwrite, "Replace an existing output");
@@ -167,6 +174,11 @@ Options parse_options(int argc, const char* const* argv) {
     g.bytes = geometric_sizes(lo, hi, f, "-b/-e/-f");
     g.origin["bytes"] = "-b/-e/-f";
     g.tokens.clear(), g.hidden.clear();
+  }
+  if (!splits.empty()) {
+    g.splits.clear();
+    for (const auto& p : parse_split_patterns(splits, "--splits")) g.splits.push_back(p.to_string());
+    g.origin["splits"] = "--splits";
   }
   if (!plan.empty()) {
     g.plan = Plan::parse(plan, "--plan");

@@ -1,5 +1,7 @@
 #include "bench/plan.h"
 
+#include "bench/alltoallv_splits.h"
+
 #include <algorithm>
 #include <set>
 
@@ -39,6 +41,21 @@ PlannedGrid plan_cases(GridSpec& spec, const PlanOptions& options, std::vector<s
     if (dtype_size(d) == 0) throw GridError(spec.option_for("dtypes"), "unknown dtype '" + d + "'");
   }
 
+  // All-to-allv splits: cyclic unless given; only all-to-allv has them.
+  const bool has_a2av =
+      std::find(spec.collectives.begin(), spec.collectives.end(), Collective::AllToAllV) != spec.collectives.end();
+  if (!spec.splits.empty() && !has_a2av) {
+    // A preset's splits go quietly with its all-to-allv; splits asked for explicitly must have one.
+    if (spec.option_for("splits").rfind("--preset", 0) != 0)
+      throw GridError(spec.option_for("splits"), "split patterns apply to all-to-allv only; add --collective alltoallv");
+    spec.splits.clear();
+  }
+  if (has_a2av && spec.splits.empty()) spec.splits = {"cyclic"};
+  // A grid of all-to-allv with only dlrm splits needs no size axis (the tables set the sizes).
+  bool sized_by_tables_only = has_a2av && spec.collectives.size() == 1;
+  for (const auto& s : spec.splits)
+    sized_by_tables_only = sized_by_tables_only && parse_split_patterns(s, spec.option_for("splits")).front().sized_by_tables();
+
   // Sizes.
   const bool has_tok = !spec.tokens.empty(), has_hid = !spec.hidden.empty(), has_bytes = !spec.bytes.empty();
   if (has_tok != has_hid)
@@ -46,7 +63,7 @@ PlannedGrid plan_cases(GridSpec& spec, const PlanOptions& options, std::vector<s
                     "--tokens and --hidden go together (the message is a [tokens, hidden] activation)");
   if (has_tok && has_bytes)
     throw GridError(spec.option_for("bytes"), "give either byte sizes (--bytes, -b/-e/-f) or --tokens/--hidden, not both");
-  if (!has_tok && !has_bytes)
+  if (!has_tok && !has_bytes && !sized_by_tables_only)
     throw GridError("--bytes", "no message sizes: give --tokens and --hidden, --bytes, -b/-e/-f, or a --preset");
 
   // TP sizes.

@@ -10,6 +10,7 @@
 #include "cli/cli_inputs.h"
 #include "cli/commands.h"
 #include "fit/eval.h"
+#include "fit/eval_alltoallv.h"
 #ifdef ARFIT_HAVE_SELECT_EVAL
 #include "codegen/select_eval.h"
 #endif
@@ -64,6 +65,15 @@ std::vector<std::pair<std::string, ProtocolFn>> protocols() {
                    return o;
                  }});
   }
+  // all-to-allv predicted from the uniform all-to-all in each effective-size mode (fit/eval_alltoallv.h).
+  v.push_back({"alltoallv", [](const std::vector<Sample>& s, const EvalArgs& a) {
+                 fit::EvalOptions o = fit_eval_options(a);
+                 if (a.methods.empty()) o.methods = fit::alltoallv_default_methods();
+                 const fit::AllToAllvEval r = fit::eval_alltoallv(s, o);
+                 ProtocolOutput out{r.to_table(), r.to_json(), {}};
+                 if (!a.points.empty()) out.points_csv = r.result.points_csv();
+                 return out;
+               }});
 #ifdef ARFIT_HAVE_SELECT_EVAL
   // Strategy-selection quality (codegen/select_eval.h).
   v.push_back({"select", [](const std::vector<Sample>& s, const EvalArgs& a) {
@@ -104,7 +114,9 @@ void add_eval(CLI::App& app) {
   cmd->add_option("samples", a->files, "Sample files (any format `arfit ingest` reads) or folders' files")->required()->check(CLI::ExistingFile);
   cmd->add_option("--protocol", a->protocol,
                   "interp2 (fit even-indexed sizes, predict odd), sparse4 (every 4th size + largest), extrap (fit <= 64 MiB, "
-                  "predict larger), crossn (fit all but the largest GPU count, predict it), select (choose strategies from a "
+                  "predict larger), crossn (fit all but the largest GPU count, predict it), alltoallv (all-to-allv samples "
+                  "predicted from the uniform all-to-all curve at each effective size: sum, max_of_max, max_of_sum, and "
+                  "arfit's choice; default methods auto,seed,seed-paper), select (choose strategies from a "
                   "partial sweep, regret against measured times; docs/codegen.md)")
       ->required();
   cmd->add_option("--json", a->json, "Also write the results as JSON to this file");

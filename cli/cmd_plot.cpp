@@ -20,6 +20,7 @@
 #include "model/errors.h"
 #include "model/model_set.h"
 #include "plots/adapters.h"
+#include "plots/alltoallv.h"
 #include "plots/figures.h"
 #include "plots/index.h"
 
@@ -250,6 +251,15 @@ void plot_errors(const Inputs& in, const PlotArgs& a, Renderer& r) {
   if (in.evals.empty() && in.samples.empty()) throw UsageError("plot errors needs an eval JSON (arfit eval --json) or samples");
 }
 
+// all-to-allv against the effective size per mode, over the all-to-all model (plots/alltoallv.h).
+int plot_alltoallv(const Inputs& in, Renderer& r) {
+  if (in.samples.empty() || !in.models)
+    throw UsageError("plot alltoallv needs all-to-allv samples and a models.json fitted with the uniform all-to-all");
+  const auto figs = plots::alltoallv_figures(in.samples, *in.models);
+  for (const auto& f : figs) r.draw(plots::alltoallv_figure(f.data, r.stem(f.name)));
+  return static_cast<int>(figs.size());
+}
+
 void run_plot(const PlotArgs& a) {
   if (a.kind == "index") {
     if (a.inputs.size() != 1) throw UsageError("plot index takes one folder of figures");
@@ -276,7 +286,11 @@ void run_plot(const PlotArgs& a) {
   else if (a.kind == "cross") plot_cross(in, a, r);
   else if (a.kind == "heatmap" || a.kind == "best" || a.kind == "diff" || a.kind == "regret") plot_grids(a.kind, in, a, r);
   else if (a.kind == "errors") plot_errors(in, a, r);
-  else if (a.kind == "all") {
+  else if (a.kind == "alltoallv") {
+    if (plot_alltoallv(in, r) == 0)
+      std::cerr << "arfit plot alltoallv: no all-to-allv group has an all-to-all model of its system, strategy and "
+                   "rank count; nothing to draw\n";
+  } else if (a.kind == "all") {
     // Everything the inputs allow.
     if (!in.samples.empty() || in.models) plot_fit(in, a, r);
     if (in.models && !a.tp.empty()) plot_cross(in, a, r);
@@ -295,6 +309,7 @@ void run_plot(const PlotArgs& a) {
       }
       if (predicted && two) plot_grids("regret", in, ga, r);
     }
+    if (!in.samples.empty() && in.models) plot_alltoallv(in, r);
     if (!in.evals.empty()) {
       Inputs only_evals;
       only_evals.evals = in.evals;
@@ -325,12 +340,14 @@ void add_plot(CLI::App& app) {
       "  diff     same inputs: % slower than the best, per strategy\n"
       "  regret   TABLE.json or MODELS.json + measured SAMPLES: regret of the choice vs the measured best\n"
       "  errors   EVAL.json (arfit eval --json; select eval too) or SAMPLES (runs --protocol, keeps the points)\n"
+      "  alltoallv SAMPLES + MODELS.json: measured all-to-allv latency against the effective size per mode (sum,\n"
+      "           max_of_max, max_of_sum) over the all-to-all model's prediction and band\n"
       "  all      every kind the inputs allow\n"
       "  index    DIR: write DIR/index.html (or -o/--index FILE) showing every figure under DIR\n"
       "gnuplot 5 with the pngcairo/svg terminals must be installed (gnuplot-nox; ARFIT_GNUPLOT overrides the binary).");
-  cmd->add_option("kind", a->kind, "fit | cross | heatmap | best | diff | regret | errors | all | index")
+  cmd->add_option("kind", a->kind, "fit | cross | heatmap | best | diff | regret | errors | alltoallv | all | index")
       ->required()
-      ->check(CLI::IsMember({"fit", "cross", "heatmap", "best", "diff", "regret", "errors", "all", "index"}));
+      ->check(CLI::IsMember({"fit", "cross", "heatmap", "best", "diff", "regret", "errors", "alltoallv", "all", "index"}));
   cmd->add_option("inputs", a->inputs, "Samples, models.json, codegen JSON, eval JSON (index: the figures folder)")->required();
   cmd->add_option("-o,--out", a->out_dir, "Output folder for the figures (index: the page to write)");
   cmd->add_option("--format", a->format, "Image format: png, svg or both")

@@ -126,7 +126,9 @@ void run_predict(const PredictArgs& a) {
     const auto p = set.predict(q);
     double bytes = q.bytes;
     if (bytes <= 0 && q.tokens > 0) bytes = static_cast<double>(q.tokens) * q.hidden * std::max(1, dtype_size(q.dtype.empty() ? "bf16" : q.dtype));
-    if (!q.splits.empty()) bytes = effective_alltoall_bytes(parse_alltoallv_split(q.splits), EffectiveMode::MaxOfSum);
+    if (!q.splits.empty())  // the effective size the models file's mode gives (ModelSet::predict)
+      bytes = effective_alltoall_bytes(parse_alltoallv_split(q.splits, std::max(1, dtype_size(q.dtype.empty() ? "fp32" : q.dtype))),
+                                       parse_effective_mode(set.raw().value("alltoallv_mode", std::string("max_of_sum"))));
     if (!p) {
       ++missing;
       if (!a.json) std::printf("%14.0f %8lld %8lld  no model answers this query\n", bytes, (long long)q.tokens, (long long)q.hidden);

@@ -60,10 +60,7 @@ void parallel_for(size_t n, int threads, Fn fn) {
   for (auto& th : pool) th.join();
 }
 
-struct CurvePreds {
-  bool ok = false;
-  std::vector<EvalPoint> points;
-};
+using CurvePreds = GroupPredictions;
 
 void summarize(EvalMethodResult& r, const std::vector<CurvePreds>& per_curve, bool keep) {
   std::vector<double> errs;
@@ -151,6 +148,12 @@ void check_methods(const std::vector<std::string>& methods, bool size_protocol) 
 }
 
 }  // namespace
+
+void summarize_predictions(EvalMethodResult& r, const std::vector<GroupPredictions>& per_group, bool keep) {
+  summarize(r, per_group, keep);
+}
+
+void check_eval_methods(const std::vector<std::string>& methods, bool size_protocol) { check_methods(methods, size_protocol); }
 
 void split_sizes(const std::string& protocol, const std::vector<double>& bytes, std::vector<size_t>& train,
                  std::vector<size_t>& test) {

@@ -27,6 +27,12 @@ struct EvalPoint {
   Prediction predicted;
 };
 
+// One group's (curve's, family's) predictions by one method; ok == false when the method could not fit it.
+struct GroupPredictions {
+  bool ok = false;
+  std::vector<EvalPoint> points;
+};
+
 struct EvalMethodResult {
   std::string name;
   ErrorSummary errors;
@@ -67,6 +73,12 @@ struct EvalOptions {
   int min_sizes = 12;
   bool keep_points = false;  // fill EvalMethodResult::points
 };
+
+// Throws std::invalid_argument naming the first method eval does not know (the ceiling diagnostics only with
+// a size protocol).
+void check_eval_methods(const std::vector<std::string>& methods, bool size_protocol);
+// Fills r's errors, 90 % coverage, predicted and failed groups (and points, when `keep`) from per-group predictions.
+void summarize_predictions(EvalMethodResult& r, const std::vector<GroupPredictions>& per_group, bool keep);
 
 // The size protocols' split of one curve's indices (ascending sizes) into training and test sets.
 void split_sizes(const std::string& protocol, const std::vector<double>& bytes, std::vector<size_t>& train,

@@ -1,5 +1,9 @@
 // NCCL all-to-allv: grouped ncclSend/ncclRecv with per-peer counts from the case's nranks x nranks matrix
-// (row = sender). Message size: the mean number of bytes a rank sends (equals all-to-all's for even splits).
+// (row = sender), which arbench fills from its split generators (bench/alltoallv_splits.h: cyclic, even, DLRM
+// tables, Zipf routing, hot spot). Zero entries (a rank without tables, a destination nobody routes to) post no
+// send or receive, and a rank that sends or receives nothing gets a minimal buffer. Message size: the mean number
+// of bytes a rank sends, i.e. the sum-mode effective size of model/alltoallv.h (all-to-all's own size for an
+// even split), which is what arbench records in `bytes`.
 #include <numeric>
 
 #include "kernels/nccl_collective_strategy.h"

@@ -69,31 +69,57 @@ double AllToAllvSplit::received(int r) const {
   return s;
 }
 
+namespace {
+
+std::vector<double> numbers(const std::string& list, const std::string& text) {
+  std::vector<double> v;
+  for (const auto& t : split(list, '-')) v.push_back(number(t, text));
+  return v;
+}
+
+AllToAllvSplit from_matrix_rows(const std::vector<std::string>& rows, const std::string& text) {
+  AllToAllvSplit out;
+  for (const auto& row : rows) out.matrix.push_back(numbers(row, text));
+  for (const auto& row : out.matrix)
+    if (row.size() != out.matrix.size())
+      throw std::invalid_argument("all-to-allv split '" + text + "': a matrix of " + std::to_string(out.matrix.size()) +
+                                  " rows needs " + std::to_string(out.matrix.size()) + " entries per row, found " +
+                                  std::to_string(row.size()));
+  return out;
+}
+
+}  // namespace
+
 AllToAllvSplit parse_alltoallv_split(const std::string& text, double element_bytes) {
   const std::vector<std::string> parts = split(text, ',');
   AllToAllvSplit out;
   if (parts.size() == 3) {
     const double batch = number(parts[0], text), dim = number(parts[2], text);
-    std::vector<double> tables;
-    for (const auto& t : split(parts[1], '-')) tables.push_back(number(t, text));
+    const std::vector<double> tables = numbers(parts[1], text);
     const size_t n = tables.size();
-    if (n < 1) throw std::invalid_argument("all-to-allv split '" + text + "': no ranks");
-    out.matrix.assign(n, std::vector<double>(n, 0.0));
-    for (size_t i = 0; i < n; ++i)
-      for (size_t j = 0; j < n; ++j) out.matrix[i][j] = batch / static_cast<double>(n) * tables[i] * dim * element_bytes;
+    // floor(B/n) samples per rank, as PARAM and the DLRM paper's code split the batch.
+    const double local_batch = std::floor(batch / static_cast<double>(n));
+    for (double t : tables) out.matrix.emplace_back(n, local_batch * t * dim * element_bytes);
+  } else if (parts.size() == 1 && text.find('/') != std::string::npos) {
+    out = from_matrix_rows(split(parts[0], '/'), text);
   } else if (parts.size() == 1) {
-    std::vector<double> sent;
-    for (const auto& t : split(parts[0], '-')) sent.push_back(number(t, text));
-    const size_t n = sent.size();
-    if (n < 1) throw std::invalid_argument("all-to-allv split '" + text + "': no ranks");
-    out.matrix.assign(n, std::vector<double>(n, 0.0));
-    for (size_t i = 0; i < n; ++i)
-      for (size_t j = 0; j < n; ++j) out.matrix[i][j] = sent[i] / static_cast<double>(n);
+    const std::vector<double> sent = numbers(parts[0], text);
+    for (double v : sent) out.matrix.emplace_back(sent.size(), v / static_cast<double>(sent.size()));
   } else {
     throw std::invalid_argument("all-to-allv split '" + text +
-                                "': expected \"B,T0-T1-...,D\" (batch, tables per rank, dimension) or \"S0-S1-...\" (bytes sent per rank)");
+                                "': expected \"B,T0-T1-...,D\" (batch, tables per rank, dimension), \"S0-S1-...\" "
+                                "(bytes sent per rank) or \"M00-M01-.../M10-M11-...\" (bytes rank i sends to rank j)");
   }
   return out;
+}
+
+std::string format_alltoallv_matrix(const std::vector<std::vector<std::int64_t>>& bytes) {
+  std::string s;
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    if (i) s += '/';
+    for (std::size_t j = 0; j < bytes[i].size(); ++j) s += (j ? "-" : "") + std::to_string(bytes[i][j]);
+  }
+  return s;
 }
 
 double effective_alltoall_bytes(const AllToAllvSplit& split, EffectiveMode mode) {
@@ -112,6 +138,17 @@ double effective_alltoall_bytes(const AllToAllvSplit& split, EffectiveMode mode)
     case EffectiveMode::MaxOfSum: return ms;
   }
   return 0;
+}
+
+double paper_effective_bytes(const AllToAllvSplit& split, EffectiveMode mode) {
+  if (mode == EffectiveMode::Sum) return effective_alltoall_bytes(split, mode);
+  double out = 0;
+  for (int r = 0; r < split.nranks(); ++r) {
+    const double self = split.matrix[r][r];
+    const double s = split.sent(r) - self, v = split.received(r) - self;
+    out = std::max(out, mode == EffectiveMode::MaxOfMax ? std::max(s, v) : s + v);
+  }
+  return out;
 }
 
 }  // namespace arfit

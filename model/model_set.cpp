@@ -171,6 +171,8 @@ std::vector<std::string> ModelSet::strategies(const std::string& system, Collect
 std::optional<Prediction> ModelSet::predict(const PredictQuery& q0) const {
   PredictQuery q = q0;
   if (!parsed_) return std::nullopt;
+  // An all-to-allv split is predicted through the uniform all-to-all model at its effective size.
+  if (!q.splits.empty()) q.collective = Collective::AllToAll;
   // Resolve the system when the set has only one.
   if (q.system.empty()) {
     const auto sys = systems();
@@ -193,7 +195,7 @@ std::optional<Prediction> ModelSet::predict(const PredictQuery& q0) const {
   const std::string dtype = !q.dtype.empty() ? canonical_dtype(q.dtype) : (!cands.empty() ? cands[0]->key.dtype : "bf16");
   if (bytes <= 0 && q.tokens > 0 && q.hidden > 0) bytes = static_cast<double>(q.tokens) * q.hidden * std::max(1, dtype_size(dtype));
   if (!q.splits.empty()) {
-    const AllToAllvSplit sp = parse_alltoallv_split(q.splits);
+    const AllToAllvSplit sp = parse_alltoallv_split(q.splits, std::max(1, dtype_size(dtype)));
     bytes = effective_alltoall_bytes(sp, parse_effective_mode(json_.value("alltoallv_mode", std::string("max_of_sum"))));
     how_size = " alltoallv-" + json_.value("alltoallv_mode", std::string("max_of_sum"));
   }

@@ -24,10 +24,14 @@ std::string fmt(const char* f, double v) {
 // Key without the system, for pairing samples and models when the system labels differ.
 auto loose(const GroupKey& k) { return std::make_tuple(k.collective, k.strategy, k.fusion, k.dtype, k.nranks, k.nnodes); }
 
+}  // namespace
+
 std::string key_name(const GroupKey& k) {
   return slug(k.system + "_" + to_string(k.collective) + "_" + k.strategy + "_" + to_string(k.fusion) + "_" + k.dtype +
               (k.nranks > 0 ? "_n" + std::to_string(k.nranks) : "") + (k.nnodes > 1 ? "_N" + std::to_string(k.nnodes) : ""));
 }
+
+namespace {
 
 // Median time per size; out-of-place samples preferred where a size has both.
 std::vector<FitPoint> reduce_points(const std::vector<const Sample*>& samples, bool held_out) {
@@ -43,6 +47,26 @@ std::vector<FitPoint> reduce_points(const std::vector<const Sample*>& samples, b
   return out;
 }
 
+}  // namespace
+
+std::optional<Prediction> predict_at(const ModelSet& models, const GroupKey& key, double bytes, int sm) {
+  PredictQuery q;
+  q.system = key.system;
+  q.collective = key.collective;
+  q.strategy = key.strategy;
+  q.fusion = key.fusion;
+  q.dtype = key.dtype;
+  q.nranks = key.nranks;
+  q.nnodes = key.nnodes;
+  q.sm = sm;
+  q.bytes = bytes;
+  try {
+    return models.predict(q);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
 FitCurve model_curve(const ModelSet& models, const GroupKey& key, double lo, double hi, int per_octave, int sm,
                      const std::string& label, bool dashed) {
   FitCurve c;
@@ -55,27 +79,14 @@ FitCurve model_curve(const ModelSet& models, const GroupKey& key, double lo, dou
   int steps = std::max(2, static_cast<int>(std::ceil(std::log2(hi / lo) * per_octave)));
   for (int i = 0; i <= steps; ++i) {
     double bytes = lo * std::pow(hi / lo, static_cast<double>(i) / steps);
-    PredictQuery q;
-    q.system = key.system;
-    q.collective = key.collective;
-    q.strategy = key.strategy;
-    q.fusion = key.fusion;
-    q.dtype = key.dtype;
-    q.nranks = key.nranks;
-    q.nnodes = key.nnodes;
-    q.sm = sm;
-    q.bytes = bytes;
-    std::optional<Prediction> p;
-    try {
-      p = models.predict(q);
-    } catch (const std::exception&) {
-      p.reset();
-    }
+    const std::optional<Prediction> p = predict_at(models, key, bytes, sm);
     if (!p || !(p->time_us > 0)) continue;
     c.points.push_back({bytes, p->time_us, p->lo_us, p->hi_us});
   }
   return c;
 }
+
+namespace {
 
 std::string tp_text(int n) { return "TP" + std::to_string(n); }
 

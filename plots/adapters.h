@@ -32,6 +32,15 @@ std::string group_title(const GroupKey& key);
 using arfit::sample_group_key;
 using arfit::sample_system;
 
+// A group's file-name-safe name: "<system>_<collective>_<strategy>_<fusion>_<dtype>_n8" ("_N2" for 2 nodes).
+std::string key_name(const GroupKey& key);
+// The models' prediction for `key` at `bytes` (`sm` 0 = the measured SM); nullopt when they cannot answer.
+std::optional<Prediction> predict_at(const ModelSet& models, const GroupKey& key, double bytes, int sm = 0);
+// The models' prediction for `key` from `lo` to `hi` bytes, `per_octave` points per doubling (sizes the models
+// cannot answer are left out), with the 90 % band; `sm` 0 = the measured SM.
+FitCurve model_curve(const ModelSet& models, const GroupKey& key, double lo, double hi, int per_octave, int sm,
+                     const std::string& label, bool dashed);
+
 // ---- fit figures ----
 
 struct FitAdapterOptions {

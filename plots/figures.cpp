@@ -20,29 +20,36 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-// Screen-fraction margins for one multiplot panel.
+}  // namespace
+
 std::string panel_margins(double x0, double x1, double y0, double y1) {
   return "set lmargin at screen " + num(x0) + "\nset rmargin at screen " + num(x1) + "\nset bmargin at screen " +
          num(y0) + "\nset tmargin at screen " + num(y1) + "\n";
 }
 
-// Colours per series name, in first-seen order.
-class SeriesColours {
- public:
-  std::string operator()(const std::string& series) {
-    auto it = index_.find(series);
-    if (it == index_.end()) it = index_.emplace(series, index_.size()).first;
-    return series_colour(it->second);
-  }
-
- private:
-  std::map<std::string, std::size_t> index_;
-};
+std::string SeriesColours::operator()(const std::string& series) {
+  auto it = index_.find(series);
+  if (it == index_.end()) it = index_.emplace(series, index_.size()).first;
+  return series_colour(it->second);
+}
 
 std::string title_text(const std::string& s) { return gp_quote(gp_enhanced_escape(s)); }
 
-// A legend drawn as its own full-width multiplot panel below the plots, so it is never squeezed into (and
-// clipped by) one narrow panel. `entries` are plot elements with titles, e.g. "NaN with lines lc rgb '#...' title 'x'".
+std::string multiplot_title(const std::string& title, const std::string& subtitle) {
+  // A double-quoted gnuplot string (for the "\n"): the enhanced-text backslashes must be doubled.
+  auto dquote = [](const std::string& t) {
+    std::string out;
+    for (char ch : t) {
+      if (ch == '\\' || ch == '"') out += '\\';
+      out += ch;
+    }
+    return out;
+  };
+  std::string text = dquote(gp_enhanced_escape(title));
+  if (!subtitle.empty()) text += "\\n{/*0.85 " + dquote(gp_enhanced_escape(subtitle)) + "}";
+  return "set multiplot title \"" + text + "\" font ',14'\n";
+}
+
 std::string legend_panel(double top, const std::vector<std::string>& entries, int max_cols) {
   if (entries.empty()) return "";
   std::ostringstream s;
@@ -59,8 +66,6 @@ std::string legend_panel(double top, const std::vector<std::string>& entries, in
   s << "\n";
   return s.str();
 }
-
-}  // namespace
 
 std::string slug(const std::string& s) {
   std::string out;
@@ -152,18 +157,7 @@ Figure fit_figure(const FitFigureData& d, const std::string& stem) {
   double bottom = 0.13 + key_h;
   double top = d.subtitle.empty() ? 0.88 : 0.85;
 
-  // A double-quoted gnuplot string (for the "\n"): the enhanced-text backslashes must be doubled.
-  auto dquote = [](const std::string& t) {
-    std::string out;
-    for (char ch : t) {
-      if (ch == '\\' || ch == '"') out += '\\';
-      out += ch;
-    }
-    return out;
-  };
-  std::string title = dquote(gp_enhanced_escape(d.title));
-  if (!d.subtitle.empty()) title += "\\n{/*0.85 " + dquote(gp_enhanced_escape(d.subtitle)) + "}";
-  s << "set multiplot title \"" << title << "\" font ',14'\n";
+  s << multiplot_title(d.title, d.subtitle);
   s << "set logscale xy\nset grid xtics ytics lc rgb '#d0d0d0' lw 1\nset border lw 1.2\n";
   s << "set xrange [" << num(x0) << ":" << num(x1) << "]\n";
   s << bytes_tics("x", x0, x1, 11);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -173,5 +174,25 @@ Figure stacked_bar_figure(const StackedBarData& data, const std::string& stem);
 
 // A file-name-safe slug: letters, digits, '-', '.', '_' kept; anything else -> '_' (runs collapsed).
 std::string slug(const std::string& s);
+
+// ---- pieces shared by the figure bodies ----
+
+// Screen-fraction margins for one multiplot panel.
+std::string panel_margins(double x0, double x1, double y0, double y1);
+// Colours per series name, in first-seen order (series_colour).
+class SeriesColours {
+ public:
+  std::string operator()(const std::string& series);
+
+ private:
+  std::map<std::string, std::size_t> index_;
+};
+// "set multiplot title ..." with the title and, when given, a smaller subtitle line, both shown as written.
+std::string multiplot_title(const std::string& title, const std::string& subtitle);
+// A quoted, enhanced-text-escaped gnuplot title.
+std::string title_text(const std::string& s);
+// A legend drawn as its own full-width multiplot panel below the plots, so it is never squeezed into (and
+// clipped by) one narrow panel. `entries` are plot elements with titles, e.g. "NaN with lines lc rgb '#...' title 'x'".
+std::string legend_panel(double top, const std::vector<std::string>& entries, int max_cols);
 
 }  // namespace arfit::plots

@@ -27,6 +27,7 @@ const std::vector<std::pair<std::string, std::string>>& kinds() {
       {"diff", "Slower than the best"},
       {"regret", "Regret"},
       {"errors", "Prediction errors"},
+      {"alltoallv", "all-to-allv from the all-to-all"},
       {"breakdown", "Profile breakdowns"},
   };
   return k;

@@ -6,6 +6,8 @@
 # without the fused residual+RMSNorm epilogue), over a tokens x hidden grid with a lattice:2 plan: about a
 # third of the cells are measured, the rest are predicted. With GPUs (nvidia-smi lists one and the build has
 # CUDA) it measures the custom kernels (one-shot/two-shot, virtual ranks when there is a single GPU) and NCCL.
+# On the host it also measures an all-to-all + all-to-allv set (DLRM, Zipf and hot-spot splits,
+# scripts/measure_alltoallv.sh) and evaluates each effective-size mode on it.
 #
 #   ARFIT_BUILD_DIR  build directory (default: build)     ARFIT_OUT  output directory (default: out)
 #   ARFIT_JOBS       parallel build jobs (default: cores)  ARFIT_BACKEND  host|gpu (default: detected)
@@ -67,6 +69,14 @@ step "codegen: best-strategy tables over the full grid"
 
 step "eval: how good choices made from a sparse subset of the measured cells are (regret)"
 "$ARFIT" eval "${SAMPLES[@]}" --protocol select --json "$OUT/eval-select.json" | tee "$OUT/eval-select.txt"
+
+if [ "$backend" = host ]; then
+  step "all-to-allv: uniform all-to-all + DLRM / Zipf / hot-spot splits, 2 ranks, 5 launches; predicted per mode"
+  bash scripts/measure_alltoallv.sh "$ARBENCH" "$OUT/alltoallv" 2 5
+  "$ARFIT" eval "$OUT"/alltoallv/*.csv --protocol alltoallv --json "$OUT/eval-alltoallv.json" | tee "$OUT/eval-alltoallv.txt"
+  "$ARFIT" fit "$OUT"/alltoallv/*.csv -o "$OUT/models-alltoallv.json"
+  "$ARFIT" plot alltoallv "$OUT"/alltoallv/*.csv "$OUT/models-alltoallv.json" -o "$OUT/figures"
+fi
 
 step "plots: figures and out/index.html"
 "$ARFIT" plot all "${SAMPLES[@]}" "$OUT/models.json" "$OUT/generated/best_strategy.json" "$OUT/eval-select.json" \

@@ -12,7 +12,7 @@
 #include <functional>
 #include <thread>
 
-#include "bench/host/host_ops.h"
+#include "bench/alltoallv_splits.h"
 #include "kernels/all_reduce.h"
 #include "kernels/cuda_check.h"
 #include "kernels/mpi_handle_exchange.h"
@@ -49,8 +49,7 @@ StrategyCase to_strategy_case(const Case& c) {
     case Collective::ReduceScatter: s.count = c.count / c.tp; break;
     case Collective::AllToAllV: {
       s.count = c.count;
-      for (int i = 0; i < c.tp; ++i)
-        for (auto v : host::alltoallv_counts(c.count, c.tp, i)) s.alltoallv_counts.push_back(v);
+      for (const auto& row : alltoallv_case_counts(c)) s.alltoallv_counts.insert(s.alltoallv_counts.end(), row.begin(), row.end());
       break;
     }
     default: s.count = c.count;
@@ -423,8 +422,10 @@ Descriptor adapt(const StrategyDescriptor& k) {
     return std::nullopt;
   };
   d.make = [kp](const Case&) { return std::make_unique<StrategyOp>(*kp); };
-  if (k.collective == Collective::AllToAllV)
-    d.splits = host::alltoallv_descriptor_splits;
+  if (k.collective == Collective::AllToAllV) {
+    d.splits = alltoallv_recorded_splits;
+    d.byte_counts = alltoallv_byte_bound;
+  }
   return d;
 }
 

@@ -1,61 +1,53 @@
-// host / alltoallv / MPI: MPI_Alltoallv with a fixed, deliberately uneven split (as MoE token routing is):
-// rank i sends to rank j a share proportional to 1 + ((i + j) mod n) of its count elements. nccl-tests
-// style byte count: the count elements each rank sends in total. The split is recorded with the sample.
-#include "bench/host/host_ops.h"
-
+// host / alltoallv / MPI: MPI_Alltoallv with the case's split pattern (bench/alltoallv_splits.h: cyclic, even,
+// DLRM tables, Zipf-popular destinations, a hot spot). nccl-tests style byte count: the mean number of bytes a
+// rank sends (the sum-mode effective size). The split is recorded with the sample.
+#include <algorithm>
+#include <climits>
 #include <numeric>
 
+#include "bench/alltoallv_splits.h"
+#include "bench/host/host_ops.h"
+
 namespace arfit::bench::host {
-
-// Elements rank i sends to rank j out of `count`.
-std::vector<std::int64_t> alltoallv_counts(std::int64_t count, int n, int i) {
-  std::vector<std::int64_t> c(static_cast<std::size_t>(n));
-  const std::int64_t total_weight = static_cast<std::int64_t>(n) * (n + 1) / 2;
-  std::int64_t used = 0;
-  for (int j = 0; j < n; ++j) {
-    c[j] = count * (1 + (i + j) % n) / total_weight;
-    used += c[j];
-  }
-  c[n - 1] += count - used;
-  return c;
-}
-
-std::string alltoallv_descriptor_splits(const Case& c) {
-  std::string s;
-  for (auto v : alltoallv_counts(c.count, c.tp, 0)) s += (s.empty() ? "" : "-") + std::to_string(v * c.elem_size());
-  return s;
-}
-
 namespace {
+
+std::int64_t row_total(const SplitCounts& c, int i) {
+  return std::accumulate(c[static_cast<std::size_t>(i)].begin(), c[static_cast<std::size_t>(i)].end(), std::int64_t{0});
+}
+std::int64_t column_total(const SplitCounts& c, int j) {
+  std::int64_t t = 0;
+  for (const auto& row : c) t += row[static_cast<std::size_t>(j)];
+  return t;
+}
 
 template <typename T>
 class MpiAllToAllV : public HostOpBase<T> {
  protected:
+  // The split, computed on first use: init() sizes the buffers (input_count, output_count) before setup().
+  const SplitCounts& counts() const {
+    if (counts_.empty()) counts_ = alltoallv_case_counts(this->case_);
+    return counts_;
+  }
+  std::int64_t input_count() const override { return row_total(counts(), this->ctx_.rank); }
+  std::int64_t output_count() const override { return column_total(counts(), this->ctx_.rank); }
   void setup() override {
     const int n = this->ctx_.nranks, me = this->ctx_.rank;
     sc_.resize(n), sd_.resize(n), rc_.resize(n), rd_.resize(n);
-    auto mine = alltoallv_counts(this->case_.count, n, me);
     int so = 0, ro = 0;
     for (int j = 0; j < n; ++j) {
-      sc_[j] = static_cast<int>(mine[j]);
+      sc_[j] = static_cast<int>(counts()[me][j]);  // validate_alltoallv bounded every total by INT_MAX
       sd_[j] = so;
       so += sc_[j];
-      rc_[j] = static_cast<int>(alltoallv_counts(this->case_.count, n, j)[me]);
+      rc_[j] = static_cast<int>(counts()[j][me]);
       rd_[j] = ro;
       ro += rc_[j];
     }
-  }
-  std::int64_t output_count() const override {
-    std::int64_t total = 0;
-    for (int j = 0; j < this->ctx_.nranks; ++j)
-      total += alltoallv_counts(this->case_.count, this->ctx_.nranks, j)[this->ctx_.rank];
-    return total;
   }
   std::int64_t count_wrong() const override {
     std::int64_t wrong = 0;
     const int n = this->ctx_.nranks, me = this->ctx_.rank;
     for (int i = 0; i < n; ++i) {
-      auto ci = alltoallv_counts(this->case_.count, n, i);
+      const auto& ci = counts()[static_cast<std::size_t>(i)];
       const std::int64_t src_off = std::accumulate(ci.begin(), ci.begin() + me, std::int64_t{0});
       for (int t = 0; t < rc_[i]; ++t)
         if (!this->close(to_float(this->output()[rd_[i] + t]), input_value(i, 0, src_off + t))) ++wrong;
@@ -72,8 +64,19 @@ class MpiAllToAllV : public HostOpBase<T> {
   }
 
  private:
+  mutable SplitCounts counts_;
   std::vector<int> sc_, sd_, rc_, rd_;
 };
+
+// MPI counts and displacements are int: every rank's sent and received totals must fit.
+std::optional<CaseIssue> validate_alltoallv(const Case& c, const Limits&) {
+  const SplitCounts counts = alltoallv_case_counts(c);
+  for (int r = 0; r < c.tp; ++r)
+    if (std::max(row_total(counts, r), column_total(counts, r)) > INT_MAX)
+      return CaseIssue{c.split.rfind("dlrm", 0) == 0 ? "--splits" : "--bytes",
+                       c.describe() + ": rank " + std::to_string(r) + " sends or receives more than INT_MAX elements (MPI counts are int)"};
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -85,10 +88,10 @@ const Descriptor& alltoallv_mpi_descriptor() {
     x.strategy = "MPI";
     x.fusions = {FusionOp::None};
     x.dtypes = host_dtypes();
-    x.byte_counts = [](std::int64_t count, int elem, int) { return ByteCounts{count * elem, count * elem}; };
-    x.validate = validate_mpi_count;
+    x.byte_counts = alltoallv_byte_bound;
+    x.validate = validate_alltoallv;
     x.make = [](const Case& c) { return make_typed<MpiAllToAllV>(c); };
-    x.splits = alltoallv_descriptor_splits;
+    x.splits = alltoallv_recorded_splits;
     return x;
   }();
   return d;

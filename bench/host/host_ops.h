@@ -15,11 +15,6 @@ const Descriptor& reducescatter_mpi_descriptor();
 const Descriptor& alltoall_mpi_descriptor();
 const Descriptor& alltoallv_mpi_descriptor();
 
-// All-to-allv split: elements rank i sends to each rank out of `count` (1 + (i + j) mod n weighting), and
-// the split recorded in a sample's `splits` column (bytes rank 0 sends to each peer, joined by '-').
-std::vector<std::int64_t> alltoallv_counts(std::int64_t count, int n, int i);
-std::string alltoallv_descriptor_splits(const Case& c);
-
 // Fault injection for MPI collectives (test only): a rank that never joins; only the hard timeout ends it.
 [[noreturn]] void hang_forever();
 

@@ -5,35 +5,12 @@
 
 #include "bench/options.h"
 #include "bench/plan.h"
+#include "bench_options_helpers.h"
 
 using namespace arfit;
 using namespace arfit::bench;
-
-namespace {
-
-Options parse(std::vector<std::string> args) {
-  args.insert(args.begin(), "arbench");
-  std::vector<const char*> argv;
-  for (auto& a : args) argv.push_back(a.c_str());
-  return parse_options(static_cast<int>(argv.size()), argv.data());
-}
-
-// The option named by the GridError a command line raises ("" when it parses and plans fine).
-std::string offending_option(std::vector<std::string> args, int world = 2) {
-  try {
-    Options o = parse(std::move(args));
-    PlanOptions po;
-    po.limits.world = world;
-    po.limits.workspace = o.workspace;
-    po.limits.virtual_ranks = o.runner.virtual_ranks;
-    plan_cases(o.spec, po, nullptr);
-  } catch (const GridError& e) {
-    return e.option();
-  }
-  return "";
-}
-
-}  // namespace
+using arfit::bench::testing::offending_option;
+using arfit::bench::testing::parse;
 
 TEST(BenchGrid, SizeListsRangesAndSuffixes) {
   EXPECT_EQ(parse_size("8G", "-e"), std::int64_t{8} << 30);

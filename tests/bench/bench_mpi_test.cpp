@@ -48,6 +48,7 @@ std::string describe(const Sample& s) {
   c.tokens = s.tokens;
   c.hidden = s.hidden;
   c.bytes = s.bytes;
+  if (s.collective == Collective::AllToAllV) c.split = "cyclic";  // the default split of these grids
   return c.describe();
 }
 

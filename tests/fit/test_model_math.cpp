@@ -168,6 +168,34 @@ TEST(AllToAllv, EffectiveSizesByHand) {
   EXPECT_THROW(parse_alltoallv_split("abc-1"), std::invalid_argument);
 }
 
+TEST(AllToAllv, MatrixFormRoundTripsAndPaperSizesLeaveSelfTrafficOut) {
+  // Rank 0 sends 100 to itself and 300 to rank 1; rank 1 sends 50 and 150.
+  const std::string text = format_alltoallv_matrix({{100, 300}, {50, 150}});
+  EXPECT_EQ(text, "100-300/50-150");
+  const AllToAllvSplit m = parse_alltoallv_split(text);
+  ASSERT_EQ(m.nranks(), 2);
+  EXPECT_DOUBLE_EQ(m.matrix[0][1], 300);
+  EXPECT_DOUBLE_EQ(m.sent(0), 400);
+  EXPECT_DOUBLE_EQ(m.received(1), 450);
+  EXPECT_DOUBLE_EQ(effective_alltoall_bytes(m, EffectiveMode::Sum), 300);        // (400 + 200) / 2
+  EXPECT_DOUBLE_EQ(effective_alltoall_bytes(m, EffectiveMode::MaxOfMax), 450);   // rank 1 receives 450
+  EXPECT_DOUBLE_EQ(effective_alltoall_bytes(m, EffectiveMode::MaxOfSum), 325);   // rank 1: (200 + 450) / 2
+  // The paper's sizes without self traffic: rank 0 sends 300 and receives 50, rank 1 sends 50 and receives 300.
+  EXPECT_DOUBLE_EQ(paper_effective_bytes(m, EffectiveMode::Sum), 300);
+  EXPECT_DOUBLE_EQ(paper_effective_bytes(m, EffectiveMode::MaxOfMax), 300);
+  EXPECT_DOUBLE_EQ(paper_effective_bytes(m, EffectiveMode::MaxOfSum), 350);
+  // A uniform split: S under sum, (n-1)/n S and 2 (n-1)/n S under the paper's max modes (n = 4, S = 4000).
+  const AllToAllvSplit u = parse_alltoallv_split("4000-4000-4000-4000");
+  EXPECT_DOUBLE_EQ(paper_effective_bytes(u, EffectiveMode::Sum), 4000);
+  EXPECT_DOUBLE_EQ(paper_effective_bytes(u, EffectiveMode::MaxOfMax), 3000);
+  EXPECT_DOUBLE_EQ(paper_effective_bytes(u, EffectiveMode::MaxOfSum), 6000);
+  // The batch splits as floor(B/n), as PARAM and the DLRM paper's code do: B = 10 over 4 ranks is 2 per rank.
+  EXPECT_DOUBLE_EQ(parse_alltoallv_split("10,1-1-1-1,8").matrix[0][0], 2 * 8 * 4);
+  EXPECT_THROW(parse_alltoallv_split("1-2/3"), std::invalid_argument);      // not square
+  EXPECT_THROW(parse_alltoallv_split("1-2-3/4-5-6"), std::invalid_argument);
+  EXPECT_THROW(parse_alltoallv_split("1-x/3-4"), std::invalid_argument);
+}
+
 TEST(SmTargets, TransferScalesTheBandwidthPartAndWidens) {
   Prediction p;
   p.time_us = 110;
