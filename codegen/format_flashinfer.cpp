@@ -32,13 +32,7 @@ std::string write_flashinfer(const FlashinferConfig& c, const Banner& banner) {
   std::ostringstream s;
   s << banner_text(banner, "# ", "FlashInfer trtllm_allreduce_fusion one-shot thresholds for SM" + std::to_string(c.sm) +
                                      ", chosen from fitted models.");
-  s << "# Strategies:";
-  for (const auto& [role, from] : c.roles) {
-    s << " " << role << " =";
-    for (std::size_t i = 0; i < from.size(); ++i) s << (i ? " or " : " ") << from[i];
-    s << ";";
-  }
-  s << "\n#\n";
+  s << python_roles_comment(c.roles) << "#\n";
   s << "# FlashInfer takes one-shot while token_num * hidden_dim * 2 * world_size * itemsize / MiB <=\n"
        "# _use_oneshot_heuristics[world_size] and two-shot above (trtllm_ar.py, _should_use_oneshot; it still falls back\n"
        "# to two-shot above its Lamport buffer, MAX_COMM_SIZE). World sizes missing here keep FlashInfer's values.\n"

@@ -29,13 +29,7 @@ std::string write_sglang(const SglangConfig& c, const Banner& banner) {
   std::ostringstream s;
   s << banner_text(banner, "# ", "SGLang custom all-reduce v2 NCCL crossovers for SM" + std::to_string(c.sm) +
                                      ", chosen from fitted models.");
-  s << "# Strategies:";
-  for (const auto& [role, from] : c.roles) {
-    s << " " << role << " =";
-    for (std::size_t i = 0; i < from.size(); ++i) s << (i ? " or " : " ") << from[i];
-    s << ";";
-  }
-  s << "\n#\n";
+  s << python_roles_comment(c.roles) << "#\n";
   s << "# SGLang runs its custom all-reduce while nbytes <= NCCL_CROSSOVER[context][world_size] and NCCL above, once\n"
        "# apply() has put the crossover into SGLang's tuned Heuristic (its workspace, 16 MiB pull by default, still\n"
        "# caps it). Contexts missing here (None) and world sizes not listed keep SGLang's tuned values. Install: call\n"

@@ -18,15 +18,6 @@ std::uint64_t vllm_max_size(const ThresholdRow& row) { return row.split == 0 ? 0
 
 namespace {
 
-std::string sources_line(const StrategySources& roles) {
-  std::string s;
-  for (const auto& [role, from] : roles) {
-    s += (s.empty() ? "" : "; ") + role + " = ";
-    for (std::size_t i = 0; i < from.size(); ++i) s += (i ? " or " : "") + from[i];
-  }
-  return s;
-}
-
 std::string max_size_dict(const std::string& name, const std::string& capability, const std::vector<ThresholdRow>& rows) {
   return name + " = {\n    \"" + capability + "\": " +
          python_tp_dict(rows, "    ", [](const ThresholdRow& r) { return std::to_string(vllm_max_size(r)); },
@@ -42,7 +33,7 @@ std::string write_vllm(const VllmConfig& c, const Banner& banner) {
   const std::string cap = vllm_capability(c.sm);
   std::ostringstream s;
   s << banner_text(banner, "# ", "vLLM custom all-reduce sizes for compute capability " + cap + ", chosen from fitted models.");
-  s << "# Strategies: " << sources_line(c.roles) << ".\n#\n";
+  s << python_roles_comment(c.roles) << "#\n";
   s << "# vLLM runs its custom all-reduce while inp_size < CUSTOM_ALL_REDUCE_MAX_SIZES[capability][world_size] (bytes)\n"
        "# and NCCL from there up (custom_all_reduce.py, should_custom_ar). It reads the table when symmetric memory is\n"
        "# enabled and caps it at CustomAllreduce's max_size (8 MiB by default). World sizes missing here keep vLLM's\n"

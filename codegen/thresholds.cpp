@@ -106,6 +106,17 @@ std::string python_tp_dict(const std::vector<ThresholdRow>& rows, const std::str
   return s + indent + "}";
 }
 
+std::string python_roles_comment(const StrategySources& roles) {
+  std::string s;
+  bool several = false;
+  for (const auto& [role, from] : roles) {
+    s += (s.empty() ? "" : "; ") + role + " = ";
+    for (std::size_t i = 0; i < from.size(); ++i) s += (i ? " or " : "") + from[i];
+    several |= from.size() > 1;
+  }
+  return "# Strategies: " + s + (several ? " (several: the faster of them at each size)" : "") + ".\n";
+}
+
 std::string python_disagreement_comments(const std::vector<ThresholdRow>& rows, const std::string& what) {
   if (rows.empty()) return "";
   const auto lines = describe_disagreements(rows, what);
