@@ -192,7 +192,7 @@ FormatOutput generate_trtllm(const FormatInput& in) {
     throw std::invalid_argument("--map: the models hold strategies TensorRT-LLM has no number for: " + join(t.unmapped) +
                                 "; map each onto one of NCCL, ONESHOT, TWOSHOT, NCCL_SYMMETRIC (e.g. --map " +
                                 t.unmapped.front() + "=ONESHOT) or leave it out (--map " + t.unmapped.front() + "=ignore)");
-  if (t.count("fallback") == static_cast<int>(t.cells.size()))
+  if (t.count("model") == 0)
     throw std::invalid_argument("no cell of the grid has a modelled all-reduce strategy for system '" + t.table.options.system +
                                 "' among NCCL, ONESHOT, TWOSHOT, NCCL_SYMMETRIC and the --map'ped ones");
   Banner b = in.banner;

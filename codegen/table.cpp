@@ -103,8 +103,7 @@ StrategyTable build_table(const Grid& grid, const CandidateLister& candidates, c
   q.nnodes = 1;
   for (std::size_t ti = 0; ti < grid.tps.size(); ++ti) {
     for (std::size_t fi = 0; fi < grid.fusions.size(); ++fi) {
-      std::vector<std::string> names = candidates(grid.tps[ti], grid.fusions[fi]);
-      if (options.accept) names.erase(std::remove_if(names.begin(), names.end(), [&](const std::string& s) { return !options.accept(s); }), names.end());
+      const std::vector<std::string> names = candidates(grid.tps[ti], grid.fusions[fi]);
       q.nranks = grid.tps[ti];
       q.fusion = grid.fusions[fi];
       for (std::size_t hi = 0; hi < grid.hiddens.size(); ++hi) {
@@ -192,7 +191,6 @@ StrategyTable remap_table(const StrategyTable& t, const StrategySources& sources
   out.grid = t.grid;
   out.options = t.options;
   out.options.fallback = fallback;
-  out.options.accept = nullptr;
   out.cells.reserve(t.cells.size());
   std::set<std::string> seen;
   for (const Cell& in : t.cells) {

@@ -52,8 +52,6 @@ struct TableOptions {
   std::string dtype = "bf16";
   int sm = 0;                  // 0: the measured SM
   std::string fallback = strategy::kNccl;  // strategy of cells no candidate can predict
-  // Keep only candidates accepted here (e.g. those TensorRT-LLM can number); empty = keep all.
-  std::function<bool(const std::string&)> accept;
 };
 
 struct CandidateTime {

@@ -120,32 +120,42 @@ TEST(CodegenTable, ChoosesArgminAndFlagsUncertainCells) {
   EXPECT_EQ(seen.size(), 3u);
 }
 
-TEST(CodegenTable, FallbackAndAcceptFilter) {
+TEST(CodegenTable, FallbackAndRemap) {
   Grid g;
   g.tps = {2, 4};
   g.fusions = {FusionOp::None};
   g.hiddens = {1024};
   g.tokens = {1, 16384};
-  // TP 4 has no model at all -> fallback; TWOSHOT filtered out.
+  // TP 4 has no model at all -> fallback; TWOSHOT left out by the remap.
   Predictor p = [](const PredictQuery& q) -> std::optional<Prediction> {
     if (q.nranks == 4) return std::nullopt;
     Prediction r;
     r.time_us = synthetic_time(q.strategy, q.nranks, q.fusion, q.bytes);
     return r;
   };
-  TableOptions o;
-  o.fallback = "NCCL_SYMMETRIC";
-  o.accept = [](const std::string& s) { return s != "TWOSHOT"; };
-  const StrategyTable t = build_table(g, three_strategies(), p, o);
+  const StrategyTable all = build_table(g, three_strategies(), p);
+  // Renamed candidates: NCCL stays NCCL, ONESHOT stands for FAST, TWOSHOT is dropped.
+  const StrategyTable t = remap_table(all, {{"NCCL", {"NCCL"}}, {"FAST", {"ONESHOT"}}}, "NCCL_SYMMETRIC");
   EXPECT_EQ(t.fallback_cells(), 2);
+  EXPECT_EQ(t.strategies, (std::vector<std::string>{"FAST", "NCCL"}));
   EXPECT_EQ(t.at(1, 0, 0, 0).choice, "NCCL_SYMMETRIC");
   EXPECT_TRUE(t.at(1, 0, 0, 0).fallback);
   for (const auto& c : t.cells)
     for (const auto& cand : c.candidates) EXPECT_NE(cand.strategy, "TWOSHOT");
   // Without intervals nothing is uncertain and there is no expected regret.
   EXPECT_FALSE(t.at(0, 0, 0, 0).uncertain);
-  EXPECT_EQ(t.at(0, 0, 0, 0).choice, "ONESHOT");
+  EXPECT_EQ(t.at(0, 0, 0, 0).choice, "FAST");
   EXPECT_EQ(t.at(0, 0, 0, 1).choice, "NCCL");
+  // The same choices as predicting the renamed candidates (mapped_predictor), cell for cell.
+  const StrategySources sources{{"NCCL", {"NCCL"}}, {"FAST", {"ONESHOT", "TWOSHOT"}}};
+  const StrategyTable remapped = remap_table(all, sources, "NCCL");
+  const StrategyTable predicted =
+      build_table(g, [](int, FusionOp) { return std::vector<std::string>{"FAST", "NCCL"}; }, mapped_predictor(p, sources));
+  for (std::size_t i = 0; i < remapped.cells.size(); ++i) {
+    EXPECT_EQ(remapped.cells[i].choice, predicted.cells[i].choice);
+    EXPECT_EQ(remapped.cells[i].runner_up, predicted.cells[i].runner_up);
+    EXPECT_DOUBLE_EQ(remapped.cells[i].margin, predicted.cells[i].margin);
+  }
 }
 
 TEST(CodegenTable, ExpectedShortfall) {
