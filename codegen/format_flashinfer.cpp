@@ -58,27 +58,19 @@ def install():
 
 namespace {
 
-bool is_oneshot(const std::string& n) { return n == "oneshot"; }
-bool is_twoshot(const std::string& n) { return n == "twoshot"; }
-
 const std::vector<RoleSpec>& flashinfer_roles() {
-  static const std::vector<RoleSpec> roles{{"oneshot", &is_oneshot, "ONESHOT"}, {"twoshot", &is_twoshot, "TWOSHOT"}};
+  static const std::vector<RoleSpec> roles{{"oneshot", &is_oneshot_name, "ONESHOT"}, {"twoshot", &is_twoshot_name, "TWOSHOT"}};
   return roles;
 }
 
 FormatOutput generate_flashinfer(const FormatInput& in) {
-  const Request& r = in.request;
-  refuse_grid_options(r, "flashinfer", true);
-  const auto tps = parse_int_list(r.tp, "--tp");
-  const auto sizes = request_sizes(r);
   const auto& specs = flashinfer_roles();
+  const EnginePlanner p = engine_planner(in, "flashinfer", specs);
+  for (const auto& spec : specs) require_role(p.roles, spec, "flashinfer");
   FlashinferConfig c;
-  c.sm = r.sm;
-  c.roles = resolve_roles(in.models, r, specs);
-  for (const auto& spec : specs) require_role(c.roles, spec, "flashinfer");
-  const Predictor predict = mapped_predictor(request_predictor(in.models, r), c.roles);
-  c.oneshot_vs_twoshot = plan_thresholds(tps, sizes, "oneshot", "twoshot", predict,
-                                         engine_query(in.models, r));
+  c.sm = in.request.sm;
+  c.roles = p.roles;
+  c.oneshot_vs_twoshot = p.plan("oneshot", "twoshot");
   if (c.oneshot_vs_twoshot.empty())
     throw std::invalid_argument("--tp: no TP size has models of both the one-shot and the two-shot all-reduce");
   std::ostringstream s;

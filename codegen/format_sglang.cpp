@@ -82,7 +82,6 @@ def install():
 
 namespace {
 
-bool is_nccl(const std::string& n) { return n == "nccl"; }
 bool is_sglang_custom(const std::string& n) { return n.rfind("sglang", 0) == 0 && n.find("custom") != std::string::npos; }
 bool is_sglang_graph(const std::string& n) { return is_sglang_custom(n) && n.find("graph") != std::string::npos; }
 bool is_sglang_eager(const std::string& n) { return is_sglang_custom(n) && n.find("eager") != std::string::npos; }
@@ -91,30 +90,25 @@ const std::vector<RoleSpec>& sglang_roles() {
   static const std::vector<RoleSpec> roles{
       {"custom_graph", &is_sglang_graph, "SGLang's custom all-reduce in CUDA-graph mode: sglang*custom*graph*"},
       {"custom_eager", &is_sglang_eager, "SGLang's custom all-reduce in eager mode: sglang*custom*eager*"},
-      {"nccl", &is_nccl, "NCCL"}};
+      {"nccl", &is_nccl_name, "NCCL"}};
   return roles;
 }
 
 FormatOutput generate_sglang(const FormatInput& in) {
-  const Request& r = in.request;
-  refuse_grid_options(r, "sglang", true);
-  const auto tps = parse_int_list(r.tp, "--tp");
-  const auto sizes = request_sizes(r);
   const auto& specs = sglang_roles();
+  const EnginePlanner p = engine_planner(in, "sglang", specs);
+  require_role(p.roles, specs[2], "sglang");
+  if (!p.has("custom_graph") && !p.has("custom_eager")) require_role(p.roles, specs[0], "sglang");
   SglangConfig c;
-  c.sm = r.sm;
-  c.roles = resolve_roles(in.models, r, specs);
-  require_role(c.roles, specs[2], "sglang");
-  if (!c.roles.count("custom_graph") && !c.roles.count("custom_eager")) require_role(c.roles, specs[0], "sglang");
-  const Predictor predict = mapped_predictor(request_predictor(in.models, r), c.roles);
-  const PredictQuery base = engine_query(in.models, r);
-  if (c.roles.count("custom_graph")) c.graph = plan_thresholds(tps, sizes, "custom_graph", "nccl", predict, base);
-  if (c.roles.count("custom_eager")) c.eager = plan_thresholds(tps, sizes, "custom_eager", "nccl", predict, base);
+  c.sm = in.request.sm;
+  c.roles = p.roles;
+  if (p.has("custom_graph")) c.graph = p.plan("custom_graph", "nccl");
+  if (p.has("custom_eager")) c.eager = p.plan("custom_eager", "nccl");
   if (c.graph.empty() && c.eager.empty())
     throw std::invalid_argument("--tp: no TP size has models of both SGLang's custom all-reduce and NCCL");
   std::ostringstream s;
   s << "crossovers for " << c.graph.size() << " world sizes (CUDA graph), " << c.eager.size() << " (eager), arch SM"
-    << r.sm / 10 << "x";
+    << c.sm / 10 << "x";
   for (const auto& l : describe_disagreements(c.graph, "CUDA-graph crossover")) s << "; " << l;
   for (const auto& l : describe_disagreements(c.eager, "eager crossover")) s << "; " << l;
   return {write_sglang(c, in.banner), s.str()};

@@ -65,9 +65,6 @@ def install():
 
 namespace {
 
-bool is_nccl(const std::string& n) { return n == "nccl"; }
-bool is_oneshot(const std::string& n) { return n == "oneshot"; }
-bool is_twoshot(const std::string& n) { return n == "twoshot"; }
 bool is_vllm_custom(const std::string& n) {
   return n.rfind("vllm", 0) == 0 && n.find("custom") != std::string::npos && n.find("eager") == std::string::npos;
 }
@@ -75,32 +72,26 @@ bool is_vllm_custom(const std::string& n) {
 const std::vector<RoleSpec>& vllm_roles() {
   static const std::vector<RoleSpec> roles{
       {"custom", &is_vllm_custom, "vLLM's custom all-reduce: vllm*custom*, not eager (vLLM captures decode in CUDA graphs)"},
-      {"nccl", &is_nccl, "NCCL"},
-      {"oneshot", &is_oneshot, "ONESHOT"},
-      {"twoshot", &is_twoshot, "TWOSHOT"}};
+      {"nccl", &is_nccl_name, "NCCL"},
+      {"oneshot", &is_oneshot_name, "ONESHOT"},
+      {"twoshot", &is_twoshot_name, "TWOSHOT"}};
   return roles;
 }
 
 FormatOutput generate_vllm(const FormatInput& in) {
-  const Request& r = in.request;
-  refuse_grid_options(r, "vllm", true);
-  const auto tps = parse_int_list(r.tp, "--tp");
-  const auto sizes = request_sizes(r);
   const auto& specs = vllm_roles();
+  const EnginePlanner p = engine_planner(in, "vllm", specs);
+  require_role(p.roles, specs[0], "vllm");
+  require_role(p.roles, specs[1], "vllm");
   VllmConfig c;
-  c.sm = r.sm;
-  c.roles = resolve_roles(in.models, r, specs);
-  require_role(c.roles, specs[0], "vllm");
-  require_role(c.roles, specs[1], "vllm");
-  const Predictor predict = mapped_predictor(request_predictor(in.models, r), c.roles);
-  const PredictQuery base = engine_query(in.models, r);
-  c.custom_vs_nccl = plan_thresholds(tps, sizes, "custom", "nccl", predict, base);
+  c.sm = in.request.sm;
+  c.roles = p.roles;
+  c.custom_vs_nccl = p.plan("custom", "nccl");
   if (c.custom_vs_nccl.empty())
     throw std::invalid_argument("--tp: no TP size has models of both the custom all-reduce and NCCL");
-  if (c.roles.count("oneshot") && c.roles.count("twoshot"))
-    c.oneshot_vs_twoshot = plan_thresholds(tps, sizes, "oneshot", "twoshot", predict, base);
+  if (p.has("oneshot") && p.has("twoshot")) c.oneshot_vs_twoshot = p.plan("oneshot", "twoshot");
   std::ostringstream s;
-  s << c.custom_vs_nccl.size() << " world sizes for capability " << vllm_capability(r.sm);
+  s << c.custom_vs_nccl.size() << " world sizes for capability " << vllm_capability(c.sm);
   for (const auto& l : describe_disagreements(c.custom_vs_nccl, "size threshold")) s << "; " << l;
   return {write_vllm(c, in.banner), s.str()};
 }

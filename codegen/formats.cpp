@@ -80,6 +80,26 @@ void require_role(const StrategySources& roles, const RoleSpec& role, const std:
                               role.name);
 }
 
+bool is_nccl_name(const std::string& n) { return n == "nccl"; }
+bool is_oneshot_name(const std::string& n) { return n == "oneshot"; }
+bool is_twoshot_name(const std::string& n) { return n == "twoshot"; }
+
+std::vector<ThresholdRow> EnginePlanner::plan(const std::string& below, const std::string& above) const {
+  return plan_thresholds(tps, sizes, below, above, predict, base);
+}
+
+EnginePlanner engine_planner(const FormatInput& in, const std::string& format, const std::vector<RoleSpec>& roles) {
+  const Request& r = in.request;
+  refuse_grid_options(r, format, true);
+  EnginePlanner p;
+  p.tps = parse_int_list(r.tp, "--tp");
+  p.sizes = request_sizes(r);
+  p.roles = resolve_roles(in.models, r, roles);
+  p.predict = mapped_predictor(request_predictor(in.models, r), p.roles);
+  p.base = engine_query(in.models, r);
+  return p;
+}
+
 PredictQuery engine_query(const ModelSet& models, const Request& r) {
   PredictQuery q;
   q.system = resolve_system(models, r.system);

@@ -9,6 +9,7 @@
 #include "codegen/banner.h"
 #include "codegen/request.h"
 #include "codegen/table.h"
+#include "codegen/thresholds.h"
 #include "codegen/writers.h"
 #include "model/model_set.h"
 
@@ -75,7 +76,25 @@ struct RoleSpec {
 StrategySources resolve_roles(const ModelSet& models, const Request& request, const std::vector<RoleSpec>& roles);
 // Throws std::invalid_argument when `role` has no strategy, saying how to map one.
 void require_role(const StrategySources& roles, const RoleSpec& role, const std::string& format);
-// The query the engine formats plan with: system, all-reduce, no fusion, --dtype, the prediction SM, one node.
+// The default rules of the roles the engine formats share (names in lower case).
+bool is_nccl_name(const std::string& lower_name);
+bool is_oneshot_name(const std::string& lower_name);
+bool is_twoshot_name(const std::string& lower_name);
+
+// What the engine formats (vllm, sglang, flashinfer) plan thresholds with: --tp, --bytes, the roles, predictions
+// through the roles, and the query (system, all-reduce, no fusion, --dtype, the prediction SM, one node). Made by
+// engine_planner after refusing the grid options these formats do not have.
+struct EnginePlanner {
+  std::vector<int> tps;
+  std::vector<double> sizes;
+  StrategySources roles;
+  Predictor predict;
+  PredictQuery base;
+  bool has(const std::string& role) const { return roles.count(role) > 0; }
+  std::vector<ThresholdRow> plan(const std::string& below, const std::string& above) const;
+};
+EnginePlanner engine_planner(const FormatInput& input, const std::string& format, const std::vector<RoleSpec>& roles);
+// The query the engine formats plan with (also the tuner's, with its --nnodes).
 PredictQuery engine_query(const ModelSet& models, const Request& request);
 // --bytes as doubles.
 std::vector<double> request_sizes(const Request& request);

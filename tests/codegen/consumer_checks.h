@@ -293,35 +293,46 @@ inline std::string python_dict_json(const std::map<int, double>& v) {
   return j.dump();
 }
 
-// vLLM: CUSTOM_ALL_REDUCE_MAX_SIZES[capability] read with should_custom_ar's `inp_size < max_size`.
-inline int check_vllm(const ModelSet& models, Request r, const std::string& custom, const std::string& nccl) {
+// The json cells (no fusion) of the request, and the engine file generated on their sizes.
+struct EngineFile {
+  json cells;
+  std::string text;
+};
+inline EngineFile engine_file(const ModelSet& models, const Request& r, const std::string& format) {
   Request jr = r;
   jr.fusion = "NONE";
   jr.map.clear();  // the JSON maps onto TensorRT-LLM's strategies, not onto engine roles
-  const json j = generate_json(models, jr);
-  const Request er = engine_request(r, j);
-  std::string summary;
-  const std::string file = generate(models, er, "vllm", &summary);
-  const std::string cap = codegen::vllm_capability(r.sm);
-  const auto values = consumers::python_tp_entries(file, "\"" + cap + "\": ");
-  EXPECT_TRUE(values.has_value()) << file;
-  if (!values) return 0;
-  const std::string py = python_output(file, "import json\nprint(json.dumps({str(k): float(v) for k, v in CUSTOM_ALL_REDUCE_MAX_SIZES['" + cap + "'].items()}))\n");
+  EngineFile f;
+  f.cells = generate_json(models, jr);
+  f.text = generate(models, engine_request(r, f.cells), format);
+  return f;
+}
+
+// With python3: the dict `expression` of the executed file equals the values read from its text.
+inline void expect_python_dict(const std::string& file, const std::string& expression, const std::map<int, double>& values) {
+  const std::string py = python_output(file, "import json\nprint(json.dumps({str(k): float(v) for k, v in " + expression + ".items()}))\n");
   if (!py.empty()) {
-    EXPECT_EQ(json::parse(py).dump(), python_dict_json(*values));
+    EXPECT_EQ(json::parse(py).dump(), python_dict_json(values));
   }
-  return check_threshold(j, file, {"size threshold", custom, nccl, *values, &below_exclusive});
+}
+
+// vLLM: CUSTOM_ALL_REDUCE_MAX_SIZES[capability] read with should_custom_ar's `inp_size < max_size`.
+inline int check_vllm(const ModelSet& models, Request r, const std::string& custom, const std::string& nccl) {
+  const EngineFile f = engine_file(models, r, "vllm");
+  const std::string cap = codegen::vllm_capability(r.sm);
+  const auto values = consumers::python_tp_entries(f.text, "\"" + cap + "\": ");
+  EXPECT_TRUE(values.has_value()) << f.text;
+  if (!values) return 0;
+  expect_python_dict(f.text, "CUSTOM_ALL_REDUCE_MAX_SIZES['" + cap + "']", *values);
+  return check_threshold(f.cells, f.text, {"size threshold", custom, nccl, *values, &below_exclusive});
 }
 
 // SGLang: NCCL_CROSSOVER per context; with python3, apply() on SGLang-shaped Heuristics read with _pick_algo.
 inline int check_sglang(const ModelSet& models, Request r, const std::string& graph, const std::string& eager,
                         const std::string& nccl) {
-  Request jr = r;
-  jr.fusion = "NONE";
-  jr.map.clear();
-  const json j = generate_json(models, jr);
-  const Request er = engine_request(r, j);
-  const std::string file = generate(models, er, "sglang");
+  const EngineFile f = engine_file(models, r, "sglang");
+  const json& j = f.cells;
+  const std::string& file = f.text;
   int checked = 0;
   std::vector<double> sizes;
   for (const auto& c : j["cells"]) sizes.push_back(c["bytes"]);
@@ -353,20 +364,12 @@ inline int check_sglang(const ModelSet& models, Request r, const std::string& gr
 
 // FlashInfer: _use_oneshot_heuristics read with _should_use_oneshot.
 inline int check_flashinfer(const ModelSet& models, Request r, const std::string& oneshot, const std::string& twoshot) {
-  Request jr = r;
-  jr.fusion = "NONE";
-  jr.map.clear();
-  const json j = generate_json(models, jr);
-  const Request er = engine_request(r, j);
-  const std::string file = generate(models, er, "flashinfer");
-  const auto values = consumers::python_tp_entries(file, "USE_ONESHOT_HEURISTICS = ");
-  EXPECT_TRUE(values.has_value()) << file;
+  const EngineFile f = engine_file(models, r, "flashinfer");
+  const auto values = consumers::python_tp_entries(f.text, "USE_ONESHOT_HEURISTICS = ");
+  EXPECT_TRUE(values.has_value()) << f.text;
   if (!values) return 0;
-  const std::string py = python_output(file, "import json\nprint(json.dumps({str(k): float(v) for k, v in USE_ONESHOT_HEURISTICS.items()}))\n");
-  if (!py.empty()) {
-    EXPECT_EQ(json::parse(py).dump(), python_dict_json(*values));
-  }
-  return check_threshold(j, file, {"threshold", oneshot, twoshot, *values, &below_flashinfer});
+  expect_python_dict(f.text, "USE_ONESHOT_HEURISTICS", *values);
+  return check_threshold(f.cells, f.text, {"threshold", oneshot, twoshot, *values, &below_flashinfer});
 }
 
 // -------------------------------------------------------------------------------------------------------------
