@@ -60,6 +60,7 @@ Banner make_banner(const ModelSet& models, const Request& r, const std::string& 
 std::string generate(const ModelSet& models, const Request& r, const std::string& format, const std::string& models_text,
                      std::string* summary) {
   const FormatSpec& spec = find_format(format);
+  if (r.sm <= 0) throw std::invalid_argument("--sm: " + std::to_string(r.sm) + " is not an SM version (e.g. 90, 100)");
   FormatOutput out = spec.generate(FormatInput{models, r, make_banner(models, r, models_text)});
   if (summary) *summary = std::move(out.summary);
   return std::move(out.text);

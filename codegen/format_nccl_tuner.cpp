@@ -113,7 +113,7 @@ std::string join_ints(const std::vector<int>& v) {
 FormatOutput generate_nccl_tuner(const FormatInput& in) {
   const Request& r = in.request;
   refuse_map(r, "nccl-tuner");
-  refuse_grid_options(r, "nccl-tuner", true);
+  refuse_grid_options(r, "nccl-tuner");
   if (r.channels < 0)
     throw std::invalid_argument("--channels: " + std::to_string(r.channels) +
                                 " is negative; the example plugin keeps the 1 channel it sets before matching for -1, "

@@ -186,7 +186,6 @@ namespace {
 FormatOutput generate_trtllm(const FormatInput& in) {
   const Request& r = in.request;
   require_trtllm_axes(r);
-  if (r.sm <= 0) throw std::invalid_argument("--sm: the trtllm table needs a positive SM version");
   const TrtllmTable t = build_trtllm_table(in.models, r);
   if (!t.unmapped.empty())
     throw std::invalid_argument("--map: the models hold strategies TensorRT-LLM has no number for: " + join(t.unmapped) +

@@ -43,15 +43,14 @@ void refuse_map(const Request& r, const std::string& format) {
     throw std::invalid_argument("--map: the " + format + " format keeps the models' strategy names; nothing to map onto");
 }
 
-void refuse_grid_options(const Request& r, const std::string& format, bool uses_tp) {
+void refuse_grid_options(const Request& r, const std::string& format) {
   auto refuse = [&](const std::string& option) {
-    throw std::invalid_argument(option + ": the " + format + " format works on message sizes (--bytes)" +
-                                (uses_tp ? " per GPU count (--tp)" : "") + " and has no " + option.substr(2) + " axis");
+    throw std::invalid_argument(option + ": the " + format + " format works on message sizes (--bytes) per GPU count "
+                                "(--tp) and has no " + option.substr(2) + " axis");
   };
   if (parse_fusion_list(r.fusion, "--fusion") != all_fusions()) refuse("--fusion");
   if (parse_pow2_axis(r.hidden, "--hidden") != parse_pow2_axis(kDefaultRequest.hidden, "--hidden")) refuse("--hidden");
   if (parse_pow2_axis(r.tokens, "--tokens") != parse_pow2_axis(kDefaultRequest.tokens, "--tokens")) refuse("--tokens");
-  if (!uses_tp && parse_int_list(r.tp, "--tp") != parse_int_list(kDefaultRequest.tp, "--tp")) refuse("--tp");
 }
 
 StrategySources resolve_roles(const ModelSet& models, const Request& r, const std::vector<RoleSpec>& roles) {
@@ -90,7 +89,7 @@ std::vector<ThresholdRow> EnginePlanner::plan(const std::string& below, const st
 
 EnginePlanner engine_planner(const FormatInput& in, const std::string& format, const std::vector<RoleSpec>& roles) {
   const Request& r = in.request;
-  refuse_grid_options(r, format, true);
+  refuse_grid_options(r, format);
   EnginePlanner p;
   p.tps = parse_int_list(r.tp, "--tp");
   p.sizes = request_sizes(r);

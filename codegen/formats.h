@@ -62,8 +62,9 @@ TrtllmTable build_trtllm_table(const ModelSet& models, const Request& request, c
 
 // Refuses --map for formats that have nothing to map onto (header, nccl-tuner).
 void refuse_map(const Request& request, const std::string& format);
-// Refuses --tp/--fusion/--hidden/--tokens values other than the defaults for formats that do not use them.
-void refuse_grid_options(const Request& request, const std::string& format, bool uses_tp);
+// Refuses --fusion/--hidden/--tokens values other than the defaults for the formats that work on message sizes
+// per GPU count (nccl-tuner, vllm, sglang, flashinfer).
+void refuse_grid_options(const Request& request, const std::string& format);
 
 // The strategies an engine format needs, by role (custom, nccl, oneshot, ...): the --map'ped ones, else the
 // model strategies the role's default rule picks (names compared in lower case). Several strategies for one role

@@ -57,6 +57,8 @@ TEST(ConsumerTrtllm, SmMapsToTheTableTensorRtLlmReadsAndSaysSo) {
   EXPECT_NE(table.find("// --sm 80 -> AllReduceBestStrategyTableSM90"), std::string::npos);
   r.sm = 120;
   EXPECT_NE(generate(fixtures::fitted(), r, "trtllm").find("AllReduceBestStrategyTableSM100 = {"), std::string::npos);
+  r.sm = 0;
+  for (const char* format : {"trtllm", "vllm", "json"}) EXPECT_EQ(refusal_of(r, format).rfind("--sm:", 0), 0u) << format;
 }
 
 TEST(ConsumerTrtllm, Nvfp4BelowSm100FollowsTensorRtLlmsRule) {
