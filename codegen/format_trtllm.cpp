@@ -124,12 +124,7 @@ TrtllmTable build_trtllm_table(const ModelSet& models, const Request& r, const S
   // The table of every strategy, with the candidates renamed: the same predictions as the json format's cells.
   StrategyTable all;
   if (!all_strategies) {
-    TableOptions o;
-    o.system = system;
-    o.dtype = r.dtype;
-    o.sm = prediction_sm(r);
-    o.fallback = r.fallback;
-    all = build_table(request_grid(r), model_set_candidates(models, system), request_predictor(models, r), o);
+    all = build_request_table(models, r);
     all_strategies = &all;
   }
   TrtllmTable t = trtllm_codes(remap_table(*all_strategies, sources, upper(r.fallback)), r.sm);
