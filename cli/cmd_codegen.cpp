@@ -1,7 +1,8 @@
-// arfit codegen MODELS.json --format trtllm|header|nccl-tuner|json -o FILE [grid options]
-// Writes the strategy table chosen from fitted models in the form an inference engine or NCCL reads
-// (the work is in codegen/codegen.h). Output is deterministic: the banner date comes from --date,
+// arfit codegen MODELS.json --format FORMAT -o FILE [grid options]
+// Writes the strategy table chosen from fitted models in the form an inference engine or NCCL reads (the formats
+// are in codegen/, one file each). Output is deterministic: the banner date comes from --date,
 // SOURCE_DATE_EPOCH or the models file, never from the wall clock.
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <stdexcept>
@@ -22,23 +23,29 @@ struct CodegenArgs {
   codegen::Request request;
 };
 
-// The options shared with `arfit suggest`.
 void add_grid_options(CLI::App* cmd, codegen::Request& r) {
   cmd->add_option("--system", r.system, "System (model set label) to generate for; default: the only one in the file");
-  cmd->add_option("--sm", r.sm, "SM version naming the TensorRT-LLM table (AllReduceBestStrategyTableSM<sm>)")->capture_default_str();
+  cmd->add_option("--sm", r.sm,
+                  "SM of the consumer: trtllm maps it to the table TensorRT-LLM reads (below 100 -> SM90, else SM100); "
+                  "vllm writes it as the capability key (90 -> \"9.0\"), sglang as the arch")
+      ->capture_default_str();
   cmd->add_flag("--transfer-sm", r.transfer_sm,
                 "Predict for --sm (transferring models measured on another SM, flagged extrapolated) instead of the measured SM");
-  cmd->add_option("--tp", r.tp, "TP sizes (GPU counts), comma-separated")->capture_default_str();
+  cmd->add_option("--tp", r.tp, "TP sizes (GPU counts), comma-separated (trtllm: always 2,4,8)")->capture_default_str();
   cmd->add_option("--fusion", r.fusion,
                   "Fusion ops, comma-separated (NONE, RESIDUAL_RMS_NORM, RESIDUAL_RMS_NORM_QUANT_FP8, "
-                  "RESIDUAL_RMS_NORM_QUANT_NVFP4) or 'all'; the table keeps TensorRT-LLM's order")
+                  "RESIDUAL_RMS_NORM_QUANT_NVFP4) or 'all'; the table keeps TensorRT-LLM's order (trtllm: always all)")
       ->capture_default_str();
-  cmd->add_option("--hidden", r.hidden, "Hidden sizes: LO:HI (powers of two between) or a comma list of powers of two")
+  cmd->add_option("--hidden", r.hidden,
+                  "Hidden sizes: LO:HI (powers of two between) or a comma list of powers of two, at most 2^40 "
+                  "(trtllm: always 128:8192)")
       ->capture_default_str();
-  cmd->add_option("--tokens", r.tokens, "Token counts: LO:HI (powers of two between) or a comma list of powers of two")
+  cmd->add_option("--tokens", r.tokens,
+                  "Token counts: LO:HI (powers of two between) or a comma list of powers of two, at most 2^40 "
+                  "(trtllm: always 1:16384)")
       ->capture_default_str();
   cmd->add_option("--dtype", r.dtype, "Element type of the reduced tensor (bytes = tokens x hidden x size); strategies without a model of this type are asked for another type of the same size (fp16 NCCL tables next to bf16 kernels)")->capture_default_str();
-  cmd->add_option("--fallback", r.fallback, "Strategy for cells no model can predict, and off-grid in the header")
+  cmd->add_option("--fallback", r.fallback, "Strategy for cells no model can predict, and off the table in the header")
       ->capture_default_str();
   cmd->add_option("--date", r.date,
                   "Date for the banner (YYYY-MM-DD); default: SOURCE_DATE_EPOCH, else the models file's date/mtime");
@@ -50,14 +57,17 @@ std::string command_line(const CodegenArgs& a) {
                   (r.transfer_sm ? " --transfer-sm" : "") + " --tp " + r.tp + " --fusion " + r.fusion + " --hidden " +
                   r.hidden + " --tokens " + r.tokens + " --dtype " + r.dtype + " --fallback " + r.fallback;
   if (!r.system.empty()) s += " --system " + r.system;
-  if (a.format == "nccl-tuner") s += " --bytes " + r.bytes + " --nnodes " + std::to_string(r.nnodes);
+  for (const auto& m : r.map) s += " --map " + m;
+  if (a.format == "nccl-tuner")
+    s += " --bytes " + r.bytes + " --nnodes " + std::to_string(r.nnodes) + " --channels " + std::to_string(r.channels);
+  else if (a.format == "vllm" || a.format == "sglang" || a.format == "flashinfer")
+    s += " --bytes " + r.bytes;
   return s;
 }
 
 void run_codegen(CodegenArgs a) {
-  codegen::Format format;
   try {
-    format = codegen::parse_format(a.format);
+    codegen::find_format(a.format);
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
@@ -72,7 +82,7 @@ void run_codegen(CodegenArgs a) {
   a.request.command = command_line(a);
   std::string out, summary;
   try {
-    out = codegen::generate(models, a.request, format, text, &summary);
+    out = codegen::generate(models, a.request, a.format, text, &summary);
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
@@ -80,19 +90,33 @@ void run_codegen(CodegenArgs a) {
   std::cout << "wrote " << a.output << " (" << a.format << "): " << summary << "\n";
 }
 
+std::string formats_help() {
+  std::string s;
+  for (const auto& f : codegen::output_formats()) s += "  " + f.name + std::string(12 - std::min<std::size_t>(11, f.name.size()), ' ') + f.description + "\n";
+  return s;
+}
+
 void add_codegen(CLI::App& app) {
   auto args = std::make_shared<CodegenArgs>();
-  auto* cmd = app.add_subcommand("codegen", "Generate strategy tables from fitted models (TensorRT-LLM table, C++ header, NCCL tuner config, JSON)");
+  auto* cmd = app.add_subcommand("codegen", "Generate strategy tables from fitted models for TensorRT-LLM, NCCL, vLLM, SGLang, FlashInfer (and a C++ header, JSON)");
+  cmd->footer("FORMAT:\n" + formats_help() + "docs/codegen.md shows a sample of each and how to install it.");
   cmd->add_option("models", args->models, "Models file written by `arfit fit`")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--format", args->format,
-                  "trtllm: TensorRT-LLM AllReduceBestStrategyTableSM<sm>; header: self-contained arfit_select.h; "
-                  "nccl-tuner: CSV for NCCL's example tuner plugin; json: every cell with predictions and margins")
-      ->required();
+  cmd->add_option("--format", args->format, codegen::format_names())->required();
   cmd->add_option("-o,--output", args->output, "Output file (written atomically)")->required();
   add_grid_options(cmd, args->request);
-  cmd->add_option("--bytes", args->request.bytes, "nccl-tuner: message sizes LO:HI (powers of two) the rules are computed on")
+  cmd->add_option("--map", args->request.map,
+                  "MODEL_STRATEGY=TARGET, repeatable: trtllm/json: a TensorRT-LLM strategy (NCCL, ONESHOT, TWOSHOT, "
+                  "NCCL_SYMMETRIC) or 'ignore'; vllm: custom|nccl|oneshot|twoshot; sglang: custom_graph|custom_eager|nccl; "
+                  "flashinfer: oneshot|twoshot")
+      ->allow_extra_args(false);
+  cmd->add_option("--bytes", args->request.bytes,
+                  "nccl-tuner, vllm, sglang, flashinfer: message sizes LO:HI (powers of two) the thresholds are computed on")
       ->capture_default_str();
   cmd->add_option("--nnodes", args->request.nnodes, "nccl-tuner: nNodes of the rules and of the models asked")->capture_default_str();
+  cmd->add_option("--channels", args->request.channels,
+                  "nccl-tuner: channels field of every rule; 0 = NCCL's own channel count (the example plugin's -1 "
+                  "would leave the 1 channel it sets before matching)")
+      ->capture_default_str();
   cmd->callback([args] { run_codegen(*args); });
 }
 

@@ -273,6 +273,9 @@ void run_plot(const PlotArgs& a) {
   std::vector<plots::ImageFormat> formats;
   try {
     formats = plots::parse_formats(a.format);
+    // The grid axes (codegen's parser) are checked before anything is read or the output folder is made.
+    codegen::parse_pow2_axis(a.tokens, "--tokens");
+    codegen::parse_pow2_axis(a.hidden, "--hidden");
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }

@@ -26,7 +26,7 @@ void run_suggest(SuggestArgs a) {
   a.request.models_path = a.models;
   codegen::StrategyTable t;
   try {
-    t = codegen::build_request_table(models, a.request, codegen::Format::Json);
+    t = codegen::build_request_table(models, a.request);
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
@@ -47,8 +47,8 @@ void add_suggest(CLI::App& app) {
   cmd->add_flag("--transfer-sm", r.transfer_sm, "Predict for --sm instead of the measured SM");
   cmd->add_option("--tp", r.tp, "TP sizes, comma-separated")->capture_default_str();
   cmd->add_option("--fusion", r.fusion, "Fusion ops, comma-separated, or 'all'")->capture_default_str();
-  cmd->add_option("--hidden", r.hidden, "Hidden sizes: LO:HI powers of two, or a comma list")->capture_default_str();
-  cmd->add_option("--tokens", r.tokens, "Token counts: LO:HI powers of two, or a comma list")->capture_default_str();
+  cmd->add_option("--hidden", r.hidden, "Hidden sizes: LO:HI powers of two, or a comma list (at most 2^40)")->capture_default_str();
+  cmd->add_option("--tokens", r.tokens, "Token counts: LO:HI powers of two, or a comma list (at most 2^40)")->capture_default_str();
   cmd->add_option("--dtype", r.dtype, "Element type of the reduced tensor")->capture_default_str();
   cmd->callback([args] { run_suggest(*args); });
 }

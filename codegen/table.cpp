@@ -1,6 +1,5 @@
 #include "codegen/table.h"
 
-
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -11,100 +10,23 @@
 
 namespace arfit::codegen {
 
+namespace {
+
+std::string upper(const std::string& s) {
+  std::string u;
+  for (char c : s) u += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return u;
+}
+
+}  // namespace
+
 std::optional<int> trtllm_strategy_number(const std::string& strategy) {
-  std::string s;
-  for (char c : strategy) s += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  const std::string s = upper(strategy);
   if (s == "NCCL") return 0;
   if (s == "ONESHOT") return 4;
   if (s == "TWOSHOT") return 5;
   if (s == "NCCL_SYMMETRIC") return 8;
   return std::nullopt;
-}
-
-namespace {
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::string cur;
-  std::istringstream in(s);
-  while (std::getline(in, cur, sep)) out.push_back(cur);
-  if (!s.empty() && s.back() == sep) out.push_back("");
-  return out;
-}
-
-std::string trim(const std::string& s) {
-  size_t a = s.find_first_not_of(" \t"), b = s.find_last_not_of(" \t");
-  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
-}
-
-std::int64_t parse_positive(const std::string& text, const std::string& option) {
-  const std::string t = trim(text);
-  if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos)
-    throw std::invalid_argument(option + ": '" + text + "' is not a positive integer");
-  std::int64_t v = 0;
-  try {
-    v = std::stoll(t);
-  } catch (const std::exception&) {
-    throw std::invalid_argument(option + ": '" + text + "' is out of range");
-  }
-  if (v <= 0) throw std::invalid_argument(option + ": '" + text + "' is not a positive integer");
-  return v;
-}
-
-bool is_pow2(std::int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
-
-}  // namespace
-
-std::vector<int> parse_int_list(const std::string& spec, const std::string& option) {
-  std::vector<int> out;
-  for (const auto& part : split(spec, ',')) {
-    std::int64_t v = parse_positive(part, option);
-    if (v > std::numeric_limits<int>::max()) throw std::invalid_argument(option + ": '" + part + "' is too large");
-    if (std::find(out.begin(), out.end(), static_cast<int>(v)) != out.end())
-      throw std::invalid_argument(option + ": " + part + " is listed twice");
-    out.push_back(static_cast<int>(v));
-  }
-  if (out.empty()) throw std::invalid_argument(option + ": empty list");
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-std::vector<std::int64_t> parse_pow2_axis(const std::string& spec, const std::string& option) {
-  std::vector<std::int64_t> out;
-  const auto colon = spec.find(':');
-  if (colon != std::string::npos) {
-    std::int64_t lo = parse_positive(spec.substr(0, colon), option);
-    std::int64_t hi = parse_positive(spec.substr(colon + 1), option);
-    if (!is_pow2(lo) || !is_pow2(hi))
-      throw std::invalid_argument(option + ": range ends of '" + spec + "' must be powers of two");
-    if (lo > hi) throw std::invalid_argument(option + ": range '" + spec + "' has its low end above its high end");
-    for (std::int64_t v = lo; v <= hi; v *= 2) out.push_back(v);
-  } else {
-    for (const auto& part : split(spec, ',')) out.push_back(parse_positive(part, option));
-    std::sort(out.begin(), out.end());
-    if (std::adjacent_find(out.begin(), out.end()) != out.end())
-      throw std::invalid_argument(option + ": a value is listed twice in '" + spec + "'");
-    for (auto v : out)
-      if (!is_pow2(v)) throw std::invalid_argument(option + ": " + std::to_string(v) + " is not a power of two");
-  }
-  if (out.empty()) throw std::invalid_argument(option + ": empty axis");
-  return out;
-}
-
-std::vector<FusionOp> parse_fusion_list(const std::string& spec, const std::string& option) {
-  if (trim(spec) == "all") return all_fusions();
-  std::vector<FusionOp> out;
-  for (const auto& part : split(spec, ',')) {
-    auto f = try_parse_fusion(trim(part));
-    if (!f) throw std::invalid_argument(option + ": unknown fusion op '" + part + "'");
-    if (std::find(out.begin(), out.end(), *f) != out.end())
-      throw std::invalid_argument(option + ": fusion op '" + part + "' is listed twice");
-    out.push_back(*f);
-  }
-  if (out.empty()) throw std::invalid_argument(option + ": empty list");
-  // The table's fusion axis keeps TensorRT-LLM's order whatever order the user listed.
-  std::sort(out.begin(), out.end(), [](FusionOp a, FusionOp b) { return static_cast<int>(a) < static_cast<int>(b); });
-  return out;
 }
 
 double log_sigma(const Prediction& p) {
@@ -129,6 +51,40 @@ int StrategyTable::fallback_cells() const {
   return static_cast<int>(std::count_if(cells.begin(), cells.end(), [](const Cell& c) { return c.fallback; }));
 }
 
+namespace {
+
+// Best and runner-up of a cell's candidates, and how sure the choice is. Strict '<' keeps the earlier candidate
+// on ties (deterministic).
+void choose(Cell& c) {
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < c.candidates.size(); ++i)
+    if (c.candidates[i].prediction.time_us < c.candidates[best].prediction.time_us) best = i;
+  std::size_t second = c.candidates.size();
+  for (std::size_t i = 0; i < c.candidates.size(); ++i) {
+    if (i == best) continue;
+    if (second == c.candidates.size() || c.candidates[i].prediction.time_us < c.candidates[second].prediction.time_us)
+      second = i;
+  }
+  const Prediction& pb = c.candidates[best].prediction;
+  c.choice = c.candidates[best].strategy;
+  c.extrapolated = pb.extrapolated;
+  if (second == c.candidates.size()) return;
+  const Prediction& pr = c.candidates[second].prediction;
+  c.runner_up = c.candidates[second].strategy;
+  c.margin = pr.time_us / pb.time_us - 1.0;
+  const double sb = log_sigma(pb), sr = log_sigma(pr);
+  c.margin_sigma = std::sqrt(sb * sb + sr * sr);
+  // Overlapping 90 % intervals: the measurements do not settle which one is faster.
+  const double b_hi = pb.hi_us > 0 ? pb.hi_us : pb.time_us;
+  const double r_lo = pr.lo_us > 0 ? pr.lo_us : pr.time_us;
+  c.uncertain = b_hi >= r_lo;
+  c.expected_regret = expected_shortfall(std::log(pr.time_us / pb.time_us), c.margin_sigma);
+}
+
+bool usable(const std::optional<Prediction>& p) { return p && std::isfinite(p->time_us) && p->time_us > 0; }
+
+}  // namespace
+
 StrategyTable build_table(const Grid& grid, const CandidateLister& candidates, const Predictor& predict,
                           const TableOptions& options) {
   StrategyTable table;
@@ -137,11 +93,8 @@ StrategyTable build_table(const Grid& grid, const CandidateLister& candidates, c
   table.cells.resize(grid.size());
   const int esize = dtype_size(options.dtype);
   if (esize <= 0) throw std::invalid_argument("unknown dtype '" + options.dtype + "'");
+  const Predictor any_dtype = with_same_size_dtypes(predict);
   std::set<std::string> seen;
-  std::vector<std::string> same_size;
-  for (const char* d : {"bf16", "fp16", "fp32", "fp64", "int8", "fp8_e4m3", "uint8", "int32", "int64"})
-    if (dtype_size(d) == esize && canonical_dtype(d) != canonical_dtype(options.dtype)) same_size.push_back(d);
-
   PredictQuery q;
   q.system = options.system;
   q.collective = Collective::AllReduce;
@@ -150,8 +103,7 @@ StrategyTable build_table(const Grid& grid, const CandidateLister& candidates, c
   q.nnodes = 1;
   for (std::size_t ti = 0; ti < grid.tps.size(); ++ti) {
     for (std::size_t fi = 0; fi < grid.fusions.size(); ++fi) {
-      std::vector<std::string> names = candidates(grid.tps[ti], grid.fusions[fi]);
-      if (options.accept) names.erase(std::remove_if(names.begin(), names.end(), [&](const std::string& s) { return !options.accept(s); }), names.end());
+      const std::vector<std::string> names = candidates(grid.tps[ti], grid.fusions[fi]);
       q.nranks = grid.tps[ti];
       q.fusion = grid.fusions[fi];
       for (std::size_t hi = 0; hi < grid.hiddens.size(); ++hi) {
@@ -167,47 +119,16 @@ StrategyTable build_table(const Grid& grid, const CandidateLister& candidates, c
           q.bytes = c.bytes;
           for (const auto& name : names) {
             q.strategy = name;
-            auto p = predict(q);
-            // No model of this dtype: one of another type with the same element size answers (the fp16 NCCL
-            // tables of aiconfigurator next to bf16 custom kernels): the model needs the size in bytes only.
-            for (std::size_t a = 0; !p && a < same_size.size(); ++a) {
-              PredictQuery alt = q;
-              alt.dtype = same_size[a];
-              p = predict(alt);
-            }
-            if (!p || !std::isfinite(p->time_us) || !(p->time_us > 0)) continue;
+            auto p = any_dtype(q);
+            if (!usable(p)) continue;
             c.candidates.push_back({name, *p});
             seen.insert(name);
           }
           if (c.candidates.empty()) {
             c.choice = options.fallback;
             c.fallback = true;
-            continue;
-          }
-          // Best and runner-up; strict '<' keeps the earlier candidate on ties (deterministic).
-          std::size_t best = 0;
-          for (std::size_t i = 1; i < c.candidates.size(); ++i)
-            if (c.candidates[i].prediction.time_us < c.candidates[best].prediction.time_us) best = i;
-          std::size_t second = c.candidates.size();
-          for (std::size_t i = 0; i < c.candidates.size(); ++i) {
-            if (i == best) continue;
-            if (second == c.candidates.size() || c.candidates[i].prediction.time_us < c.candidates[second].prediction.time_us)
-              second = i;
-          }
-          const Prediction& pb = c.candidates[best].prediction;
-          c.choice = c.candidates[best].strategy;
-          c.extrapolated = pb.extrapolated;
-          if (second < c.candidates.size()) {
-            const Prediction& pr = c.candidates[second].prediction;
-            c.runner_up = c.candidates[second].strategy;
-            c.margin = pr.time_us / pb.time_us - 1.0;
-            const double sb = log_sigma(pb), sr = log_sigma(pr);
-            c.margin_sigma = std::sqrt(sb * sb + sr * sr);
-            // Overlapping 90 % intervals: the measurements do not settle which one is faster.
-            const double b_hi = pb.hi_us > 0 ? pb.hi_us : pb.time_us;
-            const double r_lo = pr.lo_us > 0 ? pr.lo_us : pr.time_us;
-            c.uncertain = b_hi >= r_lo;
-            c.expected_regret = expected_shortfall(std::log(pr.time_us / pb.time_us), c.margin_sigma);
+          } else {
+            choose(c);
           }
         }
       }
@@ -225,6 +146,104 @@ CandidateLister model_set_candidates(const ModelSet& models, const std::string& 
 
 Predictor model_set_predictor(const ModelSet& models) {
   return [&models](const PredictQuery& q) { return models.predict(q); };
+}
+
+std::vector<std::string> system_strategies(const ModelSet& models, const std::string& system) {
+  std::set<std::string> names;
+  for (const auto& g : models.groups())
+    if (g.key.system == system && g.key.collective == Collective::AllReduce) names.insert(g.key.strategy);
+  return {names.begin(), names.end()};
+}
+
+Predictor with_same_size_dtypes(Predictor base) {
+  return [base = std::move(base)](const PredictQuery& q) {
+    auto p = base(q);
+    if (p) return p;
+    const int esize = dtype_size(q.dtype);
+    if (esize <= 0) return p;
+    for (const char* d : {"bf16", "fp16", "fp32", "fp64", "int8", "fp8_e4m3", "uint8", "int32", "int64"}) {
+      if (dtype_size(d) != esize || canonical_dtype(d) == canonical_dtype(q.dtype)) continue;
+      PredictQuery alt = q;
+      alt.dtype = d;
+      if ((p = base(alt))) return p;
+    }
+    return p;
+  };
+}
+
+Predictor mapped_predictor(Predictor base, StrategySources sources) {
+  return [base = std::move(base), sources = std::move(sources)](const PredictQuery& q) -> std::optional<Prediction> {
+    const auto it = sources.find(q.strategy);
+    if (it == sources.end()) return base(q);
+    std::optional<Prediction> best;
+    for (const auto& s : it->second) {
+      PredictQuery m = q;
+      m.strategy = s;
+      auto p = base(m);
+      if (usable(p) && (!best || p->time_us < best->time_us)) best = p;
+    }
+    return best;
+  };
+}
+
+StrategyTable remap_table(const StrategyTable& t, const StrategySources& sources, const std::string& fallback) {
+  StrategyTable out;
+  out.grid = t.grid;
+  out.options = t.options;
+  out.options.fallback = fallback;
+  out.cells.reserve(t.cells.size());
+  std::set<std::string> seen;
+  for (const Cell& in : t.cells) {
+    Cell c;
+    c.tp = in.tp;
+    c.fusion = in.fusion;
+    c.hidden = in.hidden;
+    c.tokens = in.tokens;
+    c.bytes = in.bytes;
+    for (const auto& [name, strategies] : sources) {
+      const CandidateTime* best = nullptr;
+      for (const auto& s : strategies)
+        for (const auto& cand : in.candidates)
+          if (cand.strategy == s && (!best || cand.prediction.time_us < best->prediction.time_us)) best = &cand;
+      if (!best) continue;
+      c.candidates.push_back({name, best->prediction});
+      seen.insert(name);
+    }
+    if (c.candidates.empty()) {
+      c.choice = fallback;
+      c.fallback = true;
+    } else {
+      choose(c);
+    }
+    out.cells.push_back(std::move(c));
+  }
+  out.strategies.assign(seen.begin(), seen.end());
+  return out;
+}
+
+std::map<std::string, std::string> parse_map_options(const std::vector<std::string>& entries,
+                                                     const std::vector<std::string>& model_strategies,
+                                                     const std::vector<std::string>& targets) {
+  auto list = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+    return s.empty() ? std::string("none") : s;
+  };
+  std::map<std::string, std::string> out;
+  for (const auto& e : entries) {
+    const auto eq = e.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == e.size())
+      throw std::invalid_argument("--map: '" + e + "' is not MODEL_STRATEGY=TARGET");
+    const std::string from = e.substr(0, eq), to = e.substr(eq + 1);
+    if (std::find(model_strategies.begin(), model_strategies.end(), from) == model_strategies.end())
+      throw std::invalid_argument("--map: '" + from + "' is not an all-reduce strategy of the models (strategies: " +
+                                  list(model_strategies) + ")");
+    const auto t = std::find_if(targets.begin(), targets.end(), [&](const std::string& x) { return upper(x) == upper(to); });
+    if (t == targets.end())
+      throw std::invalid_argument("--map: '" + to + "' is not a target of this format (targets: " + list(targets) + ")");
+    if (!out.emplace(from, *t).second) throw std::invalid_argument("--map: '" + from + "' is mapped twice");
+  }
+  return out;
 }
 
 }  // namespace arfit::codegen

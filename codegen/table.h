@@ -9,10 +9,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "codegen/axes.h"
 #include "model/model_set.h"
 #include "model/sample.h"
 
@@ -38,14 +40,6 @@ struct Grid {
   }
 };
 
-// "2,4,8" -> {2,4,8}. Throws std::invalid_argument naming `option` on anything else than positive integers.
-std::vector<int> parse_int_list(const std::string& spec, const std::string& option);
-// "128:8192" -> powers of two from 128 to 8192; "128,4096" -> exactly those. Values must be positive,
-// ranges must have power-of-two ends with lo <= hi. Throws std::invalid_argument naming `option`.
-std::vector<std::int64_t> parse_pow2_axis(const std::string& spec, const std::string& option);
-// "NONE,RESIDUAL_RMS_NORM" (any alias parse_fusion accepts); "all" = the four ops. Throws std::invalid_argument.
-std::vector<FusionOp> parse_fusion_list(const std::string& spec, const std::string& option);
-
 // Asks the models for one candidate's time. nullopt: the candidate has no model for this cell.
 using Predictor = std::function<std::optional<Prediction>(const PredictQuery&)>;
 // The candidate strategies of one (tp, fusion) slice.
@@ -58,8 +52,6 @@ struct TableOptions {
   std::string dtype = "bf16";
   int sm = 0;                  // 0: the measured SM
   std::string fallback = strategy::kNccl;  // strategy of cells no candidate can predict
-  // Keep only candidates accepted here (e.g. those TensorRT-LLM can number); empty = keep all.
-  std::function<bool(const std::string&)> accept;
 };
 
 struct CandidateTime {
@@ -102,6 +94,30 @@ StrategyTable build_table(const Grid& grid, const CandidateLister& candidates, c
 // Adapters for a fitted model set: all-reduce strategies of (system, fusion, nranks), and ModelSet::predict.
 CandidateLister model_set_candidates(const ModelSet& models, const std::string& system);
 Predictor model_set_predictor(const ModelSet& models);
+// The all-reduce strategies the model set holds for `system`, sorted.
+std::vector<std::string> system_strategies(const ModelSet& models, const std::string& system);
+
+// A predictor that asks for q.dtype first, then for the other types of the same element size (aiconfigurator's
+// fp16 NCCL tables next to bf16 kernels: the models need the size in bytes only).
+Predictor with_same_size_dtypes(Predictor base);
+
+// Which model-set strategies stand for each name an output format uses (a TensorRT-LLM strategy such as
+// ONESHOT, an engine role such as `custom`). A name backed by several strategies takes the fastest of them in
+// every cell.
+using StrategySources = std::map<std::string, std::vector<std::string>>;
+// Answers for a name with the fastest prediction among its strategies; names not in `sources` pass through.
+Predictor mapped_predictor(Predictor base, StrategySources sources);
+// The same table with its candidates renamed through `sources` (each name takes the fastest prediction of its
+// strategies; strategies in no name are dropped) and every cell chosen again; cells left without a candidate get
+// `fallback`. The same choices as predicting the names through mapped_predictor, without predicting again.
+StrategyTable remap_table(const StrategyTable& table, const StrategySources& sources, const std::string& fallback);
+
+// `--map MODEL=TARGET` entries: every MODEL must be one of `model_strategies`, every TARGET one of `targets`
+// (compared case-insensitively, returned as spelled in `targets`), each MODEL at most once. Returns
+// MODEL -> TARGET. Throws std::invalid_argument naming --map.
+std::map<std::string, std::string> parse_map_options(const std::vector<std::string>& entries,
+                                                     const std::vector<std::string>& model_strategies,
+                                                     const std::vector<std::string>& targets);
 
 // The decision quantities of two predictions, shared with the select evaluation:
 // sigma of ln t from a 90 % interval (half-width of ln(hi/lo) / 1.645; 0 when no interval),

@@ -48,11 +48,13 @@ if [ "$backend" = gpu ]; then
   fi
   SAMPLES=("$OUT"/samples-*.csv)
   GRID=(--tp 2,4,8 --hidden 128:8192 --tokens 1:16384)
+  TRTLLM_MAP=()
 else
   step "measure: arbench host backend, 2 ranks, preset host-main (lattice:2 plan)"
   mpirun -np 2 "$ARBENCH" --preset host-main -q --overwrite -o "$OUT/samples.csv"
   SAMPLES=("$OUT/samples.csv")
   GRID=(--tp 2 --fusion NONE,RESIDUAL_RMS_NORM --hidden 256:4096 --tokens 1:1024)
+  TRTLLM_MAP=(--map MPI=NCCL)  # MPI_Allreduce stands in for the library collective
 fi
 
 step "fit: one model per strategy and fusion, family chosen by cross-validation"
@@ -64,7 +66,8 @@ step "predict: example predictions with 90 % intervals"
 step "codegen: best-strategy tables over the full grid"
 "$ARFIT" codegen "$OUT/models.json" "${GRID[@]}" --format json -o "$OUT/generated/best_strategy.json"
 "$ARFIT" codegen "$OUT/models.json" "${GRID[@]}" --format header -o "$OUT/generated/arfit_select.h"
-"$ARFIT" codegen "$OUT/models.json" "${GRID[@]}" --format trtllm -o "$OUT/generated/allreduce_best_strategy_table.h"
+# The TensorRT-LLM table always has TensorRT-LLM's own axes (its lookup indexes by position).
+"$ARFIT" codegen "$OUT/models.json" "${TRTLLM_MAP[@]}" --format trtllm -o "$OUT/generated/allreduce_best_strategy_table.h"
 "$ARFIT" suggest "$OUT/models.json" "${GRID[@]}" --top 10 | tee "$OUT/suggest.txt"
 
 step "eval: how good choices made from a sparse subset of the measured cells are (regret)"

@@ -1,7 +1,9 @@
 // Codegen of the full default grid: 3 TP x 4 fusions x 7 hidden x 15 tokens = 1,260 cells x 4 strategies
 // (NCCL, ONESHOT, TWOSHOT, NCCL_SYMMETRIC). Goal: under 100 ms per table, models file to generated text.
 //   BM_TableSynthetic  the table logic alone (closed-form predictor)
-//   BM_CodegenModelSet a real ModelSet fitted to synthetic measurements (fit/), predict + choose + write
+//   BM_CodegenModelSet a real ModelSet fitted to synthetic measurements (fit/), predict + choose + write, in every
+//                      output format (nccl-tuner from NCCL algorithm/protocol variants of a second system; vllm and
+//                      sglang with ONESHOT/TWOSHOT mapped onto their custom all-reduce)
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -60,6 +62,19 @@ const ModelSet& fitted_models() {
               x.time_us = synthetic(s, tp, static_cast<int>(f), double(x.bytes)) * (1 + 0.01 * std::sin(double(tok * h)));
               v.push_back(x);
             }
+    for (int tp : {2, 4, 8})
+      for (const char* s : {"NCCL_RING_LL", "NCCL_RING_SIMPLE", "NCCL_TREE_SIMPLE"})
+        for (int k = 3; k <= 32; ++k) {
+          Sample x;
+          x.strategy = s;
+          x.nranks = tp;
+          x.bytes = std::int64_t{1} << k;
+          x.device = "synthetic";
+          x.extra["system"] = "synthetic_nccl";
+          const double b = double(x.bytes);
+          x.time_us = std::string(s) == "NCCL_RING_LL" ? 5 + b / 2e3 : std::string(s) == "NCCL_TREE_SIMPLE" ? 14 + b / 2.5e4 : 20 + b / 4e4;
+          v.push_back(x);
+        }
     fit::FitOptions o;
     o.threads = 2;
     return fit::fit_model_set(v, o);
@@ -70,18 +85,20 @@ const ModelSet& fitted_models() {
 void BM_CodegenModelSet(benchmark::State& state) {
   const ModelSet& m = fitted_models();
   const std::string text = m.to_json().dump();
+  const FormatSpec& format = output_formats().at(static_cast<std::size_t>(state.range(0)));
   Request r;
   r.models_path = "models.json";
   r.date = "2026-01-01";
-  const Format format = static_cast<Format>(state.range(0));
+  r.system = format.name == "nccl-tuner" ? "synthetic_nccl" : "synthetic";
+  if (format.name == "vllm") r.map = {"ONESHOT=custom"};
+  if (format.name == "sglang") r.map = {"ONESHOT=custom_graph", "TWOSHOT=custom_eager"};
   for (auto _ : state) {
-    std::string out = generate(m, r, format, text);
+    std::string out = generate(m, r, format.name, text);
     benchmark::DoNotOptimize(out.data());
   }
-  state.SetLabel(to_string(format));
+  state.SetLabel(format.name);
 }
-BENCHMARK(BM_CodegenModelSet)->Arg(static_cast<int>(Format::Trtllm))->Arg(static_cast<int>(Format::Header))
-    ->Arg(static_cast<int>(Format::Json))->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CodegenModelSet)->DenseRange(0, static_cast<int>(output_formats().size()) - 1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

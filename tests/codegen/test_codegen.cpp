@@ -120,32 +120,42 @@ TEST(CodegenTable, ChoosesArgminAndFlagsUncertainCells) {
   EXPECT_EQ(seen.size(), 3u);
 }
 
-TEST(CodegenTable, FallbackAndAcceptFilter) {
+TEST(CodegenTable, FallbackAndRemap) {
   Grid g;
   g.tps = {2, 4};
   g.fusions = {FusionOp::None};
   g.hiddens = {1024};
   g.tokens = {1, 16384};
-  // TP 4 has no model at all -> fallback; TWOSHOT filtered out.
+  // TP 4 has no model at all -> fallback; TWOSHOT left out by the remap.
   Predictor p = [](const PredictQuery& q) -> std::optional<Prediction> {
     if (q.nranks == 4) return std::nullopt;
     Prediction r;
     r.time_us = synthetic_time(q.strategy, q.nranks, q.fusion, q.bytes);
     return r;
   };
-  TableOptions o;
-  o.fallback = "NCCL_SYMMETRIC";
-  o.accept = [](const std::string& s) { return s != "TWOSHOT"; };
-  const StrategyTable t = build_table(g, three_strategies(), p, o);
+  const StrategyTable all = build_table(g, three_strategies(), p);
+  // Renamed candidates: NCCL stays NCCL, ONESHOT stands for FAST, TWOSHOT is dropped.
+  const StrategyTable t = remap_table(all, {{"NCCL", {"NCCL"}}, {"FAST", {"ONESHOT"}}}, "NCCL_SYMMETRIC");
   EXPECT_EQ(t.fallback_cells(), 2);
+  EXPECT_EQ(t.strategies, (std::vector<std::string>{"FAST", "NCCL"}));
   EXPECT_EQ(t.at(1, 0, 0, 0).choice, "NCCL_SYMMETRIC");
   EXPECT_TRUE(t.at(1, 0, 0, 0).fallback);
   for (const auto& c : t.cells)
     for (const auto& cand : c.candidates) EXPECT_NE(cand.strategy, "TWOSHOT");
   // Without intervals nothing is uncertain and there is no expected regret.
   EXPECT_FALSE(t.at(0, 0, 0, 0).uncertain);
-  EXPECT_EQ(t.at(0, 0, 0, 0).choice, "ONESHOT");
+  EXPECT_EQ(t.at(0, 0, 0, 0).choice, "FAST");
   EXPECT_EQ(t.at(0, 0, 0, 1).choice, "NCCL");
+  // The same choices as predicting the renamed candidates (mapped_predictor), cell for cell.
+  const StrategySources sources{{"NCCL", {"NCCL"}}, {"FAST", {"ONESHOT", "TWOSHOT"}}};
+  const StrategyTable remapped = remap_table(all, sources, "NCCL");
+  const StrategyTable predicted =
+      build_table(g, [](int, FusionOp) { return std::vector<std::string>{"FAST", "NCCL"}; }, mapped_predictor(p, sources));
+  for (std::size_t i = 0; i < remapped.cells.size(); ++i) {
+    EXPECT_EQ(remapped.cells[i].choice, predicted.cells[i].choice);
+    EXPECT_EQ(remapped.cells[i].runner_up, predicted.cells[i].runner_up);
+    EXPECT_DOUBLE_EQ(remapped.cells[i].margin, predicted.cells[i].margin);
+  }
 }
 
 TEST(CodegenTable, ExpectedShortfall) {
@@ -162,7 +172,7 @@ TEST(CodegenTable, ExpectedShortfall) {
 
 TEST(CodegenWriters, TrtllmTableCompilesAndHoldsKnownCells) {
   const StrategyTable t = build_table(Grid{}, three_strategies(), synthetic_predictor());
-  const std::string code = write_trtllm(t, test_banner(), 90);
+  const std::string code = write_trtllm(trtllm_codes(t, 90), test_banner());
   EXPECT_NE(code.find("DO NOT EDIT"), std::string::npos);
   EXPECT_NE(code.find("fnv1a64 " + fnv1a64_hex("synthetic")), std::string::npos);
   EXPECT_NE(code.find("Date: 2026-01-02"), std::string::npos);
@@ -196,7 +206,9 @@ int main() {
   for (const auto& cell : t.cells) {
     int v = -1;
     in >> v;
-    ASSERT_EQ(v, code_of.at(expected_choice(cell.tp, cell.fusion, cell.bytes)));
+    // TensorRT-LLM's SM90 table keeps NCCL in every NVFP4 cell; the others hold the models' choice.
+    const int want = cell.fusion == FusionOp::ResidualRmsNormQuantNvfp4 ? 0 : code_of.at(expected_choice(cell.tp, cell.fusion, cell.bytes));
+    ASSERT_EQ(v, want);
   }
   // Known cells of the synthetic models: the smallest message is ONESHOT, the largest NCCL.
   EXPECT_EQ(t.at(0, 0, 0, 0).choice, "ONESHOT");
@@ -211,8 +223,10 @@ TEST(CodegenWriters, TrtllmRejectsUnnumberedStrategy) {
   g.tokens = {1};
   const StrategyTable t = build_table(g, [](int, FusionOp) { return std::vector<std::string>{"vLLM_custom_graph"}; },
                                       synthetic_predictor());
-  EXPECT_THROW(write_trtllm(t, test_banner(), 90), std::invalid_argument);
-  EXPECT_THROW(write_trtllm(t, test_banner(), 0), std::invalid_argument);
+  EXPECT_THROW(trtllm_codes(t, 90), std::invalid_argument);
+  // A table of another grid would be misread by TensorRT-LLM's positional lookup.
+  const StrategyTable small = build_table(g, three_strategies(), synthetic_predictor());
+  EXPECT_THROW(write_trtllm(trtllm_codes(small, 90), test_banner()), std::invalid_argument);
 }
 
 TEST(CodegenWriters, HeaderAgreesWithJsonOnGridAndIsDefinedOffGrid) {
@@ -245,12 +259,13 @@ int main() {
   for (int tp : kTp) for (Fusion f : kFusion) for (auto h : kHidden) for (auto k : kTokens)
     std::printf("%d ", static_cast<int>(select(tp, f, k, h)));
   std::printf("\n");
-  // off grid: hidden below/above, tp not in table, tokens 0 / negative / too many, odd fusion value
+  // off grid: hidden below/above, tp not in table, tokens 0 / negative / too many, a fusion without a row
+  // (TensorRT-LLM's RESIDUAL_RMS_PREPOST_NORM = 3)
   std::printf("%d %d %d %d %d %d %d %d\n",
     static_cast<int>(select(2, Fusion::NONE, 1, 64)), static_cast<int>(select(2, Fusion::NONE, 1, 16384)),
     static_cast<int>(select(3, Fusion::NONE, 1, 1024)), static_cast<int>(select(16, Fusion::NONE, 1, 1024)),
     static_cast<int>(select(2, Fusion::NONE, 0, 1024)), static_cast<int>(select(2, Fusion::NONE, -5, 1024)),
-    static_cast<int>(select(2, Fusion::NONE, 16385, 1024)), static_cast<int>(select(2, static_cast<Fusion>(7), 1, 1024)));
+    static_cast<int>(select(2, Fusion::NONE, 16385, 1024)), static_cast<int>(select(2, static_cast<Fusion>(3), 1, 1024)));
   // between grid points: floor(log2) bucket
   std::printf("%d %d %d %d\n",
     static_cast<int>(select(8, Fusion::NONE, 3, 1024)) == static_cast<int>(select(8, Fusion::NONE, 2, 1024)),
@@ -260,7 +275,7 @@ int main() {
 }
 )";
   dir.write("main.cpp", main.str());
-  const auto build = run_command(cxx() + " -std=c++17 -Wall -Wextra -Werror -o " + dir.file("prog") + " " + dir.file("main.cpp"));
+  const auto build = run_command(cxx() + " -std=c++17 -Wall -Wextra -Werror -pedantic -o " + dir.file("prog") + " " + dir.file("main.cpp"));
   ASSERT_EQ(build.exit_code, 0) << build.output;
   const auto run = run_command(dir.file("prog"));
   ASSERT_EQ(run.exit_code, 0) << run.output;
@@ -313,7 +328,7 @@ TEST(CodegenWriters, JsonCellsCarryPredictionsAndMargins) {
 TEST(CodegenWriters, DeterministicOutput) {
   const StrategyTable a = build_table(Grid{}, three_strategies(), synthetic_predictor());
   const StrategyTable b = build_table(Grid{}, three_strategies(), synthetic_predictor());
-  EXPECT_EQ(write_trtllm(a, test_banner(), 100), write_trtllm(b, test_banner(), 100));
+  EXPECT_EQ(write_trtllm(trtllm_codes(a, 100), test_banner()), write_trtllm(trtllm_codes(b, 100), test_banner()));
   EXPECT_EQ(write_header(a, test_banner(), 100), write_header(b, test_banner(), 100));
   EXPECT_EQ(write_json(a, test_banner(), 100), write_json(b, test_banner(), 100));
 }
@@ -354,7 +369,9 @@ TEST(CodegenNcclTuner, MergesArgminRanges) {
   };
   std::vector<double> sizes;
   for (double s = 1024; s <= 1 << 24; s *= 2) sizes.push_back(s);
-  const auto rules = tuner_rules({2, 8}, sizes, {*v1, *v2}, p, "sys", 1, 4294967295ull);
+  PredictQuery base;
+  base.system = "sys";
+  const auto rules = tuner_rules({2, 8}, sizes, {*v1, *v2}, p, base, 4294967295ull);
   ASSERT_EQ(rules.size(), 3u);
   EXPECT_EQ(rules[0].protocol, "ll");
   EXPECT_EQ(rules[0].min_bytes, 0u);
@@ -364,11 +381,11 @@ TEST(CodegenNcclTuner, MergesArgminRanges) {
   EXPECT_EQ(rules[1].max_bytes, 4294967295ull);
   EXPECT_EQ(rules[2].nranks, 8);
   EXPECT_EQ(rules[2].min_bytes, 0u);
-  const std::string csv = write_nccl_tuner(rules, test_banner());
+  const std::string csv = write_nccl_tuner(rules, test_banner(), 0);
   EXPECT_NE(csv.find("# collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff\n"),
             std::string::npos);
-  EXPECT_NE(csv.find("\nallreduce,0,46340,ring,ll,-1,1,2,-1,-1\n"), std::string::npos) << csv;
-  EXPECT_NE(csv.find("\nallreduce,0,4294967295,tree,simple,-1,1,8,-1,-1\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\nallreduce,0,46340,ring,ll,0,1,2,-1,-1\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\nallreduce,0,4294967295,tree,simple,0,1,8,-1,-1\n"), std::string::npos) << csv;
 }
 
 TEST(CodegenTable, SameElementSizeModelsAnswerForEachOther) {

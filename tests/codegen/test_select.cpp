@@ -173,8 +173,10 @@ TEST(CodegenCli, DeterministicFilesAndSuggest) {
     std::string outs[2];
     for (int k = 0; k < 2; ++k) {
       const std::string out = dir.file(std::string(fmt) + std::to_string(k));
+      // The trtllm table always has all four fusions (only NONE is modelled here: the others fall back).
+      const std::string fusion = std::string(fmt) == "trtllm" ? "" : " --fusion NONE";
       const auto r = run_command("SOURCE_DATE_EPOCH=1700000000 " + bin + " codegen " + dir.file("models.json") + " --format " + fmt +
-                                 " --fusion NONE -o " + out);
+                                 fusion + " -o " + out);
       ASSERT_EQ(r.exit_code, 0) << r.output;
       outs[k] = slurp(out);
     }
@@ -191,6 +193,19 @@ TEST(CodegenCli, DeterministicFilesAndSuggest) {
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_NE(bad.output.find("--hidden"), std::string::npos) << bad.output;
   EXPECT_FALSE(std::filesystem::exists(dir.file("bad")));
+  // Options that would change TensorRT-LLM's axes, and an SM other than 90/100 that is fine (it maps).
+  for (const std::string opt : {"--tp 4,8", "--fusion NONE,RESIDUAL_RMS_NORM_QUANT_FP8", "--hidden 1024:8192", "--tokens 2:16384"}) {
+    bad = run_command(bin + " codegen " + dir.file("models.json") + " --format trtllm " + opt + " -o " + dir.file("bad"));
+    EXPECT_EQ(bad.exit_code, 2) << opt << "\n" << bad.output;
+    EXPECT_NE(bad.output.find(opt.substr(0, opt.find(' ')) + ":"), std::string::npos) << bad.output;
+    EXPECT_FALSE(std::filesystem::exists(dir.file("bad")));
+  }
+  const auto sm80 = run_command(bin + " codegen " + dir.file("models.json") + " --format trtllm --sm 80 -o " + dir.file("sm80"));
+  EXPECT_EQ(sm80.exit_code, 0) << sm80.output;
+  EXPECT_NE(sm80.output.find("--sm 80 -> AllReduceBestStrategyTableSM90"), std::string::npos) << sm80.output;
+  bad = run_command(bin + " codegen " + dir.file("models.json") + " --format trtllm --map NCCL=FAST -o " + dir.file("bad"));
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--map"), std::string::npos) << bad.output;
   bad = run_command(bin + " codegen " + dir.file("models.json") + " --format csv -o " + dir.file("bad"));
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   bad = run_command(bin + " codegen " + dir.file("models.json") + " --format nccl-tuner -o " + dir.file("bad"));

@@ -1,0 +1,117 @@
+#include "codegen/axes.h"
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+
+namespace arfit::codegen {
+
+namespace {
+
+std::string trim(const std::string& s) {
+  const auto a = s.find_first_not_of(" \t"), b = s.find_last_not_of(" \t");
+  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
+}
+
+std::int64_t parse_positive(const std::string& text, const std::string& option) {
+  const std::string t = trim(text);
+  if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos)
+    throw std::invalid_argument(option + ": '" + text + "' is not a positive integer");
+  std::int64_t v = 0;
+  try {
+    v = std::stoll(t);
+  } catch (const std::exception&) {
+    throw std::invalid_argument(option + ": '" + text + "' is out of range");
+  }
+  if (v <= 0) throw std::invalid_argument(option + ": '" + text + "' is not a positive integer");
+  return v;
+}
+
+bool is_pow2(std::int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+
+// A size-axis value: positive, a power of two, and at most kMaxAxisValue.
+std::int64_t parse_axis_value(const std::string& text, const std::string& option) {
+  const std::int64_t v = parse_positive(text, option);
+  if (v > kMaxAxisValue)
+    throw std::invalid_argument(option + ": " + std::to_string(v) + " is above the largest accepted value " +
+                                std::to_string(kMaxAxisValue) + " (2^40)");
+  if (!is_pow2(v)) throw std::invalid_argument(option + ": " + std::to_string(v) + " is not a power of two");
+  return v;
+}
+
+}  // namespace
+
+std::vector<std::string> split_trimmed(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  if (s.empty()) return out;
+  std::size_t start = 0;
+  while (true) {
+    const auto pos = s.find(sep, start);
+    out.push_back(trim(s.substr(start, pos == std::string::npos ? std::string::npos : pos - start)));
+    if (pos == std::string::npos) break;
+    start = pos + 1;
+  }
+  return out;
+}
+
+std::vector<int> parse_int_list(const std::string& spec, const std::string& option) {
+  std::vector<int> out;
+  for (const auto& part : split_trimmed(spec, ',')) {
+    const std::int64_t v = parse_positive(part, option);
+    if (v > std::numeric_limits<int>::max()) throw std::invalid_argument(option + ": '" + part + "' is too large");
+    if (std::find(out.begin(), out.end(), static_cast<int>(v)) != out.end())
+      throw std::invalid_argument(option + ": " + part + " is listed twice");
+    out.push_back(static_cast<int>(v));
+  }
+  if (out.empty()) throw std::invalid_argument(option + ": empty list");
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::int64_t> parse_pow2_axis(const std::string& spec, const std::string& option) {
+  std::vector<std::int64_t> out;
+  const auto colon = spec.find(':');
+  if (colon != std::string::npos) {
+    const std::int64_t lo = parse_axis_value(spec.substr(0, colon), option);
+    const std::int64_t hi = parse_axis_value(spec.substr(colon + 1), option);
+    if (lo > hi) throw std::invalid_argument(option + ": range '" + spec + "' has its low end above its high end");
+    // Both ends are powers of two <= kMaxAxisValue, so v * 2 never overflows; the loop still stops before
+    // doubling past `hi` rather than relying on that.
+    for (std::int64_t v = lo;; v *= 2) {
+      out.push_back(v);
+      if (v >= hi || v > hi / 2) break;
+    }
+  } else {
+    for (const auto& part : split_trimmed(spec, ',')) out.push_back(parse_axis_value(part, option));
+    std::sort(out.begin(), out.end());
+    if (std::adjacent_find(out.begin(), out.end()) != out.end())
+      throw std::invalid_argument(option + ": a value is listed twice in '" + spec + "'");
+  }
+  if (out.empty()) throw std::invalid_argument(option + ": empty axis");
+  return out;
+}
+
+std::vector<FusionOp> parse_fusion_list(const std::string& spec, const std::string& option) {
+  if (trim(spec) == "all") return all_fusions();
+  std::vector<FusionOp> out;
+  for (const auto& part : split_trimmed(spec, ',')) {
+    auto f = try_parse_fusion(part);
+    if (!f) throw std::invalid_argument(option + ": unknown fusion op '" + part + "'");
+    if (std::find(out.begin(), out.end(), *f) != out.end())
+      throw std::invalid_argument(option + ": fusion op '" + part + "' is listed twice");
+    out.push_back(*f);
+  }
+  if (out.empty()) throw std::invalid_argument(option + ": empty list");
+  // The table's fusion axis keeps TensorRT-LLM's order whatever order the user listed.
+  std::sort(out.begin(), out.end(), [](FusionOp a, FusionOp b) { return static_cast<int>(a) < static_cast<int>(b); });
+  return out;
+}
+
+bool contiguous_powers_of_two(const std::vector<std::int64_t>& axis) {
+  if (axis.empty() || !is_pow2(axis.front())) return false;
+  for (std::size_t i = 1; i < axis.size(); ++i)
+    if (axis[i] != axis[i - 1] * 2) return false;
+  return true;
+}
+
+}  // namespace arfit::codegen

@@ -1,0 +1,119 @@
+// The one table of output formats, and what several formats share: the request's table, roles, refusals.
+#include "codegen/formats.h"
+
+#include <algorithm>
+#include <cctype>
+#include <stdexcept>
+
+namespace arfit::codegen {
+
+const std::vector<FormatSpec>& output_formats() {
+  static const std::vector<FormatSpec> formats{trtllm_format(), header_format(), nccl_tuner_format(), json_format(),
+                                               vllm_format(),   sglang_format(), flashinfer_format()};
+  return formats;
+}
+
+std::string format_names() {
+  std::string s;
+  for (const auto& f : output_formats()) s += (s.empty() ? "" : "|") + f.name;
+  return s;
+}
+
+const FormatSpec& find_format(const std::string& name) {
+  for (const auto& f : output_formats())
+    if (f.name == name) return f;
+  throw std::invalid_argument("--format: '" + name + "' is not one of " + format_names());
+}
+
+StrategyTable build_request_table(const ModelSet& models, const Request& r) {
+  TableOptions o;
+  o.system = resolve_system(models, r.system);
+  o.dtype = r.dtype;
+  o.sm = prediction_sm(r);
+  o.fallback = r.fallback;
+  StrategyTable t = build_table(request_grid(r), model_set_candidates(models, o.system), request_predictor(models, r), o);
+  if (t.fallback_cells() == static_cast<int>(t.cells.size()))
+    throw std::invalid_argument("no cell of the grid has a modelled all-reduce strategy for system '" + o.system +
+                                "' (check --tp, --fusion and the models file)");
+  return t;
+}
+
+void refuse_map(const Request& r, const std::string& format) {
+  if (!r.map.empty())
+    throw std::invalid_argument("--map: the " + format + " format keeps the models' strategy names; nothing to map onto");
+}
+
+void refuse_grid_options(const Request& r, const std::string& format) {
+  auto refuse = [&](const std::string& option) {
+    throw std::invalid_argument(option + ": the " + format + " format works on message sizes (--bytes) per GPU count "
+                                "(--tp) and has no " + option.substr(2) + " axis");
+  };
+  if (parse_fusion_list(r.fusion, "--fusion") != all_fusions()) refuse("--fusion");
+  if (parse_pow2_axis(r.hidden, "--hidden") != parse_pow2_axis(kDefaultRequest.hidden, "--hidden")) refuse("--hidden");
+  if (parse_pow2_axis(r.tokens, "--tokens") != parse_pow2_axis(kDefaultRequest.tokens, "--tokens")) refuse("--tokens");
+}
+
+StrategySources resolve_roles(const ModelSet& models, const Request& r, const std::vector<RoleSpec>& roles) {
+  const auto strategies = system_strategies(models, resolve_system(models, r.system));
+  std::vector<std::string> targets;
+  for (const auto& role : roles) targets.push_back(role.name);
+  const auto explicit_map = parse_map_options(r.map, strategies, targets);
+  StrategySources out;
+  for (const auto& [from, role] : explicit_map) out[role].push_back(from);
+  for (const auto& role : roles) {
+    if (out.count(role.name)) continue;  // --map names this role's strategies: no default
+    for (const auto& s : strategies) {
+      if (explicit_map.count(s)) continue;
+      std::string lower;
+      for (char c : s) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (role.picks(lower)) out[role.name].push_back(s);
+    }
+  }
+  return out;
+}
+
+void require_role(const StrategySources& roles, const RoleSpec& role, const std::string& format) {
+  if (roles.count(role.name)) return;
+  throw std::invalid_argument("--map: the " + format + " format needs a strategy for '" + role.name + "' (" +
+                              role.default_rule + "); the models have none by that rule: name one with --map STRATEGY=" +
+                              role.name);
+}
+
+bool is_nccl_name(const std::string& n) { return n == "nccl"; }
+bool is_oneshot_name(const std::string& n) { return n == "oneshot"; }
+bool is_twoshot_name(const std::string& n) { return n == "twoshot"; }
+
+std::vector<ThresholdRow> EnginePlanner::plan(const std::string& below, const std::string& above) const {
+  return plan_thresholds(tps, sizes, below, above, predict, base);
+}
+
+EnginePlanner engine_planner(const FormatInput& in, const std::string& format, const std::vector<RoleSpec>& roles) {
+  const Request& r = in.request;
+  refuse_grid_options(r, format);
+  EnginePlanner p;
+  p.tps = parse_int_list(r.tp, "--tp");
+  p.sizes = request_sizes(r);
+  p.roles = resolve_roles(in.models, r, roles);
+  p.predict = mapped_predictor(request_predictor(in.models, r), p.roles);
+  p.base = engine_query(in.models, r);
+  return p;
+}
+
+PredictQuery engine_query(const ModelSet& models, const Request& r) {
+  PredictQuery q;
+  q.system = resolve_system(models, r.system);
+  q.collective = Collective::AllReduce;
+  q.fusion = FusionOp::None;
+  q.dtype = r.dtype;
+  q.sm = prediction_sm(r);
+  q.nnodes = 1;
+  return q;
+}
+
+std::vector<double> request_sizes(const Request& r) {
+  std::vector<double> sizes;
+  for (auto b : parse_pow2_axis(r.bytes, "--bytes")) sizes.push_back(static_cast<double>(b));
+  return sizes;
+}
+
+}  // namespace arfit::codegen

@@ -1,0 +1,48 @@
+// What `arfit codegen` / `arfit suggest` are asked for: the models file, the system, the grid and the options
+// of the output formats. Parsed by cli/, read by every format (codegen/formats.h).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "codegen/table.h"
+#include "model/model_set.h"
+
+namespace arfit::codegen {
+
+struct Request {
+  std::string models_path;     // for the banner (path + hash) and the date fallback
+  std::string system;          // "" = the only system of the model set
+  int sm = 90;                 // the consumer's SM (which TensorRT-LLM table, vLLM capability, SGLang arch)
+  bool transfer_sm = false;    // ask the models for this SM (fit/ transfers across generations, extrapolated)
+  std::string tp = "2,4,8";
+  std::string fusion = "all";
+  std::string hidden = "128:8192";
+  std::string tokens = "1:16384";
+  std::string bytes = "8:4294967296";  // nccl-tuner, vllm, sglang, flashinfer: sizes (powers of two) considered
+  int nnodes = 1;                      // nccl-tuner: nNodes of the rules and of the models asked
+  int channels = 0;                    // nccl-tuner: channels field (0 = NCCL's own channel count)
+  std::vector<std::string> map;        // --map MODEL_STRATEGY=TARGET (trtllm, json, vllm, sglang, flashinfer)
+  std::string dtype = "bf16";
+  std::string fallback = strategy::kNccl;
+  std::string date;                    // "" = resolve_date's order (SOURCE_DATE_EPOCH, models file)
+  std::string command;                 // written into the banner
+};
+
+// The defaults of the grid options: TensorRT-LLM's lookup axes.
+inline const Request kDefaultRequest{};
+
+// The system the request is about: Request::system, or the model set's only system. Throws
+// std::invalid_argument listing the systems when ambiguous or unknown.
+std::string resolve_system(const ModelSet& models, const std::string& requested);
+
+// The grid of --tp, --fusion, --hidden, --tokens. Throws std::invalid_argument naming the option.
+Grid request_grid(const Request& request);
+
+// Predictions as the request asks for them: the model set's, at --sm when --transfer-sm, with models of another
+// type of the same element size answering for --dtype.
+Predictor request_predictor(const ModelSet& models, const Request& request);
+// 0 (the measured SM) or --sm with --transfer-sm: what PredictQuery::sm carries.
+int prediction_sm(const Request& request);
+
+}  // namespace arfit::codegen

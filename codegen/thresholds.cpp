@@ -1,0 +1,129 @@
+#include "codegen/thresholds.h"
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+namespace arfit::codegen {
+
+std::uint64_t ThresholdRow::last_below_bytes() const {
+  if (split == 0 || sizes.empty()) return 0;
+  if (split >= sizes.size()) return static_cast<std::uint64_t>(sizes.back().bytes);
+  return static_cast<std::uint64_t>(std::floor(std::sqrt(sizes[split - 1].bytes * sizes[split].bytes)));
+}
+
+namespace {
+
+std::optional<double> time_of(const Predictor& predict, PredictQuery q, const std::string& strategy) {
+  q.strategy = strategy;
+  const auto p = predict(q);
+  if (!p || !std::isfinite(p->time_us) || !(p->time_us > 0)) return std::nullopt;
+  return p->time_us;
+}
+
+// The split of `sizes` with the least total ln(t_used / t_faster); ties go to the smaller split.
+void choose_split(ThresholdRow& row) {
+  const std::size_t n = row.sizes.size();
+  // cost(split) = sum_{i < split} loss_below(i) + sum_{i >= split} loss_above(i), computed incrementally.
+  double cost = 0;
+  for (const auto& s : row.sizes) cost += std::log(s.above_us / std::min(s.below_us, s.above_us));
+  double best_cost = cost;
+  std::size_t best = 0;
+  for (std::size_t k = 1; k <= n; ++k) {
+    const auto& s = row.sizes[k - 1];
+    const double fastest = std::min(s.below_us, s.above_us);
+    cost += std::log(s.below_us / fastest) - std::log(s.above_us / fastest);
+    if (cost < best_cost - 1e-12) {
+      best_cost = cost;
+      best = k;
+    }
+  }
+  row.split = best;
+  row.regret = n ? best_cost / static_cast<double>(n) : 0.0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const bool used_below = i < best;
+    const auto& s = row.sizes[i];
+    if (s.below_us != s.above_us && used_below != s.below_faster()) row.disagree.push_back(s.bytes);
+  }
+}
+
+}  // namespace
+
+std::vector<ThresholdRow> plan_thresholds(const std::vector<int>& tps, const std::vector<double>& sizes,
+                                          const std::string& below, const std::string& above,
+                                          const Predictor& predict, const PredictQuery& base) {
+  std::vector<ThresholdRow> rows;
+  for (int tp : tps) {
+    ThresholdRow row;
+    row.tp = tp;
+    PredictQuery q = base;
+    q.nranks = tp;
+    for (double b : sizes) {
+      q.bytes = b;
+      const auto tb = time_of(predict, q, below), ta = time_of(predict, q, above);
+      if (tb && ta) row.sizes.push_back({b, *tb, *ta});
+    }
+    if (row.sizes.empty()) continue;
+    choose_split(row);
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::string human_bytes(double bytes) {
+  static const char* unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int i = 0;
+  while (bytes >= 1024 && i < 4) {
+    bytes /= 1024;
+    ++i;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g %s", bytes, unit[i]);
+  return buf;
+}
+
+std::vector<std::string> describe_disagreements(const std::vector<ThresholdRow>& rows, const std::string& what) {
+  std::vector<std::string> out;
+  for (const auto& r : rows) {
+    if (r.disagree.empty()) continue;
+    std::ostringstream s;
+    s << "TP " << r.tp << ": one " << what << " cannot follow arfit's choice at " << r.disagree.size() << " of "
+      << r.sizes.size() << " sizes (";
+    for (std::size_t i = 0; i < r.disagree.size(); ++i) s << (i ? ", " : "") << human_bytes(r.disagree[i]);
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3g", 100.0 * (std::exp(r.regret) - 1.0));
+    s << "); least-regret split, mean predicted regret " << buf << " %";
+    out.push_back(s.str());
+  }
+  return out;
+}
+
+std::string python_tp_dict(const std::vector<ThresholdRow>& rows, const std::string& indent,
+                           const std::function<std::string(const ThresholdRow&)>& value,
+                           const std::function<std::string(const ThresholdRow&)>& comment) {
+  std::string s = "{\n";
+  for (const auto& r : rows) s += indent + "    " + std::to_string(r.tp) + ": " + value(r) + ",  # " + comment(r) + "\n";
+  return s + indent + "}";
+}
+
+std::string python_roles_comment(const StrategySources& roles) {
+  std::string s;
+  bool several = false;
+  for (const auto& [role, from] : roles) {
+    s += (s.empty() ? "" : "; ") + role + " = ";
+    for (std::size_t i = 0; i < from.size(); ++i) s += (i ? " or " : "") + from[i];
+    several |= from.size() > 1;
+  }
+  return "# Strategies: " + s + (several ? " (several: the faster of them at each size)" : "") + ".\n";
+}
+
+std::string python_disagreement_comments(const std::vector<ThresholdRow>& rows, const std::string& what) {
+  if (rows.empty()) return "";
+  const auto lines = describe_disagreements(rows, what);
+  if (lines.empty()) return "# Every size follows arfit's choice (" + what + ").\n";
+  std::string s;
+  for (const auto& l : lines) s += "# " + l + "\n";
+  return s;
+}
+
+}  // namespace arfit::codegen
