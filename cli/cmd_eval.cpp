@@ -38,8 +38,12 @@ struct ProtocolOutput {
 };
 using ProtocolFn = std::function<ProtocolOutput(const std::vector<Sample>&, const EvalArgs&)>;
 
+// "NAME:ARG" -> NAME (a protocol with a parameter, e.g. crosshw:3).
+std::string protocol_name(const std::string& p) { return p.substr(0, p.find(':')); }
+
 fit::EvalOptions fit_eval_options(const EvalArgs& a) {
   fit::EvalOptions o;
+  if (const size_t colon = a.protocol.find(':'); colon != std::string::npos) o.protocol_arg = a.protocol.substr(colon + 1);
   o.threads = a.threads;
   o.keep_points = !a.points.empty();
   if (!a.methods.empty()) {
@@ -57,7 +61,10 @@ std::vector<std::pair<std::string, ProtocolFn>> protocols() {
   std::vector<std::pair<std::string, ProtocolFn>> v;
   for (const auto& p : fit::fit_protocols()) {
     auto run = p.run;
-    v.push_back({p.name, [run](const std::vector<Sample>& s, const EvalArgs& a) {
+    const bool takes_arg = p.takes_arg;
+    v.push_back({p.name, [run, takes_arg](const std::vector<Sample>& s, const EvalArgs& a) {
+                   if (!takes_arg && a.protocol.find(':') != std::string::npos)
+                     throw UsageError("--protocol " + a.protocol + ": " + protocol_name(a.protocol) + " takes no ':' argument");
                    const fit::EvalResult r = run(s, fit_eval_options(a));
                    ProtocolOutput o{r.to_table(), r.to_json(), {}};
                    if (!a.points.empty()) o.points_csv = r.points_csv();
@@ -83,7 +90,7 @@ void run_eval(const EvalArgs& a) {
   std::string known;
   for (const auto& [name, f] : protocols()) {
     known += (known.empty() ? "" : ", ") + name;
-    if (name == a.protocol) fn = f;
+    if (name == protocol_name(a.protocol)) fn = f;
   }
   if (!fn) throw UsageError("unknown --protocol '" + a.protocol + "' (known: " + known + ")");
   const std::vector<Sample> samples = load_samples_option(a.files, a.format);
@@ -104,7 +111,8 @@ void add_eval(CLI::App& app) {
   cmd->add_option("samples", a->files, "Sample files (any format `arfit ingest` reads) or folders' files")->required()->check(CLI::ExistingFile);
   cmd->add_option("--protocol", a->protocol,
                   "interp2 (fit even-indexed sizes, predict odd), sparse4 (every 4th size + largest), extrap (fit <= 64 MiB, "
-                  "predict larger), crossn (fit all but the largest GPU count, predict it), select (choose strategies from a "
+                  "predict larger), crossn (fit all but the largest GPU count, predict it; also by node count), crosshw:K "
+                  "(leave one system out: each curve from K of its sizes and other systems' curves; docs/fit.md), select (choose strategies from a "
                   "partial sweep, regret against measured times; docs/codegen.md)")
       ->required();
   cmd->add_option("--json", a->json, "Also write the results as JSON to this file");
