@@ -45,7 +45,9 @@ Options parse_options(int argc, const char* const* argv) {
   app.add_option("-b,--minbytes", minbytes, "nccl-tests style sweep: first size");
   app.add_option("-e,--maxbytes", maxbytes, "nccl-tests style sweep: last size");
   app.add_option("-f,--stepfactor", stepfactor, "nccl-tests style sweep: multiplication factor (default 2)");
-  app.add_option("--plan", plan, "Sampling plan over the size axes: full, lattice:K, random:FRACTION:SEED (default full)");
+  app.add_option("--plan", plan,
+                 "Sampling plan over the size axes: full, lattice:K, random:FRACTION:SEED, anchors:K (K sizes per curve, "
+                 "the quick calibration of a new machine for arfit fit --prior; docs/fit.md) (default full)");
   app.add_option("-o,--output", o.output, "Sample CSV to write (appended one line per case)");
   app.add_flag("--resume", o.resume, "Continue an existing output: skip its finished cases, never duplicate");
   app.add_flag("--overwrite", o.overwrite, "Replace an existing output");

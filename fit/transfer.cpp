@@ -342,7 +342,11 @@ std::vector<double> Transfer::grid(double lo, double hi) const {
     const bool near_prev = it != kept.begin() && x - *(it - 1) < min_gap;
     if (!near_next && !near_prev) kept.insert(it, x);
   }
-  for (double x : kept) out.push_back(std::exp(x));
+  // Byte counts are integers: undo the rounding of exp(ln s).
+  for (double x : kept) {
+    const double b = std::exp(x), r = std::nearbyint(b);
+    out.push_back(std::fabs(b - r) <= 1e-9 * b ? r : b);
+  }
   return out;
 }
 
@@ -475,7 +479,9 @@ Transfer transfer_curve(const TransferTarget& target, const std::vector<const Tr
     how << "no comparable curve in the priors: own " << K << " sizes only";
   } else {
     how << (K <= 1 ? "zero-shot" : "transfer") << " K=" << K << (K <= 1 ? " from datasheet-nearest " : ": ");
+    // Candidates below half a percent are left out of `how` (the models file keeps every weight).
     for (size_t i = 0; i < order.size(); ++i) {
+      if (i > 0 && K >= 2 && -order[i].first < 0.005) break;
       how << (i ? ", " : "") << order[i].second;
       if (K >= 2) how << " " << -order[i].first * 100 << "%";
     }
@@ -580,6 +586,36 @@ TransferCalibration transfer_calibration(const std::vector<TransferSource>& libr
     if (pts[k].size() >= kMinCalibrationErrors) cal.tau[k] = calibrate_tau(pts[k]);
   if (!all.empty()) cal.overall = calibrate_tau(all);
   return cal;
+}
+
+// ---------------------------------------------------------------- the prior library
+
+TransferLibrary::TransferLibrary(const std::vector<ModelSet>& priors) {
+  for (const ModelSet& set : priors)
+    for (const auto& g : set.raw().at("groups")) {
+      const GroupModel m = GroupModel::from_json(g);
+      if (m.ok) sources_.push_back(TransferSource::from_model(m, m.key.system));
+    }
+}
+
+std::vector<const TransferSource*> TransferLibrary::matching(const GroupKey& target) const {
+  std::vector<const TransferSource*> out;
+  for (const TransferSource& s : sources_)
+    if (transfer_matches(target, s.key())) out.push_back(&s);
+  return out;
+}
+
+const TransferCalibration& TransferLibrary::calibration(int K) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = calibration_.find(K);
+  if (it == calibration_.end()) it = calibration_.emplace(K, transfer_calibration(sources_, K)).first;
+  return it->second;
+}
+
+std::vector<std::string> TransferLibrary::systems() const {
+  std::set<std::string> s;
+  for (const TransferSource& x : sources_) s.insert(x.system());
+  return {s.begin(), s.end()};
 }
 
 // ---------------------------------------------------------------- the models-file group

@@ -19,6 +19,8 @@
 // on the other machines of the prior, each predicted from the rest (K <= 1, transfer_calibration()).
 #pragma once
 
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -151,6 +153,27 @@ Transfer transfer_curve(const TransferTarget& target, const std::vector<const Tr
 // `exclude_system`), at its measured sizes; τ per datasheet-distance class of the sources it used.
 TransferCalibration transfer_calibration(const std::vector<TransferSource>& library, int K,
                                          const std::string& exclude_system = "");
+
+// The priors of `arfit fit --prior`: every fitted group of the given models files (their system labels name
+// the machines), and the K <= 1 rule's calibration on them (computed on first use).
+class TransferLibrary {
+ public:
+  explicit TransferLibrary(const std::vector<ModelSet>& priors);
+  const std::vector<TransferSource>& sources() const { return sources_; }
+  std::vector<const TransferSource*> matching(const GroupKey& target) const;
+  // Calibration of the K <= 1 rule over the library's machines (leave one machine out); thread-safe.
+  const TransferCalibration& calibration(int K) const;
+  std::vector<std::string> systems() const;
+
+ private:
+  std::vector<TransferSource> sources_;
+  mutable std::mutex mutex_;
+  mutable std::map<int, TransferCalibration> calibration_;
+};
+
+// A curve of a new machine with fewer sizes than this is transferred when priors are given (fit_model_set);
+// from here on it is measured like any curve of the protocols (>= 12 sizes) and fitted on its own.
+inline constexpr int kTransferBelowSizes = 12;
 
 // A transferred curve as a models.json group: the usual entry fitted to the transfer's answer on grid()
 // (so predict, codegen, suggest and plot read it unchanged), its interval replaced by the transfer's σ at
