@@ -639,6 +639,15 @@ GroupFit transferred_group(const TransferTarget& target, const Transfer& tr, dou
   nlohmann::json shares = nlohmann::json::array();
   for (const TransferShare& s : tr.shares())
     shares.push_back({{"system", s.system}, {"id", s.id}, {"weight", s.weight}});
+  // What the group says about itself is the transfer's, not the grid fit's: the sizes actually measured,
+  // and for cv_gmae the median absolute error its σ stands for (0.674 σ, the normal's median), the median
+  // over the grid.
+  std::vector<double> typical;
+  for (double sg : log_sigma) typical.push_back(std::expm1(0.6745 * sg));
+  g.cv_gmae = percentile(typical, 50);
+  g.model["cv_gmae"] = g.cv_gmae;
+  g.model["cv"] = {{"transfer", g.cv_gmae}};
+  g.model["range"]["points"] = tr.anchors();
   g.model["transfer"] = {{"how", tr.how()},
                          {"anchors", tr.anchors()},
                          {"anchor_bytes", target.bytes},
