@@ -74,8 +74,9 @@ void run_fit(const FitArgs& a) {
     if (a.quiet) continue;
     if (good && g.contains("transfer")) {
       // Transferred from the priors (fit/transfer.h): which machines lent their shape.
-      std::printf("%-60s %-10s %6zu %8s %6s  %s\n", g.at("id").get<std::string>().c_str(), "transfer",
-                  g["transfer"].at("anchor_bytes").size(), "-", "-", g["transfer"].at("how").get<std::string>().c_str());
+      std::printf("%-60s %-10s %6zu %8.2f %6s  %s\n", g.at("id").get<std::string>().c_str(), "transfer",
+                  g["transfer"].at("anchor_bytes").size(), g.at("cv_gmae").get<double>() * 100, "-",
+                  g["transfer"].at("how").get<std::string>().c_str());
     } else if (good) {
       // Sizes whose time the residual correction set aside as interference spikes (fit.h, spike_indices).
       const auto& corr = g.at("correction");
