@@ -22,11 +22,6 @@ constexpr double kTableStep = kLn2 / 8;
 constexpr double kTableMargin = 12 * kLn2;
 // Noise of one anchor (σ of ln t): the repeatability of a measurement, the in-range floor of a fit.
 constexpr double kAnchorSigma = 0.01;
-// Prior on the bandwidth ratio a·b of the size-and-time map: the datasheet interconnect ratio when both
-// machines are in the SM table and on one node (peaks carry over to achieved bandwidth only roughly: σ 0.5,
-// a factor 1.6), else 1 with σ 1.5 (a factor 4.5: nothing known).
-constexpr double kBandwidthPriorSigma = 0.5;
-constexpr double kBandwidthPriorSigmaUnknown = 1.5;
 // Prior σ of the size scale ln b where anchors judge the sources (fit_map).
 constexpr double kSizeScaleSigma = 0.03;
 // Search range and step of the size scale ln b (and of the own line's ln crossover around the anchors).
@@ -97,20 +92,12 @@ double calibration_distance(double datasheet_distance, int nnodes) {
   return nnodes > 1 ? std::numeric_limits<double>::infinity() : datasheet_distance;
 }
 
-struct Prior {
-  double w0 = 0, sigma = kBandwidthPriorSigmaUnknown;
-};
-
-// The bandwidth-ratio prior of one source for the target: the datasheet interconnect ratio (time scales
-// inversely with bandwidth) within one node, where the table describes the link the collective uses.
-Prior bandwidth_prior(const TransferSource& s, int target_sm, int nnodes) {
-  Prior p;
+// The bandwidth ratio a·b (log) a source is carried with when nothing judges it: the datasheet
+// interconnect ratio (time scales inversely with bandwidth) within one node, where the table describes the
+// link the collective uses; 1 otherwise.
+double datasheet_ratio(const TransferSource& s, int target_sm, int nnodes) {
   const double a = interconnect(s.sm()), b = interconnect(target_sm);
-  if (a > 0 && b > 0 && nnodes <= 1) {
-    p.w0 = std::log(a / b);
-    p.sigma = kBandwidthPriorSigma;
-  }
-  return p;
+  return a > 0 && b > 0 && nnodes <= 1 ? std::log(a / b) : 0.0;
 }
 
 struct MapFit {
@@ -120,25 +107,27 @@ struct MapFit {
 
 // The size-and-time map of one source fitted to anchors (x: ln bytes, y: ln t). Two regimes:
 //  * judged (the target has K >= 2 anchors; also inside its leave-one-out fits): the time scale from the
-//    anchors and the size scale held near 1 (σ kSizeScaleSigma), i.e. the source's shape carried as is
-//    unless the anchors ask for a shift — a size scale free to fit three or four anchors exactly overfits
+//    anchors and the size scale held near 1 (prior σ kSizeScaleSigma), i.e. the source's shape carried as
+//    is unless the anchors ask for a shift — a size scale free to fit three or four anchors exactly overfits
 //    them (they carry each machine's own noise and switches);
-//  * unjudged (K <= 1): the bandwidth ratio a·b from the datasheet prior, the time scale from the anchor
-//    (K = 1) or 1 (K = 0).
-MapFit fit_map(const TransferSource& s, const Prior& prior, const std::vector<double>& x, const std::vector<double>& y,
+//  * unjudged (K <= 1): the bandwidth ratio a·b = e^w0 from the datasheet, the time scale a from the anchor
+//    (K = 1: u + g(x₁ + v) = y₁ with u + v = w0) or 1 (K = 0).
+MapFit fit_map(const TransferSource& s, double w0, const std::vector<double>& x, const std::vector<double>& y,
                bool judged) {
   MapFit m;
   const size_t k = x.size();
   if (k == 0) {
-    m.v = judged ? 0.0 : prior.w0;  // a = 1: the latency carried as is, the bandwidth by the prior
+    m.v = judged ? 0.0 : w0;  // a = 1: the latency carried as is, the bandwidth by the datasheet
+  } else if (!judged) {
+    m.v = minimize_1d([&](double v) { const double r = w0 - v + s.log_time(x[0] + v) - y[0]; return r * r; },
+                      -kScaleSearch, kScaleSearch, kSearchStep);
+    m.u = w0 - m.v;
   } else {
-    const double wn = 1 / (kAnchorSigma * kAnchorSigma);
-    const double wp = judged ? 0.0 : 1 / (prior.sigma * prior.sigma);
-    const double wv = judged ? 1 / (kSizeScaleSigma * kSizeScaleSigma) : 0.0;
+    const double wn = 1 / (kAnchorSigma * kAnchorSigma), wv = 1 / (kSizeScaleSigma * kSizeScaleSigma);
     auto u_of = [&](double v) {
       double acc = 0;
       for (size_t i = 0; i < k; ++i) acc += y[i] - s.log_time(x[i] + v);
-      return (acc * wn + (prior.w0 - v) * wp) / (k * wn + wp);
+      return acc / k;
     };
     auto cost = [&](double v) {
       const double u = u_of(v);
@@ -147,8 +136,7 @@ MapFit fit_map(const TransferSource& s, const Prior& prior, const std::vector<do
         const double r = u + s.log_time(x[i] + v) - y[i];
         c += r * r * wn;
       }
-      const double p = u + v - prior.w0;
-      return c + p * p * wp + v * v * wv;
+      return c + v * v * wv;
     };
     m.v = minimize_1d(cost, -kScaleSearch, kScaleSearch, kSearchStep);
     m.u = u_of(m.v);
@@ -396,7 +384,7 @@ Transfer transfer_curve(const TransferTarget& target, const std::vector<const Tr
     for (const TransferSource* s : sources) {
       const double d = datasheet_distance(s->sm(), target.sm);
       if (!(d <= best + 1e-9) && std::isfinite(best)) continue;
-      const MapFit m = fit_map(*s, bandwidth_prior(*s, target.sm, target.key.nnodes), ax, ay, false);
+      const MapFit m = fit_map(*s, datasheet_ratio(*s, target.sm, target.key.nnodes), ax, ay, false);
       Transfer::Candidate c;
       c.source = s;
       c.u = m.u;
@@ -425,15 +413,14 @@ Transfer transfer_curve(const TransferTarget& target, const std::vector<const Tr
       return mse / K;
     };
     for (const TransferSource* s : sources) {
-      const Prior prior = bandwidth_prior(*s, target.sm, target.key.nnodes);
-      const MapFit m = fit_map(*s, prior, ax, ay, true);
+      const MapFit m = fit_map(*s, 0.0, ax, ay, true);
       Transfer::Candidate c;
       c.source = s;
       c.u = m.u;
       c.v = m.v;
       c.resid = m.resid;
       c.loo_mse = loo([&](const std::vector<double>& x, const std::vector<double>& y, double at) {
-        const MapFit f = fit_map(*s, prior, x, y, true);
+        const MapFit f = fit_map(*s, 0.0, x, y, true);
         return f.u + s->log_time(at + f.v) + interp_hold(x, f.resid, at);
       });
       tr.cands_.push_back(c);

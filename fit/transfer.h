@@ -3,20 +3,20 @@
 //
 // Each source lends its shape through a size-and-time map fitted to the anchors,
 //     ln t(s) = u + g(s·e^v) + r(s),
-// g the source's ln t, a = e^u a time scale and b = e^v a size scale: for two α-β curves this is exact
-// (a = α'/α, b = α·β'/(α'·β)) and it moves a protocol switch with the bandwidth, which is how NCCL's
-// tuning places them. A weak prior on the bandwidth ratio a·b (the datasheet interconnect ratio, docs/
-// model.md's SM table) decides what the anchors leave open; r interpolates the remaining residuals at the
-// anchors linearly in ln s, so the result passes through every anchor. With two or more anchors the
-// machine's own α-β line through them is one more candidate (for a machine unlike every source).
+// g the source's ln t (what it measured, log-log between its sizes), a = e^u a time scale and b = e^v a size
+// scale: for two α-β curves this is exact (a = α'/α, b = α·β'/(α'·β)) and it moves a protocol switch with
+// the bandwidth, which is how NCCL's tuning places them. r interpolates the remaining residuals at the anchors
+// linearly in ln s, so the result passes through every anchor.
 //
-// Candidates are weighted by how well they predict each anchor from the others (leave one anchor out):
-// w ∝ 1/(mse + σ_floor² + roughness²)², roughness the source's own point-to-point scatter (a jittery
-// source lends its jitter). With zero or one anchor nothing can be judged: the sources of the machines
-// nearest in datasheet interconnect bandwidth are taken, the prior alone (K = 0) or with the anchor fixing
-// the time scale (K = 1), and their median answers. The interval is the sources' spread, in quadrature
-// with the candidates' leave-one-out errors (K >= 2) or with the 90th percentile of the same rule's errors
-// on the other machines of the prior, each predicted from the rest (K <= 1, transfer_calibration()).
+// With two or more anchors every source is judged by how well it predicts each anchor from the others
+// (leave one anchor out), the size scale held near 1 (fit_map), and the machine's own α-β line through the
+// anchors is one more candidate (for a machine unlike every source): w ∝ 1/(mse + σ_floor² + roughness²)²,
+// roughness the source's own point-to-point scatter (a jittery source lends its jitter); the weighted mean
+// of ln t answers. With zero or one anchor nothing can be judged: the sources of the machines nearest in
+// datasheet interconnect bandwidth are carried with the datasheet's bandwidth ratio, the latency as is
+// (K = 0) or from the anchor (K = 1), and their median answers. The interval is the candidates' spread in
+// quadrature with their leave-one-out errors (K >= 2) or with a term calibrated on the other machines of the
+// prior, each predicted from the rest (K <= 1, transfer_calibration()). docs/fit.md has the figures.
 #pragma once
 
 #include <map>
