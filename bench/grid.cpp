@@ -53,19 +53,15 @@ Plan Plan::parse(const std::string& text, const std::string& option) {
   if (parts.empty()) throw GridError(option, usage);
   if (parts[0] == "full" && parts.size() == 1) return p;
   try {
-    if (parts[0] == "lattice" && parts.size() == 2) {
+    // lattice:K and anchors:K: a positive integer K.
+    if ((parts[0] == "lattice" || parts[0] == "anchors") && parts.size() == 2) {
+      const bool lattice = parts[0] == "lattice";
       size_t used = 0;
       long k = std::stol(parts[1], &used);
-      if (used != parts[1].size() || k < 1) throw GridError(option, "lattice stride must be an integer >= 1, found '" + parts[1] + "'");
-      p.kind = Kind::Lattice;
-      p.stride = static_cast<int>(k);
-      return p;
-    }
-    if (parts[0] == "anchors" && parts.size() == 2) {
-      size_t used = 0;
-      long k = std::stol(parts[1], &used);
-      if (used != parts[1].size() || k < 1) throw GridError(option, "anchors needs K >= 1 sizes per curve, found '" + parts[1] + "'");
-      p.kind = Kind::Anchors;
+      if (used != parts[1].size() || k < 1)
+        throw GridError(option, std::string(lattice ? "lattice stride must be an integer >= 1" : "anchors needs K >= 1 sizes per curve") +
+                                    ", found '" + parts[1] + "'");
+      p.kind = lattice ? Kind::Lattice : Kind::Anchors;
       p.stride = static_cast<int>(k);
       return p;
     }

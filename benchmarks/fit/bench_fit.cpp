@@ -88,6 +88,25 @@ void BM_FitGroupAutoPublic(benchmark::State& state) {
 // Repetitions report the median over repeated passes; each iteration is one group.
 BENCHMARK(BM_FitGroupAutoPublic)->Unit(benchmark::kMillisecond)->Iterations(100)->Repetitions(5)->ReportAggregatesOnly(true);
 
+// Times `work` on each item, one by one, and reports the median and p90 over items (counters median_ms,
+// p90_ms, groups): the goals are per group, not per pass.
+template <typename Item, typename Work>
+void time_each(benchmark::State& state, const std::vector<Item>& items, const Work& work) {
+  std::vector<double> ms;
+  for (auto _ : state) {
+    ms.clear();
+    for (const Item& item : items) {
+      const auto t0 = std::chrono::steady_clock::now();
+      work(item);
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+  }
+  std::sort(ms.begin(), ms.end());
+  state.counters["median_ms"] = ms[ms.size() / 2];
+  state.counters["p90_ms"] = ms[ms.size() * 9 / 10];
+  state.counters["groups"] = static_cast<double>(ms.size());
+}
+
 // The goal's own statistic: every public curve (every 8th) fitted once per pass, timed one by one; the
 // counter median_ms is the median over curves of the time of one group's fit including model selection.
 void BM_FitGroupAutoPublicMedian(benchmark::State& state) {
@@ -96,19 +115,7 @@ void BM_FitGroupAutoPublicMedian(benchmark::State& state) {
     state.SkipWithError("public data folder absent");
     return;
   }
-  std::vector<double> ms;
-  for (auto _ : state) {
-    ms.clear();
-    for (const auto& c : curves) {
-      const auto t0 = std::chrono::steady_clock::now();
-      benchmark::DoNotOptimize(fit::fit_curve(c));
-      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    }
-  }
-  std::sort(ms.begin(), ms.end());
-  state.counters["median_ms"] = ms[ms.size() / 2];
-  state.counters["p90_ms"] = ms[ms.size() * 9 / 10];
-  state.counters["groups"] = static_cast<double>(ms.size());
+  time_each(state, curves, [](const fit::Curve& c) { benchmark::DoNotOptimize(fit::fit_curve(c)); });
 }
 BENCHMARK(BM_FitGroupAutoPublicMedian)->Unit(benchmark::kMillisecond)->Iterations(1);
 
@@ -143,20 +150,10 @@ void BM_FitGroupWithPriorPublicMedian(benchmark::State& state) {
     }
     targets.push_back(t);
   }
-  std::vector<double> ms;
-  for (auto _ : state) {
-    ms.clear();
-    for (const fit::TransferTarget& t : targets) {
-      const auto t0 = std::chrono::steady_clock::now();
-      const fit::Transfer tr = fit::transfer_curve(t, library->matching(t.key));
-      benchmark::DoNotOptimize(fit::transferred_group(t, tr, tr.min_bytes(), tr.max_bytes()));
-      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    }
-  }
-  std::sort(ms.begin(), ms.end());
-  state.counters["median_ms"] = ms[ms.size() / 2];
-  state.counters["p90_ms"] = ms[ms.size() * 9 / 10];
-  state.counters["groups"] = static_cast<double>(ms.size());
+  time_each(state, targets, [&](const fit::TransferTarget& t) {
+    const fit::Transfer tr = fit::transfer_curve(t, library->matching(t.key));
+    benchmark::DoNotOptimize(fit::transferred_group(t, tr, tr.min_bytes(), tr.max_bytes()));
+  });
 }
 BENCHMARK(BM_FitGroupWithPriorPublicMedian)->Unit(benchmark::kMillisecond)->Iterations(1);
 
