@@ -6,7 +6,6 @@
 // target system too.
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <map>
 #include <set>
 
@@ -59,10 +58,7 @@ struct Task {
 // interconnect bandwidth, then the same SM, then name order — as the geometric mean over that system's
 // matching curves. Unknown SMs (or equal ones) carry the curve unscaled.
 std::vector<Prediction> predict_scale(const Task& t, const Library& lib) {
-  auto distance = [&](int sm) {
-    const auto a = find_sm_target(sm), b = find_sm_target(t.target.sm);
-    return a && b ? std::fabs(std::log(a->interconnect_gbps / b->interconnect_gbps)) : std::numeric_limits<double>::infinity();
-  };
+  auto distance = [&](int sm) { return datasheet_distance(sm, t.target.sm); };
   const TransferSource* best = nullptr;
   for (size_t i : t.sources) {
     const TransferSource& s = lib.sources[i];
@@ -178,7 +174,6 @@ EvalResult eval_crosshw(const std::vector<Sample>& samples, int K, const EvalOpt
     std::vector<TransferCalibration> hw(sys.size());
     detail::parallel_for(sys.size(), options.threads, [&](size_t i) { hw[i] = transfer_calibration(lib.sources, K, sys[i]); });
     for (size_t i = 0; i < sys.size(); ++i) calibration[sys[i]] = hw[i];
-
   }
 
   // Per target system subsets, in name order.

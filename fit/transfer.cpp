@@ -80,12 +80,6 @@ double interconnect(int sm) {
   return t ? t->interconnect_gbps : 0.0;
 }
 
-// Datasheet distance between two machines: |ln| of their interconnect ratio; infinity when unknown.
-double datasheet_distance(int sm_a, int sm_b) {
-  const double a = interconnect(sm_a), b = interconnect(sm_b);
-  return a > 0 && b > 0 ? std::fabs(std::log(a / b)) : std::numeric_limits<double>::infinity();
-}
-
 // The distance a K <= 1 transfer is calibrated by: across nodes the table describes no link the collective
 // uses (the network decides), so such curves form the "unknown" class whatever their SM.
 double calibration_distance(double datasheet_distance, int nnodes) {
@@ -244,6 +238,11 @@ bool transfer_matches(const GroupKey& t, const GroupKey& s) {
          t.nnodes == s.nnodes && dtype_size(t.dtype) == dtype_size(s.dtype);
 }
 
+double datasheet_distance(int sm_a, int sm_b) {
+  const double a = interconnect(sm_a), b = interconnect(sm_b);
+  return a > 0 && b > 0 ? std::fabs(std::log(a / b)) : std::numeric_limits<double>::infinity();
+}
+
 int datasheet_sm(int sm, const std::string& device, const std::string& system) {
   if (sm > 0) return sm;
   if (int d = sm_from_device(device)) return d;
@@ -338,35 +337,129 @@ std::vector<double> Transfer::grid(double lo, double hi) const {
   return out;
 }
 
+namespace {
+
+// The sources that measured some of the wanted sizes [lo, hi] (all when hi is 0); when none did, the ones
+// nearest to them in size, so that every comparable curve still answers.
+std::vector<const TransferSource*> usable_sources(const std::vector<const TransferSource*>& all, double lo, double hi) {
+  std::vector<const TransferSource*> out;
+  for (const TransferSource* s : all)
+    if (!(hi > 0) || (s->max_bytes() >= lo && s->min_bytes() <= hi)) out.push_back(s);
+  if (!out.empty() || all.empty()) return out;
+  auto gap = [&](const TransferSource* s) { return std::max(std::log(lo / s->max_bytes()), std::log(s->min_bytes() / hi)); };
+  double best = std::numeric_limits<double>::infinity();
+  for (const TransferSource* s : all) best = std::min(best, gap(s));
+  for (const TransferSource* s : all)
+    if (gap(s) <= best + kLn2) out.push_back(s);
+  return out;
+}
+
+// Mean squared error of predicting each anchor from the others; fit_at(x, y, at) fits on (x, y), answers at `at`.
+template <typename FitAt>
+double leave_one_out_mse(const std::vector<double>& ax, const std::vector<double>& ay, const FitAt& fit_at) {
+  const size_t K = ax.size();
+  double mse = 0;
+  for (size_t k = 0; k < K; ++k) {
+    std::vector<double> x, y;
+    for (size_t i = 0; i < K; ++i)
+      if (i != k) {
+        x.push_back(ax[i]);
+        y.push_back(ay[i]);
+      }
+    const double e = fit_at(x, y, ax[k]) - ay[k];
+    mse += e * e;
+  }
+  return mse / K;
+}
+
+}  // namespace
+
+void Transfer::carry_nearest(const TransferTarget& target, const std::vector<const TransferSource*>& sources,
+                             const TransferOptions& options) {
+  double best = std::numeric_limits<double>::infinity();
+  for (const TransferSource* s : sources) best = std::min(best, datasheet_distance(s->sm(), target.sm));
+  for (const TransferSource* s : sources) {
+    if (std::isfinite(best) && !(datasheet_distance(s->sm(), target.sm) <= best + 1e-9)) continue;
+    const MapFit m = fit_map(*s, datasheet_ratio(*s, target.sm, target.key.nnodes), anchor_x_, anchor_y_, false);
+    cands_.push_back({s, m.u, m.v, m.resid, 0, 0});
+  }
+  for (auto& c : cands_) c.weight = 1.0 / cands_.size();
+  median_ = true;
+  const double tau = options.calibration ? options.calibration->for_distance(calibration_distance(best, target.key.nnodes)) : -1;
+  tau_ = tau >= 0 ? tau : kSmTransferLogSigma;
+}
+
+void Transfer::judge(const std::vector<const TransferSource*>& sources) {
+  const std::vector<double>& ax = anchor_x_;
+  const std::vector<double>& ay = anchor_y_;
+  for (const TransferSource* s : sources) {
+    const MapFit m = fit_map(*s, 0.0, ax, ay, true);
+    const double mse = leave_one_out_mse(ax, ay, [&](const std::vector<double>& x, const std::vector<double>& y, double at) {
+      const MapFit f = fit_map(*s, 0.0, x, y, true);
+      return f.u + s->log_time(at + f.v) + interp_hold(x, f.resid, at);
+    });
+    cands_.push_back({s, m.u, m.v, m.resid, 0, mse});
+  }
+  const MapFit own = fit_own(ax, ay);
+  const double own_mse = leave_one_out_mse(ax, ay, [&](const std::vector<double>& x, const std::vector<double>& y, double at) {
+    const MapFit f = fit_own(x, y);
+    return own_base(f.u, f.v, at) + interp_hold(x, f.resid, at);
+  });
+  cands_.push_back({nullptr, own.u, own.v, own.resid, 0, own_mse});
+  double wsum = 0;
+  for (auto& c : cands_) {
+    const double rough = c.source ? c.source->roughness() : 0.0;
+    const double var = c.loo_mse + kAnchorSigma * kAnchorSigma + rough * rough;
+    c.weight = 1 / (var * var);
+    wsum += c.weight;
+  }
+  for (auto& c : cands_) {
+    c.weight /= wsum;
+    loo_var_ += c.weight * c.loo_mse;
+  }
+}
+
+void Transfer::describe(bool any_source) {
+  std::map<std::string, double> by_system;
+  for (const auto& c : cands_) {
+    by_system[c.source ? c.source->system() : "own"] += c.weight;
+    shares_.push_back({c.source ? c.source->system() : "own", c.source ? c.source->key().id() : "", c.weight});
+    if (c.source) {
+      min_bytes_ = std::min(min_bytes_, c.source->min_bytes());
+      max_bytes_ = std::max(max_bytes_, c.source->max_bytes());
+    }
+  }
+  std::vector<std::pair<double, std::string>> order;  // largest share first
+  for (const auto& [sys, w] : by_system) order.push_back({-w, sys});
+  std::sort(order.begin(), order.end());
+  const size_t K = anchor_x_.size();
+  std::ostringstream how;
+  how << std::fixed << std::setprecision(0);
+  if (!any_source) {
+    how << "no comparable curve in the priors: own " << K << " sizes only";
+  } else if (K <= 1) {
+    how << (K == 0 ? "zero-shot" : "transfer") << " K=" << K << " from datasheet-nearest ";
+    for (size_t i = 0; i < order.size(); ++i) how << (i ? ", " : "") << order[i].second;
+  } else {
+    // Candidates below half a percent are left out of `how` (the models file keeps every weight).
+    how << "transfer K=" << K << ": ";
+    for (size_t i = 0; i < order.size() && (i == 0 || -order[i].first >= 0.005); ++i)
+      how << (i ? ", " : "") << order[i].second << " " << -order[i].first * 100 << "%";
+  }
+  how_ = how.str();
+}
+
 Transfer transfer_curve(const TransferTarget& target, const std::vector<const TransferSource*>& all_sources,
                         const TransferOptions& options) {
   Transfer tr;
-  std::vector<double> ax, ay;
   for (size_t i = 0; i < target.bytes.size(); ++i) {
-    ax.push_back(std::log(target.bytes[i]));
-    ay.push_back(std::log(target.time_us[i]));
+    tr.anchor_x_.push_back(std::log(target.bytes[i]));
+    tr.anchor_y_.push_back(std::log(target.time_us[i]));
   }
-  tr.anchor_x_ = ax;
-  const size_t K = ax.size();
-  double lo = target.lo_bytes, hi = target.hi_bytes;
-  if (!(hi > 0) && K) {
-    lo = target.bytes.front();
-    hi = target.bytes.back();
-  }
-  std::vector<const TransferSource*> usable;
-  for (const TransferSource* s : all_sources)
-    if (!(hi > 0) || (s->max_bytes() >= lo && s->min_bytes() <= hi)) usable.push_back(s);
-  // None measured any of those sizes: the ones nearest to them, so that every comparable curve still answers.
-  if (usable.empty() && !all_sources.empty()) {
-    auto gap = [&](const TransferSource* s) {
-      return std::max(std::log(lo / s->max_bytes()), std::log(s->min_bytes() / hi));
-    };
-    double best = std::numeric_limits<double>::infinity();
-    for (const TransferSource* s : all_sources) best = std::min(best, gap(s));
-    for (const TransferSource* s : all_sources)
-      if (gap(s) <= best + kLn2) usable.push_back(s);
-  }
-  const std::vector<const TransferSource*>& sources = usable;
+  const size_t K = target.bytes.size();
+  const bool span = target.hi_bytes > 0;
+  const std::vector<const TransferSource*> sources = usable_sources(
+      all_sources, span ? target.lo_bytes : (K ? target.bytes.front() : 0), span ? target.hi_bytes : (K ? target.bytes.back() : 0));
   if (sources.empty() && K < 2) {
     tr.problem_ = "no comparable curve in the priors (same collective, strategy, fusion, rank and node count, element "
                   "size) and " + std::to_string(K) + " own size" + (K == 1 ? "" : "s");
@@ -375,105 +468,11 @@ Transfer transfer_curve(const TransferTarget& target, const std::vector<const Tr
   tr.ok_ = true;
   tr.min_bytes_ = K ? target.bytes.front() : std::numeric_limits<double>::infinity();
   tr.max_bytes_ = K ? target.bytes.back() : 0;
-  std::ostringstream how;
-  how << std::fixed << std::setprecision(0);
-  if (K <= 1) {
-    // Nothing to judge the sources by: those of the machines nearest in datasheet interconnect bandwidth.
-    double best = std::numeric_limits<double>::infinity();
-    for (const TransferSource* s : sources) best = std::min(best, datasheet_distance(s->sm(), target.sm));
-    for (const TransferSource* s : sources) {
-      const double d = datasheet_distance(s->sm(), target.sm);
-      if (!(d <= best + 1e-9) && std::isfinite(best)) continue;
-      const MapFit m = fit_map(*s, datasheet_ratio(*s, target.sm, target.key.nnodes), ax, ay, false);
-      Transfer::Candidate c;
-      c.source = s;
-      c.u = m.u;
-      c.v = m.v;
-      c.resid = m.resid;
-      tr.cands_.push_back(c);
-    }
-    tr.median_ = true;
-    const double tau = options.calibration ? options.calibration->for_distance(calibration_distance(best, target.key.nnodes)) : -1;
-    tr.tau_ = tau >= 0 ? tau : kSmTransferLogSigma;
-    for (auto& c : tr.cands_) c.weight = 1.0 / tr.cands_.size();
-  } else {
-    // Every source, and the machine's own line, judged by leave-one-anchor-out.
-    auto loo = [&](auto&& fit_at) {
-      double mse = 0;
-      for (size_t k = 0; k < K; ++k) {
-        std::vector<double> x, y;
-        for (size_t i = 0; i < K; ++i)
-          if (i != k) {
-            x.push_back(ax[i]);
-            y.push_back(ay[i]);
-          }
-        const double e = fit_at(x, y, ax[k]) - ay[k];
-        mse += e * e;
-      }
-      return mse / K;
-    };
-    for (const TransferSource* s : sources) {
-      const MapFit m = fit_map(*s, 0.0, ax, ay, true);
-      Transfer::Candidate c;
-      c.source = s;
-      c.u = m.u;
-      c.v = m.v;
-      c.resid = m.resid;
-      c.loo_mse = loo([&](const std::vector<double>& x, const std::vector<double>& y, double at) {
-        const MapFit f = fit_map(*s, 0.0, x, y, true);
-        return f.u + s->log_time(at + f.v) + interp_hold(x, f.resid, at);
-      });
-      tr.cands_.push_back(c);
-    }
-    {
-      const MapFit m = fit_own(ax, ay);
-      Transfer::Candidate c;
-      c.u = m.u;
-      c.v = m.v;
-      c.resid = m.resid;
-      c.loo_mse = loo([&](const std::vector<double>& x, const std::vector<double>& y, double at) {
-        const MapFit f = fit_own(x, y);
-        return own_base(f.u, f.v, at) + interp_hold(x, f.resid, at);
-      });
-      tr.cands_.push_back(c);
-    }
-    double wsum = 0;
-    for (auto& c : tr.cands_) {
-      const double rough = c.source ? c.source->roughness() : 0.0;
-      const double var = c.loo_mse + kAnchorSigma * kAnchorSigma + rough * rough;
-      c.weight = 1 / (var * var);
-      wsum += c.weight;
-    }
-    for (auto& c : tr.cands_) {
-      c.weight /= wsum;
-      tr.loo_var_ += c.weight * c.loo_mse;
-    }
-  }
-  // Shares per source machine (own line apart), largest first, for `how`.
-  std::map<std::string, double> by_system;
-  for (const auto& c : tr.cands_) {
-    by_system[c.source ? c.source->system() : "own"] += c.weight;
-    tr.shares_.push_back({c.source ? c.source->system() : "own", c.source ? c.source->key().id() : "", c.weight});
-    if (c.source) {
-      tr.min_bytes_ = std::min(tr.min_bytes_, c.source->min_bytes());
-      tr.max_bytes_ = std::max(tr.max_bytes_, c.source->max_bytes());
-    }
-  }
-  std::vector<std::pair<double, std::string>> order;
-  for (const auto& [sys, w] : by_system) order.push_back({-w, sys});
-  std::sort(order.begin(), order.end());
-  if (sources.empty()) {
-    how << "no comparable curve in the priors: own " << K << " sizes only";
-  } else {
-    how << (K <= 1 ? "zero-shot" : "transfer") << " K=" << K << (K <= 1 ? " from datasheet-nearest " : ": ");
-    // Candidates below half a percent are left out of `how` (the models file keeps every weight).
-    for (size_t i = 0; i < order.size(); ++i) {
-      if (i > 0 && K >= 2 && -order[i].first < 0.005) break;
-      how << (i ? ", " : "") << order[i].second;
-      if (K >= 2) how << " " << -order[i].first * 100 << "%";
-    }
-  }
-  tr.how_ = how.str();
+  if (K <= 1)
+    tr.carry_nearest(target, sources, options);  // nothing to judge the sources by
+  else
+    tr.judge(sources);
+  tr.describe(!sources.empty());
   return tr;
 }
 
@@ -556,16 +555,19 @@ TransferCalibration transfer_calibration(const std::vector<TransferSource>& libr
       t.bytes.push_back(std::exp(xs[i]));
       t.time_us.push_back(std::exp(c.log_time(xs[i])));
     }
-    const Transfer tr = transfer_curve(t, src);
+    // With τ = 0 the rule's σ is its spread alone (and the anchor noise): what τ is added to.
+    TransferCalibration no_tau;
+    no_tau.overall = 0;
+    TransferOptions o;
+    o.calibration = &no_tau;
+    const Transfer tr = transfer_curve(t, src, o);
     if (!tr.ok()) continue;
     std::vector<CalibrationPoint>& e =
         pts[TransferCalibration::distance_class(calibration_distance(used_distance(tr, src, t.sm), t.key.nnodes))];
     for (size_t i = 0; i < xs.size(); ++i) {
       if (std::find(held.begin(), held.end(), i) != held.end()) continue;
-      // tr carries the default τ; its σ without it is the spread (and the anchor noise).
-      const double b = std::exp(xs[i]), s = tr.log_sigma(b);
-      e.push_back({std::fabs(tr.log_time(b) - c.log_time(xs[i])), std::sqrt(std::max(0.0, s * s - kSmTransferLogSigma * kSmTransferLogSigma)),
-                   1.0 / (xs.size() - held.size())});
+      const double b = std::exp(xs[i]);
+      e.push_back({std::fabs(tr.log_time(b) - c.log_time(xs[i])), tr.log_sigma(b), 1.0 / (xs.size() - held.size())});
       all.push_back(e.back());
     }
   }

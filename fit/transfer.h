@@ -61,6 +61,10 @@ class TransferSource {
 // Same collective, strategy, fusion, rank count, node count and element size (dtype_size).
 bool transfer_matches(const GroupKey& target, const GroupKey& source);
 
+// |ln| of the ratio of two SMs' datasheet interconnect bandwidths (model/sm_targets.h); infinity when either
+// is not in the table.
+double datasheet_distance(int sm_a, int sm_b);
+
 // The datasheet SM of a machine: `sm` when known, else from the device name, else from the system label.
 int datasheet_sm(int sm, const std::string& device, const std::string& system);
 
@@ -127,6 +131,13 @@ class Transfer {
     double base(double ln_bytes) const;
     double log_time(double ln_bytes, const std::vector<double>& anchor_x) const;
   };
+  // K <= 1: the sources of the machines nearest in datasheet interconnect bandwidth, their median.
+  void carry_nearest(const TransferTarget& target, const std::vector<const TransferSource*>& sources,
+                     const TransferOptions& options);
+  // K >= 2: every source and the machine's own line, weighted by leave-one-anchor-out.
+  void judge(const std::vector<const TransferSource*>& sources);
+  // Shares per machine, the sizes the sources span, and `how`.
+  void describe(bool any_source);
   // Share of the leave-one-out variance at ln bytes x (K >= 2), if the error drifts like a random walk in
   // ln s: an anchor left out is predicted one gap away (variance ∝ gap), a size between two anchors is
   // pinned at both ends (a Brownian bridge: ∝ t(1 − t)·gap, t its place in the gap, 1/4 at most), and
@@ -134,7 +145,7 @@ class Transfer {
   double bridge(double x) const;
   bool ok_ = false;
   std::string problem_, how_;
-  std::vector<double> anchor_x_;  // ln bytes of the anchors
+  std::vector<double> anchor_x_, anchor_y_;  // ln bytes, ln t of the anchors
   std::vector<Candidate> cands_;
   bool median_ = false;           // K <= 1: median of the candidates; else their weighted mean
   double loo_var_ = 0;            // Σ w·loo_mse (K >= 2)
