@@ -1,4 +1,3 @@
-#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <fstream>
@@ -104,10 +103,7 @@ ModelSet fit_model_set(const std::vector<Sample>& samples, const FitOptions& opt
   }
   // Sibling knots: other dtypes of the same machine's group measured sizes this group did not. Transferred
   // groups take no part (their knots are the transfer's answer, not measurements).
-  if (options.pool_siblings && options.residual_correction &&
-      std::find(transferred.begin(), transferred.end(), 1) == transferred.end()) {
-    pool_siblings(curves, fits);
-  } else if (options.pool_siblings && options.residual_correction) {
+  if (options.pool_siblings && options.residual_correction) {
     std::vector<Curve> own_curves;
     std::vector<GroupFit> own_fits;
     std::vector<size_t> where;
