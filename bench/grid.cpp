@@ -1,6 +1,7 @@
 #include "bench/grid.h"
 
 #include "bench/alltoallv_splits.h"
+#include "bench/plan.h"
 
 #include <algorithm>
 #include <cctype>
@@ -53,15 +54,19 @@ Plan Plan::parse(const std::string& text, const std::string& option) {
     std::string item;
     while (std::getline(ss, item, ':')) parts.push_back(trim(item));
   }
-  const std::string usage = "expected 'full', 'lattice:K' or 'random:FRACTION:SEED', found '" + text + "'";
+  const std::string usage = "expected 'full', 'lattice:K', 'random:FRACTION:SEED' or 'anchors:K', found '" + text + "'";
   if (parts.empty()) throw GridError(option, usage);
   if (parts[0] == "full" && parts.size() == 1) return p;
   try {
-    if (parts[0] == "lattice" && parts.size() == 2) {
+    // lattice:K and anchors:K: a positive integer K.
+    if ((parts[0] == "lattice" || parts[0] == "anchors") && parts.size() == 2) {
+      const bool lattice = parts[0] == "lattice";
       size_t used = 0;
       long k = std::stol(parts[1], &used);
-      if (used != parts[1].size() || k < 1) throw GridError(option, "lattice stride must be an integer >= 1, found '" + parts[1] + "'");
-      p.kind = Kind::Lattice;
+      if (used != parts[1].size() || k < 1)
+        throw GridError(option, std::string(lattice ? "lattice stride must be an integer >= 1" : "anchors needs K >= 1 sizes per curve") +
+                                    ", found '" + parts[1] + "'");
+      p.kind = lattice ? Kind::Lattice : Kind::Anchors;
       p.stride = static_cast<int>(k);
       return p;
     }
@@ -87,6 +92,7 @@ std::string Plan::to_string() const {
   switch (kind) {
     case Kind::Full: return "full";
     case Kind::Lattice: return "lattice:" + std::to_string(stride);
+    case Kind::Anchors: return "anchors:" + std::to_string(stride);
     case Kind::Random: {
       std::ostringstream os;
       os << "random:" << fraction << ":" << seed;
@@ -518,7 +524,9 @@ PlannedGrid expand_grid(const GridSpec& spec, const std::function<std::vector<st
   const bool tok = spec.token_mode();
   const std::size_t nx = tok ? spec.tokens.size() : spec.bytes.size();
   const std::size_t ny = tok ? spec.hidden.size() : 0;
-  const auto points = plan_points(spec.plan, nx, ny);
+  const auto points = spec.plan.kind == Plan::Kind::Anchors
+                          ? anchor_points(spec.plan.stride, tok ? spec.tokens : spec.bytes, tok ? spec.hidden : std::vector<std::int64_t>{})
+                          : plan_points(spec.plan, nx, ny);
   out.full_points = nx * (tok ? ny : 1);
   out.planned_points = points.size();
   // Split patterns (all-to-allv only); "" stands for "no split" for every other collective.

@@ -39,8 +39,12 @@ struct ProtocolOutput {
 };
 using ProtocolFn = std::function<ProtocolOutput(const std::vector<Sample>&, const EvalArgs&)>;
 
+// "NAME:ARG" -> NAME (a protocol with a parameter, e.g. crosshw:3).
+std::string protocol_name(const std::string& p) { return p.substr(0, p.find(':')); }
+
 fit::EvalOptions fit_eval_options(const EvalArgs& a) {
   fit::EvalOptions o;
+  if (const size_t colon = a.protocol.find(':'); colon != std::string::npos) o.protocol_arg = a.protocol.substr(colon + 1);
   o.threads = a.threads;
   o.keep_points = !a.points.empty();
   if (!a.methods.empty()) {
@@ -53,12 +57,18 @@ fit::EvalOptions fit_eval_options(const EvalArgs& a) {
   return o;
 }
 
-// The protocols `arfit eval` knows. To add one: one entry {name, help, runner}.
-std::vector<std::pair<std::string, ProtocolFn>> protocols() {
-  std::vector<std::pair<std::string, ProtocolFn>> v;
+struct EvalProtocol {
+  std::string name;
+  bool takes_arg = false;  // named NAME:ARG (crosshw:K)
+  ProtocolFn run;
+};
+
+// The protocols `arfit eval` knows. To add one: one entry {name, takes_arg, runner}.
+std::vector<EvalProtocol> protocols() {
+  std::vector<EvalProtocol> v;
   for (const auto& p : fit::fit_protocols()) {
     auto run = p.run;
-    v.push_back({p.name, [run](const std::vector<Sample>& s, const EvalArgs& a) {
+    v.push_back({p.name, p.takes_arg, [run](const std::vector<Sample>& s, const EvalArgs& a) {
                    const fit::EvalResult r = run(s, fit_eval_options(a));
                    ProtocolOutput o{r.to_table(), r.to_json(), {}};
                    if (!a.points.empty()) o.points_csv = r.points_csv();
@@ -66,7 +76,7 @@ std::vector<std::pair<std::string, ProtocolFn>> protocols() {
                  }});
   }
   // all-to-allv predicted from the uniform all-to-all in each effective-size mode (fit/eval_alltoallv.h).
-  v.push_back({"alltoallv", [](const std::vector<Sample>& s, const EvalArgs& a) {
+  v.push_back({"alltoallv", false, [](const std::vector<Sample>& s, const EvalArgs& a) {
                  fit::EvalOptions o = fit_eval_options(a);
                  if (a.methods.empty()) o.methods = fit::alltoallv_default_methods();
                  const fit::AllToAllvEval r = fit::eval_alltoallv(s, o);
@@ -76,7 +86,7 @@ std::vector<std::pair<std::string, ProtocolFn>> protocols() {
                }});
 #ifdef ARFIT_HAVE_SELECT_EVAL
   // Strategy-selection quality (codegen/select_eval.h).
-  v.push_back({"select", [](const std::vector<Sample>& s, const EvalArgs& a) {
+  v.push_back({"select", false, [](const std::vector<Sample>& s, const EvalArgs& a) {
                  codegen::SelectOptions o;
                  o.plan = a.plan;
                  const codegen::SelectReport r = codegen::evaluate_select(s, o);
@@ -91,9 +101,12 @@ void run_eval(const EvalArgs& a) {
   if (a.threads < 1) throw UsageError("--threads must be at least 1");
   ProtocolFn fn;
   std::string known;
-  for (const auto& [name, f] : protocols()) {
-    known += (known.empty() ? "" : ", ") + name;
-    if (name == a.protocol) fn = f;
+  for (const EvalProtocol& p : protocols()) {
+    known += (known.empty() ? "" : ", ") + p.name + (p.takes_arg ? ":K" : "");
+    if (p.name != protocol_name(a.protocol)) continue;
+    if (!p.takes_arg && a.protocol.find(':') != std::string::npos)
+      throw UsageError("--protocol " + a.protocol + ": " + p.name + " takes no ':' argument");
+    fn = p.run;
   }
   if (!fn) throw UsageError("unknown --protocol '" + a.protocol + "' (known: " + known + ")");
   const std::vector<Sample> samples = load_samples_option(a.files, a.format);
@@ -114,9 +127,10 @@ void add_eval(CLI::App& app) {
   cmd->add_option("samples", a->files, "Sample files (any format `arfit ingest` reads) or folders' files")->required()->check(CLI::ExistingFile);
   cmd->add_option("--protocol", a->protocol,
                   "interp2 (fit even-indexed sizes, predict odd), sparse4 (every 4th size + largest), extrap (fit <= 64 MiB, "
-                  "predict larger), crossn (fit all but the largest GPU count, predict it), alltoallv (all-to-allv samples "
-                  "predicted from the uniform all-to-all curve at each effective size: sum, max_of_max, max_of_sum, and "
-                  "arfit's choice; default methods auto,seed,seed-paper), select (choose strategies from a "
+                  "predict larger), crossn (fit all but the largest GPU count, predict it; also by node count), crosshw:K "
+                  "(leave one system out: each curve from K of its sizes and other systems' curves; docs/fit.md), "
+                  "alltoallv (all-to-allv samples predicted from the uniform all-to-all curve at each effective size: sum, "
+                  "max_of_max, max_of_sum, and arfit's choice; default methods auto,seed,seed-paper), select (choose strategies from a "
                   "partial sweep, regret against measured times; docs/codegen.md)")
       ->required();
   cmd->add_option("--json", a->json, "Also write the results as JSON to this file");

@@ -1,4 +1,5 @@
 // arfit fit SAMPLES... -o models.json [--family F] [--threads N] [--no-correction] [--min-points N] [--format F]
+//           [--prior MODELS_OR_SAMPLES...]
 // Fits every (system, collective, strategy, fusion, dtype, nranks, nnodes) group of the samples and writes the
 // models file (atomically, only when at least one group could be fitted). Groups that cannot be fitted (too
 // few sizes, zeros, not a latency curve) are listed with the reason and kept in the file with ok = false.
@@ -9,6 +10,7 @@
 #include "cli/cli_inputs.h"
 #include "cli/commands.h"
 #include "fit/fit.h"
+#include "fit/transfer.h"
 #include "ingest/ingest.h"
 
 namespace arfit::cli {
@@ -25,7 +27,27 @@ struct FitArgs {
   bool no_joint = false;
   bool no_pool = false;
   bool quiet = false;
+  std::vector<std::string> priors;  // other machines: models files or samples (fitted here)
 };
+
+// The priors as models files: a models file as is, samples fitted like `arfit fit` would (one set for all
+// sample files given, so their machines' siblings pool as usual).
+std::vector<ModelSet> load_priors(const FitArgs& a) {
+  std::vector<ModelSet> sets;
+  std::vector<std::string> sample_paths;
+  for (const std::string& p : a.priors) {
+    if (auto m = load_if_models_file(p))
+      sets.push_back(std::move(*m));
+    else
+      sample_paths.push_back(p);
+  }
+  if (!sample_paths.empty()) {
+    fit::FitOptions fo;
+    fo.threads = a.threads;
+    sets.push_back(fit::fit_model_set(load_samples_option(sample_paths, a.format), fo, sample_paths));
+  }
+  return sets;
+}
 
 void run_fit(const FitArgs& a) {
   fit::FitOptions fo;
@@ -37,8 +59,12 @@ void run_fit(const FitArgs& a) {
   fo.pool_siblings = !a.no_pool;
   if (a.threads < 1) throw UsageError("--threads must be at least 1");
   if (a.min_points < 2) throw UsageError("--min-points must be at least 2");
+  if (!a.priors.empty()) {
+    fo.prior = std::make_shared<fit::TransferLibrary>(load_priors(a));
+    if (fo.prior->sources().empty()) throw std::runtime_error("--prior: no fitted group in " + std::to_string(a.priors.size()) + " file(s)");
+  }
   const std::vector<Sample> samples = load_samples_option(a.files, a.format);
-  const ModelSet set = fit::fit_model_set(samples, fo, a.files);
+  const ModelSet set = fit::fit_model_set(samples, fo, a.files, a.priors);
   const auto& groups = set.raw().at("groups");
   int ok = 0, bad = 0;
   if (!a.quiet) std::printf("%-60s %-10s %6s %8s %6s\n", "group", "family", "points", "cv_gmae%", "spikes");
@@ -46,7 +72,12 @@ void run_fit(const FitArgs& a) {
     const bool good = g.value("ok", false);
     good ? ++ok : ++bad;
     if (a.quiet) continue;
-    if (good) {
+    if (good && g.contains("transfer")) {
+      // Transferred from the priors (fit/transfer.h): which machines lent their shape.
+      std::printf("%-60s %-10s %6zu %8.2f %6s  %s\n", g.at("id").get<std::string>().c_str(), "transfer",
+                  g["transfer"].at("anchor_bytes").size(), g.at("cv_gmae").get<double>() * 100, "-",
+                  g["transfer"].at("how").get<std::string>().c_str());
+    } else if (good) {
       // Sizes whose time the residual correction set aside as interference spikes (fit.h, spike_indices).
       const auto& corr = g.at("correction");
       const size_t spikes = corr.is_object() && corr.contains("spike_bytes") ? corr.at("spike_bytes").size() : 0;
@@ -93,6 +124,12 @@ void add_fit(CLI::App& app) {
   cmd->add_flag("--no-joint", args->no_joint, "Do not add joint fits across GPU counts");
   cmd->add_flag("--no-pool", args->no_pool,
                "Fit every group alone: no sibling knots from the same machine's other dtypes of a group (docs/fit.md)");
+  cmd->add_option("--prior", args->priors,
+                  "Other machines' measurements (models files from `arfit fit`, or samples in any format, fitted here): "
+                  "curves with fewer than 12 sizes borrow the shape of the matching curves (same collective, strategy, "
+                  "fusion, rank and node count, element size) through their own sizes, a quick calibration of a new "
+                  "machine (`arbench --plan anchors:K`; docs/fit.md)")
+      ->check(CLI::ExistingFile);
   cmd->add_flag("-q,--quiet", args->quiet, "Print only the summary line");
   cmd->callback([args] { run_fit(*args); });
 }

@@ -1,33 +1,30 @@
 #include "fit/eval.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <iomanip>
 #include <map>
 #include <set>
 #include <sstream>
 #include <stdexcept>
-#include <thread>
 #include <tuple>
 #include <cstdlib>
 
-#include <ceres/ceres.h>
-
+#include "fit/eval_common.h"
 #include "fit/family_fit.h"
 #include "fit/siblings.h"
-#include "model/bus_factor.h"
 #include "model/group_model.h"
-#include "model/joint_model.h"
 #include "model/sample_csv.h"
 
 namespace arfit::fit {
 namespace {
 
-constexpr double kExtrapLimit = 64.0 * 1024 * 1024;  // extrap: fit sizes <= 64 MiB
+bool is_ceiling_method(const std::string& m) { return m == "ceiling-others" || m == "ceiling-otherhw"; }
 
-// Piecewise-linear ln t against ln s through the measured points, extended linearly by the end segments
-// (the table-driven approach).
+}  // namespace
+
+namespace detail {
+
 double loglog_at(const std::vector<double>& s, const std::vector<double>& t, double x) {
   const size_t n = s.size();
   if (n == 1) return t[0];
@@ -44,28 +41,15 @@ double loglog_at(const std::vector<double>& s, const std::vector<double>& t, dou
   return seg(i - 1, i);
 }
 
-template <typename Fn>
-void parallel_for(size_t n, int threads, Fn fn) {
-  threads = std::max(1, std::min<int>(threads, static_cast<int>(n)));
-  if (threads <= 1) {
-    for (size_t i = 0; i < n; ++i) fn(i);
-    return;
-  }
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> pool;
-  for (int w = 0; w < threads; ++w)
-    pool.emplace_back([&] {
-      for (size_t i = next++; i < n; i = next++) fn(i);
-    });
-  for (auto& th : pool) th.join();
-}
-
-using CurvePreds = GroupPredictions;
-
-void summarize(EvalMethodResult& r, const std::vector<CurvePreds>& per_curve, bool keep) {
+EvalMethodResult summarize(const std::string& name, const std::vector<CurvePreds>& per_curve, bool keep,
+                           const std::vector<char>& include) {
+  EvalMethodResult r;
+  r.name = name;
   std::vector<double> errs;
   int covered = 0, with_interval = 0;
-  for (const auto& c : per_curve) {
+  for (size_t i = 0; i < per_curve.size(); ++i) {
+    const CurvePreds& c = per_curve[i];
+    if (!include.empty() && !include[i]) continue;
     if (!c.ok) {
       ++r.failed_groups;
       continue;
@@ -83,24 +67,9 @@ void summarize(EvalMethodResult& r, const std::vector<CurvePreds>& per_curve, bo
   }
   r.errors = summarize_errors(errs);
   r.coverage = with_interval > 0 ? static_cast<double>(covered) / with_interval : -1;
+  return r;
 }
 
-// ---- crossn baselines ----
-
-struct StepAlphaBetaResidual {
-  double s, f, steps, log_t;
-  template <typename T>
-  bool operator()(const T* p, T* r) const {
-    using std::exp;
-    using std::log;
-    r[0] = log(exp(p[0]) + exp(p[1]) * steps + T(f * s / 1e3) * exp(-p[2])) - T(log_t);
-    return true;
-  }
-};
-
-double ring_steps(Collective c, int n) { return c == Collective::AllReduce ? 2.0 * (n - 1) : static_cast<double>(n - 1); }
-
-// Fit options of a family method name: "auto" (correction on), "auto-nc", FAMILY (correction off), FAMILY+c.
 FitOptions method_fit_options(const std::string& method) {
   FitOptions fo;
   std::string fam = method;
@@ -124,13 +93,10 @@ FitOptions method_fit_options(const std::string& method) {
   return fo;
 }
 
-bool is_ceiling_method(const std::string& m) { return m == "ceiling-others" || m == "ceiling-otherhw"; }
-
-// Throws std::invalid_argument naming the first method `eval` does not know (the ceiling diagnostics only
-// where a size protocol holds points out of every curve).
-void check_methods(const std::vector<std::string>& methods, bool size_protocol) {
+void check_methods(const std::vector<std::string>& methods, bool size_protocol, const std::vector<std::string>& extra) {
   for (const std::string& m : methods) {
     if (m == "loglog" || m == "seed") continue;
+    if (std::find(extra.begin(), extra.end(), m) != extra.end()) continue;
     if (is_ceiling_method(m)) {
       if (size_protocol) continue;
       throw std::invalid_argument("method '" + m + "' needs a size protocol (interp2, sparse4, extrap)");
@@ -140,20 +106,27 @@ void check_methods(const std::vector<std::string>& methods, bool size_protocol) 
     try {
       parse_family(fam);
     } catch (const std::invalid_argument&) {
-      throw std::invalid_argument("unknown method '" + m +
-                                  "' (known: auto, auto-solo, auto-nc, seed, alphabeta, loglog, a family name, "
-                                  "FAMILY+c, ceiling-others, ceiling-otherhw)");
+      std::string known = "auto, auto-solo, auto-nc, seed, alphabeta, loglog, a family name, FAMILY+c";
+      for (const std::string& e : extra) known += ", " + e;
+      if (size_protocol) known += ", ceiling-others, ceiling-otherhw";
+      throw std::invalid_argument("unknown method '" + m + "' (known: " + known + ")");
     }
   }
 }
 
+}  // namespace detail
+
+using detail::check_methods;
+using detail::CurvePreds;
+using detail::loglog_at;
+using detail::method_fit_options;
+using detail::parallel_for;
+
+namespace {
+
+constexpr double kExtrapLimit = 64.0 * 1024 * 1024;  // extrap: fit sizes <= 64 MiB
+
 }  // namespace
-
-void summarize_predictions(EvalMethodResult& r, const std::vector<GroupPredictions>& per_group, bool keep) {
-  summarize(r, per_group, keep);
-}
-
-void check_eval_methods(const std::vector<std::string>& methods, bool size_protocol) { check_methods(methods, size_protocol); }
 
 void split_sizes(const std::string& protocol, const std::vector<double>& bytes, std::vector<size_t>& train,
                  std::vector<size_t>& test) {
@@ -328,126 +301,14 @@ EvalResult eval_sizes(const std::vector<Sample>& samples, const std::string& pro
       per = run_method(m);
       if (m == "auto") auto_per = per;
     }
-    EvalMethodResult r;
-    r.name = m;
-    summarize(r, per, options.keep_points);
-    res.methods.push_back(std::move(r));
+    res.methods.push_back(detail::summarize(m, per, options.keep_points));
   }
   return res;
 }
 
-EvalResult eval_crossn(const std::vector<Sample>& samples, const EvalOptions& options) {
-  check_methods(options.methods, false);
-  EvalResult res;
-  res.protocol = "crossn";
-  const std::vector<Curve> curves = eval_curves(samples, options.min_sizes);
-  std::map<GroupKey, std::vector<const Curve*>> fams;
-  for (const Curve& c : curves) {
-    GroupKey k = c.key;
-    k.nranks = 0;
-    fams[k].push_back(&c);
-  }
-  struct Fam {
-    GroupKey key;
-    std::vector<const Curve*> train;  // ascending nranks
-    const Curve* target;
-  };
-  std::vector<Fam> tasks;
-  for (auto& [k, v] : fams) {
-    std::sort(v.begin(), v.end(), [](const Curve* a, const Curve* b) { return a->key.nranks < b->key.nranks; });
-    if (v.size() < 3) continue;
-    Fam f;
-    f.key = k;
-    f.train.assign(v.begin(), v.end() - 1);
-    f.target = v.back();
-    tasks.push_back(f);
-  }
-  res.curves = static_cast<int>(tasks.size());
-  for (const std::string& m : options.methods) {
-    std::vector<CurvePreds> per(tasks.size());
-    parallel_for(tasks.size(), options.threads, [&](size_t i) {
-      const Fam& fam = tasks[i];
-      const Curve& tgt = *fam.target;
-      const int N = tgt.key.nranks;
-      const Collective coll = fam.key.collective;
-      const double fN = bus_factor(coll, N);
-      std::vector<Prediction> preds;
-      if (m == "loglog" || m == "seed") {
-        // Bus bandwidth assumed equal to the next smaller count's.
-        const Curve& prev = *fam.train.back();
-        const double fm = bus_factor(coll, prev.key.nranks);
-        if (m == "loglog") {
-          std::vector<double> bw(prev.bytes.size());
-          for (size_t k = 0; k < bw.size(); ++k) bw[k] = prev.bytes[k] / prev.time_us[k] * fm;
-          for (double x : tgt.bytes) {
-            Prediction p;
-            p.time_us = x * fN / loglog_at(prev.bytes, bw, x);
-            preds.push_back(p);
-          }
-        } else {
-          const SeedModel sm = fit_seed(prev.bytes, prev.time_us, fm);
-          for (double x : tgt.bytes) {
-            Prediction p;
-            p.time_us = sm.time_us(x, fN);
-            preds.push_back(p);
-          }
-        }
-      } else if (m == "alphabeta") {
-        // NCCL-style α-β with a per-step latency, fitted jointly on the smaller counts.
-        double p[3];
-        double smax = 0, tmax = 0;
-        ceres::Problem problem;
-        ceres::SoftLOneLoss* loss = new ceres::SoftLOneLoss(1.0);
-        for (const Curve* c : fam.train)
-          for (size_t k = 0; k < c->bytes.size(); ++k) {
-            smax = std::max(smax, c->bytes[k]);
-            tmax = std::max(tmax, c->time_us[k]);
-            problem.AddResidualBlock(new ceres::AutoDiffCostFunction<StepAlphaBetaResidual, 1, 3>(new StepAlphaBetaResidual{
-                                         c->bytes[k], bus_factor(coll, c->key.nranks), ring_steps(coll, c->key.nranks),
-                                         std::log(c->time_us[k])}),
-                                     loss, p);
-          }
-        p[0] = std::log(5.0);
-        p[1] = std::log(1.0);
-        p[2] = std::log(std::max(smax / tmax / 1e3, 1e-3));
-        ceres::Solver::Options so;
-        so.linear_solver_type = ceres::DENSE_QR;
-        so.logging_type = ceres::SILENT;
-        so.max_num_iterations = 200;
-        ceres::Solver::Summary sum;
-        ceres::Solve(so, &problem, &sum);
-        for (double x : tgt.bytes) {
-          Prediction q;
-          q.time_us = std::exp(p[0]) + std::exp(p[1]) * ring_steps(coll, N) + fN * x / 1e3 * std::exp(-p[2]);
-          preds.push_back(q);
-        }
-      } else {
-        // arfit: fit every smaller count, carry them to N with the joint rule.
-        std::vector<nlohmann::json> members;
-        for (const Curve* c : fam.train) {
-          const FitOptions fo = method_fit_options(m);
-          GroupFit g = fit_curve(*c, fo);
-          if (g.ok) members.push_back(g.model);
-        }
-        if (members.size() < 2) return;
-        GroupKey jk = fam.key;
-        const JointModel jm = JointModel::from_json(JointModel::make_json(jk, members, kJointKappa, kJointSigmaPerDoubling));
-        for (double x : tgt.bytes) preds.push_back(jm.predict(N, x));
-      }
-      per[i].ok = true;
-      for (size_t k = 0; k < preds.size(); ++k) per[i].points.push_back({tgt.key, tgt.bytes[k], tgt.time_us[k], preds[k]});
-    });
-    EvalMethodResult r;
-    r.name = m;
-    summarize(r, per, options.keep_points);
-    res.methods.push_back(std::move(r));
-  }
-  return res;
-}
+namespace {
 
-nlohmann::json EvalResult::to_json() const {
-  nlohmann::json j;
-  j["protocol"] = protocol;
+nlohmann::json methods_json(const std::vector<EvalMethodResult>& methods) {
   nlohmann::json ms = nlohmann::json::object();
   for (const auto& m : methods) {
     nlohmann::json e = {{"gmae", m.errors.gmae * 100}, {"median", m.errors.median * 100}, {"p90", m.errors.p90 * 100},
@@ -456,13 +317,29 @@ nlohmann::json EvalResult::to_json() const {
     if (m.coverage >= 0) e["coverage90"] = m.coverage * 100;
     ms[m.name] = e;
   }
-  j["methods"] = ms;
+  return ms;
+}
+
+}  // namespace
+
+nlohmann::json EvalResult::to_json() const {
+  nlohmann::json j;
+  j["protocol"] = protocol;
+  j["methods"] = methods_json(methods);
+  if (!subsets_key.empty()) {
+    nlohmann::json sub = nlohmann::json::object();
+    for (const EvalSubset& s : subsets) sub[s.name] = {{"curves", s.curves}, {"methods", methods_json(s.methods)}};
+    j[subsets_key] = sub;
+  }
+  if (unmatched_curves >= 0) j["unmatched_curves"] = unmatched_curves;
   return j;
 }
 
 std::string EvalResult::to_table() const {
   std::ostringstream o;
-  o << "protocol " << protocol << " (" << curves << (protocol == "crossn" ? " families" : " curves") << ")\n";
+  o << "protocol " << protocol << " (" << curves << (protocol == "crossn" ? " families" : " curves");
+  if (unmatched_curves >= 0) o << "; " << unmatched_curves << " curves no other system measured";
+  o << ")\n";
   int name_width = 14;  // wide enough for the longest method name and a space
   for (const auto& m : methods) name_width = std::max(name_width, static_cast<int>(m.name.size()) + 1);
   o << std::left << std::setw(name_width) << "method" << std::right << std::setw(9) << "GMAE%" << std::setw(9) << "median%"
@@ -475,6 +352,31 @@ std::string EvalResult::to_table() const {
       << m.errors.points << std::setw(8) << m.groups << std::setw(11);
     if (m.coverage >= 0)
       o << m.coverage * 100;
+    else
+      o << "-";
+    o << "\n";
+  }
+  if (subsets.empty()) return o.str();
+  // One row per subset: its curves and points, every method's GMAE, and the first method's coverage.
+  int sub_width = static_cast<int>(subsets_key.size()) + 1;
+  for (const EvalSubset& s : subsets) sub_width = std::max(sub_width, static_cast<int>(s.name.size()) + 1);
+  o << "\n" << std::left << std::setw(sub_width) << subsets_key << std::right << std::setw(7) << "curves" << std::setw(8)
+    << "points";
+  for (const auto& m : methods) o << std::setw(std::max(10, static_cast<int>(m.name.size()) + 2)) << m.name + "%";
+  o << std::setw(11) << "cover90%" << "\n";
+  for (const EvalSubset& s : subsets) {
+    o << std::left << std::setw(sub_width) << s.name << std::right << std::setw(7) << s.curves << std::setw(8)
+      << (s.methods.empty() ? 0 : s.methods.front().errors.points);
+    for (size_t i = 0; i < methods.size(); ++i) {
+      o << std::setw(std::max(10, static_cast<int>(methods[i].name.size()) + 2));
+      if (i < s.methods.size() && s.methods[i].errors.points > 0)
+        o << s.methods[i].errors.gmae * 100;
+      else
+        o << "-";
+    }
+    o << std::setw(11);
+    if (!s.methods.empty() && s.methods.front().coverage >= 0)
+      o << s.methods.front().coverage * 100;
     else
       o << "-";
     o << "\n";
@@ -500,6 +402,34 @@ const EvalMethodResult* EvalResult::method(const std::string& name) const {
   return nullptr;
 }
 
+namespace {
+
+// K of "crosshw:K": a non-negative integer.
+int crosshw_anchors(const std::string& arg) {
+  size_t used = 0;
+  int k = -1;
+  try {
+    k = std::stoi(arg, &used);
+  } catch (const std::logic_error&) {
+    used = 0;
+  }
+  if (arg.empty() || used != arg.size() || k < 0)
+    throw std::invalid_argument("crosshw needs the number of sizes measured per curve: crosshw:K with K >= 0, found '" +
+                                arg + "'");
+  return k;
+}
+
+// crosshw's own default methods where the generic ones were left: auto, loglog (K >= 2) and scale.
+EvalOptions crosshw_options(EvalOptions o) {
+  if (o.methods == EvalOptions{}.methods) {
+    o.methods = {"auto", "scale"};
+    if (crosshw_anchors(o.protocol_arg) >= 2) o.methods.insert(o.methods.begin() + 1, "loglog");
+  }
+  return o;
+}
+
+}  // namespace
+
 const std::vector<ProtocolEntry>& fit_protocols() {
   static const std::vector<ProtocolEntry> v = {
       {"interp2", "fit even-indexed sizes of each curve, predict the odd ones",
@@ -510,6 +440,9 @@ const std::vector<ProtocolEntry>& fit_protocols() {
        [](const std::vector<Sample>& s, const EvalOptions& o) { return eval_sizes(s, "extrap", o); }},
       {"crossn", "families at >= 3 GPU counts: fit all but the largest count, predict the largest",
        [](const std::vector<Sample>& s, const EvalOptions& o) { return eval_crossn(s, o); }},
+      {"crosshw", "crosshw:K, leave one system out: each curve from K of its sizes and other systems' curves",
+       [](const std::vector<Sample>& s, const EvalOptions& o) { return eval_crosshw(s, crosshw_anchors(o.protocol_arg), crosshw_options(o)); },
+       true},
   };
   return v;
 }

@@ -4,7 +4,10 @@
 //   interp2  fit the even-indexed sizes of each curve, predict the odd ones
 //   sparse4  fit every 4th size plus the largest, predict the rest
 //   extrap   fit sizes <= 64 MiB, predict the larger ones
-//   crossn   for families measured at >= 3 GPU counts, fit all but the largest count, predict the largest
+//   crossn   for families measured at >= 3 GPU counts, fit all but the largest count, predict the largest;
+//            reported also by node count (`by_nodes`: the largest count on nodes measured, or on more nodes)
+//   crosshw:K  leave one system out: each curve of a system that other systems measured too, from K of its
+//            sizes and the other systems' curves (fit/transfer.h); reported also per target system
 // A curve is one (source, collective, strategy, fusion, dtype, nranks, nnodes) group with >= 12 distinct sizes
 // (duplicates -> median), out-of-place samples only. Curves whose training part has < 6 sizes or whose test
 // part is empty are skipped (as the reference evaluation does).
@@ -27,12 +30,6 @@ struct EvalPoint {
   Prediction predicted;
 };
 
-// One group's (curve's, family's) predictions by one method; ok == false when the method could not fit it.
-struct GroupPredictions {
-  bool ok = false;
-  std::vector<EvalPoint> points;
-};
-
 struct EvalMethodResult {
   std::string name;
   ErrorSummary errors;
@@ -42,13 +39,24 @@ struct EvalMethodResult {
   std::vector<EvalPoint> points;
 };
 
+// The same methods over part of a protocol's curves (crossn's node-count subsets, crosshw's target systems).
+struct EvalSubset {
+  std::string name;
+  int curves = 0;
+  std::vector<EvalMethodResult> methods;
+};
+
 struct EvalResult {
   std::string protocol;
   std::vector<EvalMethodResult> methods;
   int curves = 0;
+  std::string subsets_key;          // JSON key of the subsets ("by_nodes", "by_system"); "" = none
+  std::vector<EvalSubset> subsets;
+  int unmatched_curves = -1;        // crosshw: curves no other system measured (-1: not reported)
 
   // {"protocol": P, "methods": {NAME: {"gmae": %, "median": %, "p90": %, "max": %, "points": N, "groups": G,
-  //   "coverage90": % (methods with intervals)}}}; percentages as numbers.
+  //   "coverage90": % (methods with intervals)}}}; percentages as numbers. With subsets also
+  //   SUBSETS_KEY: {SUBSET: {"curves": N, "methods": {NAME: {...}}}}, and "unmatched_curves" where reported.
   nlohmann::json to_json() const;
   std::string to_table() const;
   // Every kept point (EvalOptions::keep_points) as CSV with a header:
@@ -72,13 +80,9 @@ struct EvalOptions {
   int threads = 1;
   int min_sizes = 12;
   bool keep_points = false;  // fill EvalMethodResult::points
+  // The protocol's parameter, from "NAME:ARG" (crosshw:K: the number of sizes measured per target curve).
+  std::string protocol_arg;
 };
-
-// Throws std::invalid_argument naming the first method eval does not know (the ceiling diagnostics only with
-// a size protocol).
-void check_eval_methods(const std::vector<std::string>& methods, bool size_protocol);
-// Fills r's errors, 90 % coverage, predicted and failed groups (and points, when `keep`) from per-group predictions.
-void summarize_predictions(EvalMethodResult& r, const std::vector<GroupPredictions>& per_group, bool keep);
 
 // The size protocols' split of one curve's indices (ascending sizes) into training and test sets.
 void split_sizes(const std::string& protocol, const std::vector<double>& bytes, std::vector<size_t>& train,
@@ -95,13 +99,20 @@ std::vector<Prediction> predict_fitted(const GroupFit& fit, const Curve& train, 
 
 EvalResult eval_sizes(const std::vector<Sample>& samples, const std::string& protocol, const EvalOptions& options = {});
 EvalResult eval_crossn(const std::vector<Sample>& samples, const EvalOptions& options = {});
+// crosshw:K (K = anchors >= 0). Methods: "auto" (fit/transfer.h), the baselines "loglog" (the K sizes alone,
+// K >= 2) and "scale" (today's --sm rule from the most similar other system: the nearest datasheet
+// interconnect bandwidth, then the same SM, then name order; geometric mean over that system's matching
+// curves). Other names throw std::invalid_argument.
+EvalResult eval_crosshw(const std::vector<Sample>& samples, int anchors, const EvalOptions& options = {});
 
-// Dispatch table of the protocols this library knows (interp2, sparse4, extrap, crossn).
+// Dispatch table of the protocols this library knows (interp2, sparse4, extrap, crossn, crosshw; the last
+// takes its K as EvalOptions::protocol_arg, "crosshw:K" on the command line).
 using ProtocolRunner = std::function<EvalResult(const std::vector<Sample>&, const EvalOptions&)>;
 struct ProtocolEntry {
   std::string name;
   std::string help;
   ProtocolRunner run;
+  bool takes_arg = false;  // named NAME:ARG, the argument in EvalOptions::protocol_arg
 };
 const std::vector<ProtocolEntry>& fit_protocols();
 

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "fit/eval_common.h"
 #include "model/alltoallv.h"
 #include "model/errors.h"
 #include "model/group_model.h"
@@ -143,11 +144,11 @@ void widen(Prediction& p, double sigma) {
 // (max_of_sum, the default `arfit fit` stores without all-to-allv samples, for a system with a single sample).
 // Each interval is widened by the chosen mode's scatter on the samples that chose it. Fills `chosen` (per
 // system, the mode all of its samples favour) and returns the per-group predictions.
-std::vector<GroupPredictions> automatic_choice(const std::vector<const SplitGroup*>& groups,
-                                               const std::vector<std::vector<GroupPredictions>>& auto_rows,
+std::vector<detail::CurvePreds> automatic_choice(const std::vector<const SplitGroup*>& groups,
+                                               const std::vector<std::vector<detail::CurvePreds>>& auto_rows,
                                                bool leave_one_out, std::map<std::string, std::string>& chosen) {
   const auto& modes = all_effective_modes();
-  std::vector<GroupPredictions> out(groups.size());
+  std::vector<detail::CurvePreds> out(groups.size());
   std::map<std::string, std::vector<std::pair<std::size_t, std::size_t>>> by_system;  // (group, split)
   for (std::size_t g = 0; g < groups.size(); ++g) {
     out[g].ok = auto_rows[0][g].ok;
@@ -191,7 +192,7 @@ AllToAllvEval eval_alltoallv(const std::vector<Sample>& samples, const EvalOptio
   std::vector<std::string> fit_methods;
   for (const std::string& m : options.methods)
     if (m != kPaperSizes) fit_methods.push_back(m);
-  check_eval_methods(fit_methods, false);
+  detail::check_methods(fit_methods, false);
 
   AllToAllvEval out;
   out.result.protocol = "alltoallv";
@@ -231,7 +232,7 @@ AllToAllvEval eval_alltoallv(const std::vector<Sample>& samples, const EvalOptio
   const auto& modes = all_effective_modes();
   for (const std::string& method : options.methods) {
     // rows[mode][group]
-    std::vector<std::vector<GroupPredictions>> rows(modes.size(), std::vector<GroupPredictions>(predicted.size()));
+    std::vector<std::vector<detail::CurvePreds>> rows(modes.size(), std::vector<detail::CurvePreds>(predicted.size()));
     for (std::size_t g = 0; g < predicted.size(); ++g) {
       const SplitGroup& grp = *predicted[g];
       const std::vector<std::vector<Prediction>> p = predict_modes(method, grp);
@@ -244,16 +245,12 @@ AllToAllvEval eval_alltoallv(const std::vector<Sample>& samples, const EvalOptio
     }
     if (method == "auto")
       for (const bool leave_one_out : {false, true}) {
-        EvalMethodResult r;
-        r.name = leave_one_out ? "auto-loo" : "auto";
-        summarize_predictions(r, automatic_choice(predicted, rows, leave_one_out, out.chosen_mode), options.keep_points);
-        out.result.methods.push_back(std::move(r));
+        out.result.methods.push_back(detail::summarize(leave_one_out ? "auto-loo" : "auto",
+                                                       automatic_choice(predicted, rows, leave_one_out, out.chosen_mode),
+                                                       options.keep_points));
       }
     for (std::size_t k = 0; k < modes.size(); ++k) {
-      EvalMethodResult r;
-      r.name = row_name(method, modes[k]);
-      summarize_predictions(r, rows[k], options.keep_points);
-      out.result.methods.push_back(std::move(r));
+      out.result.methods.push_back(detail::summarize(row_name(method, modes[k]), rows[k], options.keep_points));
     }
   }
   return out;

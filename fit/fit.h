@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,8 @@
 #include "model/sample.h"
 
 namespace arfit::fit {
+
+class TransferLibrary;  // fit/transfer.h
 
 // How samples are grouped into curves.
 enum class GroupBy {
@@ -64,6 +67,10 @@ struct FitOptions {
   bool joint_n = true;              // fit_model_set: add joint fits across GPU counts
   bool pool_siblings = true;        // fit_model_set: sibling knots from other dtypes of a group (fit/siblings.h)
   int threads = 1;                  // fit_model_set: groups fitted in parallel (results identical)
+  // fit_model_set: other machines' fitted groups (`arfit fit --prior`). A curve with fewer than
+  // kTransferBelowSizes sizes and matching priors is transferred from them (fit/transfer.h) instead of
+  // fitted alone; null: every curve is fitted alone.
+  std::shared_ptr<const TransferLibrary> prior;
 };
 
 // Result of fitting one curve. `model` is the group's entry of models.json (see docs/fit.md) and is what
@@ -97,9 +104,12 @@ GroupFit fit_curve(const Curve& curve, const FitOptions& options = {});
 GroupFit fit_group(const std::vector<Sample>& samples, const FitOptions& options = {});
 
 // Fits every group of `samples` and assembles the models file: schema version, arfit version, inputs
-// (paths + FNV-1a hashes of their contents when the paths can be read), groups, joint-n families.
+// (paths + FNV-1a hashes of their contents when the paths can be read), groups, joint-n families. With
+// FitOptions::prior, curves with few sizes are transferred (fit/transfer.h) and `prior_paths` are recorded
+// as "priors" the same way as the inputs.
 ModelSet fit_model_set(const std::vector<Sample>& samples, const FitOptions& options = {},
-                       const std::vector<std::string>& input_paths = {});
+                       const std::vector<std::string>& input_paths = {},
+                       const std::vector<std::string>& prior_paths = {});
 
 // Convenience for consumers: evaluate a single fitted group (GroupFit::model) at a size, in microseconds.
 // Same code path as ModelSet::predict.

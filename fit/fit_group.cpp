@@ -286,12 +286,18 @@ GroupFit fit_curve(const Curve& c, const FitOptions& options) {
   if (options.residual_correction) {
     const std::vector<size_t> spikes = spike_indices(t);
     HermiteSpline sp = correction_spline(e.spec, e.fit.params, e.seed, s, t, f, spikes);
-    std::vector<double> spike_bytes;
-    for (size_t i : spikes) spike_bytes.push_back(s[i]);
+    // The spikes' own residuals are kept too: the correction does not use them, but a new machine borrowing
+    // this curve's shape (fit/transfer.h) wants what was measured, interference and warm-up included.
+    std::vector<double> spike_bytes, spike_resid;
+    for (size_t i : spikes) {
+      spike_bytes.push_back(s[i]);
+      spike_resid.push_back(std::log(t[i]) - log_model(e.spec, e.fit.params, e.seed, s[i], f));
+    }
     j["correction"] = {{"kind", to_string(sp.kind())},
                        {"log_bytes", sp.x()},
                        {"log_resid", sp.y()},
-                       {"spike_bytes", spike_bytes}};
+                       {"spike_bytes", spike_bytes},
+                       {"spike_log_resid", spike_resid}};
   } else {
     j["correction"] = nullptr;
   }

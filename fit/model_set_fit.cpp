@@ -8,6 +8,7 @@
 #include "fit/fit.h"
 #include "fit/epilogue.h"
 #include "fit/siblings.h"
+#include "fit/transfer.h"
 #include "model/alltoallv.h"
 #include "model/group_model.h"
 #include "model/joint_model.h"
@@ -34,18 +35,61 @@ std::string fnv1a_file(const std::string& path) {
   return out;
 }
 
+// A curve of the machine: transferred from the priors when there are priors and it has fewer than
+// kTransferBelowSizes sizes (its `how` then names the machines it borrowed from, or says that none was
+// comparable), fitted alone otherwise.
+GroupFit fit_or_transfer(const Curve& c, const FitOptions& options, bool& transferred) {
+  transferred = false;
+  if (!options.prior || static_cast<int>(c.bytes.size()) >= kTransferBelowSizes) return fit_curve(c, options);
+  TransferTarget t;
+  t.key = c.key;
+  t.sm = datasheet_sm(c.sm, c.device, c.hardware);
+  t.bytes = c.bytes;
+  t.time_us = c.time_us;
+  TransferOptions to;
+  const int K = static_cast<int>(c.bytes.size());
+  if (K <= 1) to.calibration = &options.prior->calibration(K);
+  const Transfer tr = transfer_curve(t, options.prior->matching(c.key), to);
+  if (!tr.ok()) {
+    GroupFit g = fit_curve(c, options);
+    if (!g.ok) {
+      g.problem = tr.problem();
+      g.model["problem"] = g.problem;
+    }
+    return g;
+  }
+  GroupFit g = transferred_group(t, tr, tr.min_bytes(), tr.max_bytes());
+  if (!g.ok) return g;
+  g.model["device"] = c.device;
+  g.model["sources"] = c.sources;
+  transferred = true;
+  return g;
+}
+
+nlohmann::json paths_with_hashes(const std::vector<std::string>& paths) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& p : paths) out.push_back({{"path", p}, {"fnv1a64", fnv1a_file(p)}});
+  return out;
+}
+
 }  // namespace
 
 
 ModelSet fit_model_set(const std::vector<Sample>& samples, const FitOptions& options,
-                       const std::vector<std::string>& input_paths) {
+                       const std::vector<std::string>& input_paths, const std::vector<std::string>& prior_paths) {
   CurveOptions co;
   co.group_by = GroupBy::System;
   const std::vector<Curve> curves = build_curves(samples, co);
   std::vector<GroupFit> fits(curves.size());
+  std::vector<char> transferred(curves.size(), 0);
+  auto fit_one = [&](size_t i) {
+    bool tr = false;
+    fits[i] = fit_or_transfer(curves[i], options, tr);
+    transferred[i] = tr;
+  };
   const int threads = std::max(1, std::min<int>(options.threads, static_cast<int>(curves.size())));
   if (threads <= 1) {
-    for (size_t i = 0; i < curves.size(); ++i) fits[i] = fit_curve(curves[i], options);
+    for (size_t i = 0; i < curves.size(); ++i) fit_one(i);
   } else {
     // Each group is fitted independently and written to its own slot: the result does not depend on
     // the number of threads.
@@ -53,21 +97,33 @@ ModelSet fit_model_set(const std::vector<Sample>& samples, const FitOptions& opt
     std::vector<std::thread> pool;
     for (int w = 0; w < threads; ++w)
       pool.emplace_back([&] {
-        for (size_t i = next++; i < curves.size(); i = next++) fits[i] = fit_curve(curves[i], options);
+        for (size_t i = next++; i < curves.size(); i = next++) fit_one(i);
       });
     for (auto& th : pool) th.join();
   }
-  // Sibling knots: other dtypes of the same machine's group measured sizes this group did not.
-  if (options.pool_siblings && options.residual_correction) pool_siblings(curves, fits);
+  // Sibling knots: other dtypes of the same machine's group measured sizes this group did not. Transferred
+  // groups take no part (their knots are the transfer's answer, not measurements).
+  if (options.pool_siblings && options.residual_correction) {
+    std::vector<Curve> own_curves;
+    std::vector<GroupFit> own_fits;
+    std::vector<size_t> where;
+    for (size_t i = 0; i < curves.size(); ++i)
+      if (!transferred[i]) {
+        own_curves.push_back(curves[i]);
+        own_fits.push_back(std::move(fits[i]));
+        where.push_back(i);
+      }
+    pool_siblings(own_curves, own_fits);
+    for (size_t k = 0; k < where.size(); ++k) fits[where[k]] = std::move(own_fits[k]);
+  }
   // Fused groups: the fitted epilogue term over the unfused twin (fit/epilogue.h).
   add_epilogue_terms(curves, fits);
   nlohmann::json j;
   j["schema"] = "arfit-models";
   j["schema_version"] = 1;
   j["arfit_version"] = ARFIT_VERSION;
-  nlohmann::json inputs = nlohmann::json::array();
-  for (const auto& p : input_paths) inputs.push_back({{"path", p}, {"fnv1a64", fnv1a_file(p)}});
-  j["inputs"] = inputs;
+  j["inputs"] = paths_with_hashes(input_paths);
+  if (!prior_paths.empty()) j["priors"] = paths_with_hashes(prior_paths);
   j["options"] = {{"family", options.family}, {"residual_correction", options.residual_correction},
                   {"min_points", options.min_points}, {"pool_siblings", options.pool_siblings}};
   j["alltoallv_mode"] = "max_of_sum";

@@ -1,5 +1,6 @@
 #include "model/group_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -48,6 +49,15 @@ GroupModel GroupModel::from_json(const nlohmann::json& j) {
     const auto& c = j["correction"];
     g.correction = HermiteSpline(c.at("log_bytes").get<std::vector<double>>(), c.at("log_resid").get<std::vector<double>>(),
                                  parse_spline_kind(c.at("kind").get<std::string>()));
+    if (c.contains("spike_bytes") && c.contains("spike_log_resid")) {
+      const auto b = c["spike_bytes"].get<std::vector<double>>();
+      g.spike_log_resid = c["spike_log_resid"].get<std::vector<double>>();
+      if (b.size() != g.spike_log_resid.size()) throw std::invalid_argument("correction: spike_bytes and spike_log_resid differ in length");
+      for (double x : b) {
+        if (!(x > 0)) throw std::invalid_argument("correction: spike_bytes must be > 0");
+        g.spike_log_bytes.push_back(std::log(x));
+      }
+    }
   }
   const auto& r = j.at("range");
   g.min_bytes = r.at("min_bytes").get<double>();
@@ -68,6 +78,22 @@ GroupModel GroupModel::from_json(const nlohmann::json& j) {
   g.sm = j.value("sm", 0);
   if (g.sm == 0) g.sm = sm_from_device(g.device);
   g.cv_gmae = j.value("cv_gmae", 0.0);
+  if (j.contains("transfer") && j["transfer"].is_object()) {
+    const auto& t = j["transfer"];
+    g.transfer_how = t.at("how").get<std::string>();
+    g.transfer_log_bytes = t.at("log_bytes").get<std::vector<double>>();
+    g.transfer_log_sigma = t.at("log_sigma").get<std::vector<double>>();
+    if (g.transfer_log_bytes.size() != g.transfer_log_sigma.size() || g.transfer_log_bytes.empty())
+      throw std::invalid_argument("transfer: log_bytes and log_sigma must be non-empty and of one length");
+    for (size_t i = 0; i < g.transfer_log_bytes.size(); ++i)
+      if ((i > 0 && !(g.transfer_log_bytes[i] > g.transfer_log_bytes[i - 1])) || !(g.transfer_log_sigma[i] >= 0))
+        throw std::invalid_argument("transfer: log_bytes must increase and log_sigma be >= 0");
+    const auto anchors = t.value("anchor_bytes", std::vector<double>{});
+    if (anchors.size() >= 2) {
+      g.anchor_min_bytes = *std::min_element(anchors.begin(), anchors.end());
+      g.anchor_max_bytes = *std::max_element(anchors.begin(), anchors.end());
+    }
+  }
   return g;
 }
 
@@ -94,9 +120,21 @@ std::vector<double> GroupModel::model_log_time_gradient(double bytes) const {
   return g;
 }
 
+double GroupModel::sigma_at(double bytes) const {
+  const std::vector<double>& x = transfer_log_bytes;
+  if (x.empty()) return sigma_in;
+  const double lx = std::log(bytes);
+  const std::vector<double>& y = transfer_log_sigma;
+  if (lx <= x.front()) return y.front();
+  if (lx >= x.back()) return y.back();
+  const size_t i = static_cast<size_t>(std::upper_bound(x.begin(), x.end(), lx) - x.begin());
+  return y[i - 1] + (lx - x[i - 1]) / (x[i] - x[i - 1]) * (y[i] - y[i - 1]);
+}
+
 double GroupModel::log_half_width(double bytes) const {
   const bool in_range = bytes >= min_bytes && bytes <= max_bytes;
-  double var = sigma_in * sigma_in;
+  const double sigma = sigma_at(bytes);
+  double var = sigma * sigma;
   if (!covariance.empty() && !in_range && !(bytes > max_bytes && has_tail)) {
     // Delta method: the covariance of the parameters carried to ln t. In range the residual correction pins
     // the prediction to the measurements, so only the residual scale counts there.
@@ -144,7 +182,7 @@ Prediction GroupModel::predict(double bytes) const {
     const double edge = bytes < min_bytes ? min_bytes : max_bytes;
     double l_edge = model_log_time(edge);
     if (!correction.x().empty()) l_edge = correction.corrected(std::log(edge), l_edge, model_at);
-    const double noise = z * sigma_in;
+    const double noise = z * sigma_at(edge);
     const double ratio = std::log(bytes / edge);  // < 0 below the range, > 0 above
     const double floor_lt = (bytes < min_bytes ? l_edge + ratio : l_edge) - noise;
     const double ceil_lt = (bytes < min_bytes ? l_edge : l_edge + ratio) + noise;
@@ -157,6 +195,11 @@ Prediction GroupModel::predict(double bytes) const {
   p.hi_us = std::exp(hi);
   p.extrapolated = !in_range;
   p.how = in_range ? family + (!correction.x().empty() ? "+residual" : "") : (bytes > max_bytes && has_tail ? "tail" : family);
+  if (!transfer_how.empty()) {
+    // A transferred curve: what it borrowed from, and whether the size lies between its own anchors.
+    p.how = transfer_how + (in_range ? "" : " (" + p.how + ")");
+    p.extrapolated = p.extrapolated || !(bytes >= anchor_min_bytes && bytes <= anchor_max_bytes && anchor_max_bytes > 0);
+  }
   return p;
 }
 

@@ -6,9 +6,12 @@
 //   id, key{system, collective, strategy, fusion, dtype, nranks, nnodes}, ok, problem?,
 //   family ("alphabeta" | "sigmoid" | "satbw" | "regimes1".."regimes4" | "seed"), params[], param_names[],
 //   covariance[[...]] (or null), seed{...} (seed family only), bus_factor,
-//   cv_gmae, cv{family: gmae}, correction{kind, log_bytes[], log_resid[]} (or null),
+//   cv_gmae, cv{family: gmae}, correction{kind, log_bytes[], log_resid[], spike_bytes[]?, spike_log_resid[]?}
+//   (or null),
 //   range{min_bytes, max_bytes, points}, sm, device,
-//   interval{z, sigma_in, sigma_floor, sigma_out_per_octave}, tail{a_us, b_us_per_byte}, diagnostics{...}
+//   interval{z, sigma_in, sigma_floor, sigma_out_per_octave}, tail{a_us, b_us_per_byte}, diagnostics{...},
+//   transfer{how, anchors, anchor_bytes[], sources[{system, id, weight}], log_bytes[], log_sigma[]} (optional:
+//   a curve of a new machine carried from other machines' curves, fit/transfer.h)
 #pragma once
 
 #include <optional>
@@ -40,6 +43,9 @@ struct GroupModel {
   std::vector<double> covariance;  // row-major, may be empty
   double bus_factor = 1;
   HermiteSpline correction;  // empty: none
+  // Sizes the correction set aside as spikes (correction.spike_bytes) and their ln t − ln model
+  // (correction.spike_log_resid; absent in older files: then empty).
+  std::vector<double> spike_log_bytes, spike_log_resid;
   double min_bytes = 0, max_bytes = 0;
   int points = 0;
   double z = kZ90, sigma_in = 0.02, sigma_out_per_octave = 0.03;
@@ -49,6 +55,12 @@ struct GroupModel {
   // Tail regime above the measured range: t = tail_a_us + tail_b_us_per_byte · s (has_tail).
   bool has_tail = false;
   double tail_a_us = 0, tail_b_us_per_byte = 0;
+  // Transferred group (fit/transfer.h): `how` names the source machines, σ of ln t varies with the size (the
+  // sources' spread and the anchors' leave-one-out errors), and sizes outside the measured anchors are
+  // extrapolated. Empty how: a group fitted on its own measurements.
+  std::string transfer_how;
+  std::vector<double> transfer_log_bytes, transfer_log_sigma;
+  double anchor_min_bytes = 0, anchor_max_bytes = 0;  // span of the anchors (0, 0: fewer than two)
 
   static GroupModel from_json(const nlohmann::json& j);  // throws std::exception on malformed content
 
@@ -65,6 +77,8 @@ struct GroupModel {
   Prediction predict(double bytes) const;
   // Log half-width of the 90 % interval at `bytes`.
   double log_half_width(double bytes) const;
+  // σ of ln t in range: sigma_in, or a transferred group's σ at that size (held at the ends).
+  double sigma_at(double bytes) const;
 };
 
 }  // namespace arfit

@@ -63,6 +63,16 @@ step "fit: one model per strategy and fusion, family chosen by cross-validation"
 step "predict: example predictions with 90 % intervals"
 "$ARFIT" predict "$OUT/models.json" --collective allreduce --strategy ONESHOT --nranks 2 --bytes 1K:16M | tee "$OUT/predict-oneshot.txt"
 
+if [ "$backend" = host ]; then
+  # A new machine in minutes (docs/fit.md): 3 sizes per curve measured now, the shape of the rest borrowed
+  # from a prior through them. On a CPU-only runner the only other measurement at hand is this host's own
+  # main grid above, so this is a quick re-calibration of the same machine, not a second machine.
+  step "new machine in minutes: anchors:3 measured, fitted with the main grid's models as prior"
+  mpirun -np 2 "$ARBENCH" --preset host-main --plan anchors:3 -q --overwrite -o "$OUT/samples-anchors.csv"
+  "$ARFIT" fit "$OUT/samples-anchors.csv" --prior "$OUT/models.json" -o "$OUT/models-anchors.json"
+  "$ARFIT" predict "$OUT/models-anchors.json" --collective allreduce --strategy ONESHOT --nranks 2 --bytes 1K:16M | tee "$OUT/predict-anchors.txt"
+fi
+
 step "codegen: best-strategy tables over the full grid"
 "$ARFIT" codegen "$OUT/models.json" "${GRID[@]}" --format json -o "$OUT/generated/best_strategy.json"
 "$ARFIT" codegen "$OUT/models.json" "${GRID[@]}" --format header -o "$OUT/generated/arfit_select.h"

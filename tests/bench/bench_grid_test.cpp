@@ -49,6 +49,23 @@ TEST(BenchGrid, LatticeKeepsEveryKthPointAndTheCorners) {
   EXPECT_EQ(plan_points(Plan::parse("lattice:3"), 10, 0).size(), 4u);  // 0,3,6,9
 }
 
+// anchors:K: K distinct message sizes per curve at model/anchors.h's indices — on byte lists by value (not
+// list order), on token x hidden grids by product, each size at its first point in axis order.
+TEST(BenchGrid, AnchorsPlanKeepsKSizesSpreadByTheProtocolsRule) {
+  EXPECT_EQ(Plan::parse("anchors:3").to_string(), "anchors:3");
+  for (std::string s : {"anchors", "anchors:0", "anchors:x"}) EXPECT_THROW(Plan::parse(s), GridError) << s;
+  const std::vector<std::int64_t> bytes = {4096, 1024, 2048, 8192, 16384};
+  EXPECT_EQ(anchor_points(3, bytes, {}), (std::vector<std::pair<std::size_t, std::size_t>>{{0, 0}, {1, 0}, {4, 0}}));
+  // tokens 1, 2, 4 x hidden 2, 4: products 2, 4, 8, 4, 8, 16 -> distinct 2, 4, 8, 16; K = 3 -> 2, 8 (index
+  // round(1.5) = 2), 16.
+  const auto pts = anchor_points(3, {1, 2, 4}, {2, 4});
+  EXPECT_EQ(pts, (std::vector<std::pair<std::size_t, std::size_t>>{{0, 0}, {1, 1}, {2, 1}}));
+  GridSpec g = preset("host-main");
+  g.plan = Plan::parse("anchors:3");
+  const PlannedGrid planned = expand_grid(g, [](Collective) { return std::vector<std::string>{"MPI"}; });
+  EXPECT_EQ(planned.planned_points, 3u);
+}
+
 TEST(BenchGrid, RandomPlanIsSeededKeepsCornersAndTheFraction) {
   auto a = plan_points(Plan::parse("random:0.3:7"), 10, 10);
   auto b = plan_points(Plan::parse("random:0.3:7"), 10, 10);

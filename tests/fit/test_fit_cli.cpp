@@ -117,3 +117,49 @@ TEST(FitCli, BadInputNamesTheFile) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("m2.json"), std::string::npos) << r.output;
 }
+
+// A new machine from three sizes per curve: `arfit fit --prior` with another machine's samples (fitted on the
+// fly) or its models file, the transferred groups marked and named in `predict`; crosshw's K must be given.
+TEST(FitCli, FitWithPriorTransfersAQuickCalibration) {
+  TempDir dir;
+  const std::string prior = write_samples(dir);
+  SampleFile target;
+  std::mt19937 rng(2);
+  std::normal_distribution<double> nd(0, 0.005);
+  for (int n : {2, 4, 8})
+    for (int e : {10, 19, 28}) {  // anchors:3 of 1 KiB .. 256 MiB
+      Sample s;
+      s.collective = Collective::AllReduce;
+      s.strategy = "NCCL";
+      s.nranks = n;
+      s.sm = 100;
+      s.bytes = std::int64_t{1} << e;
+      s.time_us = 1.2 * (10.0 + n + bus_factor(s.collective, n) * s.bytes / 300e3) * std::exp(nd(rng));
+      s.source = "calibration";
+      s.extra["system"] = "newbox";
+      target.samples.push_back(s);
+    }
+  const std::string target_path = dir.file("new.csv");
+  write_samples_csv(target_path, target);
+  const std::string models = dir.file("new.json");
+  auto r = run_command(arfit::testing::arfit_bin() + " fit " + target_path + " --prior " + prior + " -o " + models);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("transfer K=3: testbox"), std::string::npos) << r.output;
+  const auto j = nlohmann::json::parse(arfit::testing::slurp(models));
+  EXPECT_EQ(j["priors"][0]["path"], prior);
+  ASSERT_EQ(j["groups"].size(), 3u);
+  for (const auto& g : j["groups"]) EXPECT_TRUE(g.contains("transfer")) << g["id"];
+  r = run_command(arfit::testing::arfit_bin() + " predict " + models + " --collective allreduce --nranks 8 --bytes 1M");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("transfer K=3: testbox"), std::string::npos) << r.output;
+  // The prior as a models file works the same; a missing prior is a usage error.
+  const std::string prior_models = dir.file("prior.json");
+  ASSERT_EQ(run_command(arfit::testing::arfit_bin() + " fit " + prior + " -o " + prior_models + " -q").exit_code, 0);
+  r = run_command(arfit::testing::arfit_bin() + " fit " + target_path + " --prior " + prior_models + " -o " + models);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("transfer K=3: testbox"), std::string::npos) << r.output;
+  EXPECT_EQ(run_command(arfit::testing::arfit_bin() + " fit " + target_path + " --prior " + dir.file("absent.json") +
+                        " -o " + models).exit_code, 2);
+  EXPECT_EQ(run_command(arfit::testing::arfit_bin() + " eval " + prior + " --protocol crosshw").exit_code, 2);
+  EXPECT_EQ(run_command(arfit::testing::arfit_bin() + " eval " + prior + " --protocol interp2:3").exit_code, 2);
+}

@@ -1,0 +1,280 @@
+// crossn: for families measured at >= 3 GPU counts, fit all but the largest count and predict the largest.
+// Four parts: choosing the families (crossn_families), predicting one family with one method
+// (predict_family), scoring per node-count subset, reporting (eval_crossn).
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include <ceres/ceres.h>
+
+#include "fit/eval_common.h"
+#include "fit/family_fit.h"
+#include "fit/fit.h"
+#include "model/bus_factor.h"
+#include "model/joint_model.h"
+#include "model/metrics.h"
+#include "model/sm_targets.h"
+#include "fit/transfer.h"
+
+namespace arfit::fit {
+namespace {
+
+using detail::CurvePreds;
+
+// One crossn task: the measured counts of a family and the count it predicts.
+struct Family {
+  GroupKey key;                      // nranks 0; nnodes: the measured counts' (a family may span nodes)
+  std::vector<const Curve*> train;   // ascending nranks
+  const Curve* target = nullptr;
+  bool more_nodes = false;           // the target spans more nodes than any measured count
+};
+
+// Families: the same source, collective, strategy, fusion and dtype at >= 3 GPU counts (whatever their node
+// counts, so that a count on more nodes is predicted from those on fewer); a family that measured one count
+// on several node counts is split by node count instead.
+std::vector<Family> crossn_families(const std::vector<Curve>& curves) {
+  std::map<GroupKey, std::vector<const Curve*>> fams;
+  for (const Curve& c : curves) {
+    GroupKey k = c.key;
+    k.nranks = 0;
+    k.nnodes = 0;
+    fams[k].push_back(&c);
+  }
+  std::vector<std::vector<const Curve*>> groups;
+  for (auto& [k, v] : fams) {
+    std::set<int> counts;
+    for (const Curve* c : v) counts.insert(c->key.nranks);
+    if (counts.size() == v.size()) {
+      groups.push_back(v);
+      continue;
+    }
+    std::map<int, std::vector<const Curve*>> by_nodes;
+    for (const Curve* c : v) by_nodes[c->key.nnodes].push_back(c);
+    for (auto& [n, w] : by_nodes) groups.push_back(w);
+  }
+  std::vector<Family> out;
+  for (auto& v : groups) {
+    std::sort(v.begin(), v.end(), [](const Curve* a, const Curve* b) { return a->key.nranks < b->key.nranks; });
+    if (v.size() < 3) continue;
+    Family f;
+    f.train.assign(v.begin(), v.end() - 1);
+    f.target = v.back();
+    f.key = f.target->key;
+    f.key.nranks = 0;
+    int measured_nodes = 0;
+    for (const Curve* c : f.train) measured_nodes = std::max(measured_nodes, c->key.nnodes);
+    f.key.nnodes = measured_nodes;
+    f.more_nodes = f.target->key.nnodes > measured_nodes;
+    out.push_back(f);
+  }
+  return out;
+}
+
+// ---- baselines
+
+struct StepAlphaBetaResidual {
+  double s, f, steps, log_t;
+  template <typename T>
+  bool operator()(const T* p, T* r) const {
+    using std::exp;
+    using std::log;
+    r[0] = log(exp(p[0]) + exp(p[1]) * steps + T(f * s / 1e3) * exp(-p[2])) - T(log_t);
+    return true;
+  }
+};
+
+double ring_steps(Collective c, int n) { return c == Collective::AllReduce ? 2.0 * (n - 1) : static_cast<double>(n - 1); }
+
+// Bus bandwidth of the next smaller count, log-log interpolated over sizes (the reference's busbw-invariant).
+std::vector<Prediction> predict_loglog(const Family& fam) {
+  const Curve& prev = *fam.train.back();
+  const Collective coll = fam.key.collective;
+  const double fm = bus_factor(coll, prev.key.nranks), fN = bus_factor(coll, fam.target->key.nranks);
+  std::vector<double> bw(prev.bytes.size());
+  for (size_t k = 0; k < bw.size(); ++k) bw[k] = prev.bytes[k] / prev.time_us[k] * fm;
+  std::vector<Prediction> out;
+  for (double x : fam.target->bytes) {
+    Prediction p;
+    p.time_us = x * fN / detail::loglog_at(prev.bytes, bw, x);
+    out.push_back(p);
+  }
+  return out;
+}
+
+// The seed fitted on the next smaller count, evaluated with the target's bus factor.
+std::vector<Prediction> predict_seed(const Family& fam) {
+  const Curve& prev = *fam.train.back();
+  const Collective coll = fam.key.collective;
+  const SeedModel sm = fit_seed(prev.bytes, prev.time_us, bus_factor(coll, prev.key.nranks));
+  std::vector<Prediction> out;
+  for (double x : fam.target->bytes) {
+    Prediction p;
+    p.time_us = sm.time_us(x, bus_factor(coll, fam.target->key.nranks));
+    out.push_back(p);
+  }
+  return out;
+}
+
+// NCCL-style α-β with a per-step latency, fitted jointly on the smaller counts.
+std::vector<Prediction> predict_alphabeta(const Family& fam) {
+  const Collective coll = fam.key.collective;
+  const int N = fam.target->key.nranks;
+  double p[3];
+  double smax = 0, tmax = 0;
+  ceres::Problem problem;
+  ceres::SoftLOneLoss* loss = new ceres::SoftLOneLoss(1.0);
+  for (const Curve* c : fam.train)
+    for (size_t k = 0; k < c->bytes.size(); ++k) {
+      smax = std::max(smax, c->bytes[k]);
+      tmax = std::max(tmax, c->time_us[k]);
+      problem.AddResidualBlock(new ceres::AutoDiffCostFunction<StepAlphaBetaResidual, 1, 3>(new StepAlphaBetaResidual{
+                                   c->bytes[k], bus_factor(coll, c->key.nranks), ring_steps(coll, c->key.nranks),
+                                   std::log(c->time_us[k])}),
+                               loss, p);
+    }
+  p[0] = std::log(5.0);
+  p[1] = std::log(1.0);
+  p[2] = std::log(std::max(smax / tmax / 1e3, 1e-3));
+  ceres::Solver::Options so;
+  so.linear_solver_type = ceres::DENSE_QR;
+  so.logging_type = ceres::SILENT;
+  so.max_num_iterations = 200;
+  ceres::Solver::Summary sum;
+  ceres::Solve(so, &problem, &sum);
+  std::vector<Prediction> out;
+  for (double x : fam.target->bytes) {
+    Prediction q;
+    q.time_us = std::exp(p[0]) + std::exp(p[1]) * ring_steps(coll, N) + bus_factor(coll, N) * x / 1e3 * std::exp(-p[2]);
+    out.push_back(q);
+  }
+  return out;
+}
+
+// ---- arfit: the joint-n rule, and across node boundaries
+
+// Other machines' scale-out step: for every other system that measured both the family's largest measured
+// count c (on its node count) and the target's count on the target's node count (same collective, strategy,
+// fusion, element size), ln t(target count) − ln t(c) at each size, from their fitted models.
+struct ScaleOutPrior {
+  std::vector<std::string> systems;
+  std::vector<GroupModel> from, to;  // per system
+};
+
+ScaleOutPrior scale_out_prior(const Family& fam, const std::vector<Curve>& curves, const std::string& method) {
+  ScaleOutPrior p;
+  const Curve& c = *fam.train.back();
+  const GroupKey& tk = fam.target->key;
+  std::map<std::string, const Curve*> from, to;
+  for (const Curve& o : curves) {
+    if (o.hardware == c.hardware) continue;
+    if (transfer_matches(c.key, o.key) && !from.count(o.hardware)) from[o.hardware] = &o;
+    if (transfer_matches(tk, o.key) && !to.count(o.hardware)) to[o.hardware] = &o;
+  }
+  for (const auto& [sys, a] : from) {
+    auto it = to.find(sys);
+    if (it == to.end()) continue;
+    const GroupFit fa = fit_curve(*a, detail::method_fit_options(method)), fb = fit_curve(*it->second, detail::method_fit_options(method));
+    if (!fa.ok || !fb.ok) continue;
+    p.systems.push_back(sys);
+    p.from.push_back(GroupModel::from_json(fa.model));
+    p.to.push_back(GroupModel::from_json(fb.model));
+  }
+  return p;
+}
+
+// Across node boundaries without a prior: the bandwidth part may fall from the intra-node link to the
+// network's. Half-width (log) of that unknown: the datasheet interconnect over a 400 Gb/s NIC per GPU
+// (50 GB/s, the class of the public multi-node measurements: EFA, InfiniBand NDR, RoCE), or a factor 10
+// when the SM is not in the table.
+constexpr double kNetworkGBps = 50;
+double cross_node_half_width(int sm) {
+  const auto t = find_sm_target(sm);
+  return t && t->interconnect_gbps > kNetworkGBps ? std::log(t->interconnect_gbps / kNetworkGBps) : std::log(10.0);
+}
+
+std::vector<Prediction> predict_joint(const Family& fam, const std::string& method, const std::vector<Curve>& curves) {
+  std::vector<nlohmann::json> members;
+  for (const Curve* c : fam.train) {
+    GroupFit g = fit_curve(*c, detail::method_fit_options(method));
+    if (g.ok) members.push_back(g.model);
+  }
+  std::vector<Prediction> preds;
+  if (members.size() < 2) return preds;
+  const JointModel jm = JointModel::from_json(JointModel::make_json(fam.key, members, kJointKappa, kJointSigmaPerDoubling));
+  const int N = fam.target->key.nranks;
+  for (double x : fam.target->bytes) preds.push_back(jm.predict(N, x));
+  if (!fam.more_nodes) return preds;
+  const ScaleOutPrior prior = scale_out_prior(fam, curves, method);
+  const GroupModel& last = jm.members.back();
+  for (size_t k = 0; k < preds.size(); ++k) {
+    Prediction& p = preds[k];
+    const double x = fam.target->bytes[k];
+    if (!prior.systems.empty()) {
+      // The largest measured count carried by the other machines' scale-out step (median over machines).
+      std::vector<double> steps;
+      for (size_t i = 0; i < prior.systems.size(); ++i)
+        steps.push_back(std::log(prior.to[i].predict(x).time_us) - std::log(prior.from[i].predict(x).time_us));
+      const double step = percentile(steps, 50);
+      std::vector<double> dev;
+      for (double s : steps) dev.push_back(std::fabs(s - step));
+      const Prediction base = last.predict(x);
+      const double h0 = 0.5 * (std::log(base.hi_us) - std::log(base.lo_us));
+      const double hs = kZ90 * 1.4826 * percentile(dev, 50);
+      const double hd = kZ90 * kJointSigmaPerDoubling * std::log2(static_cast<double>(fam.target->key.nranks) / last.key.nranks);
+      const double h = std::sqrt(h0 * h0 + hs * hs + hd * hd);
+      p.time_us = base.time_us * std::exp(step);
+      p.lo_us = p.time_us * std::exp(-h);
+      p.hi_us = p.time_us * std::exp(h);
+      p.how = "scale-out prior from " + std::to_string(prior.systems.size()) + " machine(s)";
+    } else {
+      const double h0 = 0.5 * (std::log(p.hi_us) - std::log(p.lo_us));
+      const double hn = cross_node_half_width(datasheet_sm(last.sm, last.device, fam.target->hardware));
+      const double h = std::sqrt(h0 * h0 + hn * hn);
+      p.lo_us = p.time_us * std::exp(-h);
+      p.hi_us = p.time_us * std::exp(h);
+      p.how += " across nodes (no multi-node prior)";
+    }
+    p.extrapolated = true;
+  }
+  return preds;
+}
+
+std::vector<Prediction> predict_family(const Family& fam, const std::string& method, const std::vector<Curve>& curves) {
+  if (method == "loglog") return predict_loglog(fam);
+  if (method == "seed") return predict_seed(fam);
+  if (method == "alphabeta") return predict_alphabeta(fam);
+  return predict_joint(fam, method, curves);
+}
+
+}  // namespace
+
+EvalResult eval_crossn(const std::vector<Sample>& samples, const EvalOptions& options) {
+  detail::check_methods(options.methods, false);
+  EvalResult res;
+  res.protocol = "crossn";
+  const std::vector<Curve> curves = eval_curves(samples, options.min_sizes);
+  const std::vector<Family> tasks = crossn_families(curves);
+  res.curves = static_cast<int>(tasks.size());
+  std::vector<char> same(tasks.size()), more(tasks.size());
+  for (size_t i = 0; i < tasks.size(); ++i) (tasks[i].more_nodes ? more : same)[i] = 1;
+  res.subsets_key = "by_nodes";
+  res.subsets = {{"same", static_cast<int>(std::count(same.begin(), same.end(), 1)), {}},
+                 {"more", static_cast<int>(std::count(more.begin(), more.end(), 1)), {}}};
+  for (const std::string& m : options.methods) {
+    std::vector<CurvePreds> per(tasks.size());
+    detail::parallel_for(tasks.size(), options.threads, [&](size_t i) {
+      const std::vector<Prediction> preds = predict_family(tasks[i], m, curves);
+      const Curve& tgt = *tasks[i].target;
+      if (preds.size() != tgt.bytes.size()) return;
+      per[i].ok = true;
+      for (size_t k = 0; k < preds.size(); ++k) per[i].points.push_back({tgt.key, tgt.bytes[k], tgt.time_us[k], preds[k]});
+    });
+    res.methods.push_back(detail::summarize(m, per, options.keep_points));
+    res.subsets[0].methods.push_back(detail::summarize(m, per, false, same));
+    res.subsets[1].methods.push_back(detail::summarize(m, per, false, more));
+  }
+  return res;
+}
+
+}  // namespace arfit::fit

@@ -1,0 +1,309 @@
+// Transfer of a new machine's curves from a few of its sizes and other machines' matching curves
+// (fit/transfer.h), the crosshw:K protocol, `fit_model_set` with priors, and crossn across node counts — on
+// synthetic machines whose laws are known.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "fit/eval.h"
+#include "fit/fit.h"
+#include "fit/transfer.h"
+#include "model/anchors.h"
+#include "model/bus_factor.h"
+#include "model/group_model.h"
+
+using namespace arfit;
+
+namespace {
+
+// An NCCL-like machine: α-β with a protocol switch at `switch_bytes` (the bandwidth there rises by 40 %) and,
+// with `ramp_bytes`, a bus bandwidth that ramps up over the sizes around it (not an α-β line: the machine's
+// own line through a few sizes misses it, a machine of the same make shows it).
+struct Machine {
+  std::string system;
+  double alpha_us, busbw_bytes_per_us, switch_bytes;
+  int sm = 0;
+  double ramp_bytes = 0;
+  double time_us(Collective c, int n, double bytes) const {
+    const double bw = bytes < switch_bytes ? busbw_bytes_per_us : 1.4 * busbw_bytes_per_us;
+    return alpha_us * (1 + 0.1 * (n - 2)) + bus_factor(c, n) * bytes / bw * std::sqrt(1 + ramp_bytes / bytes);
+  }
+};
+
+std::vector<Sample> measure(const Machine& m, const std::vector<int>& counts, int first_exp, int last_exp,
+                            double noise_sigma, unsigned seed, int nnodes = 1) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> noise(0.0, noise_sigma);
+  std::vector<Sample> out;
+  for (int n : counts)
+    for (int e = first_exp; e <= last_exp; ++e) {
+      Sample x;
+      x.collective = Collective::AllReduce;
+      x.strategy = "NCCL";
+      x.dtype = "fp16";
+      x.nranks = n;
+      x.nnodes = nnodes;
+      x.sm = m.sm;
+      x.bytes = std::int64_t{1} << e;
+      x.time_us = m.time_us(x.collective, n, std::ldexp(1.0, e)) * std::exp(noise(rng));
+      x.source = m.system + ".txt";
+      x.extra["system"] = m.system;
+      out.push_back(x);
+    }
+  return out;
+}
+
+fit::TransferSource source_of(const std::vector<Sample>& samples) {
+  const std::vector<fit::Curve> curves = fit::build_curves(samples);
+  const fit::GroupFit g = fit::fit_curve(curves.front());
+  EXPECT_TRUE(g.ok) << g.problem;
+  return fit::TransferSource::from_model(GroupModel::from_json(g.model), curves.front().hardware);
+}
+
+fit::TransferTarget anchors_of(const Machine& m, int K, int first_exp, int last_exp) {
+  fit::TransferTarget t;
+  t.key.system = m.system;
+  t.key.collective = Collective::AllReduce;
+  t.key.strategy = "NCCL";
+  t.key.dtype = "fp16";
+  t.key.nranks = 8;
+  t.sm = m.sm;
+  const size_t n = static_cast<size_t>(last_exp - first_exp + 1);
+  for (size_t i : anchor_indices(n, K)) {
+    const double b = std::ldexp(1.0, first_exp + static_cast<int>(i));
+    t.bytes.push_back(b);
+    t.time_us.push_back(m.time_us(Collective::AllReduce, 8, b));
+  }
+  return t;
+}
+
+}  // namespace
+
+// numpy's round(linspace(0, n - 1, K)): half to even, ends kept, duplicates dropped.
+TEST(FitTransfer, AnchorIndicesFollowTheSpreadRule) {
+  EXPECT_EQ(anchor_indices(22, 3), (std::vector<size_t>{0, 10, 21}));  // 10.5 rounds to 10
+  EXPECT_EQ(anchor_indices(23, 3), (std::vector<size_t>{0, 11, 22}));
+  EXPECT_EQ(anchor_indices(22, 4), (std::vector<size_t>{0, 7, 14, 21}));
+  EXPECT_EQ(anchor_indices(10, 1), (std::vector<size_t>{0}));
+  EXPECT_EQ(anchor_indices(3, 6), (std::vector<size_t>{0, 1, 2}));
+  EXPECT_TRUE(anchor_indices(10, 0).empty());
+  EXPECT_TRUE(anchor_indices(0, 3).empty());
+}
+
+// A machine twice as fast in bandwidth, 30 % slower in latency, its switch at twice the size: the size-and-
+// time map of the source carries it through three anchors within a few per cent; the interval covers.
+TEST(FitTransfer, CarriesAnotherMachinesShapeThroughThreeAnchors) {
+  const Machine src{"old", 10.0, 100e3, 1 << 20, 90};
+  const Machine tgt{"new", 13.0, 200e3, 1 << 21, 100};
+  const fit::TransferSource s = source_of(measure(src, {8}, 10, 30, 0.005, 1));
+  const fit::TransferTarget t = anchors_of(tgt, 3, 10, 30);
+  const fit::Transfer tr = fit::transfer_curve(t, {&s});
+  ASSERT_TRUE(tr.ok()) << tr.problem();
+  EXPECT_NE(tr.how().find("old"), std::string::npos) << tr.how();
+  std::vector<double> errs;
+  int covered = 0;
+  for (int e = 10; e <= 30; ++e) {
+    const double b = std::ldexp(1.0, e), truth = tgt.time_us(Collective::AllReduce, 8, b);
+    const Prediction p = tr.predict(b);
+    errs.push_back(std::fabs(p.time_us / truth - 1));
+    covered += truth >= p.lo_us && truth <= p.hi_us;
+  }
+  EXPECT_LT(gmae(errs), 0.03);
+  EXPECT_GE(covered, 19);
+  // Through the anchors exactly.
+  for (size_t i = 0; i < t.bytes.size(); ++i) EXPECT_NEAR(tr.predict(t.bytes[i]).time_us / t.time_us[i], 1.0, 1e-9);
+}
+
+// Of two sources, the one whose ratio to the target is constant at the anchors gets the weight.
+TEST(FitTransfer, WeightsTheSourceThatAgreesAtTheAnchors) {
+  const Machine like{"like", 10.0, 100e3, 1 << 20, 0, 1 << 24};
+  const Machine unlike{"unlike", 3.0, 900e3, 1 << 14};
+  const Machine tgt{"new", 12.0, 100e3 / 1.2, 1 << 20, 0, 1 << 24};  // like, 20 % slower throughout
+  const fit::TransferSource a = source_of(measure(like, {8}, 10, 30, 0.003, 2));
+  const fit::TransferSource b = source_of(measure(unlike, {8}, 10, 30, 0.003, 3));
+  const fit::Transfer tr = fit::transfer_curve(anchors_of(tgt, 4, 10, 30), {&a, &b});
+  ASSERT_TRUE(tr.ok());
+  double w_like = 0, w_unlike = 0;
+  for (const auto& sh : tr.shares()) (sh.system == "like" ? w_like : sh.system == "unlike" ? w_unlike : w_unlike) += sh.weight;
+  EXPECT_GT(w_like, 0.8) << tr.how();
+  EXPECT_EQ(tr.how().rfind("transfer K=4: like", 0), 0u) << tr.how();
+}
+
+// Nothing comparable: with fewer than two own sizes there is no answer (and the reason says so); with more,
+// the machine's own line answers and `how` says that nothing was borrowed.
+TEST(FitTransfer, SaysSoWhenNothingIsComparable) {
+  const Machine tgt{"new", 12.0, 120e3, 1 << 20};
+  const fit::Transfer none = fit::transfer_curve(anchors_of(tgt, 1, 10, 30), {});
+  EXPECT_FALSE(none.ok());
+  EXPECT_NE(none.problem().find("no comparable curve"), std::string::npos) << none.problem();
+  const fit::Transfer own = fit::transfer_curve(anchors_of(tgt, 3, 10, 30), {});
+  ASSERT_TRUE(own.ok());
+  EXPECT_NE(own.how().find("no comparable curve in the priors: own 3 sizes"), std::string::npos) << own.how();
+  // Sources of another collective, rank count or element size are not comparable either.
+  GroupKey k;
+  k.collective = Collective::AllReduce;
+  k.dtype = "bf16";
+  k.nranks = 8;
+  GroupKey other = k;
+  EXPECT_TRUE(fit::transfer_matches(k, other));
+  other.dtype = "fp16";
+  EXPECT_TRUE(fit::transfer_matches(k, other));  // same element size
+  other.dtype = "fp32";
+  EXPECT_FALSE(fit::transfer_matches(k, other));
+  other = k;
+  other.nnodes = 2;
+  EXPECT_FALSE(fit::transfer_matches(k, other));
+}
+
+// K = 0: the bandwidth part scaled by the datasheet interconnect ratio (NVLink 4 -> 5: twice the bandwidth),
+// the latency carried as is; K = 1 fixes the latency from the one anchor.
+TEST(FitTransfer, ZeroShotScalesByTheDatasheetAndOneAnchorFixesTheLatency) {
+  const Machine src{"h", 10.0, 100e3, 1e30, 90};
+  const Machine tgt{"b", 14.0, 200e3, 1e30, 100};
+  const fit::TransferSource s = source_of(measure(src, {8}, 10, 30, 0.0, 4));
+  const fit::Transfer k0 = fit::transfer_curve(anchors_of(tgt, 0, 10, 30), {&s});
+  ASSERT_TRUE(k0.ok());
+  const double big = std::ldexp(1.0, 30);
+  EXPECT_NEAR(k0.predict(big).time_us / tgt.time_us(Collective::AllReduce, 8, big), 1.0, 0.05);
+  EXPECT_TRUE(k0.predict(big).extrapolated);
+  EXPECT_EQ(k0.how().rfind("zero-shot K=0 from datasheet-nearest h", 0), 0u) << k0.how();
+  const fit::Transfer k1 = fit::transfer_curve(anchors_of(tgt, 1, 10, 30), {&s});
+  const double small = std::ldexp(1.0, 11);
+  EXPECT_NEAR(k1.predict(small).time_us / tgt.time_us(Collective::AllReduce, 8, small), 1.0, 0.02);
+  EXPECT_NEAR(k1.predict(big).time_us / tgt.time_us(Collective::AllReduce, 8, big), 1.0, 0.05);
+}
+
+// The models-file group of a transfer: what predict, codegen and plot read. It answers what the transfer
+// answers at its grid, names the sources in `how`, and round-trips through a models file.
+TEST(FitTransfer, TransferredGroupIsAnOrdinaryGroupThatSaysWhereItCameFrom) {
+  const Machine src{"old", 10.0, 100e3, 1 << 20, 90, 1 << 24};
+  const Machine tgt{"new", 13.0, 100e3 / 1.3, 1 << 20, 90, 1 << 24};  // the old machine's shape, 30 % slower
+  const fit::TransferSource s = source_of(measure(src, {8}, 10, 30, 0.005, 5));
+  const fit::TransferTarget t = anchors_of(tgt, 3, 10, 30);
+  const fit::Transfer tr = fit::transfer_curve(t, {&s});
+  const fit::GroupFit g = fit::transferred_group(t, tr, tr.min_bytes(), tr.max_bytes());
+  ASSERT_TRUE(g.ok) << g.problem;
+  ASSERT_TRUE(g.model.contains("transfer"));
+  const GroupModel m = GroupModel::from_json(g.model);
+  for (double b : tr.grid(tr.min_bytes(), tr.max_bytes())) {
+    const Prediction p = m.predict(b);
+    EXPECT_NEAR(p.time_us / tr.predict(b).time_us, 1.0, 1e-6) << b;
+    EXPECT_NEAR(std::log(p.hi_us / p.time_us), kZ90 * tr.log_sigma(b), 1e-6) << b;
+    EXPECT_EQ(p.how.rfind("transfer K=3: old", 0), 0u) << p.how;
+  }
+  EXPECT_FALSE(m.predict(t.bytes[1] * 1.5).extrapolated);  // between its own anchors
+  const nlohmann::json set = {{"schema", "arfit-models"}, {"schema_version", 1}, {"groups", {g.model}}};
+  const ModelSet ms = ModelSet::from_json(set);
+  EXPECT_EQ(ms.to_json(), set);
+}
+
+// `arfit fit --prior`: a curve of the new machine with three sizes is transferred (marked in the file), one
+// with enough sizes is fitted alone, and an unmeasured GPU count goes through the joint-n rule.
+TEST(FitTransfer, FitModelSetTransfersSparseCurvesAndJoinsCounts) {
+  const Machine old_m{"old", 10.0, 100e3, 1 << 20, 90, 1 << 24};
+  const Machine new_m{"new", 13.0, 100e3 / 1.3, 1 << 20, 90, 1 << 24};
+  const ModelSet prior = fit::fit_model_set(measure(old_m, {2, 4, 8}, 10, 30, 0.005, 6));
+  std::vector<Sample> target;
+  for (int n : {2, 4}) {
+    auto v = measure(new_m, {n}, 10, 30, 0.005, 7 + n);
+    for (size_t i : anchor_indices(v.size(), 3)) target.push_back(v[i]);
+  }
+  fit::FitOptions fo;
+  fo.prior = std::make_shared<fit::TransferLibrary>(std::vector<ModelSet>{prior});
+  const ModelSet set = fit::fit_model_set(target, fo, {}, {"prior.json"});
+  int transferred = 0;
+  for (const auto& g : set.raw().at("groups")) transferred += g.contains("transfer");
+  EXPECT_EQ(transferred, 2);
+  EXPECT_EQ(set.raw().at("priors").size(), 1u);
+  PredictQuery q;
+  q.system = "new";
+  q.nranks = 8;
+  q.bytes = std::ldexp(1.0, 28);
+  const auto p = set.predict(q);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_NE(p->how.find("joint-n"), std::string::npos) << p->how;
+  EXPECT_NEAR(p->time_us / new_m.time_us(Collective::AllReduce, 8, q.bytes), 1.0, 0.15);
+  q.nranks = 4;
+  const auto p4 = set.predict(q);
+  ASSERT_TRUE(p4.has_value());
+  EXPECT_NE(p4->how.find("transfer K=3: old"), std::string::npos) << p4->how;
+  EXPECT_NEAR(p4->time_us / new_m.time_us(Collective::AllReduce, 4, q.bytes), 1.0, 0.03);
+}
+
+// crosshw:K end to end on three synthetic machines: auto beats log-log interpolation of the same K sizes and
+// the datasheet rule; curves no other machine measured are counted, not predicted; the table and JSON carry
+// a row per target system.
+TEST(FitTransfer, CrossHwProtocolLeavesOneSystemOut) {
+  std::vector<Sample> s;
+  const Machine ms[] = {{"a", 10.0, 100e3, 1 << 20, 90}, {"b", 12.0, 150e3, 1 << 21, 90}, {"c", 8.0, 300e3, 1 << 22, 100}};
+  unsigned seed = 11;
+  for (const Machine& m : ms) {
+    auto v = measure(m, {8}, 10, 30, 0.01, seed++);
+    s.insert(s.end(), v.begin(), v.end());
+  }
+  auto lonely = measure(ms[0], {2}, 10, 30, 0.01, 99);  // only machine a measured 2 GPUs
+  s.insert(s.end(), lonely.begin(), lonely.end());
+  fit::EvalOptions o;
+  o.methods = {"auto", "loglog", "scale"};
+  const fit::EvalResult r = fit::eval_crosshw(s, 3, o);
+  EXPECT_EQ(r.protocol, "crosshw:3");
+  EXPECT_EQ(r.curves, 3);
+  EXPECT_EQ(r.unmatched_curves, 1);
+  const auto* a = r.method("auto");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->errors.points, 3 * 18);
+  EXPECT_LT(a->errors.gmae, r.method("loglog")->errors.gmae);
+  EXPECT_LT(a->errors.gmae, r.method("scale")->errors.gmae);
+  EXPECT_LT(a->errors.gmae, 0.05);
+  const nlohmann::json j = r.to_json();
+  EXPECT_EQ(j.at("unmatched_curves"), 1);
+  EXPECT_EQ(j.at("by_system").size(), 3u);
+  EXPECT_TRUE(j.at("by_system").at("a").at("methods").contains("auto"));
+  EXPECT_NE(r.to_table().find("by_system"), std::string::npos);
+  EXPECT_THROW(fit::eval_crosshw(s, -1, o), std::invalid_argument);
+  o.methods = {"seed"};
+  EXPECT_THROW(fit::eval_crosshw(s, 3, o), std::invalid_argument);
+}
+
+// crossn across node boundaries: counts 2, 4, 8 on one node, 16 on two. Without another machine's multi-node
+// curves the joint-n answer is kept, marked extrapolated, its interval widened to the intra-node / network gap;
+// with them, their scale-out step carries the largest measured count.
+TEST(FitTransfer, CrossNAcrossNodesUsesOtherMachinesOrWidens) {
+  const Machine m{"x", 10.0, 100e3, 1e30, 90};
+  std::vector<Sample> s = measure(m, {2, 4, 8}, 10, 28, 0.005, 21);
+  // 16 GPUs on two nodes: the network at a fifth of the bandwidth.
+  Machine net = m;
+  net.busbw_bytes_per_us = 20e3;
+  auto far = measure(net, {16}, 10, 28, 0.005, 22, 2);
+  s.insert(s.end(), far.begin(), far.end());
+  fit::EvalOptions o;
+  o.methods = {"auto", "loglog"};
+  o.keep_points = true;
+  const fit::EvalResult alone = fit::eval_crossn(s, o);
+  ASSERT_EQ(alone.subsets.size(), 2u);
+  EXPECT_EQ(alone.subsets[1].name, "more");
+  EXPECT_EQ(alone.subsets[1].curves, 1);
+  const auto* a = alone.method("auto");
+  ASSERT_NE(a, nullptr);
+  for (const auto& p : a->points) {
+    EXPECT_TRUE(p.predicted.extrapolated);
+    EXPECT_NE(p.predicted.how.find("no multi-node prior"), std::string::npos);
+  }
+  EXPECT_GE(a->coverage, 0.9);  // widened to cover the network
+  // Another machine measured 8 GPUs on one node and 16 on two.
+  Machine other{"y", 9.0, 120e3, 1e30, 90};
+  auto o8 = measure(other, {8}, 10, 28, 0.005, 23);
+  Machine other_net = other;
+  other_net.busbw_bytes_per_us = 24e3;
+  auto o16 = measure(other_net, {16}, 10, 28, 0.005, 24, 2);
+  s.insert(s.end(), o8.begin(), o8.end());
+  s.insert(s.end(), o16.begin(), o16.end());
+  const fit::EvalResult with = fit::eval_crossn(s, o);
+  const auto* w = with.method("auto");
+  ASSERT_NE(w, nullptr);
+  ASSERT_FALSE(w->points.empty());
+  for (const auto& p : w->points) EXPECT_NE(p.predicted.how.find("scale-out prior"), std::string::npos);
+  EXPECT_LT(w->errors.gmae, a->errors.gmae);
+  EXPECT_LT(w->errors.gmae, with.method("loglog")->errors.gmae);
+}
