@@ -1,6 +1,8 @@
 #include "model/group_model.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "model/sm_targets.h"
@@ -12,62 +14,137 @@ nlohmann::json group_key_to_json(const GroupKey& k) {
           {"fusion", to_string(k.fusion)}, {"dtype", k.dtype}, {"nranks", k.nranks}, {"nnodes", k.nnodes}};
 }
 
-GroupKey group_key_from_json(const nlohmann::json& j) {
+GroupKey group_key_from_json(const nlohmann::json& j) { return group_key_from_json(JsonView(j)); }
+
+GroupKey group_key_from_json(const JsonView& j, int min_nranks) {
   GroupKey k;
-  k.system = j.at("system").get<std::string>();
-  k.collective = parse_collective(j.at("collective").get<std::string>());
-  k.strategy = j.at("strategy").get<std::string>();
-  k.fusion = parse_fusion(j.at("fusion").get<std::string>());
-  k.dtype = j.at("dtype").get<std::string>();
-  k.nranks = j.at("nranks").get<int>();
-  k.nnodes = j.at("nnodes").get<int>();
+  k.system = j.at("system").string();
+  const JsonView c = j.at("collective");
+  const auto collective = try_parse_collective(c.string());
+  if (!collective) c.fail("unknown collective '" + c.string() + "'");
+  k.collective = *collective;
+  k.strategy = j.at("strategy").string();
+  if (k.strategy.empty()) j.at("strategy").fail("empty strategy name");
+  const JsonView f = j.at("fusion");
+  const auto fusion = try_parse_fusion(f.string());
+  if (!fusion) f.fail("unknown fusion op '" + f.string() + "'");
+  k.fusion = *fusion;
+  k.dtype = j.at("dtype").string();
+  k.nranks = j.at("nranks").integer<int>(min_nranks, kMaxModelRanks);
+  k.nnodes = j.at("nnodes").integer<int>(1, kMaxModelRanks);
   return k;
 }
 
-GroupModel GroupModel::from_json(const nlohmann::json& j) {
+namespace {
+
+// The family's parameters: finite, as many as the family has, and inside its box bounds (the fit never leaves
+// them; a value outside is a hand edit that would predict nonsense).
+std::vector<double> read_params(const JsonView& j, const FamilySpec& spec) {
+  const JsonView p = j.at("params");
+  std::vector<double> params = p.numbers();
+  if (spec.kind == FamilyKind::Seed) return params;
+  if (static_cast<int>(params.size()) != spec.num_params())
+    p.fail("family " + spec.name() + " needs " + std::to_string(spec.num_params()) + " params, got " + std::to_string(params.size()));
+  std::vector<double> lo, hi;
+  spec.bounds(lo, hi);
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const double slack = 1e-6 * std::max({1.0, std::fabs(lo[i]), std::fabs(hi[i])});
+    if (params[i] < lo[i] - slack || params[i] > hi[i] + slack)
+      p.at(i).fail(spec.param_names()[i] + " = " + p.at(i).json().dump() + " is outside the family's bounds [" +
+                   nlohmann::json(lo[i]).dump() + ", " + nlohmann::json(hi[i]).dump() + "]");
+  }
+  return params;
+}
+
+// Row-major covariance of the parameters. Empty (the interval then uses the residual scale alone) when absent,
+// of another size (files written before it), or not a usable covariance: a non-finite entry (the fit could
+// not estimate it) or a negative variance.
+std::vector<double> read_covariance(const JsonView& j, std::size_t np) {
+  const auto c = j.find("covariance");
+  if (!c) return {};
+  std::vector<double> cov;
+  for (std::size_t r = 0; r < c->size(); ++r) {
+    const JsonView row = c->at(r);
+    for (std::size_t k = 0; k < row.size(); ++k) {
+      const nlohmann::json& v = row.at(k).json();
+      if (!v.is_number() && !v.is_null()) row.at(k).fail("expected a number, got " + row.at(k).describe());
+      cov.push_back(v.is_number() ? v.get<double>() : std::numeric_limits<double>::quiet_NaN());
+    }
+  }
+  if (cov.size() != np * np) return {};
+  for (std::size_t i = 0; i < cov.size(); ++i)
+    if (!std::isfinite(cov[i]) || (i % (np + 1) == 0 && cov[i] < 0)) return {};
+  return cov;
+}
+
+HermiteSpline read_correction(const JsonView& c) {
+  const JsonView kind = c.at("kind");
+  SplineKind k = SplineKind::Linear;
+  try {
+    k = parse_spline_kind(kind.string());
+  } catch (const std::invalid_argument& e) {
+    kind.fail(e.what());
+  }
+  const JsonView xs = c.at("log_bytes"), ys = c.at("log_resid");
+  std::vector<double> x = xs.numbers(), y = ys.numbers();
+  for (std::size_t i = 0; i < y.size(); ++i)
+    if (std::fabs(y[i]) > kMaxLogResidual) ys.at(i).fail("a log residual beyond +-" + std::to_string(static_cast<int>(kMaxLogResidual)) + " (a factor e^30)");
+  if (x.size() != y.size())
+    ys.fail("has " + std::to_string(y.size()) + " values for " + std::to_string(x.size()) + " knots in log_bytes");
+  for (std::size_t i = 1; i < x.size(); ++i)
+    if (!(x[i] > x[i - 1])) xs.at(i).fail("knots must increase strictly");
+  return HermiteSpline(std::move(x), std::move(y), k);
+}
+
+}  // namespace
+
+GroupModel GroupModel::from_json(const nlohmann::json& j) { return from_json(JsonView(j)); }
+
+GroupModel GroupModel::from_json(const JsonView& j) {
   GroupModel g;
   g.key = group_key_from_json(j.at("key"));
-  g.ok = j.value("ok", false);
+  if (const auto ok = j.find("ok")) g.ok = ok->boolean();
   if (!g.ok) return g;
-  g.family = j.at("family").get<std::string>();
-  g.spec = parse_family(g.family);
-  g.params = j.at("params").get<std::vector<double>>();
-  if (g.spec.kind == FamilyKind::Seed) {
-    g.seed = SeedModel::from_json(j.at("seed"));
-  } else if (static_cast<int>(g.params.size()) != g.spec.num_params()) {
-    throw std::invalid_argument("family " + g.family + " needs " + std::to_string(g.spec.num_params()) + " params, got " +
-                                std::to_string(g.params.size()));
+  const JsonView family = j.at("family");
+  g.family = family.string();
+  try {
+    g.spec = parse_family(g.family);
+  } catch (const std::invalid_argument& e) {
+    family.fail(e.what());
   }
-  if (j.contains("covariance") && j["covariance"].is_array()) {
-    for (const auto& row : j["covariance"])
-      for (const auto& v : row) g.covariance.push_back(v.get<double>());
-    if (g.covariance.size() != g.params.size() * g.params.size()) g.covariance.clear();
+  g.params = read_params(j, g.spec);
+  if (g.spec.kind == FamilyKind::Seed) g.seed = SeedModel::from_json(j.at("seed"));
+  g.covariance = read_covariance(j, g.params.size());
+  // nccl-tests' bus factors lie in (0, 2) (fit stores 1 for one rank, which moves no data).
+  g.bus_factor = j.at("bus_factor").number();
+  if (!(g.bus_factor > 0 && g.bus_factor <= 2))
+    j.at("bus_factor").fail("the bus factor must lie in (0, 2], got " + j.at("bus_factor").json().dump());
+  if (const auto c = j.find("correction"); c && c->json().is_object()) g.correction = read_correction(*c);
+  const JsonView r = j.at("range");
+  g.min_bytes = r.at("min_bytes").number();
+  if (!(g.min_bytes > 0)) r.at("min_bytes").fail("the smallest measured size must be positive, got " + r.at("min_bytes").json().dump());
+  g.max_bytes = r.at("max_bytes").number(0, kMaxModelBytes);
+  if (g.max_bytes < g.min_bytes)
+    r.at("max_bytes").fail("the range is reversed: max_bytes " + r.at("max_bytes").json().dump() + " is below min_bytes " +
+                           r.at("min_bytes").json().dump());
+  g.points = r.at("points").integer<int>(0);
+  if (const auto iv = j.find("interval")) {
+    if (const auto z = iv->find("z")) g.z = z->number(1e-3, 10);
+    if (const auto s = iv->find("sigma_in")) g.sigma_in = s->number(0, kMaxLogSigma);
+    if (const auto s = iv->find("sigma_out_per_octave")) g.sigma_out_per_octave = s->number(0, kMaxLogSigma);
   }
-  g.bus_factor = j.at("bus_factor").get<double>();
-  if (j.contains("correction") && j["correction"].is_object()) {
-    const auto& c = j["correction"];
-    g.correction = HermiteSpline(c.at("log_bytes").get<std::vector<double>>(), c.at("log_resid").get<std::vector<double>>(),
-                                 parse_spline_kind(c.at("kind").get<std::string>()));
-  }
-  const auto& r = j.at("range");
-  g.min_bytes = r.at("min_bytes").get<double>();
-  g.max_bytes = r.at("max_bytes").get<double>();
-  g.points = r.at("points").get<int>();
-  if (j.contains("interval")) {
-    const auto& iv = j["interval"];
-    g.z = iv.value("z", kZ90);
-    g.sigma_in = iv.value("sigma_in", g.sigma_in);
-    g.sigma_out_per_octave = iv.value("sigma_out_per_octave", g.sigma_out_per_octave);
-  }
-  if (j.contains("tail") && j["tail"].is_object()) {
+  if (const auto t = j.find("tail"); t && t->json().is_object()) {
     g.has_tail = true;
-    g.tail_a_us = j["tail"].at("a_us").get<double>();
-    g.tail_b_us_per_byte = j["tail"].at("b_us_per_byte").get<double>();
+    g.tail_a_us = t->at("a_us").number(-kMaxModelTimeUs, kMaxModelTimeUs);
+    // The tail carries the time above the measured range: it never falls with size.
+    g.tail_b_us_per_byte = t->at("b_us_per_byte").number(0, 1e3);  // up to 1 ms per byte
   }
-  g.device = j.value("device", std::string());
-  g.sm = j.value("sm", 0);
+  g.device = j.string_or("device", "");
+  if (const auto sm = j.find("sm")) g.sm = sm->integer<int>(0, kMaxSmVersion);
   if (g.sm == 0) g.sm = sm_from_device(g.device);
-  g.cv_gmae = j.value("cv_gmae", 0.0);
+  // A diagnostic: a cross-validation that could not run is non-finite in memory and null in the file.
+  if (const auto cv = j.find("cv_gmae"); cv && !(cv->json().is_number() && !std::isfinite(cv->json().get<double>())))
+    g.cv_gmae = cv->number(0, std::numeric_limits<double>::max());
   return g;
 }
 

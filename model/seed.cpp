@@ -20,16 +20,23 @@ nlohmann::json SeedModel::to_json() const {
           {"L", L},       {"x0", x0},         {"k", k},           {"b", b}};
 }
 
-SeedModel SeedModel::from_json(const nlohmann::json& j) {
+SeedModel SeedModel::from_json(const nlohmann::json& j) { return from_json(JsonView(j)); }
+
+SeedModel SeedModel::from_json(const JsonView& j) {
+  // The port is faithful, so its logistic is fitted without bounds (L of 134 occurs); the checks keep what any
+  // fit gives and refuse what would make the arithmetic overflow: the logistic, between b and L + b, must keep
+  // 10^logistic (GB/s) within 10^+-250, the turning points and x0 within +-1000 octaves.
   SeedModel m;
-  m.ln_p = j.at("ln_p").get<double>();
-  m.sats_p = j.at("sats_p").get<double>();
-  m.max_bw = j.at("max_bw").get<double>();
-  m.overhead = j.at("overhead").get<double>();
-  m.L = j.at("L").get<double>();
-  m.x0 = j.at("x0").get<double>();
-  m.k = j.at("k").get<double>();
-  m.b = j.at("b").get<double>();
+  m.ln_p = j.at("ln_p").number(-1000, 1000);
+  m.sats_p = j.at("sats_p").number(-1000, 1000);
+  m.max_bw = j.at("max_bw").number();
+  if (!(m.max_bw > 0 && m.max_bw <= 1e9)) j.at("max_bw").fail("the peak bus bandwidth must lie in (0, 1e9] GB/s, got " + j.at("max_bw").json().dump());
+  m.overhead = j.at("overhead").number(0, 1e9);
+  m.L = j.at("L").number(-1000, 1000);
+  m.x0 = j.at("x0").number(-1000, 1000);
+  m.k = j.at("k").number(-1000, 1000);
+  m.b = j.at("b").number(-250, 250);
+  if (std::fabs(m.L + m.b) > 250) j.at("L").fail("L + b = " + std::to_string(m.L + m.b) + ": the logistic would leave 10^+-250 GB/s");
   return m;
 }
 
