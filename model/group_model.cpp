@@ -56,9 +56,9 @@ std::vector<double> read_params(const JsonView& j, const FamilySpec& spec) {
   return params;
 }
 
-// Row-major covariance of the parameters. Empty (the interval then uses the residual scale alone) when absent,
-// of another size (files written before it), or not a usable covariance: a non-finite entry (the fit could
-// not estimate it) or a negative variance.
+// Row-major covariance of the parameters; empty when absent or of another size (files written before it). An
+// entry the fit could not estimate is non-finite in memory and null in the file: kept as NaN, the delta
+// method then leaves the covariance out (GroupModel::log_half_width).
 std::vector<double> read_covariance(const JsonView& j, std::size_t np) {
   const auto c = j.find("covariance");
   if (!c) return {};
@@ -72,8 +72,6 @@ std::vector<double> read_covariance(const JsonView& j, std::size_t np) {
     }
   }
   if (cov.size() != np * np) return {};
-  for (std::size_t i = 0; i < cov.size(); ++i)
-    if (!std::isfinite(cov[i]) || (i % (np + 1) == 0 && cov[i] < 0)) return {};
   return cov;
 }
 
@@ -88,7 +86,8 @@ HermiteSpline read_correction(const JsonView& c) {
   const JsonView xs = c.at("log_bytes"), ys = c.at("log_resid");
   std::vector<double> x = xs.numbers(), y = ys.numbers();
   for (std::size_t i = 0; i < y.size(); ++i)
-    if (std::fabs(y[i]) > kMaxLogResidual) ys.at(i).fail("a log residual beyond +-" + std::to_string(static_cast<int>(kMaxLogResidual)) + " (a factor e^30)");
+    if (std::fabs(y[i]) > kMaxLogResidual)
+      ys.at(i).fail("a log residual beyond +-" + std::to_string(static_cast<int>(kMaxLogResidual)) + " (e^700, the largest double)");
   if (x.size() != y.size())
     ys.fail("has " + std::to_string(y.size()) + " values for " + std::to_string(x.size()) + " knots in log_bytes");
   for (std::size_t i = 1; i < x.size(); ++i)

@@ -30,13 +30,14 @@ nlohmann::json group_key_to_json(const GroupKey& k);
 // wrapped integer, not a machine).
 inline constexpr int kMaxModelRanks = 1 << 20;
 inline constexpr int kMaxSmVersion = 1000;
-// Bounds of the other values a models file holds, far beyond anything measured but short of overflowing the
-// prediction arithmetic: sizes up to 1e18 bytes, times up to 1e9 us, log-space sigmas up to 5 (a 90 %
-// interval of x3600), residual corrections up to e^30.
+// Bounds of the other values a models file holds, far beyond anything fitted (the public data's largest
+// sigma_out_per_octave is 5.5; the seed family, unbounded by design, needs log residuals beyond 30) but short
+// of overflowing the prediction arithmetic in range: sizes up to 1e18 bytes, times up to 1e9 us, log-space
+// sigmas up to 50, log residual corrections whose exponential is a double.
 inline constexpr double kMaxModelBytes = 1e18;
 inline constexpr double kMaxModelTimeUs = 1e9;
-inline constexpr double kMaxLogSigma = 5;
-inline constexpr double kMaxLogResidual = 30;
+inline constexpr double kMaxLogSigma = 50;
+inline constexpr double kMaxLogResidual = 700;
 
 // Both throw JsonError (a std::invalid_argument naming the JSON pointer of the bad value).
 GroupKey group_key_from_json(const nlohmann::json& j);
