@@ -14,6 +14,7 @@
 #include "cli/cli_inputs.h"
 #include "cli/commands.h"
 #include "ingest/ingest.h"
+#include "model/group_model.h"
 #include "model/sample_csv.h"
 
 namespace arfit::cli {
@@ -143,7 +144,7 @@ void add_ingest(CLI::App& app) {
                   "allreduce, allgather, reducescatter, alltoall, alltoallv, broadcast, reduce, sendrecv");
   cmd->add_option("--nranks", args->nranks,
                   "Rank count of every input, overriding what the files say (needed when a file does not say it)")
-      ->check(CLI::Range(1, 1 << 20));
+      ->check(CLI::Range(1, kMaxModelRanks));
   cmd->add_flag("-q,--quiet", args->quiet, "Print only the one-line summary");
   cmd->callback([args] { run_ingest(*args); });
 }

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <sstream>
 
 #include "model/atomic_file.h"
+#include "model/checked.h"
 #include "model/errors.h"
 #include "model/sample_csv.h"
 
@@ -188,7 +190,12 @@ Profile parse_nsys_csv(const std::string& text, const std::string& name, const N
       auto& a = kernels[k];
       if (a.first_line == 0) a.first_line = row.first;
       a.time_us += total;
-      a.instances += static_cast<std::int64_t>(inst);
+      // A count beyond int64 (or a sum that would be) is an error naming the cell, never converted by wrapping.
+      const auto n = checked_narrow<std::int64_t>(inst);
+      if (!n || *n < 0 || a.instances > std::numeric_limits<std::int64_t>::max() - *n)
+        throw InputError(name, row.first, t.header[static_cast<std::size_t>(c_inst)],
+                         "instance count " + row.second[static_cast<std::size_t>(c_inst)] + " is not a whole number of launches within int64");
+      a.instances += *n;
     }
     Phase ph;
     ph.name = "all";
