@@ -113,13 +113,7 @@ IngestResult ingest_text(const std::string& text, const std::string& name, const
 }
 
 IngestResult ingest_file(const std::string& path, const Options& options) {
-  std::string text;
-  try {
-    text = read_file(path);
-  } catch (const std::exception& e) {
-    throw InputError(path, 0, "", e.what());
-  }
-  return ingest_text(text, path, options);
+  return ingest_text(read_input_file(path), path, options);
 }
 
 std::vector<Sample> load_samples(const std::vector<std::string>& paths, const Options& options) {

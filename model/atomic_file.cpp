@@ -313,6 +313,14 @@ std::string read_file(const std::string& path) { return normalize_text(read_byte
 
 std::string read_file_bytes(const std::string& path) { return read_bytes(path, false); }
 
+std::string read_input_file(const std::string& path) {
+  try {
+    return read_file(path);
+  } catch (const std::runtime_error& e) {
+    throw InputError(path, 0, "", e.what());
+  }
+}
+
 void record_input(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) remember_input(st, path);

@@ -37,6 +37,8 @@ void check_output_path(const std::string& path);
 // editor shows; CRLF is kept. Records the file as an input of this process. Throws std::runtime_error naming
 // the path and the system's reason.
 std::string read_file(const std::string& path);
+// read_file for a command's input: a file that cannot be read is bad input (InputError naming the path, exit 1).
+std::string read_input_file(const std::string& path);
 // The bytes as they are, of the output a writer continues (arbench --resume measures and appends to it): not
 // recorded as an input, since it is this run's output.
 std::string read_file_bytes(const std::string& path);

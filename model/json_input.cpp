@@ -69,13 +69,7 @@ nlohmann::json parse_json(const std::string& text, const std::string& name, int 
 }
 
 nlohmann::json load_json_file(const std::string& path, int max_depth) {
-  std::string text;
-  try {
-    text = read_file(path);
-  } catch (const std::exception& e) {
-    throw InputError(path, 0, "", e.what());
-  }
-  return parse_json(text, path, max_depth);
+  return parse_json(read_input_file(path), path, max_depth);
 }
 
 // ---------------------------------------------------------------- errors and pointers
@@ -194,34 +188,24 @@ struct Scanner {
            t[p] != '\t')
       ++p;
   }
-  // At an object: moves to the value of `key`; false (position unchanged) when absent.
-  bool to_key(const std::string& key) {
+  // At an object (`key` given) or an array (`index`): moves to that member's value; false (position
+  // unchanged) when it is absent.
+  bool to_child(const std::string* key, std::size_t index) {
     const std::size_t start = p;
-    ++p;  // '{'
-    while (ok) {
-      ws();
-      if (p >= t.size() || t[p] == '}') break;
-      const std::string k = str();
-      ws();
-      if (p < t.size() && t[p] == ':') ++p;
-      ws();
-      if (!ok) break;
-      if (k == key) return true;
-      skip();
-      ws();
-      if (p < t.size() && t[p] == ',') ++p;
-    }
-    p = start;
-    ok = true;
-    return false;
-  }
-  bool to_index(std::size_t index) {
-    const std::size_t start = p;
-    ++p;  // '['
+    ++p;  // '{' or '['
     for (std::size_t i = 0; ok; ++i) {
       ws();
-      if (p >= t.size() || t[p] == ']') break;
-      if (i == index) return true;
+      if (p >= t.size() || t[p] == '}' || t[p] == ']') break;
+      if (key) {
+        const std::string k = str();
+        ws();
+        if (p < t.size() && t[p] == ':') ++p;
+        ws();
+        if (!ok) break;
+        if (k == *key) return true;
+      } else if (i == index) {
+        return true;
+      }
       skip();
       ws();
       if (p < t.size() && t[p] == ',') ++p;
@@ -246,12 +230,10 @@ long json_line_of(const std::string& text, const std::string& pointer) {
     if (s.p >= text.size()) break;
     bool found = false;
     if (text[s.p] == '{') {
-      found = s.to_key(tok);
+      found = s.to_child(&tok, 0);
     } else if (text[s.p] == '[') {
-      const auto idx = tok.empty() || tok.find_first_not_of("0123456789") != std::string::npos || tok.size() > 18
-                           ? std::optional<std::size_t>()
-                           : std::optional<std::size_t>(std::stoull(tok));
-      found = idx && s.to_index(*idx);
+      const bool is_index = !tok.empty() && tok.size() <= 18 && tok.find_first_not_of("0123456789") == std::string::npos;
+      found = is_index && s.to_child(nullptr, std::stoull(tok));
     }
     if (!found) break;
     s.ws();

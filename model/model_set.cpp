@@ -103,15 +103,7 @@ ModelSet ModelSet::from_json(const nlohmann::json& j) {
 
 nlohmann::json ModelSet::to_json() const { return json_; }
 
-ModelSet ModelSet::load(const std::string& path) {
-  std::string text;
-  try {
-    text = read_file(path);
-  } catch (const std::exception& e) {
-    throw InputError(path, 0, "", e.what());
-  }
-  return parse(text, path);
-}
+ModelSet ModelSet::load(const std::string& path) { return parse(read_input_file(path), path); }
 
 ModelSet ModelSet::parse(const std::string& text, const std::string& name) {
   const nlohmann::json j = parse_json(text, name);
