@@ -222,10 +222,13 @@ ResolvedOutput resolve_output(const std::string& path) {
     throw OutputPathError(path + ": is an input of this run" + (input == path ? std::string() : " (the same file as " + input + ")") +
                           "; write the output to another file");
   // Root may write anything, so the permission bits are checked too: a read-only file stays read-only.
-  if ((st.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) == 0 || ::access(out.target.c_str(), W_OK) != 0) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  if ((st.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) == 0)
     throw OutputPathError(path + ": is read-only (mode " + mode + "); refusing to replace it");
+  if (::access(out.target.c_str(), W_OK) != 0) {
+    if (errno == EACCES) throw OutputPathError(path + ": is not writable by this user (mode " + mode + "); refusing to replace it");
+    throw std::runtime_error(path + ": cannot write: " + sys_reason(errno));  // e.g. a read-only file system
   }
   out.exists = true;
   out.mode = st.st_mode & 07777;

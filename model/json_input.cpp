@@ -246,7 +246,6 @@ long json_line_of(const std::string& text, const std::string& pointer) {
 
 std::string JsonView::describe() const {
   const nlohmann::json& j = *j_;
-  std::string what;
   if (j.is_array()) return "an array of " + std::to_string(j.size());
   if (j.is_object()) return "an object";
   if (j.is_null()) return "null";
