@@ -1,7 +1,8 @@
 // arbench: thin main. Parses the command line and the grid on every rank (so every rank rejects a bad
 // one the same way, before any measurement), lets rank 0 prepare the output, then hands over to the Runner.
-// Exit status: 0 all cases ok; 1 some case failed (wrong results, error, timeout) or a runtime error;
-// 2 bad command line or impossible grid (nothing measured); 3 stopped by a timeout.
+// Exit status, the rule every arfit program follows: 0 all cases ok; 1 bad input data (an unreadable --resume
+// file) or a failed run (a case failed: wrong results, error, timeout, also when --on-timeout stop ended the
+// run); 2 usage: bad command line, impossible grid, refused output path (nothing measured).
 #include <algorithm>
 #include <iostream>
 #include <mpi.h>
@@ -13,6 +14,8 @@
 #include "bench/reporter.h"
 #include "bench/run_info.h"
 #include "bench/runner.h"
+#include "model/atomic_file.h"
+#include "model/errors.h"
 
 using namespace arfit::bench;
 
@@ -67,6 +70,11 @@ int run(int argc, char** argv, int rank, int size) {
     try {
       out = inspect_output(opt.output, opt.spec.to_json(), opt.resume, opt.overwrite,
                            cuda_graph_header_value(opt.runner.cuda_graph));
+      if (!opt.json_output.empty()) {
+        if (arfit::same_path(opt.json_output, opt.output))
+          throw GridError("--json", "'" + opt.json_output + "' is also the sample CSV (-o); write the JSON to another file");
+        arfit::check_output_path(opt.json_output);  // refused now, not after the run
+      }
       for (const Case& c : grid.cases)
         if (out.finished.count(c.key()))
           ++resumed;
@@ -74,6 +82,12 @@ int run(int argc, char** argv, int rank, int size) {
           todo.push_back(c.index);
     } catch (const GridError& e) {
       error = 2;
+      error_text = e.what();
+    } catch (const arfit::OutputPathError& e) {
+      error = 2;
+      error_text = e.what();
+    } catch (const arfit::InputError& e) {
+      error = 1;
       error_text = e.what();
     }
   }
@@ -125,8 +139,7 @@ int run(int argc, char** argv, int rank, int size) {
   }
   Runner runner(MPI_COMM_WORLD, *backend, opt.runner);
   const RunSummary s = runner.run(cases, grid.cases.size(), static_cast<std::size_t>(resumed_all), header, reporters);
-  if (s.stopped_early) return 3;
-  return s.failed ? 1 : 0;
+  return s.failed || s.stopped_early ? 1 : 0;
 }
 
 }  // namespace

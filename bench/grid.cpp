@@ -13,6 +13,9 @@
 #include <set>
 #include <sstream>
 
+#include "model/checked.h"
+#include "model/json_input.h"
+
 namespace arfit::bench {
 namespace {
 
@@ -405,6 +408,7 @@ std::vector<std::int64_t> json_sizes(const nlohmann::json& v, const std::string&
     auto one = [&](const nlohmann::json& x) {
       return x.is_string() ? parse_size(x.get<std::string>(), where) : parse_size(x.dump(), where);
     };
+    if (v.contains("factor") && !v["factor"].is_number()) throw GridError(where, "'factor' must be a number, found " + v["factor"].dump());
     double f = v.contains("factor") ? v["factor"].get<double>() : 2.0;
     return geometric_sizes(one(v["min"]), one(v["max"]), f, where);
   }
@@ -441,11 +445,12 @@ std::vector<std::string> json_strings(const nlohmann::json& v, const std::string
 }  // namespace
 
 void apply_json_spec(GridSpec& spec, const std::string& text, const std::string& file) {
+  // The shared JSON loading path: bounded nesting, "file:line: invalid JSON at column C: why".
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw GridError("--spec " + file, std::string("not valid JSON: ") + e.what());
+    j = parse_json(text, file);
+  } catch (const InputError& e) {
+    throw GridError("--spec", e.what());
   }
   if (!j.is_object()) throw GridError("--spec " + file, "the spec must be a JSON object");
   auto where = [&](const std::string& key) { return "--spec " + file + " key '" + key + "'"; };
@@ -492,7 +497,11 @@ void apply_json_spec(GridSpec& spec, const std::string& text, const std::string&
       spec.origin["dtypes"] = w;
     } else if (k == "tp") {
       spec.tp.clear();
-      for (auto x : json_sizes(v, w)) spec.tp.push_back(static_cast<int>(x));
+      for (auto x : json_sizes(v, w)) {
+        const auto tp = checked_narrow<int>(x);
+        if (!tp) throw GridError(w, "TP size " + std::to_string(x) + " is too large");
+        spec.tp.push_back(*tp);
+      }
       spec.origin["tp"] = w;
     } else if (k == "tokens" || k == "hidden" || k == "bytes") {
       auto sizes = json_sizes(v, w);

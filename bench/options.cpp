@@ -17,6 +17,22 @@ std::string quote_arg(const std::string& a) {
   return q + "'";
 }
 
+// A message is a whole number of elements: a byte size that is not a multiple of every element size asked for
+// would be measured, and recorded, as a smaller size (3 bytes of bf16 as 2), so it is refused.
+void check_whole_elements(const GridSpec& g) {
+  const std::vector<std::string> dtypes = g.dtypes.empty() ? std::vector<std::string>{"bf16"} : g.dtypes;
+  for (const auto& d : dtypes) {
+    const std::string dt = canonical_dtype(d);
+    const int es = dtype_size(dt);
+    if (es <= 0) continue;  // an unknown dtype is reported by the planner, naming --dtype
+    for (std::int64_t b : g.bytes)
+      if (b % es != 0)
+        throw GridError(g.option_for("bytes"), "size " + std::to_string(b) + " is not a whole number of " + dt + " elements (" +
+                                                   std::to_string(es) + " bytes each); it would be measured as " +
+                                                   std::to_string(b / es * es) + " bytes");
+  }
+}
+
 }  // namespace
 
 Options parse_options(int argc, const char* const* argv) {
@@ -219,6 +235,7 @@ Options parse_options(int argc, const char* const* argv) {
                                              "); choose K and --buffers that divide one another");
   }
   if (o.runner.virtual_ranks && g.backend != "custom") throw GridError("--virtual-ranks", "only the custom backend has virtual ranks");
+  check_whole_elements(g);
   return o;
 }
 

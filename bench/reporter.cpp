@@ -1,6 +1,8 @@
 #include "bench/reporter.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -85,25 +87,27 @@ const std::vector<std::string>& CsvReporter::extra_columns() {
 OutputState inspect_output(const std::string& path, const std::string& grid_json, bool resume, bool overwrite,
                            const std::string& cuda_graph) {
   OutputState st;
+  check_output_path(path);  // not an input, a regular file (or a link to one), writable
   std::error_code ec;
   const bool exists = std::filesystem::exists(path, ec);
   if (!exists || std::filesystem::file_size(path, ec) == 0) return st;
   if (overwrite) return st;
   if (!resume)
     throw GridError("-o/--output", "'" + path + "' exists; pass --resume to continue it or --overwrite to replace it");
-  std::string text = read_file(path);
-  if (!text.empty() && text.back() != '\n') {
+  // Everything is checked on a copy in memory; the file is touched (its partial last row cut) only once it
+  // is known to be continued.
+  const std::string bytes = read_file_bytes(path);
+  std::size_t keep = bytes.size();
+  if (!bytes.empty() && bytes.back() != '\n') {
     // A kill in the middle of a row: drop the partial row, it is measured again.
-    const auto nl = text.rfind('\n');
-    text = nl == std::string::npos ? std::string() : text.substr(0, nl + 1);
-    std::filesystem::resize_file(path, text.size(), ec);
-    if (ec) throw GridError("--resume", "cannot cut the partial last line of '" + path + "': " + ec.message());
+    const auto nl = bytes.rfind('\n');
+    keep = nl == std::string::npos ? 0 : nl + 1;
   }
   SampleFile f;
   try {
-    f = parse_samples_csv(text, path);
+    f = parse_samples_csv(normalize_text(bytes.substr(0, keep)), path);
   } catch (const InputError& e) {
-    throw GridError("--resume", std::string("the existing output is not a readable sample file: ") + e.what());
+    throw InputError(path, e.line(), e.field(), "--resume: the existing output is not a readable sample file: " + e.reason());
   }
   std::string old_grid, old_cuda_graph = "off";
   for (const auto& [k, v] : f.meta) {
@@ -121,6 +125,10 @@ OutputState inspect_output(const std::string& path, const std::string& grid_json
                                            "; resume with the same -G/--cuda-graph, or use another -o or --overwrite");
   if (f.extra_columns != CsvReporter::extra_columns())
     throw GridError("--resume", "'" + path + "' has different columns than arbench writes");
+  if (keep != bytes.size()) {
+    std::filesystem::resize_file(path, keep, ec);
+    if (ec) throw GridError("--resume", "cannot cut the partial last line of '" + path + "': " + ec.message());
+  }
   st.append = true;
   for (const auto& s : f.samples) st.finished.insert(sample_key(s));
   return st;
@@ -138,7 +146,7 @@ void CsvReporter::start(const RunHeader& header, std::size_t, std::size_t) {
   const auto parent = std::filesystem::path(path_).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
   f_ = std::fopen(path_.c_str(), append_ ? "ab" : "wb");
-  if (!f_) throw GridError("-o/--output", "cannot open '" + path_ + "' for writing");
+  if (!f_) throw GridError("-o/--output", "cannot open '" + path_ + "' for writing: " + std::strerror(errno));
   if (!append_) {
     const std::string pre = samples_csv_preamble(header, extra_columns());
     std::fwrite(pre.data(), 1, pre.size(), f_);
@@ -152,7 +160,7 @@ void CsvReporter::report(const Record& r) {
   const std::string row = samples_csv_row(s, extra_columns());
   // One write and a flush per case: a crash loses at most the case in flight (--resume reruns it).
   if (std::fwrite(row.data(), 1, row.size(), f_) != row.size() || std::fflush(f_) != 0)
-    throw std::runtime_error("writing '" + path_ + "' failed");
+    throw std::runtime_error("writing '" + path_ + "' failed: " + std::strerror(errno));
 }
 
 // ---------------------------------------------------------------- JSON

@@ -43,11 +43,13 @@ struct OutputState {
   std::set<std::string> finished;      // Case::key()s already in the file
 };
 
-// Checks the output path against --resume / --overwrite and, for --resume, reads the finished cases. A
-// partial last line (a kill mid-write) is cut off. Throws GridError naming the option on conflicts: the
-// file exists without --resume/--overwrite, or it was written for a different grid or plan, or (naming
-// -G/--cuda-graph) measured in another CUDA-graph mode: `cuda_graph` is this run's header value
-// (cuda_graph_header_value), compared with the file's (absent = "off").
+// Checks the output path against the output-path rule (model/atomic_file.h: OutputPathError) and --resume /
+// --overwrite and, for --resume, reads the finished cases. The whole file is validated in memory first; only
+// then is a partial last line (a kill mid-write) cut off, so a file --resume refuses is left as it was.
+// Throws GridError naming the option on conflicts: the file exists without --resume/--overwrite, or it was
+// written for a different grid or plan, or (naming -G/--cuda-graph) measured in another CUDA-graph mode:
+// `cuda_graph` is this run's header value (cuda_graph_header_value), compared with the file's (absent =
+// "off"); InputError (bad data, exit 1) when the file is not a readable sample file.
 OutputState inspect_output(const std::string& path, const std::string& grid_json, bool resume, bool overwrite,
                            const std::string& cuda_graph = "off");
 

@@ -162,12 +162,12 @@ RunSummary Runner::run(const std::vector<Case>& cases, std::size_t planned, std:
       r.note = "timeout: hung in a collective for more than " + std::to_string(static_cast<int>(timeout_s + grace)) +
                " s; run stopped";
       for (Reporter* rep : reporters) rep->report(r);
-      std::cerr << "arbench: case " << c.index << " (" << c.describe() << ") hung past the timeout; stopping (exit 3)\n"
+      std::cerr << "arbench: case " << c.index << " (" << c.describe() << ") hung past the timeout; stopping (exit 1)\n"
                 << std::flush;
     } else {
       std::this_thread::sleep_for(std::chrono::duration<double>(grace));  // give rank 0 time to record it
     }
-    std::_Exit(3);
+    std::_Exit(1);  // a failed run (the exit-code rule: README)
   });
 
   std::size_t i = 0;

@@ -8,7 +8,7 @@
 // (the slowest rank defines the collective's time), then the median, p10, p90, min and max are taken.
 // A watchdog bounds each case: at the timeout it raises the abort flag that the shared-memory barriers
 // (host) or ncclCommAbort (nccl) observe; a case still stuck after a grace period (a hung MPI call that
-// nothing can interrupt) is recorded as failed by rank 0 and the processes exit with status 3.
+// nothing can interrupt) is recorded as failed by rank 0 and the processes exit with status 1.
 #pragma once
 
 #include <mpi.h>

@@ -1,7 +1,11 @@
 // arfit: the command-line front end. Thin: it builds the CLI11 app from the registered subcommands, runs
-// the chosen one and maps errors to exit codes: 0 ok, 1 bad input or failed work, 2 usage error.
+// the chosen one and maps errors to exit codes, the rule every arfit program follows (README):
+//   0 success; 1 bad input data (InputError, naming file:line) or a failed run (any other exception);
+//   2 usage: an unknown subcommand or option, a bad option value, an impossible request (UsageError, CLI11's
+//     parse errors), an output path the output-path rule refuses (OutputPathError, model/atomic_file.h).
 #include <iostream>
 #include <stdexcept>
+#include <string>
 
 #include "cli/commands.h"
 #include "model/errors.h"
@@ -19,11 +23,26 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
+  } catch (const CLI::RequiredError& e) {
+    // No subcommand, or an unknown word where the subcommand goes: say which ones exist.
+    if (app.get_subcommands().empty()) {
+      std::string known;
+      for (const auto& reg : arfit::cli::registered_commands()) known += std::string(known.empty() ? "" : ", ") + reg.name;
+      const std::string given = argc > 1 && argv[1][0] != '-' ? argv[1] : "";
+      std::cerr << "arfit: usage error: " << (given.empty() ? "a subcommand is required" : "unknown subcommand '" + given + "'")
+                << " (known: " << known << ")\nRun with --help for more information.\n";
+      return 2;
+    }
+    app.exit(e);
+    return 2;
   } catch (const CLI::ParseError& e) {
     app.exit(e);  // prints the message and the usage hint
     return 2;
   } catch (const arfit::cli::UsageError& e) {
     std::cerr << "arfit: usage error: " << e.what() << "\nRun with --help for more information.\n";
+    return 2;
+  } catch (const arfit::OutputPathError& e) {
+    std::cerr << "arfit: usage error: " << e.what() << "\n";
     return 2;
   } catch (const arfit::InputError& e) {
     std::cerr << "arfit: error: " << e.what() << "\n";

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <iostream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "ingest/ingest.h"
 #include "model/atomic_file.h"
 #include "model/model_set.h"
+#include "model/sm_targets.h"
 
 namespace arfit::cli {
 
@@ -25,12 +27,30 @@ inline ingest::Format ingest_format_option(const std::string& value, const std::
   }
 }
 
-// The samples of every file, read as `format` (auto: detected file by file).
+// The samples of every file, read as `format` (auto: detected file by file). Rows a reader dropped (sizes that
+// are not byte counts) are reported on stderr, file by file: `arfit ingest` lists every warning, the commands
+// that only consume samples say at least that rows were left out.
 inline std::vector<Sample> load_samples_option(const std::vector<std::string>& files, const std::string& format,
                                                const std::string& option = "--format") {
   ingest::Options o;
   o.format = ingest_format_option(format, option);
-  return ingest::load_samples(files, o);
+  std::vector<Sample> all;
+  for (const auto& f : files) {
+    ingest::IngestResult r = ingest::ingest_file(f, o);
+    if (r.dropped) {
+      std::cerr << "arfit: warning: " << f << ": " << r.dropped << " row(s) dropped (sizes that are not byte counts; "
+                << "`arfit ingest " << f << "` lists them)\n";
+    }
+    for (auto& s : r.samples) all.push_back(std::move(s));
+  }
+  return all;
+}
+
+// --sm values: the SM targets arfit has bandwidth figures for (model/sm_targets.h).
+inline CLI::Validator known_sm_validator() {
+  std::vector<int> sms;
+  for (const auto& t : sm_targets()) sms.push_back(t.sm);
+  return CLI::IsMember(sms);
 }
 
 // The models file at `path` when it is one (a JSON object with "schema": "arfit-models"), else nullopt (the

@@ -79,11 +79,13 @@ void add_breakdown(CLI::App& app) {
       ->check(CLI::IsMember({"module", "kernel"}))
       ->capture_default_str();
   cmd->add_option("--top", a->top_k, "Entries kept in the entry table/figure; the rest are summed into 'others' (0 = all)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--fold", a->fold, "Node names folded into one leaf (e.g. Sampler LogitsProcessor)");
   cmd->add_option("--rules", a->rules, "Extra kernel-classification rules (JSON, same shape as trace/rules/default_rules.json); tried first");
   cmd->add_option("--decode-steps", a->decode_steps, "Decode steps drawn in the figures (evenly spread; the last is always kept)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--phase", a->phases, "Only these phases (e.g. prefill decode_1); default: all");
   cmd->add_option("--format", a->format, "Profile format")->check(CLI::IsMember({"auto", "vllm", "nsys"}))->capture_default_str();
   cmd->add_option("--nvtx", a->nvtx,

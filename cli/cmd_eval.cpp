@@ -57,6 +57,15 @@ fit::EvalOptions fit_eval_options(const EvalArgs& a) {
   return o;
 }
 
+// Why a size or GPU-count protocol had nothing to evaluate, in its own words (fit/eval.h describes each).
+std::string no_curve_message(const std::string& protocol) {
+  std::string rule;
+  for (const auto& p : fit::fit_protocols())
+    if (p.name == protocol_name(protocol)) rule = p.help;
+  return "no curve qualifies for --protocol " + protocol + " (" + rule +
+         "; a curve is one group of out-of-place samples with at least 12 distinct sizes): nothing to evaluate";
+}
+
 struct EvalProtocol {
   std::string name;
   bool takes_arg = false;  // named NAME:ARG (crosshw:K)
@@ -70,6 +79,7 @@ std::vector<EvalProtocol> protocols() {
     auto run = p.run;
     v.push_back({p.name, p.takes_arg, [run](const std::vector<Sample>& s, const EvalArgs& a) {
                    const fit::EvalResult r = run(s, fit_eval_options(a));
+                   if (r.curves == 0) throw std::runtime_error(no_curve_message(a.protocol));
                    ProtocolOutput o{r.to_table(), r.to_json(), {}};
                    if (!a.points.empty()) o.points_csv = r.points_csv();
                    return o;
@@ -109,7 +119,11 @@ void run_eval(const EvalArgs& a) {
     fn = p.run;
   }
   if (!fn) throw UsageError("unknown --protocol '" + a.protocol + "' (known: " + known + ")");
+  if (!a.json.empty() && !a.points.empty() && same_path(a.json, a.points))
+    throw UsageError("--json and --points name the same file '" + a.json + "'; give two files");
   const std::vector<Sample> samples = load_samples_option(a.files, a.format);
+  for (const std::string* out : {&a.json, &a.points})
+    if (!out->empty()) check_output_path(*out);  // refused now, not after the evaluation
   ProtocolOutput out;
   try {
     out = fn(samples, a);

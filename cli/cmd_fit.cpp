@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "fit/fit.h"
 #include "fit/transfer.h"
+#include "model/atomic_file.h"
 #include "ingest/ingest.h"
 
 namespace arfit::cli {
@@ -64,6 +65,7 @@ void run_fit(const FitArgs& a) {
     if (fo.prior->sources().empty()) throw std::runtime_error("--prior: no fitted group in " + std::to_string(a.priors.size()) + " file(s)");
   }
   const std::vector<Sample> samples = load_samples_option(a.files, a.format);
+  check_output_path(a.output);  // refused now (an input, not a regular file, read-only), not after fitting
   const ModelSet set = fit::fit_model_set(samples, fo, a.files, a.priors);
   const auto& groups = set.raw().at("groups");
   int ok = 0, bad = 0;
@@ -101,7 +103,15 @@ void run_fit(const FitArgs& a) {
                 e.at("per_byte_us").get<double>() * 1048576.0, e.at("per_row_us").get<double>() * 1000.0,
                 e.at("mean_share").get<double>() * 100, e.at("rms_us").get<double>());
   }
-  if (ok == 0) throw std::runtime_error("no group could be fitted (" + std::to_string(bad) + " groups, see above); nothing written");
+  if (ok == 0) {
+    // -q hid the per-group reasons: say them here.
+    std::string why;
+    if (a.quiet)
+      for (const auto& g : groups)
+        if (why.size() < 400) why += "\n  " + g.at("id").get<std::string>() + ": " + g.value("problem", std::string("not fitted"));
+    throw std::runtime_error("no group could be fitted (" + std::to_string(bad) + " groups" +
+                             (a.quiet ? std::string("):") + why : std::string(", see above)")) + "\nnothing written");
+  }
   set.save(a.output);
   std::printf("fitted %d groups (%d not fitted), %zu joint-n families -> %s\n", ok, bad, set.raw().at("joint").size(),
               a.output.c_str());

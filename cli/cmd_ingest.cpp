@@ -14,6 +14,7 @@
 #include "cli/cli_inputs.h"
 #include "cli/commands.h"
 #include "ingest/ingest.h"
+#include "model/group_model.h"
 #include "model/sample_csv.h"
 
 namespace arfit::cli {
@@ -61,22 +62,22 @@ void run_ingest(const IngestArgs& a) {
       throw UsageError(std::string("--collective: ") + e.what());
     }
   }
-  if (a.nranks != 0) {
-    if (a.nranks < 1) throw UsageError("--nranks must be at least 1");
-    opt.nranks = a.nranks;
-  }
+  if (a.nranks != 0) opt.nranks = a.nranks;  // 0: not given (the validator refuses an explicit 0)
 
   SampleFile out;
-  std::size_t total_rows = 0, total_failed = 0, total_dups = 0;
+  std::size_t total_rows = 0, total_failed = 0, total_dups = 0, total_dropped = 0;
   std::string inputs;
   for (const auto& f : a.files) {
     ingest::IngestResult r = ingest::ingest_file(f, opt);
     total_rows += r.rows;
     total_failed += r.failed;
     total_dups += r.duplicates;
+    total_dropped += r.dropped;
     if (!a.quiet) {
       std::cout << f << ": " << ingest::to_string(r.format) << ", " << r.rows << " rows, " << r.samples.size()
-                << " samples, " << r.failed << " failed, " << r.duplicates << " duplicated sizes\n";
+                << " samples, " << r.failed << " failed, " << r.duplicates << " duplicated sizes";
+      if (r.dropped) std::cout << ", " << r.dropped << " rows dropped";
+      std::cout << "\n";
       for (const auto& w : r.warnings) std::cerr << "arfit: warning: " << w << "\n";
     }
     inputs += (inputs.empty() ? "" : " ") + f;
@@ -104,7 +105,8 @@ void run_ingest(const IngestArgs& a) {
     if (s.bytes > g.hi) g.hi = s.bytes;
   }
   std::cout << "summary: " << a.files.size() << " files, " << total_rows << " rows, " << out.samples.size() << " samples, "
-            << total_failed << " failed, " << total_dups << " duplicated sizes, " << groups.size() << " groups\n";
+            << total_failed << " failed, " << total_dups << " duplicated sizes, "
+            << (total_dropped ? std::to_string(total_dropped) + " rows dropped, " : std::string()) << groups.size() << " groups\n";
   if (!a.quiet) {
     std::printf("  %-34s %-13s %-20s %-12s %6s %6s %5s %6s %7s  %s\n", "system", "collective", "strategy", "fusion/dtype",
                 "ranks", "nodes", "place", "points", "failed", "sizes");
@@ -141,7 +143,8 @@ void add_ingest(CLI::App& app) {
                   "Collective of every input, overriding what the files say (needed when a file does not say it): "
                   "allreduce, allgather, reducescatter, alltoall, alltoallv, broadcast, reduce, sendrecv");
   cmd->add_option("--nranks", args->nranks,
-                  "Rank count of every input, overriding what the files say (needed when a file does not say it)");
+                  "Rank count of every input, overriding what the files say (needed when a file does not say it)")
+      ->check(CLI::Range(1, kMaxModelRanks));
   cmd->add_flag("-q,--quiet", args->quiet, "Print only the one-line summary");
   cmd->callback([args] { run_ingest(*args); });
 }

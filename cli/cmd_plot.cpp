@@ -18,6 +18,7 @@
 #include "ingest/ingest.h"
 #include "model/atomic_file.h"
 #include "model/errors.h"
+#include "model/json_input.h"
 #include "model/model_set.h"
 #include "plots/adapters.h"
 #include "plots/alltoallv.h"
@@ -61,9 +62,9 @@ Inputs read_inputs(const std::vector<std::string>& paths, const std::string& ing
     if (first != std::string::npos && text[first] == '{') {
       nlohmann::json j;
       try {
-        j = nlohmann::json::parse(text);
-      } catch (const nlohmann::json::parse_error& e) {
-        // nccl-tests -J output is JSON too: let ingest decide below when it is not one of ours.
+        j = parse_json(text, p);  // the shared loading path: bounded nesting
+      } catch (const InputError&) {
+        // Not JSON we can read: nccl-tests -J output is JSON too, and ingest reports the error below.
         j = nlohmann::json();
       }
       if (j.is_object() && j.value("schema", std::string()) == "arfit-models") {

@@ -7,7 +7,10 @@
 #include <memory>
 #include <sstream>
 
+#include "cli/cli_inputs.h"
 #include "cli/commands.h"
+#include "model/checked.h"
+#include "model/group_model.h"
 #include "model/alltoallv.h"
 #include "model/bus_factor.h"
 #include "model/model_set.h"
@@ -24,15 +27,18 @@ struct PredictArgs {
   bool json = false;
 };
 
-// "4096", "64K", "1M", "2G" (binary multiples), "1.5M".
-double parse_size(const std::string& s) {
-  if (s.empty()) throw UsageError("empty size");
+// Sizes of one --bytes range at most: beyond it the request is refused (not cut short silently).
+constexpr std::size_t kMaxPredictPoints = 100000;
+
+// "4096", "64K", "1M", "2G" (binary multiples), "1.5M". Errors name `option`.
+double parse_size(const std::string& s, const std::string& option) {
+  if (s.empty()) throw UsageError(option + ": empty size");
   size_t pos = 0;
   double v = 0;
   try {
     v = std::stod(s, &pos);
   } catch (const std::exception&) {
-    throw UsageError("bad size '" + s + "'");
+    throw UsageError(option + ": bad size '" + s + "'");
   }
   std::string suf = s.substr(pos);
   double m = 1;
@@ -40,9 +46,16 @@ double parse_size(const std::string& s) {
   else if (suf == "K" || suf == "KiB" || suf == "k") m = 1024.0;
   else if (suf == "M" || suf == "MiB") m = 1024.0 * 1024;
   else if (suf == "G" || suf == "GiB") m = 1024.0 * 1024 * 1024;
-  else throw UsageError("bad size suffix in '" + s + "' (use K, M, G)");
-  if (!(v > 0) || !std::isfinite(v)) throw UsageError("size '" + s + "' must be positive");
+  else throw UsageError(option + ": bad size suffix in '" + s + "' (use K, M, G)");
+  if (!(v > 0) || !std::isfinite(v * m)) throw UsageError(option + ": size '" + s + "' must be positive and finite");
   return v * m;
+}
+
+// A count (tokens, hidden size): a size that is a whole number within int64, never converted by wrapping.
+std::int64_t parse_count(const std::string& s, const std::string& option) {
+  const auto n = checked_narrow<std::int64_t>(parse_size(s, option));
+  if (!n) throw UsageError(option + ": " + narrow_failure<std::int64_t>(s));
+  return *n;
 }
 
 std::vector<std::string> split_list(const std::string& s, char sep) {
@@ -60,15 +73,29 @@ std::vector<double> parse_sizes(const std::string& s) {
   if (s.find(':') != std::string::npos) {
     const auto p = split_list(s, ':');
     if (p.size() < 2 || p.size() > 3) throw UsageError("--bytes range must be A:B or A:B:FACTOR, got '" + s + "'");
-    const double a = parse_size(p[0]), b = parse_size(p[1]);
-    const double f = p.size() == 3 ? std::stod(p[2]) : 2.0;
-    if (!(f > 1)) throw UsageError("--bytes range factor must be > 1");
-    if (b < a) throw UsageError("--bytes range end is below its start");
-    for (double v = a; v <= b * (1 + 1e-12) && out.size() < 100000; v *= f) out.push_back(v);
+    const double a = parse_size(p[0], "--bytes"), b = parse_size(p[1], "--bytes");
+    double f = 2.0;
+    if (p.size() == 3) {
+      std::size_t used = 0;
+      try {
+        f = std::stod(p[2], &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != p[2].size()) throw UsageError("--bytes: range factor '" + p[2] + "' is not a number");
+    }
+    if (!(f > 1) || !std::isfinite(f)) throw UsageError("--bytes: range factor must be a finite number > 1");
+    if (b < a) throw UsageError("--bytes: range end is below its start");
+    // Points of A, A·F, ... up to B: refused beyond the cap rather than cut short.
+    const double points = std::floor(std::log(b * (1 + 1e-12) / a) / std::log(f)) + 1;
+    if (!(points <= static_cast<double>(kMaxPredictPoints)))
+      throw UsageError("--bytes: range " + s + " has more than " + std::to_string(kMaxPredictPoints) +
+                       " points; use a larger factor or a narrower range");
+    for (double v = a; v <= b * (1 + 1e-12) && out.size() < kMaxPredictPoints; v *= f) out.push_back(v);
   } else {
-    for (const auto& x : split_list(s, ',')) out.push_back(parse_size(x));
+    for (const auto& x : split_list(s, ',')) out.push_back(parse_size(x, "--bytes"));
   }
-  if (out.empty()) throw UsageError("no sizes given");
+  if (out.empty()) throw UsageError("--bytes: no sizes given");
   return out;
 }
 
@@ -101,8 +128,8 @@ void run_predict(const PredictArgs& a) {
     for (const auto& t : split_list(a.tokens, ','))
       for (const auto& h : split_list(a.hidden, ',')) {
         PredictQuery q = base;
-        q.tokens = static_cast<std::int64_t>(parse_size(t));
-        q.hidden = static_cast<std::int64_t>(parse_size(h));
+        q.tokens = parse_count(t, "--tokens");
+        q.hidden = parse_count(h, "--hidden");
         qs.push_back(q);
       }
   } else {
@@ -165,9 +192,11 @@ void add_predict(CLI::App& app) {
   cmd->add_option("--system", a->system, "System label (default: the only one in the file)");
   cmd->add_option("--fusion", a->fusion, "Fusion op (default NONE)");
   cmd->add_option("--dtype", a->dtype, "dtype (default: the group's, when there is only one)");
-  cmd->add_option("--nranks", a->nranks, "GPU count; an unmeasured count uses the joint fit across counts");
-  cmd->add_option("--nnodes", a->nnodes, "Node count (default 1)");
-  cmd->add_option("--sm", a->sm, "Target SM version (80, 89, 90, 100, 103, 120): transfers the model, flagged extrapolated");
+  cmd->add_option("--nranks", a->nranks, "GPU count; an unmeasured count uses the joint fit across counts")
+      ->check(CLI::Range(1, kMaxModelRanks));
+  cmd->add_option("--nnodes", a->nnodes, "Node count (default 1)")->check(CLI::Range(1, kMaxModelRanks));
+  cmd->add_option("--sm", a->sm, "Target SM version (80, 89, 90, 100, 103, 120): transfers the model, flagged extrapolated")
+      ->check(known_sm_validator());
   cmd->add_option("--bytes", a->bytes, "Sizes: LIST (4096,64K,1M) or RANGE A:B[:FACTOR] (powers of FACTOR, default 2)");
   cmd->add_option("--tokens", a->tokens, "Token counts (LIST), with --hidden: bytes = tokens x hidden x dtype size");
   cmd->add_option("--hidden", a->hidden, "Hidden sizes (LIST)");

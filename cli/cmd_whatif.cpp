@@ -4,10 +4,12 @@
 #include <iostream>
 #include <memory>
 
+#include "cli/cli_inputs.h"
 #include "cli/commands.h"
 #include "cli/trace_inputs.h"
 #include "model/atomic_file.h"
 #include "model/errors.h"
+#include "model/group_model.h"
 #include "model/model_set.h"
 #include "trace/classify.h"
 #include "trace/load.h"
@@ -47,6 +49,7 @@ void run_whatif(const WhatIfArgs& a) {
       throw UsageError("--system '" + a.system + "' is not in " + a.models + "; its systems are:" + (known.empty() ? " (none)" : known));
     }
   }
+  if (!a.out_csv.empty()) check_output_path(a.out_csv);  // refused now (e.g. the profile itself), not after predicting
 
   trace::WhatIfOptions opt;
   opt.tp = a.tp;
@@ -71,26 +74,37 @@ void run_whatif(const WhatIfArgs& a) {
   }
 }
 
+// Token counts and sizes: at least 1, and small enough that batch x prompt_len x hidden x dtype size stays a
+// finite number of bytes in int64 arithmetic (2^31 each).
+const CLI::Range kPositiveCount(std::int64_t{1}, std::int64_t{1} << 31);
+
 void add_whatif(CLI::App& app) {
   auto a = std::make_shared<WhatIfArgs>();
   auto* cmd = app.add_subcommand(
       "whatif", "Re-predict a profile's communication at another TP size / SM with fitted models (per phase, 90 % intervals)");
   cmd->add_option("profile", a->profile, "vLLM layerwise profile JSON, or nsys stats CSV")->required();
   cmd->add_option("--models", a->models, "Fitted models (models.json from arfit fit)")->required();
-  cmd->add_option("--tp", a->tp, "Tensor-parallel size (rank count) to predict at")->required();
-  cmd->add_option("--sm", a->sm, "SM version to predict for (e.g. 100); default: the models' measured SM");
-  cmd->add_option("--nnodes", a->nnodes, "Node count of the predicted setup")->capture_default_str();
+  cmd->add_option("--tp", a->tp, "Tensor-parallel size (rank count) to predict at")->required()->check(CLI::Range(1, kMaxModelRanks));
+  cmd->add_option("--sm", a->sm, "SM version to predict for (e.g. 100); default: the models' measured SM")
+      ->check(known_sm_validator());
+  cmd->add_option("--nnodes", a->nnodes, "Node count of the predicted setup")
+      ->capture_default_str()
+      ->check(CLI::Range(1, kMaxModelRanks));
   cmd->add_option("--hidden", a->hidden,
-                  "Hidden size: message bytes = phase tokens x hidden x dtype size, for collectives whose size the profile does not record");
+                  "Hidden size: message bytes = phase tokens x hidden x dtype size, for collectives whose size the profile does not record")
+      ->check(kPositiveCount);
   cmd->add_option("--dtype", a->dtype,
                   "Activation dtype, for collectives whose element type neither the profile nor the kernel name (NCCL's "
                   "AllReduce_Sum_bf16) says")
       ->capture_default_str();
   cmd->add_option("--tokens", a->tokens,
                   "Tokens per call, overriding the profile's (batch x prompt_len for prefill, batch for decode); alone enough "
-                  "for a kernel summary, which has no phases");
-  cmd->add_option("--batch-size", a->batch_size, "Batch size, for profiles without a context (nsys): decode tokens = batch");
-  cmd->add_option("--prompt-len", a->prompt_len, "Prompt length, for profiles without a context: prefill tokens = batch x prompt_len");
+                  "for a kernel summary, which has no phases")
+      ->check(kPositiveCount);
+  cmd->add_option("--batch-size", a->batch_size, "Batch size, for profiles without a context (nsys): decode tokens = batch")
+      ->check(kPositiveCount);
+  cmd->add_option("--prompt-len", a->prompt_len, "Prompt length, for profiles without a context: prefill tokens = batch x prompt_len")
+      ->check(kPositiveCount);
   cmd->add_option("--system", a->system, "System of the model set to predict with (default: the only one)");
   cmd->add_option("--strategy", a->strategy, "All-reduce strategy to predict with (NCCL, ONESHOT, TWOSHOT, ...); default: as measured");
   cmd->add_option("--rules", a->rules, "Extra kernel-classification rules (JSON), tried before the built-in ones");

@@ -96,6 +96,14 @@ IngestResult ingest_as(Format format, const std::string& text, const std::string
     case Format::Auto: break;
   }
   r.format = format;
+  // Every reader counts its data rows; none may give an empty result as if it had read measurements.
+  if (r.rows == 0) {
+    std::string first_dropped;
+    for (const auto& w : r.warnings)
+      if (first_dropped.empty() && w.find(": row dropped: ") != std::string::npos) first_dropped = w;
+    throw InputError(name, 0, "", r.dropped ? std::to_string(r.dropped) + " data row(s), every one dropped; the first: " + first_dropped
+                                            : "no data rows (a table without measurements)");
+  }
   finish_warnings(r, name);
   return r;
 }
@@ -105,13 +113,7 @@ IngestResult ingest_text(const std::string& text, const std::string& name, const
 }
 
 IngestResult ingest_file(const std::string& path, const Options& options) {
-  std::string text;
-  try {
-    text = read_file(path);
-  } catch (const std::exception& e) {
-    throw InputError(path, 0, "", e.what());
-  }
-  return ingest_text(text, path, options);
+  return ingest_text(read_input_file(path), path, options);
 }
 
 std::vector<Sample> load_samples(const std::vector<std::string>& paths, const Options& options) {

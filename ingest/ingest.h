@@ -32,9 +32,12 @@ struct IngestResult {
                                         // nccl-tests out-of-place + in-place, one per bandwidth column)
   std::size_t duplicates = 0;           // samples whose (group, size) was already seen in the same run/table
   std::size_t failed = 0;               // samples with status Failed (N/A timing, #wrong > 0, zero bytes)
+  std::size_t dropped = 0;              // rows shaped like data but not read (a negative size, or one beyond
+                                        // int64); each is named in a warning, none is dropped silently
 };
 
-// Detects the format from the content (Options::format overrides) and parses.
+// Detects the format from the content (Options::format overrides) and parses. A file without data rows (a
+// table header and nothing under it, or every row dropped) is an InputError naming the file.
 IngestResult ingest_text(const std::string& text, const std::string& name, const Options& options = {});
 IngestResult ingest_file(const std::string& path, const Options& options = {});
 

@@ -16,26 +16,18 @@
 #include "ingest/readers.h"
 #include "ingest/text_util.h"
 #include "model/errors.h"
+#include "model/json_input.h"
 
 namespace arfit::ingest::detail {
 
-IngestResult read_nccl_tests_json(const std::string& text, const std::string& name, const Options& options) {
+namespace {
+
+// The reader proper; errors about one value are JsonErrors naming its pointer (the caller adds file:line).
+IngestResult read_results(const nlohmann::json& j, const std::string& name, const Options& options) {
   using nlohmann::json;
   IngestResult r;
   r.format = Format::NcclTestsJson;
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    // byte offset -> line
-    long line = 1;
-    for (std::size_t i = 0; i < text.size() && i + 1 < e.byte; ++i)
-      if (text[i] == '\n') ++line;
-    throw InputError(name, line, "", std::string("invalid JSON: ") + e.what());
-  } catch (const json::exception& e) {
-    // e.g. out_of_range.406: a number too large for a double
-    throw InputError(name, 0, "", std::string("invalid JSON: ") + e.what());
-  }
+  auto fail = [](const std::string& pointer, const std::string& what) { throw JsonError(pointer, what); };
   if (!j.is_object()) throw InputError(name, 1, "", "expected a JSON object (nccl-tests -J output)");
   if (!j.contains("results") || !j["results"].is_array()) throw InputError(name, 1, "results", "missing 'results' list");
   std::optional<Collective> coll = options.collective;
@@ -48,7 +40,10 @@ IngestResult read_nccl_tests_json(const std::string& text, const std::string& na
   std::set<std::string> hosts;
   if (j.contains("config") && j["config"].is_object()) {
     const json& c = j["config"];
-    if (c.contains("iterations") && c["iterations"].is_number_integer()) iters = c["iterations"].get<int>();
+    if (c.contains("iterations") && c["iterations"].is_number_integer()) {
+      const auto it = JsonView(c["iterations"], "/config/iterations");
+      iters = it.integer<int>(0);
+    }
     if (c.contains("devices") && c["devices"].is_array()) {
       devices = static_cast<int>(c["devices"].size());
       for (const auto& d : c["devices"]) {
@@ -67,16 +62,17 @@ IngestResult read_nccl_tests_json(const std::string& text, const std::string& na
                                               std::to_string(code % 100));
   }
   RankInference inf(*coll);
-  auto number = [&](const json& o, const char* key, std::size_t row, bool* is_nan) -> std::optional<double> {
+  auto number = [&](const json& o, const char* placement, const char* key, std::size_t row, bool* is_nan) -> std::optional<double> {
     if (!o.contains(key) || o[key].is_null()) return std::nullopt;
     const json& v = o[key];
     if (v.is_string() && v.get<std::string>() == "nan") {
       if (is_nan) *is_nan = true;
       return std::nullopt;
     }
-    if (!v.is_number()) throw InputError(name, 0, key, "results[" + std::to_string(row) + "]: not a number");
+    const std::string where = json_pointer_append(json_pointer_append(json_pointer_append("/results", row), placement), key);
+    if (!v.is_number()) fail(where, "not a number");
     double d = v.get<double>();
-    if (!std::isfinite(d)) throw InputError(name, 0, key, "results[" + std::to_string(row) + "]: non-finite value");
+    if (!std::isfinite(d)) fail(where, "non-finite value");
     return d;
   };
   struct P {
@@ -87,15 +83,15 @@ IngestResult read_nccl_tests_json(const std::string& text, const std::string& na
   std::optional<std::int64_t> last;
   for (std::size_t i = 0; i < j["results"].size(); ++i) {
     const json& row = j["results"][i];
-    if (!row.is_object()) throw InputError(name, 0, "results", "results[" + std::to_string(i) + "] is not an object");
-    if (!row.contains("size") || !row["size"].is_number_unsigned())
-      throw InputError(name, 0, "size", "results[" + std::to_string(i) + "]: missing or negative size");
-    const std::int64_t size = static_cast<std::int64_t>(row["size"].get<std::uint64_t>() & 0x7fffffffffffffffULL);
+    const std::string where = json_pointer_append("/results", i);
+    if (!row.is_object()) fail(where, "not an object");
+    if (!row.contains("size") || !row["size"].is_number_unsigned()) fail(where + "/size", "missing or negative size");
+    // A size beyond int64 is an error, never wrapped.
+    const std::int64_t size = JsonView(row["size"], where + "/size").integer<std::int64_t>(0);
     ++r.rows;
     if (last) {
       if (size < *last)
-        throw InputError(name, 0, "size", "results[" + std::to_string(i) + "]: size " + std::to_string(size) + " after " +
-                                              std::to_string(*last) + ": sizes must increase within a run");
+        fail(where + "/size", "size " + std::to_string(size) + " after " + std::to_string(*last) + ": sizes must increase within a run");
       if (size == *last) {
         ++r.duplicates;
         add_warning(r, name + ": results[" + std::to_string(i) + "]: duplicated size " + std::to_string(size) + " (kept)");
@@ -107,19 +103,19 @@ IngestResult read_nccl_tests_json(const std::string& text, const std::string& na
       const char* key = set == 0 ? "out_of_place" : "in_place";
       if (!row.contains(key) || row[key].is_null()) continue;
       const json& o = row[key];
-      if (!o.is_object()) throw InputError(name, 0, key, "results[" + std::to_string(i) + "]: not an object");
+      if (!o.is_object()) fail(where + "/" + key, "not an object");
       P p;
       p.s.bytes = size;
       p.s.in_place = set == 1;
       p.s.dtype = canonical_dtype(type);
       bool nan = false;
-      auto t = number(o, o.contains("time") ? "time" : "cpu_time", i, &nan);
-      auto a = number(o, "alg_bw", i, &nan);
-      auto b = number(o, "bus_bw", i, &nan);
-      auto w = number(o, "nwrong", i, nullptr);
+      auto t = number(o, key, o.contains("time") ? "time" : "cpu_time", i, &nan);
+      auto a = number(o, key, "alg_bw", i, &nan);
+      auto b = number(o, key, "bus_bw", i, &nan);
+      auto w = number(o, key, "nwrong", i, nullptr);
       if (a && b) inf.add(*a, *b, 0.5e-6 * std::max(1.0, *a), 0.5e-6 * std::max(1.0, *b));
       if (w && *w > 0) p.s.wrong = saturated_count(*w);
-      if (t && *t < 0) throw InputError(name, 0, "time", "results[" + std::to_string(i) + "]: negative time");
+      if (t && *t < 0) fail(where + "/" + key + "/time", "negative time");
       if (t && !nan && p.s.wrong == 0 && size > 0 && *t > 0) {
         p.s.time_us = *t;
       } else {
@@ -149,6 +145,17 @@ IngestResult read_nccl_tests_json(const std::string& text, const std::string& na
     r.samples.push_back(std::move(s));
   }
   return r;
+}
+
+}  // namespace
+
+IngestResult read_nccl_tests_json(const std::string& text, const std::string& name, const Options& options) {
+  const nlohmann::json j = parse_json(text, name);
+  try {
+    return read_results(j, name, options);
+  } catch (const JsonError& e) {
+    throw json_input_error(e, text, name);
+  }
 }
 
 }  // namespace arfit::ingest::detail

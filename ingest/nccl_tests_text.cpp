@@ -945,6 +945,14 @@ class NcclTextReader {
       data_row(tok, line);
       return;
     }
+    // A row shaped like the table's data rows whose size is not a byte count (negative, or beyond int64):
+    // not read, but counted and named, never dropped silently.
+    if (!comment && table_open_ && tok.size() >= 4 && parse_double(tok[0])) {
+      ++result_.dropped;
+      add_warning(result_, name_ + ":" + std::to_string(line) + ": row dropped: size '" + std::string(tok[0]) +
+                               "' is not a byte count (negative or beyond 2^63)");
+      return;
+    }
     if (!comment && !table_open_ && !cols_.empty() && tok.size() == cols_.size() && parse_grouped_uint(tok[0]) &&
         tok.size() >= 4 && parse_double(tok[tok.size() - 2]))
       fail(line, "a data row outside a table (after the footer of the run that starts at line " +

@@ -79,6 +79,13 @@ IngestResult read_param_comms(const std::string& text, const std::string& name, 
     auto tk = tokens(body);
     std::string_view tag = tk[0];
     if (starts_with(tag, "COMMS-RES-QUANT")) throw InputError(name, ln, "", "PARAM quantized-collective output is not supported");
+    // A row whose size is a number but not a byte count (negative, or beyond int64): counted and named.
+    if (!cols.empty() && tk.size() > 1 && !parse_grouped_uint(tk[1]) && parse_double(tk[1])) {
+      ++r.dropped;
+      add_warning(r, name + ":" + std::to_string(ln) + ": row dropped: size '" + std::string(tk[1]) +
+                         "' is not a byte count (negative or beyond 2^63)");
+      continue;
+    }
     // Header: the token after the tag is not a number.
     if (tk.size() > 1 && !parse_grouped_uint(tk[1])) {
       cols.clear();

@@ -1,42 +1,343 @@
 #include "model/atomic_file.h"
 
+#include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+#include <fcntl.h>
+#include <filesystem>
+#include <mutex>
 #include <stdexcept>
+#include <streambuf>
+#include <sys/stat.h>
 #include <unistd.h>
+#include <vector>
+
+#include "model/errors.h"
 
 namespace arfit {
+namespace {
+
+std::string sys_reason(int err) { return std::strerror(err); }
+
+// ---------------------------------------------------------------- inputs of this process
+
+struct InputFile {
+  dev_t dev;
+  ino_t ino;
+  std::string path;
+};
+
+std::mutex& inputs_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::vector<InputFile>& inputs() {
+  static std::vector<InputFile> v;
+  return v;
+}
+
+void remember_input(const struct stat& st, const std::string& path) {
+  std::lock_guard<std::mutex> lock(inputs_mutex());
+  for (const InputFile& f : inputs())
+    if (f.dev == st.st_dev && f.ino == st.st_ino) return;
+  inputs().push_back({st.st_dev, st.st_ino, path});
+}
+
+// The input path recorded for this file, or "" when it is not an input.
+std::string input_named(const struct stat& st) {
+  std::lock_guard<std::mutex> lock(inputs_mutex());
+  for (const InputFile& f : inputs())
+    if (f.dev == st.st_dev && f.ino == st.st_ino) return f.path;
+  return "";
+}
+
+// ---------------------------------------------------------------- temporary files and signals
+
+// Temporary files being written, in a fixed table the signal handler can walk without allocating or locking:
+// a slot is claimed (0 -> 1), filled, published (2); the handler unlinks published slots only.
+constexpr int kTempSlots = 32;
+constexpr std::size_t kTempPathMax = 4096;
+struct TempSlot {
+  std::atomic<int> state{0};
+  char path[kTempPathMax];
+};
+TempSlot g_temp[kTempSlots];
+static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs lock-free slot states");
+
+constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+struct sigaction g_previous[sizeof kCleanupSignals / sizeof kCleanupSignals[0]];
+
+extern "C" void remove_temporaries_and_reraise(int sig) {
+  const int saved_errno = errno;
+  for (TempSlot& s : g_temp)
+    if (s.state.load() == 2) ::unlink(s.path);  // unlink is async-signal-safe
+  // Restore what was there before (the default action: we only install over SIG_DFL) and deliver the signal
+  // again; it is blocked inside this handler and terminates the process as soon as the handler returns.
+  for (std::size_t i = 0; i < sizeof kCleanupSignals / sizeof kCleanupSignals[0]; ++i)
+    if (kCleanupSignals[i] == sig) ::sigaction(sig, &g_previous[i], nullptr);
+  ::raise(sig);
+  errno = saved_errno;
+}
+
+void install_cleanup_handlers() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (std::size_t i = 0; i < sizeof kCleanupSignals / sizeof kCleanupSignals[0]; ++i) {
+      struct sigaction old {};
+      if (::sigaction(kCleanupSignals[i], nullptr, &old) != 0) continue;
+      // A signal the process ignores (nohup) or handles itself (MPI, a test harness) is left alone.
+      if (old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO)) continue;
+      g_previous[i] = old;
+      struct sigaction sa {};
+      sa.sa_handler = remove_temporaries_and_reraise;
+      sigemptyset(&sa.sa_mask);
+      sa.sa_flags = 0;
+      ::sigaction(kCleanupSignals[i], &sa, nullptr);
+    }
+  });
+}
+
+// Keeps a temporary path in the table while it may exist on disk. With more than kTempSlots concurrent
+// writes (or an over-long path) the file is still removed on errors, only not on signals.
+class TempRegistration {
+ public:
+  explicit TempRegistration(const std::string& path) {
+    if (path.size() >= kTempPathMax) return;
+    install_cleanup_handlers();
+    for (int i = 0; i < kTempSlots; ++i) {
+      int free_state = 0;
+      if (g_temp[i].state.compare_exchange_strong(free_state, 1)) {
+        std::memcpy(g_temp[i].path, path.c_str(), path.size() + 1);
+        g_temp[i].state.store(2);
+        slot_ = i;
+        return;
+      }
+    }
+  }
+  ~TempRegistration() {
+    if (slot_ >= 0) g_temp[slot_].state.store(0);
+  }
+  TempRegistration(const TempRegistration&) = delete;
+  TempRegistration& operator=(const TempRegistration&) = delete;
+
+ private:
+  int slot_ = -1;
+};
+
+// ---------------------------------------------------------------- output stream over a file descriptor
+
+// An ostream buffer writing to a descriptor and keeping errno of the first failed write, so that a full disk
+// is reported as "No space left on device" rather than a bare stream failure.
+class FdOutBuf : public std::streambuf {
+ public:
+  explicit FdOutBuf(int fd) : fd_(fd), buf_(1 << 16) { setp(buf_.data(), buf_.data() + buf_.size()); }
+  int error() const { return err_; }
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (!drain()) return traits_type::eof();
+    if (!traits_type::eq_int_type(c, traits_type::eof())) {
+      *pptr() = traits_type::to_char_type(c);
+      pbump(1);
+    }
+    return traits_type::not_eof(c);
+  }
+  int sync() override { return drain() ? 0 : -1; }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    if (n < static_cast<std::streamsize>(buf_.size())) return std::streambuf::xsputn(s, n);
+    if (!drain() || !write_all(s, static_cast<std::size_t>(n))) return 0;
+    return n;
+  }
+
+ private:
+  bool drain() {
+    const std::size_t n = static_cast<std::size_t>(pptr() - pbase());
+    const bool ok = n == 0 || write_all(pbase(), n);
+    setp(buf_.data(), buf_.data() + buf_.size());
+    return ok;
+  }
+  bool write_all(const char* p, std::size_t n) {
+    if (err_) return false;
+    while (n > 0) {
+      const ssize_t w = ::write(fd_, p, n);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        err_ = errno;
+        return false;
+      }
+      p += w;
+      n -= static_cast<std::size_t>(w);
+    }
+    return true;
+  }
+
+  int fd_;
+  std::vector<char> buf_;
+  int err_ = 0;
+};
+
+// ---------------------------------------------------------------- the output-path rule
+
+struct ResolvedOutput {
+  std::string target;  // the path to replace: `path`, or the file its symbolic link names
+  bool exists = false;
+  mode_t mode = 0;     // permissions of the existing file, kept by the replacement
+};
+
+std::string file_kind(mode_t m) {
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISSOCK(m)) return "a socket";
+  return "not a regular file";
+}
+
+ResolvedOutput resolve_output(const std::string& path) {
+  ResolvedOutput out;
+  out.target = path;
+  if (path.empty()) throw OutputPathError("empty output path");
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return out;  // a new file (a missing folder is reported when the file is created)
+    throw std::runtime_error(path + ": cannot check the output path: " + sys_reason(errno));
+  }
+  if (S_ISLNK(st.st_mode)) {
+    char* real = ::realpath(path.c_str(), nullptr);
+    if (!real) throw OutputPathError(path + ": is a symbolic link to a missing file (" + sys_reason(errno) + "); refusing to write through it");
+    out.target = real;
+    std::free(real);
+    if (::stat(out.target.c_str(), &st) != 0) throw std::runtime_error(path + ": cannot check the output path: " + sys_reason(errno));
+    if (!S_ISREG(st.st_mode))
+      throw OutputPathError(path + ": is a symbolic link to " + file_kind(st.st_mode) + " (" + out.target +
+                            "); an output must be a regular file");
+  } else if (!S_ISREG(st.st_mode)) {
+    throw OutputPathError(path + ": is " + file_kind(st.st_mode) + "; an output must be a regular file (replacing it would destroy it)");
+  }
+  const std::string input = input_named(st);
+  if (!input.empty())
+    throw OutputPathError(path + ": is an input of this run" + (input == path ? std::string() : " (the same file as " + input + ")") +
+                          "; write the output to another file");
+  // Root may write anything, so the permission bits are checked too: a read-only file stays read-only.
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  if ((st.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) == 0)
+    throw OutputPathError(path + ": is read-only (mode " + mode + "); refusing to replace it");
+  if (::access(out.target.c_str(), W_OK) != 0) {
+    if (errno == EACCES) throw OutputPathError(path + ": is not writable by this user (mode " + mode + "); refusing to replace it");
+    throw std::runtime_error(path + ": cannot write: " + sys_reason(errno));  // e.g. a read-only file system
+  }
+  out.exists = true;
+  out.mode = st.st_mode & 07777;
+  return out;
+}
+
+// Creates the temporary file; a stale one of an earlier process with our pid is replaced (never followed:
+// O_EXCL does not open through a symbolic link).
+int create_temporary(const std::string& tmp, const std::string& path) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0) return fd;
+    if (errno != EEXIST || attempt > 0) break;
+    ::unlink(tmp.c_str());
+  }
+  throw std::runtime_error(path + ": cannot create the temporary file " + tmp + ": " + sys_reason(errno));
+}
+
+std::string read_bytes(const std::string& path, bool is_input) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error(path + ": cannot open: " + sys_reason(errno));
+  std::string out;
+  struct stat st {};
+  if (::fstat(fd, &st) == 0) {
+    if (is_input) remember_input(st, path);
+    if (S_ISREG(st.st_mode) && st.st_size > 0) out.reserve(static_cast<std::size_t>(st.st_size));
+  }
+  std::vector<char> buf(1 << 16);
+  while (true) {
+    const ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd);
+      throw std::runtime_error(path + ": cannot read: " + sys_reason(err));
+    }
+    out.append(buf.data(), static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+}  // namespace
+
+void check_output_path(const std::string& path) { resolve_output(path); }
 
 void write_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& write) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  const ResolvedOutput out = resolve_output(path);
+  const std::string tmp = out.target + ".tmp." + std::to_string(::getpid());
+  TempRegistration registration(tmp);  // before the file exists, so a signal never misses it
+  int fd = create_temporary(tmp, path);
   try {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error(path + ": cannot open for writing: " + std::strerror(errno));
-    write(out);
-    out.flush();
-    if (!out) throw std::runtime_error(path + ": write failed");
-    out.close();
-    if (std::rename(tmp.c_str(), path.c_str()) != 0)
-      throw std::runtime_error(path + ": cannot rename temporary file: " + std::strerror(errno));
+    if (out.exists && ::fchmod(fd, out.mode) != 0)
+      throw std::runtime_error(path + ": cannot set the permissions of " + tmp + ": " + sys_reason(errno));
+    FdOutBuf buf(fd);
+    std::ostream os(&buf);
+    write(os);
+    os.flush();
+    if (!os || buf.error()) throw std::runtime_error(path + ": cannot write: " + sys_reason(buf.error() ? buf.error() : EIO));
+    const int closed = ::close(fd);
+    fd = -1;
+    if (closed != 0) throw std::runtime_error(path + ": cannot write: " + sys_reason(errno));
+    if (std::rename(tmp.c_str(), out.target.c_str()) != 0)
+      throw std::runtime_error(path + ": cannot rename the temporary file into place: " + sys_reason(errno));
   } catch (...) {
-    std::remove(tmp.c_str());
+    if (fd >= 0) ::close(fd);
+    ::unlink(tmp.c_str());
     throw;
   }
 }
 
 void write_string_atomically(const std::string& path, const std::string& content) {
-  write_file_atomically(path, [&](std::ostream& os) { os << content; });
+  write_file_atomically(path, [&](std::ostream& os) { os.write(content.data(), static_cast<std::streamsize>(content.size())); });
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+std::string normalize_text(std::string text) {
+  if (text.compare(0, 3, "\xEF\xBB\xBF") == 0) text.erase(0, 3);
+  for (std::size_t i = text.find('\r'); i != std::string::npos; i = text.find('\r', i + 1))
+    if (i + 1 == text.size() || text[i + 1] != '\n') text[i] = '\n';
+  return text;
+}
+
+std::string read_file(const std::string& path) { return normalize_text(read_bytes(path, true)); }
+
+std::string read_file_bytes(const std::string& path) { return read_bytes(path, false); }
+
+std::string read_input_file(const std::string& path) {
+  try {
+    return read_file(path);
+  } catch (const std::runtime_error& e) {
+    throw InputError(path, 0, "", e.what());
+  }
+}
+
+void record_input(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) remember_input(st, path);
+}
+
+bool same_path(const std::string& a, const std::string& b) {
+  struct stat sa {}, sb {};
+  const bool ea = ::stat(a.c_str(), &sa) == 0, eb = ::stat(b.c_str(), &sb) == 0;
+  if (ea && eb) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  if (ea != eb) return false;
+  std::error_code ec1, ec2;
+  const auto ca = std::filesystem::weakly_canonical(std::filesystem::absolute(a, ec1), ec1);
+  const auto cb = std::filesystem::weakly_canonical(std::filesystem::absolute(b, ec2), ec2);
+  return !ec1 && !ec2 && ca == cb;
 }
 
 }  // namespace arfit

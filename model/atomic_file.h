@@ -1,4 +1,18 @@
-// Writers never leave half-written outputs: write to "<path>.tmp.<pid>" in the same directory, then rename.
+// Reading inputs and writing outputs, with one output-path rule for every writer.
+//
+// Writers never leave half-written outputs: they write "<path>.tmp.<pid>" in the same directory, then rename.
+// Before anything is created the output path must pass the output-path rule (check_output_path):
+//   - an output that is the same file as an input of this process is refused: read_file records the
+//     device and inode of every file it reads, so hard links, symbolic links and relative paths to an input
+//     are caught, not only the same spelling;
+//   - an existing output that is not a regular file (a device node, FIFO, socket or directory) is refused;
+//   - a symbolic link is followed: the regular file it names is replaced and the link is kept (the user named
+//     the link to mean its target, as cp and editors do); a dangling link, or one to anything else, is refused;
+//   - an existing output without write permission (a read-only file) is refused, also for root.
+// Refusals throw OutputPathError (a usage error: the path came from an option); write failures throw
+// std::runtime_error with the system's reason (strerror). Temporary files are removed when the process is
+// stopped by SIGINT, SIGTERM, SIGHUP or SIGPIPE (an async-signal-safe handler unlinks them and re-raises the
+// signal with its default action).
 #pragma once
 
 #include <functional>
@@ -7,14 +21,34 @@
 
 namespace arfit {
 
-// Calls write(stream); on success flushes, closes and renames over `path`. On any exception or stream
-// failure the temporary file is removed and the exception (or a std::runtime_error naming `path`) propagates.
+// Calls write(stream); on success flushes, closes and renames over `path` (or the file its symbolic link
+// names). On any exception or write failure the temporary file is removed and the exception propagates.
 void write_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& write);
 
 // Same, for a complete string.
 void write_string_atomically(const std::string& path, const std::string& content);
 
-// Reads a whole file; throws std::runtime_error naming the path when it cannot be opened.
+// Throws OutputPathError when `path` may not be written (the rule above). Every write checks it; commands also
+// call it right after reading their inputs, to refuse before long work rather than after.
+void check_output_path(const std::string& path);
+
+// Reads a whole text file as every reader sees it: a leading UTF-8 byte-order mark is dropped and lone
+// carriage returns (classic Mac line ends) become line feeds, so line numbers in messages are the lines an
+// editor shows; CRLF is kept. Records the file as an input of this process. Throws std::runtime_error naming
+// the path and the system's reason.
 std::string read_file(const std::string& path);
+// read_file for a command's input: a file that cannot be read is bad input (InputError naming the path, exit 1).
+std::string read_input_file(const std::string& path);
+// The bytes as they are, of the output a writer continues (arbench --resume measures and appends to it): not
+// recorded as an input, since it is this run's output.
+std::string read_file_bytes(const std::string& path);
+// The text normalisation read_file applies.
+std::string normalize_text(std::string text);
+
+// Records a file as an input of this process (for readers that open files themselves). Missing files are ignored.
+void record_input(const std::string& path);
+// True when both paths name the same file: the same device and inode when they exist, else the same path
+// once symbolic links and "." / ".." are resolved. Two outputs of one command must not be the same file.
+bool same_path(const std::string& a, const std::string& b);
 
 }  // namespace arfit

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "model/sm_targets.h"
@@ -13,87 +14,181 @@ nlohmann::json group_key_to_json(const GroupKey& k) {
           {"fusion", to_string(k.fusion)}, {"dtype", k.dtype}, {"nranks", k.nranks}, {"nnodes", k.nnodes}};
 }
 
-GroupKey group_key_from_json(const nlohmann::json& j) {
+GroupKey group_key_from_json(const nlohmann::json& j) { return group_key_from_json(JsonView(j)); }
+
+GroupKey group_key_from_json(const JsonView& j, int min_nranks) {
   GroupKey k;
-  k.system = j.at("system").get<std::string>();
-  k.collective = parse_collective(j.at("collective").get<std::string>());
-  k.strategy = j.at("strategy").get<std::string>();
-  k.fusion = parse_fusion(j.at("fusion").get<std::string>());
-  k.dtype = j.at("dtype").get<std::string>();
-  k.nranks = j.at("nranks").get<int>();
-  k.nnodes = j.at("nnodes").get<int>();
+  k.system = j.at("system").string();
+  const JsonView c = j.at("collective");
+  const auto collective = try_parse_collective(c.string());
+  if (!collective) c.fail("unknown collective '" + c.string() + "'");
+  k.collective = *collective;
+  k.strategy = j.at("strategy").string();
+  if (k.strategy.empty()) j.at("strategy").fail("empty strategy name");
+  const JsonView f = j.at("fusion");
+  const auto fusion = try_parse_fusion(f.string());
+  if (!fusion) f.fail("unknown fusion op '" + f.string() + "'");
+  k.fusion = *fusion;
+  k.dtype = j.at("dtype").string();
+  k.nranks = j.at("nranks").integer<int>(min_nranks, kMaxModelRanks);
+  k.nnodes = j.at("nnodes").integer<int>(1, kMaxModelRanks);
   return k;
 }
 
-GroupModel GroupModel::from_json(const nlohmann::json& j) {
+namespace {
+
+// The family's parameters: finite, as many as the family has, and inside its box bounds (the fit never leaves
+// them; a value outside is a hand edit that would predict nonsense).
+std::vector<double> read_params(const JsonView& j, const FamilySpec& spec) {
+  const JsonView p = j.at("params");
+  std::vector<double> params = p.numbers();
+  if (spec.kind == FamilyKind::Seed) return params;
+  if (static_cast<int>(params.size()) != spec.num_params())
+    p.fail("family " + spec.name() + " needs " + std::to_string(spec.num_params()) + " params, got " + std::to_string(params.size()));
+  std::vector<double> lo, hi;
+  spec.bounds(lo, hi);
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const double slack = 1e-6 * std::max({1.0, std::fabs(lo[i]), std::fabs(hi[i])});
+    if (params[i] < lo[i] - slack || params[i] > hi[i] + slack)
+      p.at(i).fail(spec.param_names()[i] + " = " + p.at(i).json().dump() + " is outside the family's bounds [" +
+                   nlohmann::json(lo[i]).dump() + ", " + nlohmann::json(hi[i]).dump() + "]");
+  }
+  return params;
+}
+
+// Row-major covariance of the parameters; empty when absent or of another size (files written before it). An
+// entry the fit could not estimate is non-finite in memory and null in the file: kept as NaN, the delta
+// method then leaves the covariance out (GroupModel::log_half_width).
+std::vector<double> read_covariance(const JsonView& j, std::size_t np) {
+  const auto c = j.find("covariance");
+  if (!c) return {};
+  std::vector<double> cov;
+  for (std::size_t r = 0; r < c->size(); ++r) {
+    const JsonView row = c->at(r);
+    for (std::size_t k = 0; k < row.size(); ++k) {
+      const nlohmann::json& v = row.at(k).json();
+      if (!v.is_number() && !v.is_null()) row.at(k).fail("expected a number, got " + row.at(k).describe());
+      cov.push_back(v.is_number() ? v.get<double>() : std::numeric_limits<double>::quiet_NaN());
+    }
+  }
+  if (cov.size() != np * np) return {};
+  return cov;
+}
+
+HermiteSpline read_correction(const JsonView& c) {
+  const JsonView kind = c.at("kind");
+  SplineKind k = SplineKind::Linear;
+  try {
+    k = parse_spline_kind(kind.string());
+  } catch (const std::invalid_argument& e) {
+    kind.fail(e.what());
+  }
+  const JsonView xs = c.at("log_bytes"), ys = c.at("log_resid");
+  std::vector<double> x = xs.numbers(), y = ys.numbers();
+  for (std::size_t i = 0; i < y.size(); ++i)
+    if (std::fabs(y[i]) > kMaxLogResidual)
+      ys.at(i).fail("a log residual beyond +-" + std::to_string(static_cast<int>(kMaxLogResidual)) + " (e^700, the largest double)");
+  if (x.size() != y.size())
+    ys.fail("has " + std::to_string(y.size()) + " values for " + std::to_string(x.size()) + " knots in log_bytes");
+  for (std::size_t i = 1; i < x.size(); ++i)
+    if (!(x[i] > x[i - 1])) xs.at(i).fail("knots must increase strictly");
+  return HermiteSpline(std::move(x), std::move(y), k);
+}
+
+// The measured residuals at the sizes the correction set aside as spikes (fit/fit_group.cpp): transfer sources
+// need what was actually measured there.
+void read_spike_residuals(const JsonView& c, GroupModel& g) {
+  const auto bytes = c.find("spike_bytes");
+  const auto resid = c.find("spike_log_resid");
+  if (!bytes || !resid) return;
+  const std::vector<double> b = bytes->numbers();
+  g.spike_log_resid = resid->numbers();
+  if (b.size() != g.spike_log_resid.size())
+    resid->fail("has " + std::to_string(g.spike_log_resid.size()) + " values for " + std::to_string(b.size()) + " spike_bytes");
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    if (!(b[i] > 0)) bytes->at(i).fail("spike sizes must be positive");
+    if (std::fabs(g.spike_log_resid[i]) > kMaxLogResidual) resid->at(i).fail("a log residual beyond +-700");
+    g.spike_log_bytes.push_back(std::log(b[i]));
+  }
+}
+
+// A group transferred from other machines' curves (fit/transfer.h): its source list and per-size log sigma.
+void read_transfer(const JsonView& t, GroupModel& g) {
+  g.transfer_how = t.at("how").string();
+  const JsonView xs = t.at("log_bytes"), sig = t.at("log_sigma");
+  g.transfer_log_bytes = xs.numbers();
+  g.transfer_log_sigma = sig.numbers();
+  if (g.transfer_log_bytes.empty()) xs.fail("a transferred group needs at least one size");
+  if (g.transfer_log_bytes.size() != g.transfer_log_sigma.size())
+    sig.fail("has " + std::to_string(g.transfer_log_sigma.size()) + " values for " + std::to_string(g.transfer_log_bytes.size()) +
+             " sizes in log_bytes");
+  for (std::size_t i = 0; i < g.transfer_log_bytes.size(); ++i) {
+    if (i > 0 && !(g.transfer_log_bytes[i] > g.transfer_log_bytes[i - 1])) xs.at(i).fail("sizes must increase strictly");
+    if (!(g.transfer_log_sigma[i] >= 0 && g.transfer_log_sigma[i] <= kMaxLogSigma))
+      sig.at(i).fail("a log sigma must lie in [0, " + std::to_string(kMaxLogSigma) + "]");
+  }
+  if (const auto anchors = t.find("anchor_bytes")) {
+    const std::vector<double> a = anchors->numbers();
+    if (a.size() >= 2) {
+      g.anchor_min_bytes = *std::min_element(a.begin(), a.end());
+      g.anchor_max_bytes = *std::max_element(a.begin(), a.end());
+    }
+  }
+}
+
+}  // namespace
+
+GroupModel GroupModel::from_json(const nlohmann::json& j) { return from_json(JsonView(j)); }
+
+GroupModel GroupModel::from_json(const JsonView& j) {
   GroupModel g;
   g.key = group_key_from_json(j.at("key"));
-  g.ok = j.value("ok", false);
+  if (const auto ok = j.find("ok")) g.ok = ok->boolean();
   if (!g.ok) return g;
-  g.family = j.at("family").get<std::string>();
-  g.spec = parse_family(g.family);
-  g.params = j.at("params").get<std::vector<double>>();
-  if (g.spec.kind == FamilyKind::Seed) {
-    g.seed = SeedModel::from_json(j.at("seed"));
-  } else if (static_cast<int>(g.params.size()) != g.spec.num_params()) {
-    throw std::invalid_argument("family " + g.family + " needs " + std::to_string(g.spec.num_params()) + " params, got " +
-                                std::to_string(g.params.size()));
+  const JsonView family = j.at("family");
+  g.family = family.string();
+  try {
+    g.spec = parse_family(g.family);
+  } catch (const std::invalid_argument& e) {
+    family.fail(e.what());
   }
-  if (j.contains("covariance") && j["covariance"].is_array()) {
-    for (const auto& row : j["covariance"])
-      for (const auto& v : row) g.covariance.push_back(v.get<double>());
-    if (g.covariance.size() != g.params.size() * g.params.size()) g.covariance.clear();
+  g.params = read_params(j, g.spec);
+  if (g.spec.kind == FamilyKind::Seed) g.seed = SeedModel::from_json(j.at("seed"));
+  g.covariance = read_covariance(j, g.params.size());
+  // nccl-tests' bus factors lie in (0, 2) (fit stores 1 for one rank, which moves no data).
+  g.bus_factor = j.at("bus_factor").number();
+  if (!(g.bus_factor > 0 && g.bus_factor <= 2))
+    j.at("bus_factor").fail("the bus factor must lie in (0, 2], got " + j.at("bus_factor").json().dump());
+  if (const auto c = j.find("correction"); c && c->json().is_object()) {
+    g.correction = read_correction(*c);
+    read_spike_residuals(*c, g);
   }
-  g.bus_factor = j.at("bus_factor").get<double>();
-  if (j.contains("correction") && j["correction"].is_object()) {
-    const auto& c = j["correction"];
-    g.correction = HermiteSpline(c.at("log_bytes").get<std::vector<double>>(), c.at("log_resid").get<std::vector<double>>(),
-                                 parse_spline_kind(c.at("kind").get<std::string>()));
-    if (c.contains("spike_bytes") && c.contains("spike_log_resid")) {
-      const auto b = c["spike_bytes"].get<std::vector<double>>();
-      g.spike_log_resid = c["spike_log_resid"].get<std::vector<double>>();
-      if (b.size() != g.spike_log_resid.size()) throw std::invalid_argument("correction: spike_bytes and spike_log_resid differ in length");
-      for (double x : b) {
-        if (!(x > 0)) throw std::invalid_argument("correction: spike_bytes must be > 0");
-        g.spike_log_bytes.push_back(std::log(x));
-      }
-    }
+  const JsonView r = j.at("range");
+  g.min_bytes = r.at("min_bytes").number();
+  if (!(g.min_bytes > 0)) r.at("min_bytes").fail("the smallest measured size must be positive, got " + r.at("min_bytes").json().dump());
+  g.max_bytes = r.at("max_bytes").number(0, kMaxModelBytes);
+  if (g.max_bytes < g.min_bytes)
+    r.at("max_bytes").fail("the range is reversed: max_bytes " + r.at("max_bytes").json().dump() + " is below min_bytes " +
+                           r.at("min_bytes").json().dump());
+  g.points = r.at("points").integer<int>(0);
+  if (const auto iv = j.find("interval")) {
+    if (const auto z = iv->find("z")) g.z = z->number(1e-3, 10);
+    if (const auto s = iv->find("sigma_in")) g.sigma_in = s->number(0, kMaxLogSigma);
+    if (const auto s = iv->find("sigma_out_per_octave")) g.sigma_out_per_octave = s->number(0, kMaxLogSigma);
   }
-  const auto& r = j.at("range");
-  g.min_bytes = r.at("min_bytes").get<double>();
-  g.max_bytes = r.at("max_bytes").get<double>();
-  g.points = r.at("points").get<int>();
-  if (j.contains("interval")) {
-    const auto& iv = j["interval"];
-    g.z = iv.value("z", kZ90);
-    g.sigma_in = iv.value("sigma_in", g.sigma_in);
-    g.sigma_out_per_octave = iv.value("sigma_out_per_octave", g.sigma_out_per_octave);
-  }
-  if (j.contains("tail") && j["tail"].is_object()) {
+  if (const auto t = j.find("tail"); t && t->json().is_object()) {
     g.has_tail = true;
-    g.tail_a_us = j["tail"].at("a_us").get<double>();
-    g.tail_b_us_per_byte = j["tail"].at("b_us_per_byte").get<double>();
+    g.tail_a_us = t->at("a_us").number(-kMaxModelTimeUs, kMaxModelTimeUs);
+    // The tail carries the time above the measured range: it never falls with size.
+    g.tail_b_us_per_byte = t->at("b_us_per_byte").number(0, 1e3);  // up to 1 ms per byte
   }
-  g.device = j.value("device", std::string());
-  g.sm = j.value("sm", 0);
+  g.device = j.string_or("device", "");
+  if (const auto sm = j.find("sm")) g.sm = sm->integer<int>(0, kMaxSmVersion);
   if (g.sm == 0) g.sm = sm_from_device(g.device);
-  g.cv_gmae = j.value("cv_gmae", 0.0);
-  if (j.contains("transfer") && j["transfer"].is_object()) {
-    const auto& t = j["transfer"];
-    g.transfer_how = t.at("how").get<std::string>();
-    g.transfer_log_bytes = t.at("log_bytes").get<std::vector<double>>();
-    g.transfer_log_sigma = t.at("log_sigma").get<std::vector<double>>();
-    if (g.transfer_log_bytes.size() != g.transfer_log_sigma.size() || g.transfer_log_bytes.empty())
-      throw std::invalid_argument("transfer: log_bytes and log_sigma must be non-empty and of one length");
-    for (size_t i = 0; i < g.transfer_log_bytes.size(); ++i)
-      if ((i > 0 && !(g.transfer_log_bytes[i] > g.transfer_log_bytes[i - 1])) || !(g.transfer_log_sigma[i] >= 0))
-        throw std::invalid_argument("transfer: log_bytes must increase and log_sigma be >= 0");
-    const auto anchors = t.value("anchor_bytes", std::vector<double>{});
-    if (anchors.size() >= 2) {
-      g.anchor_min_bytes = *std::min_element(anchors.begin(), anchors.end());
-      g.anchor_max_bytes = *std::max_element(anchors.begin(), anchors.end());
-    }
-  }
+  // A diagnostic: a cross-validation that could not run is non-finite in memory and null in the file.
+  if (const auto cv = j.find("cv_gmae"); cv && !(cv->json().is_number() && !std::isfinite(cv->json().get<double>())))
+    g.cv_gmae = cv->number(0, std::numeric_limits<double>::max());
+  if (const auto t = j.find("transfer"); t && t->json().is_object()) read_transfer(*t, g);
   return g;
 }
 

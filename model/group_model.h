@@ -22,13 +22,29 @@
 
 #include "model/families.h"
 #include "model/interp.h"
+#include "model/json_input.h"
 #include "model/model_set.h"
 #include "model/seed.h"
 
 namespace arfit {
 
 nlohmann::json group_key_to_json(const GroupKey& k);
-GroupKey group_key_from_json(const nlohmann::json& j);  // throws nlohmann::json exceptions / std::invalid_argument
+// Largest rank/node count and SM version a models file may name (beyond them a value is a hand edit or a
+// wrapped integer, not a machine).
+inline constexpr int kMaxModelRanks = 1 << 20;
+inline constexpr int kMaxSmVersion = 1000;
+// Bounds of the other values a models file holds, far beyond anything fitted (the public data's largest
+// sigma_out_per_octave is 5.5; the seed family, unbounded by design, needs log residuals beyond 30) but short
+// of overflowing the prediction arithmetic in range: sizes up to 1e18 bytes, times up to 1e9 us, log-space
+// sigmas up to 50, log residual corrections whose exponential is a double.
+inline constexpr double kMaxModelBytes = 1e18;
+inline constexpr double kMaxModelTimeUs = 1e9;
+inline constexpr double kMaxLogSigma = 50;
+inline constexpr double kMaxLogResidual = 700;
+
+// Both throw JsonError (a std::invalid_argument naming the JSON pointer of the bad value).
+GroupKey group_key_from_json(const nlohmann::json& j);
+GroupKey group_key_from_json(const JsonView& j, int min_nranks = 1);  // joint models' keys hold nranks 0
 
 // z of a two-sided 90 % normal interval.
 inline constexpr double kZ90 = 1.6448536269514722;
@@ -62,7 +78,10 @@ struct GroupModel {
   std::vector<double> transfer_log_bytes, transfer_log_sigma;
   double anchor_min_bytes = 0, anchor_max_bytes = 0;  // span of the anchors (0, 0: fewer than two)
 
-  static GroupModel from_json(const nlohmann::json& j);  // throws std::exception on malformed content
+  // Reads and validates one group: types, finite values, parameters inside the family's bounds, a positive bus
+  // factor, non-negative sigmas, an ordered range. Throws JsonError naming the pointer of the bad value.
+  static GroupModel from_json(const nlohmann::json& j);
+  static GroupModel from_json(const JsonView& j);
 
   // ln t of the family alone (no correction), for a bus factor `f` (the group's own by default).
   double model_log_time(double bytes, double f = -1) const;

@@ -47,25 +47,29 @@ Trend smoothed_trend(const GroupModel& c, const GroupModel& d, double bytes, int
 
 }  // namespace
 
-JointModel JointModel::from_json(const nlohmann::json& j) {
+JointModel JointModel::from_json(const nlohmann::json& j) { return from_json(JsonView(j)); }
+
+JointModel JointModel::from_json(const JsonView& j) {
   JointModel m;
-  m.key = group_key_from_json(j.at("key"));
+  m.key = group_key_from_json(j.at("key"), 0);
   // Files without "rule" predate it and used the legacy rule.
-  m.rule = j.value("rule", std::string(kJointRuleLegacy));
-  if (m.rule != kJointRule && m.rule != kJointRuleLegacy) throw std::invalid_argument("unknown joint rule '" + m.rule + "'");
-  m.kappa = j.at("kappa").get<double>();
-  m.sigma_per_doubling = j.at("sigma_per_doubling").get<double>();
-  m.smooth_octaves = j.value("smooth_octaves", kJointSmoothOctaves);
-  m.sigma_excess_trend = j.value("sigma_excess_trend", 0.0);
-  if (!(m.sigma_excess_trend >= 0)) throw std::invalid_argument("joint sigma_excess_trend must be >= 0");
-  if (m.smooth_octaves < 0) throw std::invalid_argument("joint smooth_octaves must be >= 0");
-  m.members_json = j.at("members");
-  for (const auto& g : m.members_json) {
-    GroupModel gm = GroupModel::from_json(g);
+  m.rule = j.string_or("rule", kJointRuleLegacy);
+  if (m.rule != kJointRule && m.rule != kJointRuleLegacy) j.at("rule").fail("unknown joint rule '" + m.rule + "'");
+  m.kappa = j.at("kappa").number(0, 4);
+  m.sigma_per_doubling = j.at("sigma_per_doubling").number(0, kMaxLogSigma);
+  if (const auto o = j.find("smooth_octaves")) m.smooth_octaves = o->integer<int>(0, 64);
+  if (const auto s = j.find("sigma_excess_trend")) m.sigma_excess_trend = s->number(0, 10);
+  const JsonView members = j.at("members");
+  m.members_json = members.json();
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    GroupModel gm = GroupModel::from_json(members.at(i));
     if (gm.ok) m.members.push_back(std::move(gm));
   }
   std::sort(m.members.begin(), m.members.end(), [](const GroupModel& a, const GroupModel& b) { return a.key.nranks < b.key.nranks; });
-  if (m.members.size() < 2) throw std::invalid_argument("joint model needs >= 2 fitted rank counts");
+  if (m.members.size() < 2) members.fail("a joint model needs >= 2 fitted rank counts");
+  for (std::size_t i = 1; i < m.members.size(); ++i)
+    if (m.members[i].key.nranks == m.members[i - 1].key.nranks)
+      members.fail("two members measured at " + std::to_string(m.members[i].key.nranks) + " ranks");
   for (const GroupModel& g : m.members) m.latency_us.push_back(latency_floor_us(g));
   m.sm = m.members.back().sm;
   return m;

@@ -53,7 +53,9 @@ struct JointModel {
   int smooth_octaves = kJointSmoothOctaves;
   int sm = 0;
 
+  // Throws JsonError (a std::invalid_argument naming the JSON pointer) on bad or absurd content.
   static JointModel from_json(const nlohmann::json& j);
+  static JointModel from_json(const JsonView& j);
   static nlohmann::json make_json(const GroupKey& key, const std::vector<nlohmann::json>& member_groups, double kappa,
                                   double sigma_per_doubling, int smooth_octaves = kJointSmoothOctaves,
                                   double sigma_excess_trend = kJointSigmaExcessTrend);

@@ -11,6 +11,7 @@
 #include "model/errors.h"
 #include "model/group_model.h"
 #include "model/joint_model.h"
+#include "model/json_input.h"
 #include "model/alltoallv.h"
 #include "model/sm_targets.h"
 
@@ -57,10 +58,6 @@ namespace {
 
 const char* kWhere = "<models>";
 
-void check(bool ok, const std::string& field, const std::string& what) {
-  if (!ok) throw InputError(kWhere, 0, field, what);
-}
-
 }  // namespace
 
 // Evaluating a model needs its parsed form; parsing a group from JSON costs far more than predicting from it,
@@ -70,34 +67,24 @@ struct ModelSet::Parsed {
   std::vector<JointModel> joint;
 };
 
-ModelSet ModelSet::from_json(const nlohmann::json& j) {
-  check(j.is_object(), "", "models file must be a JSON object");
-  check(j.contains("schema") && j["schema"].is_string() && j["schema"] == "arfit-models", "schema",
-        "missing or wrong schema name (expected \"arfit-models\")");
-  check(j.contains("schema_version") && j["schema_version"].is_number_integer(), "schema_version", "missing");
-  check(j["schema_version"].get<int>() == 1, "schema_version",
-        "unsupported version " + j["schema_version"].dump() + " (this arfit reads 1)");
-  check(j.contains("groups") && j["groups"].is_array(), "groups", "missing or not an array");
+// The document read and validated; throws JsonError naming the pointer of the first bad value.
+ModelSet ModelSet::parse_checked(const nlohmann::json& j) {
+  const JsonView root(j);
+  root.expect_object();
+  const JsonView schema = root.at("schema");
+  if (schema.string() != "arfit-models") schema.fail("wrong schema name (expected \"arfit-models\")");
+  const JsonView version = root.at("schema_version");
+  if (version.integer<std::int64_t>() != 1) version.fail("unsupported version " + version.json().dump() + " (this arfit reads 1)");
   auto parsed = std::make_shared<Parsed>();
-  size_t i = 0;
-  for (const auto& g : j["groups"]) {
+  const JsonView groups = root.at("groups");
+  for (std::size_t i = 0; i < groups.size(); ++i) parsed->groups.push_back(GroupModel::from_json(groups.at(i)));
+  if (const auto joint = root.find("joint"))
+    for (std::size_t i = 0; i < joint->size(); ++i) parsed->joint.push_back(JointModel::from_json(joint->at(i)));
+  if (const auto mode = root.find("alltoallv_mode")) {
     try {
-      parsed->groups.push_back(GroupModel::from_json(g));
-    } catch (const std::exception& e) {
-      throw InputError(kWhere, 0, "groups[" + std::to_string(i) + "]", e.what());
-    }
-    ++i;
-  }
-  if (j.contains("joint")) {
-    check(j["joint"].is_array(), "joint", "not an array");
-    i = 0;
-    for (const auto& g : j["joint"]) {
-      try {
-        parsed->joint.push_back(JointModel::from_json(g));
-      } catch (const std::exception& e) {
-        throw InputError(kWhere, 0, "joint[" + std::to_string(i) + "]", e.what());
-      }
-      ++i;
+      parse_effective_mode(mode->string());
+    } catch (const std::invalid_argument& e) {
+      mode->fail(e.what());
     }
   }
   ModelSet m;
@@ -106,25 +93,24 @@ ModelSet ModelSet::from_json(const nlohmann::json& j) {
   return m;
 }
 
+ModelSet ModelSet::from_json(const nlohmann::json& j) {
+  try {
+    return parse_checked(j);
+  } catch (const JsonError& e) {
+    throw InputError(kWhere, 0, "", e.what());
+  }
+}
+
 nlohmann::json ModelSet::to_json() const { return json_; }
 
-ModelSet ModelSet::load(const std::string& path) {
-  std::string text;
+ModelSet ModelSet::load(const std::string& path) { return parse(read_input_file(path), path); }
+
+ModelSet ModelSet::parse(const std::string& text, const std::string& name) {
+  const nlohmann::json j = parse_json(text, name);
   try {
-    text = read_file(path);
-  } catch (const std::exception& e) {
-    throw InputError(path, 0, "", e.what());
-  }
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(path, 0, "", std::string("not valid JSON: ") + e.what());
-  }
-  try {
-    return from_json(j);
-  } catch (const InputError& e) {
-    throw InputError(path, 0, e.field(), std::string(e.what()).substr(std::string(kWhere).size() + 2));
+    return parse_checked(j);
+  } catch (const JsonError& e) {
+    throw json_input_error(e, text, name);
   }
 }
 

@@ -73,9 +73,13 @@ struct GroupModelView {
 
 class ModelSet {
  public:
-  static ModelSet from_json(const nlohmann::json& j);  // throws InputError("<models>", 0, field, what) on bad content
+  // Reads and validates the whole set (docs/fit.md's schema; group_model.h lists the checks). from_json throws
+  // InputError("<models>", 0, "", "/groups/3/params/1: ..."); load names the file and the line instead, and
+  // bounds the nesting (model/json_input.h).
+  static ModelSet from_json(const nlohmann::json& j);
   nlohmann::json to_json() const;
-  static ModelSet load(const std::string& path);        // throws InputError naming the path
+  static ModelSet load(const std::string& path);
+  static ModelSet parse(const std::string& text, const std::string& name);  // load without the file
   void save(const std::string& path) const;             // atomic write
 
   std::vector<GroupModelView> groups() const;
@@ -90,6 +94,7 @@ class ModelSet {
 
  private:
   struct Parsed;  // the groups and joint families of json_, parsed once by from_json (model_set.cpp)
+  static ModelSet parse_checked(const nlohmann::json& j);  // throws JsonError
 
   nlohmann::json json_;  // the models file, the single source of truth (round-trips exactly)
   std::shared_ptr<const Parsed> parsed_;  // derived from json_; read-only, so copies share it

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "model/atomic_file.h"
+#include "model/checked.h"
 #include "model/errors.h"
 
 namespace arfit {
@@ -49,9 +50,17 @@ struct RowParser {
     const char* b = v.data();
     const char* e = v.data() + v.size();
     auto r = std::from_chars(b, e, x);
+    if (r.ec == std::errc::result_out_of_range && r.ptr == e) fail(col, narrow_failure<std::int64_t>(v));
     if (v.empty() || r.ec != std::errc() || r.ptr != e) fail(col, "'" + v + "' is not an integer");
     if (x < lo) fail(col, "value " + v + " is below the minimum " + std::to_string(lo));
     return x;
+  }
+
+  // A count stored as int (ranks, nodes, SM, iterations): beyond int it is an error, never wrapped.
+  int to_int32(const std::string& col, const std::string& v, std::int64_t lo) const {
+    const auto n = checked_narrow<int>(to_int(col, v, lo));
+    if (!n) fail(col, narrow_failure<int>(v));
+    return *n;
   }
 
   double to_double(const std::string& col, const std::string& v) const {
@@ -197,10 +206,10 @@ SampleFile parse_samples_csv(const std::string& text, const std::string& name) {
       s.fusion = *fu;
     }
     if (auto v = get("dtype"); v && !v->empty()) s.dtype = *v;
-    s.nranks = static_cast<int>(p.to_int("nranks", *get("nranks"), 1));
-    if (auto v = get("nnodes"); v && !v->empty()) s.nnodes = static_cast<int>(p.to_int("nnodes", *v, 1));
+    s.nranks = p.to_int32("nranks", *get("nranks"), 1);
+    if (auto v = get("nnodes"); v && !v->empty()) s.nnodes = p.to_int32("nnodes", *v, 1);
     if (auto v = get("device")) s.device = *v;
-    if (auto v = get("sm"); v && !v->empty()) s.sm = static_cast<int>(p.to_int("sm", *v, 0));
+    if (auto v = get("sm"); v && !v->empty()) s.sm = p.to_int32("sm", *v, 0);
     if (auto v = get("tokens"); v && !v->empty()) s.tokens = p.to_int("tokens", *v, 0);
     if (auto v = get("hidden"); v && !v->empty()) s.hidden = p.to_int("hidden", *v, 0);
     s.bytes = p.to_int("bytes", *get("bytes"), 0);
@@ -220,7 +229,7 @@ SampleFile parse_samples_csv(const std::string& text, const std::string& name) {
     for (auto [c, dst] : {std::pair<const char*, double*>{"p10_us", &s.p10_us}, {"p90_us", &s.p90_us},
                           {"min_us", &s.min_us}, {"max_us", &s.max_us}})
       if (auto v = get(c); v && !v->empty()) *dst = p.to_double(c, *v);
-    if (auto v = get("iterations"); v && !v->empty()) s.iterations = static_cast<int>(p.to_int("iterations", *v, 0));
+    if (auto v = get("iterations"); v && !v->empty()) s.iterations = p.to_int32("iterations", *v, 0);
     if (auto v = get("in_place"); v && !v->empty()) {
       if (*v == "1" || *v == "true")
         s.in_place = true;

@@ -20,16 +20,21 @@ nlohmann::json SeedModel::to_json() const {
           {"L", L},       {"x0", x0},         {"k", k},           {"b", b}};
 }
 
-SeedModel SeedModel::from_json(const nlohmann::json& j) {
+SeedModel SeedModel::from_json(const nlohmann::json& j) { return from_json(JsonView(j)); }
+
+SeedModel SeedModel::from_json(const JsonView& j) {
+  // The port is faithful, so its logistic is fitted without bounds (the public data gives L = 134, b = -764):
+  // its parameters need only be finite. The peak bandwidth must be positive and the overhead a time.
   SeedModel m;
-  m.ln_p = j.at("ln_p").get<double>();
-  m.sats_p = j.at("sats_p").get<double>();
-  m.max_bw = j.at("max_bw").get<double>();
-  m.overhead = j.at("overhead").get<double>();
-  m.L = j.at("L").get<double>();
-  m.x0 = j.at("x0").get<double>();
-  m.k = j.at("k").get<double>();
-  m.b = j.at("b").get<double>();
+  m.ln_p = j.at("ln_p").number();
+  m.sats_p = j.at("sats_p").number();
+  m.max_bw = j.at("max_bw").number();
+  if (!(m.max_bw > 0)) j.at("max_bw").fail("the peak bus bandwidth must be positive, got " + j.at("max_bw").json().dump());
+  m.overhead = j.at("overhead").number(0, 1e9);
+  m.L = j.at("L").number();
+  m.x0 = j.at("x0").number();
+  m.k = j.at("k").number();
+  m.b = j.at("b").number();
   return m;
 }
 

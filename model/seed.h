@@ -23,6 +23,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/json_input.h"
+
 namespace arfit {
 
 inline constexpr double kGmaeEps = 4e-4;  // the DLRM paper's epsilon, also added to bw before log10
@@ -41,7 +43,8 @@ struct SeedModel {
   double logistic(double x) const;
   double time_us(double bytes, double bus_factor) const;
   nlohmann::json to_json() const;
-  static SeedModel from_json(const nlohmann::json& j);
+  static SeedModel from_json(const nlohmann::json& j);  // throws JsonError on missing, non-finite or absurd values
+  static SeedModel from_json(const JsonView& j);
 };
 
 // Turning points of a curve (sizes ascending). Needs n >= 2.

@@ -5,6 +5,7 @@
 
 #include "model/atomic_file.h"
 #include "model/errors.h"
+#include "model/json_input.h"
 #include "trace/json_locate.h"
 
 namespace arfit::trace {
@@ -83,12 +84,7 @@ bool KernelRule::matches(const std::string& kernel_name) const {
 }
 
 RuleTable RuleTable::parse(const std::string& text, const std::string& name) {
-  json root;
-  try {
-    root = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw InputError(name, line_of_offset(text, e.byte > 0 ? e.byte - 1 : 0), "", std::string("invalid JSON: ") + e.what());
-  }
+  const json root = parse_json(text, name);  // the shared JSON loading path (model/json_input.h)
   if (!root.is_object()) throw InputError(name, 1, "", "a rule file must be a JSON object with 'classes' and/or 'rules'");
   RuleTable t;
   if (auto c = root.find("classes"); c != root.end()) {

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "model/atomic_file.h"
+#include "model/checked.h"
 #include "model/errors.h"
 #include "model/sample_csv.h"
 #include "trace/kernel_name.h"
@@ -269,9 +270,12 @@ Profile parse_nsys_csv(const std::string& text, const std::string& name, const N
       auto& a = kernels[k];
       if (a.first_line == 0) a.first_line = row.first;
       a.time_us += total;
-      // Rows of one name add up; absurd counts saturate instead of overflowing (count_cell bounds each to 9e15).
-      const std::int64_t room = std::numeric_limits<std::int64_t>::max() - a.instances;
-      a.instances = inst > static_cast<double>(room) ? std::numeric_limits<std::int64_t>::max() : a.instances + static_cast<std::int64_t>(inst);
+      // A count beyond int64 (or a sum that would be) is an error naming the cell, never converted by wrapping.
+      const auto n = checked_narrow<std::int64_t>(inst);
+      if (!n || *n < 0 || a.instances > std::numeric_limits<std::int64_t>::max() - *n)
+        throw InputError(name, row.first, t.header[static_cast<std::size_t>(c_inst)],
+                         "instance count " + row.second[static_cast<std::size_t>(c_inst)] + " is not a whole number of launches within int64");
+      a.instances += *n;
     }
     Phase ph;
     ph.name = "all";

@@ -6,7 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include "model/atomic_file.h"
+#include "model/checked.h"
 #include "model/errors.h"
+#include "model/json_input.h"
 #include "trace/json_locate.h"
 
 namespace arfit::trace {
@@ -49,13 +51,14 @@ struct Reader {
   }
 
   std::int64_t integer(const json& obj, const JsonPath& obj_path, const std::string& key) const {
-    double v = number(obj, obj_path, key, false, 0);
-    if (v < 0 || v != std::floor(v)) {
+    const double v = number(obj, obj_path, key, false, 0);
+    const auto n = checked_narrow<std::int64_t>(v);
+    if (v < 0 || !n) {
       JsonPath p = obj_path;
       p.emplace_back(key);
-      fail(p, "'" + key + "' must be a non-negative integer, got " + obj.at(key).dump());
+      fail(p, "'" + key + "' must be a non-negative integer (at most 2^63 - 1), got " + obj.at(key).dump());
     }
-    return static_cast<std::int64_t>(v);
+    return *n;
   }
 
   void read_context(const json& ctx, ProfileContext& out) const {
@@ -83,14 +86,15 @@ struct Reader {
       const json* v = pick(key, w);
       if (!v || v->is_null()) return 0;
       if (!v->is_number()) fail(w, "'" + key + "' must be a number, got " + type_name(*v) + " " + v->dump());
-      double d = v->get<double>();
-      if (d < 0 || d != std::floor(d)) fail(w, "'" + key + "' must be a non-negative integer, got " + v->dump());
-      return static_cast<std::int64_t>(d);
+      const double d = v->get<double>();
+      const auto n = checked_narrow<std::int32_t>(d);
+      if (d < 0 || !n) fail(w, "'" + key + "' must be a non-negative integer (at most 2^31 - 1), got " + v->dump());
+      return *n;
     };
     out.batch_size = int_field("batch_size");
     out.prompt_len = int_field("prompt_len");
     out.output_len = int_field("output_len");
-    out.tensor_parallel_size = static_cast<int>(int_field("tensor_parallel_size"));
+    out.tensor_parallel_size = int_field("tensor_parallel_size");
   }
 
   struct Ancestor {
@@ -196,12 +200,8 @@ struct Reader {
 }  // namespace
 
 Profile parse_vllm_profile(const std::string& text, const std::string& name) {
-  json root;
-  try {
-    root = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw InputError(name, line_of_offset(text, e.byte > 0 ? e.byte - 1 : 0), "", std::string("invalid JSON: ") + e.what());
-  }
+  // The shared loading path: bounded nesting, errors naming file:line (model/json_input.h).
+  const json root = parse_json(text, name);
   Reader r{text, name};
   if (!root.is_object()) throw InputError(name, 1, "", "a vLLM layerwise profile must be a JSON object, got " + std::string(root.type_name()));
   Profile prof;

@@ -325,7 +325,7 @@ TEST(ModelSet, RejectsBadFiles) {
     ModelSet::from_json(bad);
     FAIL();
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("groups[0]"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("/groups/0/"), std::string::npos) << e.what();
   }
 }
 

@@ -1,0 +1,66 @@
+// Helpers of the robustness suite: a folder snapshot (every entry's kind, mode and bytes) to assert that a
+// refused or failed command changed nothing and left no temporary file, and the fixture files the cases
+// start from. Other suites joining the `robustness` label can include it (tests/robustness is on their
+// include path when they link arfit_robustness_support).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <sys/stat.h>
+
+#include "test_support.h"
+
+namespace arfit::testing {
+
+struct EntryState {
+  mode_t mode = 0;       // lstat: kind and permissions
+  std::string content;   // file bytes, or the target of a symbolic link
+  bool operator==(const EntryState& o) const { return mode == o.mode && content == o.content; }
+};
+
+// Every entry of `dir` (not recursive), by name.
+inline std::map<std::string, EntryState> snapshot(const std::filesystem::path& dir) {
+  std::map<std::string, EntryState> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    struct stat st {};
+    ::lstat(e.path().c_str(), &st);
+    EntryState s;
+    s.mode = st.st_mode;
+    if (S_ISLNK(st.st_mode)) s.content = std::filesystem::read_symlink(e.path()).string();
+    else if (S_ISREG(st.st_mode)) s.content = slurp(e.path().string());
+    out[e.path().filename().string()] = s;
+  }
+  return out;
+}
+
+// The folder is exactly as it was: same names, kinds, modes and bytes (so no input changed and no
+// temporary file or partial output was left behind).
+inline void expect_unchanged(const std::map<std::string, EntryState>& before, const std::filesystem::path& dir,
+                             const std::string& what) {
+  const auto after = snapshot(dir);
+  for (const auto& [name, s] : before) {
+    auto it = after.find(name);
+    if (it == after.end()) {
+      ADD_FAILURE() << what << ": " << name << " disappeared";
+      continue;
+    }
+    EXPECT_TRUE(it->second == s) << what << ": " << name << " changed";
+  }
+  for (const auto& [name, s] : after)
+    EXPECT_TRUE(before.count(name)) << what << ": " << name << " was left behind";
+}
+
+// "file:LINE:" with a positive line somewhere in the output.
+inline bool names_file_line(const std::string& output, const std::string& file) {
+  for (std::size_t pos = output.find(file + ":"); pos != std::string::npos; pos = output.find(file + ":", pos + 1)) {
+    std::size_t i = pos + file.size() + 1, j = i;
+    while (j < output.size() && std::isdigit(static_cast<unsigned char>(output[j]))) ++j;
+    if (j > i && j < output.size() && output[j] == ':' && output.substr(i, j - i) != "0") return true;
+  }
+  return false;
+}
+
+}  // namespace arfit::testing

@@ -1,0 +1,505 @@
+// The robustness label: one test per class of bad input and fault of issue #16. Each runs the built arfit
+// (or, where a process must be killed or MPI would be needed, the library function in a child process) and
+// asserts the exit code (0 ok, 1 bad data or failed run, 2 usage), that the message names file:line or the
+// option, and the folder afterwards: inputs byte-identical, no temporary file or partial output left.
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/options.h"
+#include "bench/reporter.h"
+#include "model/atomic_file.h"
+#include "model/errors.h"
+#include "model/sample_csv.h"
+#include "robustness_support.h"
+#include "test_support.h"
+
+namespace fs = std::filesystem;
+using arfit::testing::arfit_bin;
+using arfit::testing::CommandResult;
+using arfit::testing::expect_unchanged;
+using arfit::testing::names_file_line;
+using arfit::testing::run_command;
+using arfit::testing::slurp;
+using arfit::testing::snapshot;
+using arfit::testing::TempDir;
+
+namespace {
+
+// Two all-reduce strategies on 8 ranks, 1 KiB .. 64 MiB: enough for `fit`, `codegen`, `predict`.
+std::string synthetic_samples() {
+  std::string s = "#arfit-samples v1\ncollective,strategy,fusion,dtype,nranks,bytes,time_us\n";
+  for (const auto& [strategy, alpha, gbps] : {std::tuple<const char*, double, double>{"NCCL", 10, 100}, {"ONESHOT", 5, 60}})
+    for (long b = 1024; b <= (64L << 20); b *= 2)
+      s += std::string("allreduce,") + strategy + ",NONE,bf16,8," + std::to_string(b) + "," +
+           std::to_string(alpha + static_cast<double>(b) / (gbps * 1e3)) + "\n";
+  return s;
+}
+
+const std::string kProfile = std::string(ARFIT_SOURCE_DIR) + "/tests/trace/data/vllm_tp2_small.json";
+const std::string kNsysKernSum = std::string(ARFIT_SOURCE_DIR) + "/tests/trace/data/nsys_kern_sum.csv";
+
+// An nccl-tests all_reduce_perf log (4 ranks, 3 sizes).
+const std::string kNcclTestsLog =
+    "# nThread 1 nGpus 4 minBytes 1024 maxBytes 4096 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1\n"
+    "#\n"
+    "# Using devices\n"
+    "#  Rank  0 Group  0 Pid   1000 on   nodeA device  0 [0000:01:00] Fancy GPU 9000\n"
+    "#  Rank  1 Group  0 Pid   1000 on   nodeA device  1 [0000:02:00] Fancy GPU 9000\n"
+    "#  Rank  2 Group  0 Pid   1000 on   nodeA device  2 [0000:03:00] Fancy GPU 9000\n"
+    "#  Rank  3 Group  0 Pid   1000 on   nodeA device  3 [0000:04:00] Fancy GPU 9000\n"
+    "#\n"
+    "#                                                              out-of-place                       in-place\n"
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+    "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n"
+    "        1024           256     float     sum      -1    20.00    0.05    0.08      0    21.00    0.05    0.07      0\n"
+    "        2048           512     float     sum      -1    25.00    0.08    0.12      0    26.00    0.08    0.12      0\n"
+    "        4096          1024     float     sum      -1    40.00    0.10    0.15      0    41.00    0.10    0.15      0\n"
+    "# Out of bounds values : 0 OK\n";
+
+// The table header of kNcclTestsLog (everything before the first data row).
+std::string nccl_tests_header() { return kNcclTestsLog.substr(0, kNcclTestsLog.find("        1024")); }
+
+class Robustness : public ::testing::Test {
+ protected:
+  // One fitted models file for the whole suite (fitting is the slow part).
+  static void SetUpTestSuite() {
+    fixture_ = new TempDir;
+    fixture_->write("samples.csv", synthetic_samples());
+    const CommandResult r = run_command(arfit_bin() + " fit " + fixture_->file("samples.csv") + " -o " + fixture_->file("models.json") + " -q");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  static void TearDownTestSuite() {
+    delete fixture_;
+    fixture_ = nullptr;
+  }
+
+  // Copies a fixture file into this test's folder.
+  std::string copy(const std::string& name) {
+    fs::copy_file(fixture_->file(name), dir.file(name), fs::copy_options::overwrite_existing);
+    return dir.file(name);
+  }
+  nlohmann::json models() const { return nlohmann::json::parse(slurp(fixture_->file("models.json"))); }
+  std::string write_models(const std::string& name, const nlohmann::json& j) { return dir.write(name, j.dump(1) + "\n"); }
+
+  // Runs `args` in this test's folder and checks the exit code, that the output holds every `needles`
+  // string, and that the folder is unchanged.
+  CommandResult expect_refused(const std::string& args, int exit_code, const std::vector<std::string>& needles) {
+    const auto before = snapshot(dir.path());
+    const CommandResult r = run_command("cd " + dir.path().string() + " && " + arfit_bin() + " " + args);
+    EXPECT_EQ(r.exit_code, exit_code) << args << "\n" << r.output;
+    for (const auto& n : needles) EXPECT_NE(r.output.find(n), std::string::npos) << args << ": no '" << n << "' in\n" << r.output;
+    expect_unchanged(before, dir.path(), args);
+    return r;
+  }
+
+  static TempDir* fixture_;
+  TempDir dir;
+};
+
+TempDir* Robustness::fixture_ = nullptr;
+
+bool have_gnuplot() { return run_command("command -v ${ARFIT_GNUPLOT:-gnuplot}").exit_code == 0; }
+
+}  // namespace
+
+// ---------------------------------------------------------------- crashes and hangs
+
+// A models file holding 160,000 nested arrays overflowed the stack of every command that loads models; a
+// vLLM profile, an nccl-tests JSON log and a rule file nested as deep go through the same loading path.
+TEST_F(Robustness, DeepJsonNestingIsAnErrorNotACrash) {
+  nlohmann::json m = models();
+  std::string text = m.dump();
+  const std::string deep = std::string(160000, '[') + std::string(160000, ']');
+  text.insert(text.size() - 1, ",\"extra\":" + deep);
+  dir.write("deep.json", text);
+  copy("samples.csv");
+  std::vector<std::string> commands = {
+      "predict deep.json --collective allreduce --bytes 1M --nranks 8",
+      "codegen deep.json --format json -o table.json",
+      "suggest deep.json",
+      "whatif " + kProfile + " --models deep.json --tp 8 --hidden 4096",
+  };
+  if (have_gnuplot()) commands.push_back("plot heatmap deep.json -o figures");
+  for (const auto& c : commands) {
+    const CommandResult r = expect_refused(c, 1, {"deep.json:1:", "nested deeper than"});
+    EXPECT_EQ(r.output.find("Segmentation"), std::string::npos) << r.output;
+  }
+  dir.write("deep_profile.json", "{\"context\": {}, \"prefill\": " + deep + "}");
+  expect_refused("breakdown deep_profile.json -o out --no-figures", 1, {"deep_profile.json:1:", "nested deeper than"});
+  dir.write("deep_nccl.json", "{\"results\": " + deep + "}");
+  expect_refused("ingest deep_nccl.json --format nccl-tests-json", 1, {"deep_nccl.json:1:", "nested deeper than"});
+  dir.write("deep_rules.json", "{\"rules\": " + deep + "}");
+  const CommandResult rules = expect_refused("breakdown " + kProfile + " --rules deep_rules.json -o out --no-figures", 1, {});
+  EXPECT_TRUE(names_file_line(rules.output, "deep_rules.json")) << rules.output;
+}
+
+// ---------------------------------------------------------------- inputs destroyed or modified
+
+// An output path naming an input — the same spelling, a relative path, a hard link, a symbolic link — is
+// refused before anything is written.
+TEST_F(Robustness, OutputNamingAnInputIsRefused) {
+  copy("samples.csv");
+  copy("models.json");
+  fs::copy_file(kProfile, dir.file("profile.json"));
+  fs::create_hard_link(dir.file("samples.csv"), dir.file("hardlink.csv"));
+  fs::create_symlink("samples.csv", dir.file("symlink.csv"));
+  const std::string input = "is an input of this run";
+  expect_refused("fit samples.csv -o samples.csv", 2, {"samples.csv: " + input});
+  expect_refused("fit samples.csv -o ./samples.csv", 2, {"./samples.csv: " + input});
+  expect_refused("fit samples.csv -o hardlink.csv", 2, {"hardlink.csv: " + input});
+  expect_refused("fit samples.csv -o symlink.csv", 2, {"symlink.csv: " + input});
+  expect_refused("ingest samples.csv -o samples.csv", 2, {"samples.csv: " + input});
+  expect_refused("codegen models.json --format json -o models.json", 2, {"models.json: " + input});
+  expect_refused("suggest models.json --json models.json", 2, {"models.json: " + input});
+  expect_refused("eval samples.csv --protocol interp2 --json samples.csv", 2, {"samples.csv: " + input});
+  expect_refused("eval samples.csv --protocol interp2 --json e.json --points e.json", 2, {"--json and --points"});
+  expect_refused("whatif profile.json --models models.json --tp 8 --hidden 4096 -o profile.json", 2, {"profile.json: " + input});
+  expect_refused("whatif profile.json --models models.json --tp 8 --hidden 4096 -o models.json", 2, {"models.json: " + input});
+}
+
+// A device node, a FIFO, a directory, a read-only file and a dangling link are refused and stay as they were; a
+// symbolic link to a regular file is followed: the file is replaced (keeping its mode), the link kept.
+TEST_F(Robustness, NonRegularOutputsAreRefusedAndLinksFollowed) {
+  copy("samples.csv");
+  ASSERT_EQ(::mkfifo(dir.file("out.fifo").c_str(), 0644), 0);
+  fs::create_directory(dir.file("folder"));
+  dir.write("readonly.csv", "keep me\n");
+  fs::permissions(dir.file("readonly.csv"), fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  fs::create_symlink("nowhere.csv", dir.file("dangling.csv"));
+  expect_refused("ingest samples.csv -o out.fifo", 2, {"out.fifo: is a FIFO"});
+  expect_refused("ingest samples.csv -o folder", 2, {"folder: is a directory"});
+  expect_refused("ingest samples.csv -o readonly.csv", 2, {"readonly.csv: is read-only (mode 0444)"});
+  expect_refused("ingest samples.csv -o dangling.csv", 2, {"dangling.csv: is a symbolic link to a missing file"});
+  struct stat null_before {};
+  ASSERT_EQ(::stat("/dev/null", &null_before), 0);
+  expect_refused("ingest samples.csv -o /dev/null", 2, {"/dev/null: is a character device"});
+  struct stat null_after {};
+  ASSERT_EQ(::stat("/dev/null", &null_after), 0);
+  EXPECT_TRUE(S_ISCHR(null_after.st_mode));
+  EXPECT_EQ(null_after.st_ino, null_before.st_ino);
+
+  dir.write("target.csv", "old\n");
+  fs::permissions(dir.file("target.csv"), fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  fs::create_symlink("target.csv", dir.file("link.csv"));
+  const CommandResult r = run_command("cd " + dir.path().string() + " && " + arfit_bin() + " ingest samples.csv -o link.csv -q");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(fs::is_symlink(dir.file("link.csv")));
+  EXPECT_EQ(fs::read_symlink(dir.file("link.csv")), "target.csv");
+  EXPECT_EQ(slurp(dir.file("target.csv")).rfind("#arfit-samples v1\n", 0), 0u);
+  EXPECT_EQ(fs::status(dir.file("target.csv")).permissions(), fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  for (const auto& e : fs::directory_iterator(dir.path())) EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << e.path();
+}
+
+// arbench --resume used to cut the partial last line of a file it then refused. Now the whole file is checked
+// in memory first: a refused file keeps every byte; an accepted one is cut only then.
+TEST_F(Robustness, ResumeValidatesBeforeTouchingTheFile) {
+  using arfit::bench::GridError;
+  using arfit::bench::inspect_output;
+  const std::string grid = "{\"backend\":\"host\"}";
+  const std::string written = arfit::samples_csv_preamble({{"grid", "{\"backend\":\"other\"}"}}, {"note"}) +
+                              "allreduce,MPI,NONE,bf16,2,1,,,,,1024,5,";  // a kill in mid-row
+  const std::string other_grid = dir.write("other_grid.csv", written);
+  EXPECT_THROW(inspect_output(other_grid, grid, /*resume=*/true, /*overwrite=*/false), GridError);
+  EXPECT_EQ(slurp(other_grid), written);
+  const std::string garbage = dir.write("garbage.csv", "not a sample file\nsecond line, cut");
+  try {
+    inspect_output(garbage, grid, true, false);
+    ADD_FAILURE() << "garbage accepted";
+  } catch (const arfit::InputError& e) {
+    EXPECT_TRUE(names_file_line(e.what(), garbage)) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--resume"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(slurp(garbage), "not a sample file\nsecond line, cut");
+  // The same file with this run's grid is continued: then, and only then, the partial row goes.
+  std::string same = written;
+  same.replace(same.find("{\"backend\":\"other\"}"), 19, grid);
+  const std::string ok = dir.write("ok.csv", same);
+  const auto st = inspect_output(ok, grid, true, false);
+  EXPECT_TRUE(st.append);
+  EXPECT_EQ(slurp(ok), same.substr(0, same.rfind('\n') + 1));
+}
+
+// SIGINT / SIGTERM / SIGHUP during a write: the handler removes the temporary file and the process still dies
+// of the signal. Checked in child processes that signal themselves in the middle of write_file_atomically.
+TEST_F(Robustness, SignalsRemoveTemporaryFiles) {
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    const std::string out = dir.file("out" + std::to_string(sig) + ".csv");
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      try {
+        arfit::write_file_atomically(out, [&](std::ostream& os) {
+          os << std::string(1 << 20, 'x');
+          os.flush();
+          std::ifstream probe(out + ".tmp." + std::to_string(::getpid()));
+          if (!probe) std::_Exit(10);  // the temporary file must exist at this point
+          ::raise(sig);
+          std::_Exit(11);  // not reached: the signal's default action ends the process
+        });
+      } catch (...) {
+        std::_Exit(12);
+      }
+      std::_Exit(13);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "signal " << sig << ": exit " << (WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    EXPECT_EQ(WTERMSIG(status), sig);
+    EXPECT_TRUE(fs::is_empty(dir.path())) << "signal " << sig << " left " << fs::directory_iterator(dir.path())->path();
+  }
+}
+
+// ---------------------------------------------------------------- silently wrong
+
+// Integers beyond their type are errors naming the place, never wrapped: CSV columns, JSON keys, options.
+TEST_F(Robustness, IntegersBeyondTheirTypeAreErrors) {
+  const std::string head = "#arfit-samples v1\ncollective,strategy,fusion,dtype,nranks,bytes,time_us,iterations\n";
+  dir.write("ranks.csv", head + "allreduce,NCCL,NONE,bf16,4294967297,1024,10,5\n");
+  expect_refused("ingest ranks.csv", 1, {"ranks.csv:3: column 'nranks': '4294967297'"});
+  dir.write("iters.csv", head + "allreduce,NCCL,NONE,bf16,2,1024,10,1099511627777\n");
+  expect_refused("ingest iters.csv", 1, {"iters.csv:3: column 'iterations'"});
+  nlohmann::json m = models();
+  m["groups"][0]["key"]["nranks"] = 4294967297LL;
+  write_models("ranks.json", m);
+  const CommandResult r = expect_refused("predict ranks.json --collective allreduce --bytes 1M", 1, {"/groups/0/key/nranks", "4294967297"});
+  EXPECT_TRUE(names_file_line(r.output, "ranks.json")) << r.output;
+  m = models();
+  m["schema_version"] = (1LL << 40) + 1;
+  write_models("version.json", m);
+  const CommandResult v = expect_refused("predict version.json --collective allreduce --bytes 1M", 1, {"/schema_version"});
+  EXPECT_TRUE(names_file_line(v.output, "version.json")) << v.output;
+  copy("models.json");
+  expect_refused("predict models.json --collective allreduce --tokens 1e20 --hidden 4096", 2, {"--tokens", "1e20"});
+  dir.write("sizes_allreduce.json",
+            "{\"args\": [\"all_reduce_perf\"], \"config\": {\"iterations\": 1099511627777, \"devices\": [{}, {}]},\n"
+            " \"results\": [{\"size\": 1024, \"out_of_place\": {\"time\": 5}}]}\n");
+  expect_refused("ingest sizes_allreduce.json", 1, {"sizes_allreduce.json:1: /config/iterations"});
+  dir.write("huge_allreduce.json",
+            "{\"args\": [\"all_reduce_perf\"], \"config\": {\"devices\": [{}, {}]},\n"
+            " \"results\": [\n  {\"size\": 18446744073709551615, \"out_of_place\": {\"time\": 5}}]}\n");
+  expect_refused("ingest huge_allreduce.json", 1, {"huge_allreduce.json:3: /results/0/size"});
+}
+
+// Hand-edited models files: every value the predictions depend on is checked on load (exit 1, file:line and
+// the key path) instead of giving nan/inf, lo90 > hi90 or tables that fall back in every cell.
+TEST_F(Robustness, HandEditedModelsAreValidated) {
+  struct Edit {
+    const char* pointer;
+    nlohmann::json value;
+  };
+  const std::vector<Edit> edits = {
+      {"/groups/0/bus_factor", 0},
+      {"/groups/0/bus_factor", -1.75},
+      {"/groups/0/params/0", 1e6},             // ln alpha far outside the family's bounds
+      {"/groups/0/params/1", "fast"},
+      {"/groups/0/interval/sigma_in", -0.02},  // negative sigma
+      {"/groups/0/interval/sigma_out_per_octave", -1},
+      {"/groups/0/range/max_bytes", 1},        // reversed range
+      {"/groups/0/range/min_bytes", 0},
+      {"/groups/0/key/nranks", 0},
+      {"/groups/0/key/nnodes", -1},
+      {"/groups/0/key/collective", "allmagic"},
+      {"/groups/0/tail/b_us_per_byte", -1e-3},
+      {"/groups/0/sm", 1e12},
+  };
+  for (const auto& e : edits) {
+    nlohmann::json m = models();
+    m[nlohmann::json::json_pointer(e.pointer)] = e.value;
+    write_models("edited.json", m);
+    const CommandResult r = expect_refused("predict edited.json --collective allreduce --bytes 1M --nranks 8", 1, {e.pointer});
+    EXPECT_TRUE(names_file_line(r.output, "edited.json")) << e.pointer << "\n" << r.output;
+    EXPECT_EQ(r.output.find("nan"), std::string::npos) << r.output;
+    fs::remove(dir.file("edited.json"));
+  }
+  // Non-finite numbers cannot be written in JSON; one beyond double is refused by the parser, naming the line.
+  std::string text = models().dump(1);
+  text.replace(text.find("\"bus_factor\": ") + 14, 4, "1e999");
+  dir.write("overflow.json", text);
+  const CommandResult r = expect_refused("predict overflow.json --collective allreduce --bytes 1M --nranks 8", 1, {"overflow.json", "1e999"});
+  EXPECT_EQ(r.output.find("[json.exception"), std::string::npos) << r.output;
+}
+
+// An evaluation with nothing to evaluate, a table without rows, and rows a reader cannot read are said, not
+// printed as zeros or dropped in silence.
+TEST_F(Robustness, EmptyInputsAndDroppedRowsAreReported) {
+  copy("samples.csv");
+  expect_refused("eval samples.csv --protocol crossn", 1, {"no curve qualifies for --protocol crossn", ">= 3 GPU counts"});
+  dir.write("header_only.csv", "#arfit-samples v1\ncollective,strategy,nranks,bytes,time_us\n");
+  expect_refused("ingest header_only.csv -o out.csv", 1, {"header_only.csv: no data rows"});
+  expect_refused("fit header_only.csv -o out.json", 1, {"header_only.csv: no data rows"});
+  dir.write("header_only_allreduce.txt", nccl_tests_header());
+  expect_refused("ingest header_only_allreduce.txt", 1, {"header_only_allreduce.txt: no data rows"});
+  dir.write("trtllm.csv", "world_size,dtype,size,num_tokens,hidden_size,strategy,fusion,op,time (us)\n");
+  expect_refused("ingest trtllm.csv", 1, {"trtllm.csv:1: no data rows"});
+
+  // A row whose size is negative or beyond int64 is dropped, counted and named.
+  std::string log = kNcclTestsLog;
+  log.insert(log.find("        4096"), "          -8            -2     float     sum      -1     5.00    0.00    0.00      0     5.00    0.00    0.00      0\n");
+  const std::string in = dir.write("dropped_allreduce.txt", log);
+  const auto before = snapshot(dir.path());
+  const CommandResult r = run_command(arfit_bin() + " ingest " + in);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("1 rows dropped"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(in + ":14: row dropped: size '-8'"), std::string::npos) << r.output;
+  expect_unchanged(before, dir.path(), "ingest with a dropped row");
+  const CommandResult f = run_command(arfit_bin() + " fit " + in + " -o " + dir.file("m.json") + " --min-points 2 -q");
+  EXPECT_NE(f.output.find(in + ": 1 row(s) dropped"), std::string::npos) << f.output;
+}
+
+// `predict --bytes A:B:F` with more points than the cap is refused naming the option, not cut short.
+TEST_F(Robustness, PredictPointCapIsAUsageError) {
+  copy("models.json");
+  expect_refused("predict models.json --collective allreduce --nranks 8 --bytes 1:1e300:1.0000001", 2, {"--bytes", "100000 points"});
+  const CommandResult ok = run_command(arfit_bin() + " predict " + dir.file("models.json") + " --collective allreduce --nranks 8 --bytes 1K:1M:2 --json");
+  ASSERT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_EQ(nlohmann::json::parse(ok.output).size(), 11u);
+}
+
+// ---------------------------------------------------------------- exit codes and messages
+
+// Bad option values are usage errors (exit 2) whose message names the option.
+TEST_F(Robustness, BadOptionValuesAreUsageErrorsNamingTheOption) {
+  copy("models.json");
+  fs::copy_file(kProfile, dir.file("profile.json"));
+  const std::string predict = "predict models.json --collective allreduce ";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {predict + "--bytes 1M --nranks 0", "--nranks"},
+      {predict + "--bytes 1M --nranks -2", "--nranks"},
+      {predict + "--bytes 1M --nnodes 0", "--nnodes"},
+      {predict + "--bytes 1M --sm 0", "--sm"},
+      {predict + "--bytes 1M --sm 999", "--sm"},
+      {predict + "--bytes 1K:1M:abc", "--bytes"},
+      {"whatif profile.json --models models.json --tp 8 --tokens 0", "--tokens"},
+      {"whatif profile.json --models models.json --tp 8 --tokens -5", "--tokens"},
+      {"whatif profile.json --models models.json --tp 0", "--tp"},
+      {"breakdown profile.json -o out --top -1", "--top"},
+      {"ingest models.json --nranks 0", "--nranks"},
+  };
+  for (const auto& [args, option] : cases) {
+    const CommandResult r = expect_refused(args, 2, {option});
+    EXPECT_EQ(r.output.find("stod"), std::string::npos) << r.output;
+  }
+  // arbench: a byte size that is not a whole number of elements (3 bytes of bf16 was measured as 2).
+  const char* argv[] = {"arbench", "--backend", "host", "--bytes", "3", "-o", "x.csv"};
+  try {
+    arfit::bench::parse_options(7, argv);
+    ADD_FAILURE() << "--bytes 3 accepted";
+  } catch (const arfit::bench::GridError& e) {
+    EXPECT_EQ(e.option(), "--bytes");
+    EXPECT_NE(std::string(e.what()).find("measured as 2 bytes"), std::string::npos) << e.what();
+  }
+}
+
+// A UTF-8 byte-order mark is skipped and CR-only line ends are read, by every text reader: the result is the
+// same as for the plain file.
+TEST_F(Robustness, ByteOrderMarkAndCarriageReturnsAreRead) {
+  const std::string bom = "\xEF\xBB\xBF";
+  auto cr_only = [](std::string s) {
+    for (char& c : s)
+      if (c == '\n') c = '\r';
+    return s;
+  };
+  auto summary = [](const std::string& output) { return output.substr(output.find("summary:")); };
+  const std::vector<std::pair<std::string, std::string>> inputs = {
+      {"samples.csv", synthetic_samples()},
+      {"nccl_allreduce.txt", kNcclTestsLog},
+      {"aic_h100_nccl_perf.csv", "framework,version,device,op_name,kernel_source,nccl_dtype,num_gpus,message_size,latency\n"
+                                 "trtllm,1.0,H100,all_reduce,NCCL,half,8,1024,0.01\n"
+                                 "trtllm,1.0,H100,all_reduce,NCCL,half,8,2048,0.012\n"},
+  };
+  for (const auto& [name, text] : inputs) {
+    const CommandResult plain = run_command(arfit_bin() + " ingest -q " + dir.write(name, text));
+    ASSERT_EQ(plain.exit_code, 0) << name << "\n" << plain.output;
+    for (const auto& variant : {bom + text, cr_only(text), bom + cr_only(text)}) {
+      const std::string in = dir.write(name, variant);
+      const auto before = snapshot(dir.path());
+      const CommandResult r = run_command(arfit_bin() + " ingest -q " + in);
+      EXPECT_EQ(r.exit_code, 0) << name << "\n" << r.output;
+      if (r.exit_code == 0) {
+        EXPECT_EQ(summary(r.output), summary(plain.output)) << name;
+      }
+      expect_unchanged(before, dir.path(), "ingest " + name);
+    }
+  }
+  // Profiles: vLLM JSON and nsys CSV, through breakdown.
+  for (const auto& [name, source] : {std::pair<std::string, std::string>{"profile.json", kProfile}, {"kern_sum.csv", kNsysKernSum}}) {
+    const std::string text = slurp(source);
+    const CommandResult plain = run_command(arfit_bin() + " breakdown --no-figures " + dir.write(name, text) + " -o " + dir.file("plain"));
+    ASSERT_EQ(plain.exit_code, 0) << plain.output;
+    for (const auto& variant : {bom + text, cr_only(text)}) {
+      const CommandResult r =
+          run_command(arfit_bin() + " breakdown --no-figures " + dir.write(name, variant) + " -o " + dir.file("variant"));
+      EXPECT_EQ(r.exit_code, 0) << name << "\n" << r.output;
+      EXPECT_EQ(slurp(dir.file("variant/breakdown_classes.csv")), slurp(dir.file("plain/breakdown_classes.csv"))) << name;
+    }
+  }
+  // A long line a reader quotes in its message is not echoed whole.
+  dir.write("garbage.csv", "#arfit-samples v2" + std::string(5000, 'x') + "\n");
+  const CommandResult g = expect_refused("ingest garbage.csv", 1, {"garbage.csv:1: unsupported schema", "characters cut"});
+  EXPECT_LT(g.output.size(), 1000u) << g.output.size();
+}
+
+// JSON errors name the file, the line and the key path, without nlohmann's "[json.exception...]" prefix.
+TEST_F(Robustness, JsonErrorsNameFileLineAndKeyPath) {
+  dir.write("syntax.json", "{\"schema\": \"arfit-models\",\n \"groups\": [1, 2,\n  \"x\": 3]}\n");
+  const CommandResult s = expect_refused("predict syntax.json --collective allreduce --bytes 1M", 1,
+                                         {"syntax.json:3: invalid JSON at column 6: syntax error"});
+  EXPECT_EQ(s.output.find("[json.exception"), std::string::npos) << s.output;
+  EXPECT_EQ(s.output.find("parse error at"), std::string::npos) << s.output;
+  nlohmann::json m = models();
+  m["groups"][1]["key"].erase("strategy");
+  write_models("missing.json", m);
+  const CommandResult k = expect_refused("predict missing.json --collective allreduce --bytes 1M", 1,
+                                         {"/groups/1/key: missing key 'strategy'"});
+  EXPECT_TRUE(names_file_line(k.output, "missing.json")) << k.output;
+  dir.write("spec.json", "{\"tp\": [2,\n 4,]}");
+  const char* argv[] = {"arbench", "--spec", "spec.json", "-o", "x.csv"};
+  const std::string cwd = fs::current_path();
+  fs::current_path(dir.path());
+  try {
+    arfit::bench::parse_options(5, argv);
+    ADD_FAILURE() << "bad spec accepted";
+  } catch (const arfit::bench::GridError& e) {
+    EXPECT_NE(std::string(e.what()).find("spec.json:2: invalid JSON at column"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("[json.exception"), std::string::npos) << e.what();
+  }
+  fs::current_path(cwd);
+}
+
+// `fit -q` hides the per-group lines, so its failure says the reasons itself instead of "see above".
+TEST_F(Robustness, QuietFitSaysWhy) {
+  dir.write("few.csv", "#arfit-samples v1\ncollective,strategy,nranks,bytes,time_us\nallreduce,NCCL,8,1024,10\n");
+  const CommandResult r = expect_refused("fit few.csv -o m.json -q", 1, {"too few distinct sizes"});
+  EXPECT_EQ(r.output.find("see above"), std::string::npos) << r.output;
+}
+
+// A write that fails (here: the file size limit, as a full disk would) says the system's reason and leaves
+// neither the output nor its temporary file.
+TEST_F(Robustness, WriteFailuresSayTheSystemsReason) {
+  copy("samples.csv");
+  // SIGXFSZ ignored: the write returns EFBIG instead of killing the process.
+  const std::string cmd = "cd " + dir.path().string() + " && sh -c \"trap '' XFSZ; ulimit -f 1; exec " + arfit_bin() +
+                          " ingest samples.csv -o big.csv -q\"";
+  const auto before = snapshot(dir.path());
+  const CommandResult r = run_command(cmd);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("big.csv: cannot write: File too large"), std::string::npos) << r.output;
+  expect_unchanged(before, dir.path(), "ingest over the file size limit");
+}
+
+// `arfit bogus` names the unknown subcommand and lists the known ones.
+TEST_F(Robustness, UnknownSubcommandListsTheKnownOnes) {
+  const CommandResult r = expect_refused("bogus", 2, {"unknown subcommand 'bogus'", "fit", "predict", "codegen", "whatif"});
+  EXPECT_EQ(r.output.find("A subcommand is required"), std::string::npos) << r.output;
+}
