@@ -381,7 +381,9 @@ GridSpec preset(const std::string& name) {
     g.dtypes = {"fp32"};
     g.tp = {2};
     // Half-octave steps: the seed baseline needs a dozen sizes to place its turning points and fit its logistic.
+    // Each rounded to 64 bytes: a whole number of fp32 elements for every peer of up to 16 ranks.
     g.bytes = geometric_sizes(std::int64_t{8} << 10, std::int64_t{512} << 10, std::sqrt(2.0), origin);
+    for (std::int64_t& b : g.bytes) b = (b + 32) / 64 * 64;
     for (const auto& p : parse_split_patterns(kHostAllToAllvSplits, "--preset host-alltoallv")) g.splits.push_back(p.to_string());
   } else {
     std::string known;

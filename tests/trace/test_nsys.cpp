@@ -168,12 +168,17 @@ TEST(NsysCsv, CliExportWithEachHeaderUnit) {
   }
 }
 
-TEST(NsysCsv, HugeCountsOfOneNameSaturate) {
+TEST(NsysCsv, CountsBeyondInt64AreAnErrorNamingTheCell) {
   std::string text = "Total Time (ns),Instances,Name\n";
-  for (int i = 0; i < 2000; ++i) text += "1000,9000000000000000,k\n";  // 2000 rows of 9e15 calls: beyond int64
-  Profile p = parse_nsys_csv(text, "huge.csv");
-  ASSERT_EQ(p.phases.at(0).roots.size(), 1u);
-  EXPECT_EQ(p.phases[0].roots[0].invocations, std::numeric_limits<std::int64_t>::max());
+  for (int i = 0; i < 2000; ++i) text += "1000,9000000000000000,k\n";  // 2000 rows of 9e15 calls: the sum is beyond int64
+  try {
+    parse_nsys_csv(text, "huge.csv");
+    FAIL() << "a summed count beyond int64 was accepted";
+  } catch (const arfit::InputError& e) {
+    EXPECT_EQ(e.file(), "huge.csv");
+    EXPECT_EQ(e.field(), "Instances");
+    EXPECT_GT(e.line(), 2);  // the row whose count no longer fits, not the first
+  }
   EXPECT_THROW(parse_nsys_csv("Total Time (ns),Instances,Name\n1000,1e17,k\n", "too_many.csv"), arfit::InputError);
 }
 
