@@ -16,7 +16,25 @@ DType parse_dtype(const std::string& name) {
   if (canonical == "bf16") return DType::BF16;
   if (canonical == "fp16") return DType::FP16;
   if (canonical == "fp32") return DType::FP32;
-  throw KernelError("dtype '" + name + "' is not supported by the kernels (supported: bf16, fp16, fp32)");
+  throw KernelError("dtype '" + name + "' is not supported by the kernels (supported: bf16, fp16, fp32)", KernelParam::DType);
+}
+
+std::string to_string(KernelParam parameter) {
+  switch (parameter) {
+    case KernelParam::None: return "none";
+    case KernelParam::Ranks: return "nranks";
+    case KernelParam::LocalRanks: return "local_ranks";
+    case KernelParam::DType: return "dtype";
+    case KernelParam::Fusion: return "fusion";
+    case KernelParam::Count: return "count";
+    case KernelParam::Hidden: return "hidden";
+    case KernelParam::Workspace: return "max_bytes";
+    case KernelParam::Buffers: return "buffers";
+    case KernelParam::RmsEps: return "rms_eps";
+    case KernelParam::Fp8Scale: return "fp8_scale";
+    case KernelParam::Device: return "device";
+  }
+  return "unknown";
 }
 
 int dtype_bytes(DType dtype) { return dtype == DType::FP32 ? 4 : 2; }

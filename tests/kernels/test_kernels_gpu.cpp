@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/cuda_check.h"
-#include "kernels/reference.h"
+#include "kernels/device/cuda_check.h"
+#include "kernels/reference/reference.h"
 #include "kernels/strategy.h"
 #include "kernels/team.h"
 #ifdef ARFIT_HAVE_NCCL
@@ -184,7 +184,7 @@ TEST(KernelVirtualSequence, ManyLaunchesAlternatingAlgorithmsStayCorrect) {
         {one, a.get()}, {two, b.get()}, {one, c.get()}, {two, d.get()}};
     for (const auto& pair : cases) {
       const CheckResult r = pair.first->check(*pair.second);
-      EXPECT_TRUE(r.ok()) << pair.first->name << " n=" << n << ": " << r.first_wrong;
+      EXPECT_TRUE(r.ok()) << pair.first->strategy << " n=" << n << ": " << r.first_wrong;
     }
   }
 }
