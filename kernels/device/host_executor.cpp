@@ -25,7 +25,6 @@
 extern "C" {
 void* __tsan_get_current_fiber(void);
 void* __tsan_create_fiber(unsigned flags);
-void __tsan_destroy_fiber(void* fiber);
 void __tsan_switch_to_fiber(void* fiber, unsigned flags);
 }
 #endif
@@ -55,6 +54,72 @@ void announce_switch([[maybe_unused]] void* tsan_fiber) {
   __tsan_switch_to_fiber(tsan_fiber, 0);
 #endif
 }
+
+// Fiber stacks are reused across launches (a launch of 8 ranks x 3 blocks x 64 threads would otherwise map,
+// protect and unmap 1536 stacks). The pool's mutex also orders a stack's last use before its next one, for TSan.
+class StackPool {
+ public:
+  context::stack_context allocate() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!free_.empty()) {
+        const context::stack_context s = free_.back();
+        free_.pop_back();
+        return s;
+      }
+    }
+    return context::protected_fixedsize_stack(kFiberStackBytes).allocate();
+  }
+  void release(const context::stack_context& s) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    free_.push_back(s);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<context::stack_context> free_;  // kept for the process's lifetime
+};
+
+#if defined(ARFIT_TSAN)
+// TSan's fiber states are as costly to create as threads: reused across launches like the stacks.
+class TsanFiberPool {
+ public:
+  void* acquire() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!free_.empty()) {
+        void* f = free_.back();
+        free_.pop_back();
+        return f;
+      }
+    }
+    return __tsan_create_fiber(0);
+  }
+  void release(void* f) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    free_.push_back(f);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<void*> free_;
+};
+TsanFiberPool& tsan_fiber_pool() {
+  static TsanFiberPool* pool = new TsanFiberPool();
+  return *pool;
+}
+#endif
+
+StackPool& stack_pool() {
+  static StackPool* pool = new StackPool();  // never destroyed: fibers may outlive static destruction order
+  return *pool;
+}
+
+// The stack allocator Boost.Context's fiber takes (allocate / deallocate), backed by the pool.
+struct PooledStack {
+  context::stack_context allocate() { return stack_pool().allocate(); }
+  void deallocate(context::stack_context& s) noexcept { stack_pool().release(s); }
+};
 
 std::uint64_t splitmix64(std::uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
@@ -136,10 +201,10 @@ void run_block(BlockState& block, const std::function<void()>& body, std::uint64
     f->context = ThreadContext{&block, t, f.get(), 0};
     f->scheduler_tsan_fiber = scheduler_tsan_fiber;
 #if defined(ARFIT_TSAN)
-    f->tsan_fiber = __tsan_create_fiber(0);
+    f->tsan_fiber = tsan_fiber_pool().acquire();
 #endif
     Fiber* const raw = f.get();
-    f->self = context::fiber(std::allocator_arg, context::protected_fixedsize_stack(kFiberStackBytes),
+    f->self = context::fiber(std::allocator_arg, PooledStack{},
                              [raw, &body](context::fiber&& scheduler) {
                                raw->scheduler = std::move(scheduler);
                                ++raw->context.block->events;  // started
@@ -195,7 +260,7 @@ void run_block(BlockState& block, const std::function<void()>& body, std::uint64
     }
   }
 #if defined(ARFIT_TSAN)
-  for (auto& f : fibers) __tsan_destroy_fiber(f->tsan_fiber);
+  for (auto& f : fibers) tsan_fiber_pool().release(f->tsan_fiber);
 #endif
 }
 
