@@ -17,10 +17,6 @@ namespace arfit::kernels {
 
 class Team;
 
-enum class AllReduceAlgorithm {
-  OneShot,  // every rank reads all peers' staged inputs and reduces the whole tensor (rank order 0..N-1)
-  TwoShot,  // reduce-scatter into scratch, barrier, all-gather of the reduced slices
-};
 std::string to_string(AllReduceAlgorithm algorithm);  // "ONESHOT" / "TWOSHOT" (model/sample.h strategy names)
 
 // One local rank's buffers (device pointers, 16-byte aligned). Buffers may not overlap, except that output

@@ -12,6 +12,11 @@
 
 namespace arfit::kernels {
 
+enum class AllReduceAlgorithm {
+  OneShot,  // every rank reads all peers' staged inputs and reduces the whole tensor (rank order 0..N-1)
+  TwoShot,  // reduce-scatter into scratch, barrier, all-gather of the reduced slices
+};
+
 // Element types the custom all-reduce kernels reduce (always accumulating in fp32).
 enum class DType { BF16, FP16, FP32 };
 

@@ -207,42 +207,72 @@ ARFIT_DEVICE bool team_barrier_unless(bool skip, const TeamPointers& team, int r
   return skip || team_barrier<kRanks, kThreads>(team, rank, block, sequence);
 }
 
+// What every block of an all-reduce launch starts from: its role, its barrier count, its rank's buffers.
+template <typename T>
+struct RankView {
+  BlockRole me;
+  std::uint32_t epoch;  // written by this block at the end of the previous launch (stream order makes it visible)
+  T* staging;
+  const T* input;
+  T* output;
+};
+
+template <typename T>
+ARFIT_DEVICE RankView<T> rank_view(const TeamPointers& team, const AllReduceLaunch& args) {
+  RankView<T> v;
+  v.me = block_role(team);
+  v.epoch = team.signals[v.me.rank]->barrier_epoch[v.me.block];
+  v.staging = static_cast<T*>(team.staging[v.me.rank]);
+  v.input = static_cast<const T*>(args.input[v.me.local]);
+  v.output = static_cast<T*>(args.output[v.me.local]);
+  return v;
+}
+
+// Phase 1 of both algorithms and the barrier that publishes it: this rank's input into its staging buffer
+// (vectors by chunk, plus the scalar tail; or whole rows), then barrier epoch + 1. False when aborted.
+template <typename T, int kRanks, FusionOp kFusion, int kThreads>
+ARFIT_DEVICE bool publish_input(const TeamPointers& team, const AllReduceLaunch& args, const RankView<T>& v,
+                                bool skip_barrier) {
+  constexpr int W = VectorWidth<T>::value;
+  const bool may_alias = args.input_may_alias != 0;
+  if constexpr (kFusion == FusionOp::None) {
+    const std::int64_t vectors = args.count / W;
+    publish_input_vectors<T, kThreads>(v.input, v.staging, vectors, v.me.block, team.blocks_per_rank, may_alias);
+    if (v.me.block == 0) publish_tail<T, kThreads>(v.input, v.staging, vectors * W, args.count);
+  } else {
+    publish_input_rows<T, kThreads>(v.input, v.staging, args.count / args.hidden, args.hidden / W, v.me.block,
+                                    team.blocks_per_rank, may_alias);
+  }
+  return team_barrier_unless<kRanks, kThreads>(skip_barrier, team, v.me.rank, v.me.block, v.epoch + 1);
+}
+
 // One-shot: publish, barrier, every rank reduces the whole tensor from all peers' staging, barrier.
 template <typename T, int kRanks, FusionOp kFusion, int kThreads>
 ARFIT_KERNEL(kThreads) one_shot_all_reduce_kernel(const TeamPointers team, const AllReduceLaunch args) {
   constexpr int W = VectorWidth<T>::value;
   constexpr bool kSkipPublishBarrier = ARFIT_MUTATION == ARFIT_MUTATION_SKIP_PUBLISH_BARRIER;
-  const BlockRole me = block_role(team);
+  const RankView<T> v = rank_view<T>(team, args);
+  const BlockRole& me = v.me;
   const int blocks_per_rank = team.blocks_per_rank;
-  // Written by this block at the end of the previous launch on this stream (stream order makes it visible).
-  const std::uint32_t epoch = team.signals[me.rank]->barrier_epoch[me.block];
-  T* const staging = static_cast<T*>(team.staging[me.rank]);
-  const T* const input = static_cast<const T*>(args.input[me.local]);
-  T* const output = static_cast<T*>(args.output[me.local]);
+  if (!publish_input<T, kRanks, kFusion, kThreads>(team, args, v, kSkipPublishBarrier)) return;
 
   if constexpr (kFusion == FusionOp::None) {
     const std::int64_t vectors = args.count / W;
-    publish_input_vectors<T, kThreads>(input, staging, vectors, me.block, blocks_per_rank, args.input_may_alias != 0);
-    if (me.block == 0) publish_tail<T, kThreads>(input, staging, vectors * W, args.count);
-    if (!team_barrier_unless<kRanks, kThreads>(kSkipPublishBarrier, team, me.rank, me.block, epoch + 1)) return;
     const std::int64_t stride = static_cast<std::int64_t>(blocks_per_rank) * kThreads;
     for (std::int64_t i = static_cast<std::int64_t>(me.block) * kThreads + thread_index(); i < vectors; i += stride) {
       float acc[W] = {};
       reduce_peers<T, kRanks>(team.staging, i * W, acc);
-      store_16(output + i * W, pack<T>(acc));
+      store_16(v.output + i * W, pack<T>(acc));
     }
     if (me.block == 0) {  // scalar tail: count not a multiple of the vector width
       for (std::int64_t j = vectors * W + thread_index(); j < args.count; j += kThreads) {
-        output[j] = from_float<T>(reduce_peers_scalar<T, kRanks>(team.staging, j));
+        v.output[j] = from_float<T>(reduce_peers_scalar<T, kRanks>(team.staging, j));
       }
     }
   } else {
     constexpr bool kQuantFp8 = kFusion == FusionOp::ResidualRmsNormQuantFp8;
     const std::int64_t rows = args.count / args.hidden;
     const std::int64_t vectors_per_row = args.hidden / W;
-    publish_input_rows<T, kThreads>(input, staging, rows, vectors_per_row, me.block, blocks_per_rank,
-                                    args.input_may_alias != 0);
-    if (!team_barrier_unless<kRanks, kThreads>(kSkipPublishBarrier, team, me.rank, me.block, epoch + 1)) return;
     const T* const residual_in = static_cast<const T*>(args.residual_in[me.local]);
     T* const residual_out = static_cast<T*>(args.residual_out[me.local]);
     const T* const gamma = static_cast<const T*>(args.gamma[me.local]);
@@ -251,13 +281,13 @@ ARFIT_KERNEL(kThreads) one_shot_all_reduce_kernel(const TeamPointers team, const
       const std::int64_t base = row * args.hidden;
       auto load_reduced = [&](std::int64_t j, float* acc) { reduce_peers<T, kRanks>(team.staging, base + j * W, acc); };
       residual_rms_norm_row<T, kQuantFp8, kThreads>(load_reduced, residual_in + base, gamma, residual_out + base,
-                                                    output + base, kQuantFp8 ? fp8_out + base : nullptr,
+                                                    v.output + base, kQuantFp8 ? fp8_out + base : nullptr,
                                                     vectors_per_row, args.hidden, args.rms_eps, args.fp8_inv_scale);
     }
   }
   // Write-after-read guard: no rank's next launch overwrites its staging while a peer still reads it.
-  if (!team_barrier<kRanks, kThreads>(team, me.rank, me.block, epoch + 2)) return;
-  if (thread_index() == 0) team.signals[me.rank]->barrier_epoch[me.block] = epoch + 2;
+  if (!team_barrier<kRanks, kThreads>(team, me.rank, me.block, v.epoch + 2)) return;
+  if (thread_index() == 0) team.signals[me.rank]->barrier_epoch[me.block] = v.epoch + 2;
 }
 
 // Two-shot: publish, barrier, reduce-scatter (rank r reduces its slice from all peers into its scratch),
@@ -268,20 +298,19 @@ template <typename T, int kRanks, FusionOp kFusion, int kThreads>
 ARFIT_KERNEL(kThreads) two_shot_all_reduce_kernel(const TeamPointers team, const AllReduceLaunch args) {
   constexpr int W = VectorWidth<T>::value;
   constexpr bool kSkipReduceBarrier = ARFIT_MUTATION == ARFIT_MUTATION_SKIP_REDUCE_BARRIER;
-  const BlockRole me = block_role(team);
+  const RankView<T> v = rank_view<T>(team, args);
+  const BlockRole& me = v.me;
   const int blocks_per_rank = team.blocks_per_rank;
-  const std::uint32_t epoch = team.signals[me.rank]->barrier_epoch[me.block];
-  T* const staging = static_cast<T*>(team.staging[me.rank]);
-  const T* const input = static_cast<const T*>(args.input[me.local]);
-  T* const output = static_cast<T*>(args.output[me.local]);
+  const std::uint32_t epoch = v.epoch;
+  T* const output = v.output;
+  if (!publish_input<T, kRanks, kFusion, kThreads>(team, args, v, false)) return;
 
   if constexpr (kFusion == FusionOp::None) {
     const std::int64_t vectors = args.count / W;
+    // Slices are whole chunks of kThreads vectors so that chunk ownership (block c % blocks_per_rank) is the same
+    // in all three phases. The scalar tail belongs to the last rank.
     const std::int64_t chunks = partition::chunk_count(vectors, kThreads);
     const std::int64_t chunks_per_rank = partition::units_per_rank(chunks, kRanks);
-    publish_input_vectors<T, kThreads>(input, staging, vectors, me.block, blocks_per_rank, args.input_may_alias != 0);
-    if (me.block == 0) publish_tail<T, kThreads>(input, staging, vectors * W, args.count);
-    if (!team_barrier<kRanks, kThreads>(team, me.rank, me.block, epoch + 1)) return;
 
     T* const scratch = static_cast<T*>(team.scratch[me.rank]);
     const partition::Range mine = partition::owned_units(me.rank, chunks, chunks_per_rank);
@@ -319,9 +348,6 @@ ARFIT_KERNEL(kThreads) two_shot_all_reduce_kernel(const TeamPointers team, const
     const std::int64_t rows = args.count / args.hidden;
     const std::int64_t vectors_per_row = args.hidden / W;
     const std::int64_t rows_per_rank = partition::units_per_rank(rows, kRanks);
-    publish_input_rows<T, kThreads>(input, staging, rows, vectors_per_row, me.block, blocks_per_rank,
-                                    args.input_may_alias != 0);
-    if (!team_barrier<kRanks, kThreads>(team, me.rank, me.block, epoch + 1)) return;
 
     // Scratch slots of every rank: [0] normalised output, [1] new residual (both T), [2] e4m3 bytes.
     auto slot = [&](int rank, int s) { return static_cast<char*>(team.scratch[rank]) + s * team.max_bytes; };
@@ -378,6 +404,17 @@ ARFIT_KERNEL(kThreads) residual_rms_norm_kernel(const T* reduced, const T* resid
     residual_rms_norm_row<T, kQuantFp8, kThreads>(load_reduced, residual_in + base, gamma, residual_out + base,
                                                   output + base, kQuantFp8 ? fp8_out + base : nullptr, vectors_per_row,
                                                   hidden, eps, fp8_inv_scale);
+  }
+}
+
+// The kernel of an algorithm for one instantiation, as a function pointer (GPU launches and occupancy queries,
+// host launches).
+template <AllReduceAlgorithm kAlgorithm, typename T, int kRanks, FusionOp kFusion, int kThreads>
+constexpr auto all_reduce_kernel() {
+  if constexpr (kAlgorithm == AllReduceAlgorithm::OneShot) {
+    return &one_shot_all_reduce_kernel<T, kRanks, kFusion, kThreads>;
+  } else {
+    return &two_shot_all_reduce_kernel<T, kRanks, kFusion, kThreads>;
   }
 }
 

@@ -2,4 +2,4 @@
 // One translation unit per (algorithm, dtype) keeps each nvcc invocation small and lets them build in parallel.
 #include "kernels/device/cuda_launch.h"
 
-ARFIT_DEFINE_ALL_REDUCE_LAUNCHER(one_shot, fp32, float)
+ARFIT_DEFINE_ALL_REDUCE_LAUNCHER(one_shot, OneShot, fp32, float)

@@ -2,4 +2,4 @@
 // One translation unit per (algorithm, dtype) keeps each nvcc invocation small and lets them build in parallel.
 #include "kernels/device/cuda_launch.h"
 
-ARFIT_DEFINE_ALL_REDUCE_LAUNCHER(two_shot, bf16, bf16_t)
+ARFIT_DEFINE_ALL_REDUCE_LAUNCHER(two_shot, TwoShot, bf16, bf16_t)

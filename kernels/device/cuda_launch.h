@@ -9,56 +9,36 @@
 
 namespace arfit::kernels::device {
 
-template <typename T>
-void launch_one_shot_typed(FusionOp fusion, const TeamPointers& team, const AllReduceLaunch& args, int grid,
-                           cudaStream_t stream) {
+template <AllReduceAlgorithm kAlgorithm, typename T>
+void launch_typed(FusionOp fusion, const TeamPointers& team, const AllReduceLaunch& args, int grid, cudaStream_t stream) {
   dispatch_ranks_and_fusion(team.nranks, fusion, [&](auto ranks, auto op) {
-    one_shot_all_reduce_kernel<T, decltype(ranks)::value, decltype(op)::value, kCudaThreadsPerBlock>
-        <<<grid, kCudaThreadsPerBlock, 0, stream>>>(team, args);
-  });
-}
-
-template <typename T>
-void launch_two_shot_typed(FusionOp fusion, const TeamPointers& team, const AllReduceLaunch& args, int grid,
-                           cudaStream_t stream) {
-  dispatch_ranks_and_fusion(team.nranks, fusion, [&](auto ranks, auto op) {
-    two_shot_all_reduce_kernel<T, decltype(ranks)::value, decltype(op)::value, kCudaThreadsPerBlock>
-        <<<grid, kCudaThreadsPerBlock, 0, stream>>>(team, args);
+    const auto kernel =
+        all_reduce_kernel<kAlgorithm, T, decltype(ranks)::value, decltype(op)::value, kCudaThreadsPerBlock>();
+    kernel<<<grid, kCudaThreadsPerBlock, 0, stream>>>(team, args);
   });
 }
 
 // Blocks of the kernel an SM can hold at once (the barriers need every block of every local rank resident).
-template <typename T>
-int active_blocks_per_sm_one_shot_typed(FusionOp fusion, int nranks) {
+template <AllReduceAlgorithm kAlgorithm, typename T>
+int active_blocks_per_sm_typed(FusionOp fusion, int nranks) {
   int blocks = 0;
   dispatch_ranks_and_fusion(nranks, fusion, [&](auto ranks, auto op) {
-    ARFIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &blocks, one_shot_all_reduce_kernel<T, decltype(ranks)::value, decltype(op)::value, kCudaThreadsPerBlock>,
-        kCudaThreadsPerBlock, 0));
-  });
-  return blocks;
-}
-
-template <typename T>
-int active_blocks_per_sm_two_shot_typed(FusionOp fusion, int nranks) {
-  int blocks = 0;
-  dispatch_ranks_and_fusion(nranks, fusion, [&](auto ranks, auto op) {
-    ARFIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &blocks, two_shot_all_reduce_kernel<T, decltype(ranks)::value, decltype(op)::value, kCudaThreadsPerBlock>,
-        kCudaThreadsPerBlock, 0));
+    const auto kernel =
+        all_reduce_kernel<kAlgorithm, T, decltype(ranks)::value, decltype(op)::value, kCudaThreadsPerBlock>();
+    ARFIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kCudaThreadsPerBlock, 0));
   });
   return blocks;
 }
 
 }  // namespace arfit::kernels::device
 
-#define ARFIT_DEFINE_ALL_REDUCE_LAUNCHER(algorithm, dtype, element)                                            \
-  namespace arfit::kernels::device {                                                                           \
-  void launch_##algorithm##_##dtype(FusionOp fusion, const TeamPointers& team, const AllReduceLaunch& args,   \
-                                    int grid, cudaStream_t stream) {                                           \
-    launch_##algorithm##_typed<element>(fusion, team, args, grid, stream);                                     \
-  }                                                                                                            \
-  int active_blocks_per_sm_##algorithm##_##dtype(FusionOp fusion, int nranks) {                               \
-    return active_blocks_per_sm_##algorithm##_typed<element>(fusion, nranks);                                  \
-  }                                                                                                            \
+#define ARFIT_DEFINE_ALL_REDUCE_LAUNCHER(algorithm, enumerator, dtype, element)                                 \
+  namespace arfit::kernels::device {                                                                            \
+  void launch_##algorithm##_##dtype(FusionOp fusion, const TeamPointers& team, const AllReduceLaunch& args,    \
+                                    int grid, cudaStream_t stream) {                                            \
+    launch_typed<AllReduceAlgorithm::enumerator, element>(fusion, team, args, grid, stream);                    \
+  }                                                                                                             \
+  int active_blocks_per_sm_##algorithm##_##dtype(FusionOp fusion, int nranks) {                                \
+    return active_blocks_per_sm_typed<AllReduceAlgorithm::enumerator, element>(fusion, nranks);                 \
+  }                                                                                                             \
   }

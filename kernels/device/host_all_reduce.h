@@ -22,20 +22,20 @@ template <int kThreads>
 void launch_all_reduce_on_host(AllReduceAlgorithm algorithm, DType dtype, FusionOp fusion, const TeamPointers& team,
                                const AllReduceLaunch& args, const host::LaunchOptions& options) {
   const int grid = team.blocks_per_rank * team.local_ranks;
-  with_host_element(dtype, [&](auto element) {
-    using T = decltype(element);
-    dispatch_ranks_and_fusion(team.nranks, fusion, [&](auto ranks, auto op) {
-      if (algorithm == AllReduceAlgorithm::OneShot) {
-        host::launch(grid, kThreads, options, [&] {
-          one_shot_all_reduce_kernel<T, decltype(ranks)::value, decltype(op)::value, kThreads>(team, args);
-        });
-      } else {
-        host::launch(grid, kThreads, options, [&] {
-          two_shot_all_reduce_kernel<T, decltype(ranks)::value, decltype(op)::value, kThreads>(team, args);
-        });
-      }
+  auto with_algorithm = [&](auto chosen) {
+    with_host_element(dtype, [&](auto element) {
+      dispatch_ranks_and_fusion(team.nranks, fusion, [&](auto ranks, auto op) {
+        const auto kernel = all_reduce_kernel<decltype(chosen)::value, decltype(element), decltype(ranks)::value,
+                                              decltype(op)::value, kThreads>();
+        host::launch(grid, kThreads, options, [&] { kernel(team, args); });
+      });
     });
-  });
+  };
+  if (algorithm == AllReduceAlgorithm::OneShot) {
+    with_algorithm(std::integral_constant<AllReduceAlgorithm, AllReduceAlgorithm::OneShot>{});
+  } else {
+    with_algorithm(std::integral_constant<AllReduceAlgorithm, AllReduceAlgorithm::TwoShot>{});
+  }
 }
 
 template <int kThreads>

@@ -85,6 +85,19 @@ std::int64_t differing_elements(const std::vector<unsigned char>& a, const std::
 
 }  // namespace
 
+AllReduceExpectation expectation_for(const StrategyCase& c, std::uint64_t seed) {
+  AllReduceExpectation e;
+  e.dtype = c.dtype;
+  e.fusion = c.fusion;
+  e.nranks = c.nranks;
+  e.count = c.count;
+  e.hidden = c.hidden;
+  e.rms_eps = static_cast<float>(c.rms_eps);
+  e.fp8_scale = c.fp8_scale;
+  e.seed = seed;
+  return e;
+}
+
 CheckResult check_all_reduce_outputs(const AllReduceExpectation& e, const std::vector<RankOutputs>& ranks,
                                      bool identical) {
   std::vector<std::vector<unsigned char>> inputs;

@@ -30,6 +30,9 @@ struct AllReduceExpectation {
   double tolerance_factor = 1.0;
 };
 
+// The expectation of all-reduce case `c` run on inputs seeded from `seed` (the kernels' fp32 epsilon).
+AllReduceExpectation expectation_for(const StrategyCase& c, std::uint64_t seed);
+
 // One rank's outputs, copied to the host (residual_out and fp8_out only for the fused epilogues).
 struct RankOutputs {
   int rank = 0;

@@ -140,16 +140,7 @@ CheckResult check_custom_all_reduce(StrategyState& state) {
     if (c.fusion == FusionOp::ResidualRmsNormQuantFp8) o.fp8_out = download(s.fp8_out[kk], static_cast<std::size_t>(c.count));
     outputs.push_back(std::move(o));
   }
-  AllReduceExpectation e;
-  e.dtype = c.dtype;
-  e.fusion = c.fusion;
-  e.nranks = c.nranks;
-  e.count = c.count;
-  e.hidden = c.hidden;
-  e.rms_eps = static_cast<float>(c.rms_eps);
-  e.fp8_scale = c.fp8_scale;
-  e.seed = s.ctx.seed;
-  CheckResult result = check_all_reduce_outputs(e, outputs, /*identical=*/true);
+  CheckResult result = check_all_reduce_outputs(expectation_for(c, s.ctx.seed), outputs, /*identical=*/true);
   return result;
 }
 

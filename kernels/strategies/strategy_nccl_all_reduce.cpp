@@ -119,15 +119,7 @@ CheckResult check(StrategyState& state) {
   o.output = detail::download(c.in_place ? s.input : s.output, bytes);
   if (fused(c)) o.residual_out = detail::download(s.residual_out, bytes);
   if (c.fusion == FusionOp::ResidualRmsNormQuantFp8) o.fp8_out = detail::download(s.fp8_out, static_cast<std::size_t>(c.count));
-  AllReduceExpectation e;
-  e.dtype = c.dtype;
-  e.fusion = c.fusion;
-  e.nranks = c.nranks;
-  e.count = c.count;
-  e.hidden = c.hidden;
-  e.rms_eps = static_cast<float>(c.rms_eps);
-  e.fp8_scale = c.fp8_scale;
-  e.seed = s.ctx.seed;
+  AllReduceExpectation e = expectation_for(c, s.ctx.seed);
   // NCCL rounds to the element type after every reduction step (ring/tree), up to nranks - 1 roundings.
   e.tolerance_factor = std::max(1, c.nranks - 1);
   return check_all_reduce_outputs(e, {o}, /*identical=*/false);

@@ -95,7 +95,7 @@ void run_and_check(HostTeam& team, const HostCase& c, int launches, std::uint64_
   p.fusion = c.fusion;
   p.count = c.count;
   p.hidden = c.hidden;
-  p.rms_eps = 1e-6f;
+  p.rms_eps = static_cast<float>(c.rms_eps);
   p.fp8_scale = c.fp8_scale;
   for (RankBuffers& r : ranks) {
     r.input = HostBuffer(bytes);
@@ -153,16 +153,7 @@ void run_and_check(HostTeam& team, const HostCase& c, int launches, std::uint64_
       if (fp8) o.fp8_out = copy(r.fp8_out, static_cast<std::size_t>(c.count));
       outputs.push_back(std::move(o));
     }
-    AllReduceExpectation e;
-    e.dtype = c.dtype;
-    e.fusion = c.fusion;
-    e.nranks = c.nranks;
-    e.count = c.count;
-    e.hidden = c.hidden;
-    e.rms_eps = p.rms_eps;
-    e.fp8_scale = c.fp8_scale;
-    e.seed = data_seed;
-    const CheckResult r = check_all_reduce_outputs(e, outputs, /*identical=*/true);
+    const CheckResult r = check_all_reduce_outputs(expectation_for(c, data_seed), outputs, /*identical=*/true);
     const std::int64_t per_rank = c.count * (fp8 ? 4 : fused ? 2 : 1);  // fp8 bytes are checked twice
     EXPECT_EQ(r.checked, per_rank * c.nranks) << c.describe();
     EXPECT_EQ(r.wrong, 0) << c.describe() << " launch " << launch << ": " << r.wrong << " wrong elements, first "

@@ -47,16 +47,16 @@ enum class Placement {
 };
 std::string to_string(Placement p);
 
-struct HostCase {
+// An all-reduce case (dtype, fusion, nranks, count, hidden, fp8_scale of StrategyCase; its in_place is unused)
+// and how it runs on the host.
+struct HostCase : StrategyCase {
+  HostCase() {
+    nranks = 2;
+    fp8_scale = 0.5f;
+  }
   AllReduceAlgorithm algorithm = AllReduceAlgorithm::OneShot;
-  DType dtype = DType::BF16;
-  FusionOp fusion = FusionOp::None;
-  int nranks = 2;
-  std::int64_t count = 0;
-  std::int64_t hidden = 0;
   Placement placement = Placement::OutOfPlace;
   int threads_per_block = 64;
-  float fp8_scale = 0.5f;
   std::string describe() const;
 };
 

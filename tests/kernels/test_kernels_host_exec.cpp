@@ -288,14 +288,7 @@ TEST(KernelsHostFp8, TheCheckRejectsQuantisingTheUnroundedOutput) {
   c.hidden = 256;
   c.fp8_scale = 0.5f;
   run_and_check(team, c, 1, 77);
-  AllReduceExpectation e;
-  e.dtype = c.dtype;
-  e.fusion = c.fusion;
-  e.nranks = 2;
-  e.count = c.count;
-  e.hidden = c.hidden;
-  e.fp8_scale = c.fp8_scale;
-  e.seed = 77;
+  const AllReduceExpectation e = expectation_for(c, 77);
   // Reference outputs stored as bf16, and e4m3 of the unrounded values.
   std::vector<std::vector<unsigned char>> inputs;
   std::vector<const void*> pointers;
