@@ -19,24 +19,6 @@ DType parse_dtype(const std::string& name) {
   throw KernelError("dtype '" + name + "' is not supported by the kernels (supported: bf16, fp16, fp32)", KernelParam::DType);
 }
 
-std::string to_string(KernelParam parameter) {
-  switch (parameter) {
-    case KernelParam::None: return "none";
-    case KernelParam::Ranks: return "nranks";
-    case KernelParam::LocalRanks: return "local_ranks";
-    case KernelParam::DType: return "dtype";
-    case KernelParam::Fusion: return "fusion";
-    case KernelParam::Count: return "count";
-    case KernelParam::Hidden: return "hidden";
-    case KernelParam::Workspace: return "max_bytes";
-    case KernelParam::Buffers: return "buffers";
-    case KernelParam::RmsEps: return "rms_eps";
-    case KernelParam::Fp8Scale: return "fp8_scale";
-    case KernelParam::Device: return "device";
-  }
-  return "unknown";
-}
-
 int dtype_bytes(DType dtype) { return dtype == DType::FP32 ? 4 : 2; }
 
 }  // namespace arfit::kernels

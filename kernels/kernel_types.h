@@ -51,7 +51,6 @@ enum class KernelParam {
   Fp8Scale,
   Device,      // GPU selection (one GPU per rank, peer access, co-residency)
 };
-std::string to_string(KernelParam parameter);
 
 // A request that the kernels cannot serve (unsupported rank count, dtype/fusion pair, misaligned pointer,
 // size above the workspace, ...). The message says what was asked and what is allowed; parameter() names

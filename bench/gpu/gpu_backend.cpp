@@ -22,7 +22,6 @@
 namespace arfit::bench::gpu {
 namespace {
 
-using kernels::DType;
 using kernels::StrategyCase;
 using kernels::StrategyDescriptor;
 
@@ -160,8 +159,7 @@ class GpuBackend : public Backend {
   }
   void end_group() override {
     cudaStreamSynchronize(stream_);
-    if (exchange_) exchange_->barrier();  // no peer still uses a mapping of ours
-    team_.reset();
+    team_.reset();  // collective with IPC: every rank closes its mappings, all meet, then each frees its own
     exchange_.reset();
 #if ARFIT_BENCH_HAVE_NCCL
     if (comm_) ncclCommDestroy(comm_);

@@ -73,11 +73,23 @@ ShmWorkspace::~ShmWorkspace() {
   if (win_ != MPI_WIN_NULL) MPI_Win_free(&win_);
 }
 
+namespace {
+// How long a host kernel waits in a barrier before it traps: the kernels' default, or ARFIT_HOST_BARRIER_TIMEOUT_MS
+// (a test knob: the watchdog's abort normally ends such a wait first, at --timeout).
+std::uint64_t barrier_timeout_ns() {
+  static const std::uint64_t ns = [] {
+    const char* text = std::getenv("ARFIT_HOST_BARRIER_TIMEOUT_MS");
+    const long long ms = text ? std::atoll(text) : 0;
+    return ms > 0 ? static_cast<std::uint64_t>(ms) * 1000 * 1000 : kernels::kDefaultBarrierTimeoutNs;
+  }();
+  return ns;
+}
+}  // namespace
+
 kernels::HostTeamView ShmWorkspace::view() const {
   kernels::HostTeamView v;
   v.shape = kernels::TeamShape{nranks_, 1, max_bytes_};
-  v.table = kernels::team_pointers(base_.data(), nranks_, rank_, 1, max_bytes_, 1, &abort_word_,
-                                   kernels::kDefaultBarrierTimeoutNs);
+  v.table = kernels::team_pointers(base_.data(), nranks_, rank_, 1, max_bytes_, 1, &abort_word_, barrier_timeout_ns());
   v.max_blocks_per_rank = 1;
   return v;
 }

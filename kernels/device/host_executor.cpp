@@ -234,7 +234,6 @@ void run_block(BlockState& block, const std::function<void()>& body, std::uint64
     if (block.launch->trapped.load(std::memory_order_relaxed)) block.cancelled = true;
     if (seed != 0) std::shuffle(order.begin(), order.end(), rng);
     const std::uint64_t events_before = block.events;
-    block.spun = false;
     for (int t : order) {
       Fiber& f = *fibers[static_cast<std::size_t>(t)];
       if (f.done) continue;
@@ -292,7 +291,6 @@ bool sync_threads_or(bool predicate) {
 void spin_pause() {
   ThreadContext& t = current();
   if (t.fiber) {
-    t.block->spun = true;
     yield_to_scheduler(*t.fiber);
     return;
   }

@@ -70,9 +70,8 @@ struct BlockState {
   bool result_or = false;
   std::vector<float> slots;  // block_sum: one value per thread
   // Scheduler bookkeeping: anything that lets the block move on (an arrival, a completed barrier, a
-  // finished or started thread) bumps `events`; `spun` says a fiber yielded from a flag wait.
+  // finished or started thread) bumps `events`; a pass without events backs off.
   std::uint64_t events = 0;
-  bool spun = false;
   bool cancelled = false;  // the launch trapped: fibers unwind at their next wait
 };
 
