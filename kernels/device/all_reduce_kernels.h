@@ -70,7 +70,7 @@ ARFIT_DEVICE bool team_barrier(const TeamPointers& team, int rank, int block, st
     unsigned spins = 0;
     while (static_cast<std::int32_t>(load_acquire_system(arrived) - sequence) < 0) {
       spin_pause();
-      if ((++spins & 1023u) == 0) {
+      if (++spins % kSpinsPerPoll == 0) {
         if (team.abort_flag && load_relaxed_system(team.abort_flag) != 0) {
           aborted = true;
           break;

@@ -9,7 +9,7 @@
 //   reductions     block_sum<kThreads>(v): warp butterflies, then the warps' sums in warp order (fixed order)
 //   memory         Vec16, load_16, load_16_read_only, store_16 (16-byte packed), store_e4m3 / copy_e4m3
 //   flags          store_release_system, load_acquire_system, load_relaxed_system (32-bit flag words)
-//   progress       spin_pause() (inside a flag wait), timer_ns(), trap()
+//   progress       spin_pause() (inside a flag wait), kSpinsPerPoll, timer_ns(), trap()
 //   elements       bf16_t, fp16_t, to_float<T>, from_float<T>, reciprocal_sqrt
 //
 // On the host every block runs on its own OS thread and its threads run as fibers (host_executor.h explains
@@ -163,6 +163,8 @@ ARFIT_DEVICE std::uint32_t load_relaxed_system(const std::uint32_t* flag) {
 // Inside a flag wait. Nothing on the GPU: the waiting warp only competes with its own block's other warps,
 // which are parked at the barrier after the wait.
 ARFIT_DEVICE void spin_pause() {}
+// Spins between two looks at the abort word and the clock: a poll of host-mapped memory crosses PCIe.
+inline constexpr unsigned kSpinsPerPoll = 1024;
 
 ARFIT_DEVICE std::uint64_t timer_ns() {
   std::uint64_t t;
@@ -283,6 +285,9 @@ ARFIT_DEVICE std::uint32_t load_relaxed_system(const std::uint32_t* flag) {
 // Yields the fiber (its block's other threads run), and the OS thread when its whole block only waits, so
 // 8 ranks x several blocks make progress on 2 cores.
 ARFIT_DEVICE void spin_pause() { host::spin_pause(); }
+// Spins between two looks at the abort word and the clock: a host spin may yield the core for a whole scheduler
+// tick, so poll often enough that an abort is seen within milliseconds on a loaded machine.
+inline constexpr unsigned kSpinsPerPoll = 16;
 
 ARFIT_DEVICE std::uint64_t timer_ns() { return host::timer_ns(); }
 
