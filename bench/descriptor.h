@@ -1,6 +1,11 @@
 // How a collective/strategy plugs into arbench: one Descriptor per (backend, collective, strategy), one
 // source file each, as nccl-tests has one file per collective (name, byte counts, bus factor, init, run,
 // check). The runner knows nothing about any particular collective; it only drives CollectiveOps.
+//
+// A Descriptor is kernels/' StrategyDescriptor (kernels/strategy.h: name, collective, supported dtypes,
+// fusions and team sizes, byte counts, validation, init/run/check) plus bench's per-case hooks over its grid
+// Case. The GPU strategies are kernels/' own descriptors, seen through bench/gpu's generic hooks; the host
+// strategies (bench/host) fill the same fields.
 #pragma once
 
 #include <atomic>
@@ -13,6 +18,7 @@
 #include <vector>
 
 #include "bench/grid.h"
+#include "kernels/strategy.h"
 #include "model/bus_factor.h"
 
 namespace arfit::bench {
@@ -55,27 +61,10 @@ struct CaseIssue {
   std::string what;
 };
 
-struct Limits {
-  int world = 1;                   // MPI processes
-  std::int64_t workspace = 0;      // largest message a workspace strategy accepts, bytes
-  bool virtual_ranks = false;      // custom backend: TP ranks are virtual ranks on one device
-};
+using Limits = kernels::StrategyLimits;
+using kernels::ByteCounts;
 
-// Per-rank byte counts of one case, as nccl-tests' getCollByteCount gives them.
-struct ByteCounts {
-  std::int64_t send_bytes = 0;
-  std::int64_t recv_bytes = 0;
-};
-
-struct Descriptor {
-  std::string backend;   // "host", "nccl", "custom"
-  Collective collective = Collective::AllReduce;
-  std::string strategy;  // "MPI", "NCCL", "ONESHOT", "TWOSHOT"
-  std::vector<FusionOp> fusions;
-  std::vector<std::string> dtypes;  // canonical names
-  bool uses_workspace = false;      // the message must fit the pre-registered workspace (--workspace)
-  // Per-rank send/receive bytes for `count` elements of `elem` bytes on `nranks` ranks.
-  std::function<ByteCounts(std::int64_t count, int elem, int nranks)> byte_counts;
+struct Descriptor : kernels::StrategyDescriptor {
   // Workspace bytes per rank the case needs (0 when uses_workspace is false).
   std::function<std::int64_t(const Case&)> workspace_bytes;
   // Further checks before anything runs (e.g. hidden a multiple of the vector width); nullopt when fine.
@@ -83,11 +72,11 @@ struct Descriptor {
   std::function<std::unique_ptr<CollectiveOp>(const Case&)> make;
   // All-to-allv only: the per-peer split recorded in the sample's `splits` column.
   std::function<std::string(const Case&)> splits;
-
-  double bus_factor(int nranks) const { return arfit::bus_factor(collective, nranks); }
-  bool supports(FusionOp f) const;
-  bool supports(const std::string& dtype) const;
 };
+
+// The command-line option behind a kernels/ request parameter (KernelError::parameter()), for the CaseIssue of
+// a kernels/ validation error.
+std::string option_for(kernels::KernelParam parameter, const Case& c);
 
 // Every descriptor compiled into this build (host always; nccl and custom when CUDA/NCCL were found).
 const std::vector<const Descriptor*>& all_descriptors();

@@ -9,9 +9,19 @@
 
 namespace arfit::bench {
 
-bool Descriptor::supports(FusionOp f) const { return std::find(fusions.begin(), fusions.end(), f) != fusions.end(); }
-bool Descriptor::supports(const std::string& dtype) const {
-  return std::find(dtypes.begin(), dtypes.end(), canonical_dtype(dtype)) != dtypes.end();
+std::string option_for(kernels::KernelParam parameter, const Case& c) {
+  using kernels::KernelParam;
+  switch (parameter) {
+    case KernelParam::Ranks: return "--tp";
+    case KernelParam::LocalRanks: return "--virtual-ranks";
+    case KernelParam::DType: return "--dtype";
+    case KernelParam::Fusion: return "--fusion";
+    case KernelParam::Count: return c.tokens ? "--tokens/--hidden" : "--bytes";
+    case KernelParam::Hidden: return "--hidden";
+    case KernelParam::Workspace: return "--workspace";
+    case KernelParam::Device: return "--device";
+    default: return "--strategy";
+  }
 }
 
 const std::vector<const Descriptor*>& all_descriptors() {

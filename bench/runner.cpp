@@ -214,6 +214,17 @@ RunSummary Runner::run(const std::vector<Case>& cases, std::size_t planned, std:
         ctx.backend = &backend_;
         if (c.index == opt_.inject_hang_case && grank == 1) ctx.inject = RunContext::Inject::kWithhold;
         std::unique_ptr<CollectiveOp> op;
+        // Runs `work`; an exception (a trapped kernel, a failed launch) becomes this case's error instead of
+        // leaving the runner (which would end in MPI_Abort): the ranks still meet at every agreement point below.
+        auto run_guarded = [&](int& st, std::string& err, const auto& work) {
+          try {
+            work();
+          } catch (const std::exception& e) {
+            st = kError;
+            err = e.what();
+            std::cerr << "arbench[rank " << rank_ << "]: case " << c.index << " (" << c.describe() << "): " << err << "\n";
+          }
+        };
         try {
           const Descriptor* d = find_descriptor(c.backend, c.collective, c.strategy);
           if (!d) throw std::runtime_error("no descriptor for " + c.describe());
@@ -230,8 +241,10 @@ RunSummary Runner::run(const std::vector<Case>& cases, std::size_t planned, std:
           // Warm-up: eager launches in both modes, as nccl-tests does before it captures its timed loop. In graph
           // mode this also keeps lazy first-use work (NCCL's connection setup, CUDA's lazy module loading) out of
           // the capture.
-          for (int w = 0; w < opt_.warmup && status == kOk; ++w)
-            if (op->run(w % buffers) != RunStatus::Ok) status = kAborted;
+          run_guarded(status, error, [&] {
+            for (int w = 0; w < opt_.warmup && status == kOk; ++w)
+              if (op->run(w % buffers) != RunStatus::Ok) status = kAborted;
+          });
           // --cuda-graph: the collectives are recorded (not run) into graphs. Every rank captures the same
           // sequence, so the replays meet in the same collectives.
           std::vector<std::unique_ptr<CapturedIterations>> graphs;
@@ -257,8 +270,10 @@ RunSummary Runner::run(const std::vector<Case>& cases, std::size_t planned, std:
             // its peers never join.
             status = agree(group, status);
             // One untimed replay of each graph: the first launch of an executable graph costs more than the next.
-            for (auto& g : graphs)
-              if (status == kOk && g->launch() != RunStatus::Ok) status = kAborted;
+            run_guarded(status, error, [&] {
+              for (auto& g : graphs)
+                if (status == kOk && g->launch() != RunStatus::Ok) status = kAborted;
+            });
           }
           // Iteration i: the collective on buffer i % buffers, or replay i of the graphs (K collectives each).
           auto iteration = [&](int i) {
@@ -267,21 +282,23 @@ RunSummary Runner::run(const std::vector<Case>& cases, std::size_t planned, std:
           };
           status = agree(group, status);  // also the barrier before the timed iterations
           if (status == kOk) {
-            auto timer = backend_.make_timer();
-            timer->start();
-            for (int it = 0; it < opt_.iters; ++it) {
-              if (iteration(it) != RunStatus::Ok) {
-                status = kAborted;
-                break;
+            run_guarded(status, error, [&] {
+              auto timer = backend_.make_timer();
+              timer->start();
+              for (int it = 0; it < opt_.iters; ++it) {
+                if (iteration(it) != RunStatus::Ok) {
+                  status = kAborted;
+                  break;
+                }
+                timer->mark();
               }
-              timer->mark();
-            }
-            auto t = timer->finish_us();
-            // A graph replay's time is that of K back-to-back collectives: the sample is the mean per collective.
-            if (!graphs.empty())
-              for (double& x : t) x /= opt_.cuda_graph;
-            if (status == kOk && t.size() == us.size()) us = t;
-            if (dog.fired()) status = kAborted;  // e.g. a GPU op whose wait was cut short
+              auto t = timer->finish_us();
+              // A graph replay's time is that of K back-to-back collectives: the sample is the mean per collective.
+              if (!graphs.empty())
+                for (double& x : t) x /= opt_.cuda_graph;
+              if (status == kOk && t.size() == us.size()) us = t;
+              if (dog.fired()) status = kAborted;  // e.g. a GPU op whose wait was cut short
+            });
           }
           // The graphs hold the op's buffers and (nccl) communicator work: freed before the check, the op and any
           // communicator recovery (after an abort the GPU backend has freed them already, before ncclCommAbort).
@@ -299,7 +316,9 @@ RunSummary Runner::run(const std::vector<Case>& cases, std::size_t planned, std:
           }
           status = agree(group, status);
           backend_.end_case(c, profile);
-          if (status == kAborted) backend_.recover(group);
+          // Every rank reaches this with the same status: after an abort or an error the backend restores its
+          // synchronisation state (collective over the group), ordered after its own work stopped.
+          if (status != kOk) run_guarded(status, error, [&] { backend_.recover(group); });
         }
         op.reset();
       }

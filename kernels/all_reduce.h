@@ -1,4 +1,6 @@
-// Host API of the custom all-reduce kernels (one-shot, two-shot, fused residual + RMSNorm (+ e4m3)).
+// Host API of the custom all-reduce kernels (one-shot, two-shot, fused residual + RMSNorm (+ e4m3)): launches
+// on a GPU (all_reduce, residual_rms_norm: arfit_kernels, CUDA builds) and the same kernels run on the CPU
+// (all_reduce_on_host, residual_rms_norm_on_host: arfit_kernels_host_exec, every build).
 // No CUDA headers here: streams are void* (cudaStream_t).
 #pragma once
 
@@ -6,27 +8,27 @@
 #include <string>
 #include <vector>
 
+#include "kernels/device/host_executor.h"
 #include "kernels/kernel_types.h"
+#include "kernels/team/team_layout.h"
 #include "model/sample.h"
 
 namespace arfit::kernels {
 
 class Team;
 
-enum class AllReduceAlgorithm {
-  OneShot,  // every rank reads all peers' staged inputs and reduces the whole tensor (rank order 0..N-1)
-  TwoShot,  // reduce-scatter into scratch, barrier, all-gather of the reduced slices
-};
 std::string to_string(AllReduceAlgorithm algorithm);  // "ONESHOT" / "TWOSHOT" (model/sample.h strategy names)
 
-// One local rank's buffers (device pointers, 16-byte aligned).
+// One local rank's buffers (device pointers, 16-byte aligned). Buffers may not overlap, except that output
+// may equal input (in place) and residual_out may equal residual_in (fused in place); read-only buffers
+// (input, residual_in, gamma) may be shared between the ranks of a virtual team.
 struct AllReduceBuffers {
   const void* input = nullptr;        // count elements
   void* output = nullptr;             // count elements; may equal input
   const void* residual_in = nullptr;  // fused: count elements (same values on every rank)
   void* residual_out = nullptr;       // fused: count elements, residual_in + allreduce(x); may equal residual_in
   const void* gamma = nullptr;        // fused: hidden elements (same values on every rank)
-  void* fp8_out = nullptr;            // RESIDUAL_RMS_NORM_QUANT_FP8: count bytes of e4m3
+  void* fp8_out = nullptr;            // RESIDUAL_RMS_NORM_QUANT_FP8: count bytes, e4m3(output / fp8_scale)
 };
 
 struct AllReduceParams {
@@ -34,8 +36,9 @@ struct AllReduceParams {
   FusionOp fusion = FusionOp::None;
   std::int64_t count = 0;   // elements per rank
   std::int64_t hidden = 0;  // row length for fused epilogues (count % hidden == 0, hidden % vector width == 0)
-  float rms_eps = 1e-6f;
-  float fp8_scale = 1.0f;   // e4m3 = saturate(normed / fp8_scale)
+  float rms_eps = 1e-6f;     // > 0
+  float fp8_scale = 1.0f;   // e4m3 = saturate(output / fp8_scale), of the output as stored (rounded to dtype);
+                            // a normal, positive, finite float
   std::vector<AllReduceBuffers> buffers;  // one per local rank of the team
 };
 
@@ -51,23 +54,61 @@ bool custom_all_reduce_supports_ranks(int nranks);
 // Fusion ops the custom kernels implement (NONE, RESIDUAL_RMS_NORM, RESIDUAL_RMS_NORM_QUANT_FP8).
 bool custom_all_reduce_supports_fusion(FusionOp fusion);
 
-// Throws KernelError naming the problem: unsupported rank count, dtype/fusion pair, missing or
-// misaligned pointer, size above the workspace, bad row shape. Host-only; runs without a GPU.
+// Throws KernelError naming the problem and its parameter: unsupported rank count, dtype/fusion pair, missing,
+// misaligned or overlapping buffers, size above the workspace, bad row shape, rms_eps <= 0, an FP8 scale that
+// is zero, subnormal, negative or not finite. Host-only; runs without a GPU.
 void validate_all_reduce(AllReduceAlgorithm algorithm, const TeamShape& team, const AllReduceParams& params);
+// The epilogue's scalars: rms_eps > 0 and finite (fused), fp8_scale a normal positive float (FP8). `who` starts
+// the message.
+void validate_epilogue_scalars(const std::string& who, FusionOp fusion, float rms_eps, float fp8_scale);
 // The same checks without buffers (for planning a grid before anything is allocated).
 void validate_all_reduce_shape(AllReduceAlgorithm algorithm, const TeamShape& team, DType dtype, FusionOp fusion,
                                std::int64_t count, std::int64_t hidden);
+
+// The by-value launch parameters of the kernels for `params` (one entry per local rank).
+AllReduceLaunch make_all_reduce_launch(const AllReduceParams& params);
 
 // Validates, then enqueues one all-reduce for all local ranks of `team` on `stream` (cudaStream_t).
 // Only one collective may be in flight on a team at a time (they share the barrier flags).
 void all_reduce(AllReduceAlgorithm algorithm, Team& team, const AllReduceParams& params, void* stream);
 
+// ---- the same kernels on the CPU (kernels/device/host_executor.h) ----
+
+// A team whose workspaces live in host memory (kernels/team/host_team.h, or bench/host's MPI shared-memory
+// window): its shape, its pointer table (blocks_per_rank is chosen per launch) and how many blocks per rank
+// one launch may use.
+struct HostTeamView {
+  TeamShape shape;
+  TeamPointers table{};
+  int max_blocks_per_rank = 1;
+};
+
+// Threads per block the host build of the kernels is compiled for (kThreads of the kernel templates):
+// 1 (bench/host: one rank per process, no fibers), 32 (one warp) and 64 (two warps: the cross-warp order of
+// the block sums).
+inline constexpr int kHostThreadsPerBlock[] = {1, 32, 64};
+bool host_supports_threads_per_block(int threads);
+
+// Validates, then runs one all-reduce of the local ranks of `team` on the CPU with `threads_per_block` threads
+// per block and returns when every block has finished. Throws device::host::KernelTrap when a block trapped
+// (a barrier timed out). Returns false when the launch was aborted (the team's abort word or
+// options.external_abort raised while a block waited): the outputs are then incomplete and the team's
+// signals must be reset on every rank before the next launch.
+bool all_reduce_on_host(AllReduceAlgorithm algorithm, const HostTeamView& team, const AllReduceParams& params,
+                        int threads_per_block, const device::host::LaunchOptions& options = {});
+
 // The unfused epilogue kernel used after an NCCL all-reduce: residual_out = reduced + residual_in,
 // output = rmsnorm(residual_out) * gamma (+ e4m3). `reduced` is the all-reduce result (count elements).
 void residual_rms_norm(DType dtype, FusionOp fusion, std::int64_t count, std::int64_t hidden, float rms_eps,
                        float fp8_scale, const void* reduced, const AllReduceBuffers& buffers, void* stream);
-// Validation of the above (host-only).
-void validate_residual_rms_norm(DType dtype, FusionOp fusion, std::int64_t count, std::int64_t hidden,
+// The same epilogue kernel on the CPU, one block of `threads_per_block` threads (on the calling thread).
+void residual_rms_norm_on_host(DType dtype, FusionOp fusion, std::int64_t count, std::int64_t hidden, float rms_eps,
+                               float fp8_scale, const void* reduced, const AllReduceBuffers& buffers,
+                               int threads_per_block);
+// Validation of the above (host-only), and of its shape and scalars alone.
+void validate_residual_rms_norm_shape(DType dtype, FusionOp fusion, std::int64_t count, std::int64_t hidden,
+                                      float rms_eps, float fp8_scale);
+void validate_residual_rms_norm(DType dtype, FusionOp fusion, std::int64_t count, std::int64_t hidden, float rms_eps,
                                 float fp8_scale, const void* reduced, const AllReduceBuffers& buffers);
 
 }  // namespace arfit::kernels

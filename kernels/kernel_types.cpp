@@ -16,7 +16,7 @@ DType parse_dtype(const std::string& name) {
   if (canonical == "bf16") return DType::BF16;
   if (canonical == "fp16") return DType::FP16;
   if (canonical == "fp32") return DType::FP32;
-  throw KernelError("dtype '" + name + "' is not supported by the kernels (supported: bf16, fp16, fp32)");
+  throw KernelError("dtype '" + name + "' is not supported by the kernels (supported: bf16, fp16, fp32)", KernelParam::DType);
 }
 
 int dtype_bytes(DType dtype) { return dtype == DType::FP32 ? 4 : 2; }

@@ -12,6 +12,11 @@
 
 namespace arfit::kernels {
 
+enum class AllReduceAlgorithm {
+  OneShot,  // every rank reads all peers' staged inputs and reduces the whole tensor (rank order 0..N-1)
+  TwoShot,  // reduce-scatter into scratch, barrier, all-gather of the reduced slices
+};
+
 // Element types the custom all-reduce kernels reduce (always accumulating in fp32).
 enum class DType { BF16, FP16, FP32 };
 
@@ -30,11 +35,34 @@ inline constexpr int kMaxRanks = 8;
 // Blocks one rank may use; the barrier flags are per (block, peer).
 inline constexpr int kMaxBlocksPerRank = 64;
 
+// The request parameter a KernelError is about, so that callers (bench maps it to its command-line option)
+// never have to parse the message.
+enum class KernelParam {
+  None,        // not about one parameter (e.g. the context, the team)
+  Ranks,       // team size
+  LocalRanks,  // ranks one process drives
+  DType,
+  Fusion,
+  Count,       // element count / message size
+  Hidden,      // row length of the fused epilogues
+  Workspace,   // the team's per-message limit (max_bytes)
+  Buffers,     // pointers: missing, misaligned, overlapping
+  RmsEps,
+  Fp8Scale,
+  Device,      // GPU selection (one GPU per rank, peer access, co-residency)
+};
+
 // A request that the kernels cannot serve (unsupported rank count, dtype/fusion pair, misaligned pointer,
-// size above the workspace, ...). The message says what was asked and what is allowed.
+// size above the workspace, ...). The message says what was asked and what is allowed; parameter() names
+// the parameter at fault.
 class KernelError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit KernelError(const std::string& what, KernelParam parameter = KernelParam::None)
+      : std::runtime_error(what), parameter_(parameter) {}
+  KernelParam parameter() const { return parameter_; }
+
+ private:
+  KernelParam parameter_;
 };
 
 // A CUDA or NCCL call failed; the message names the call, the file:line and the error string.

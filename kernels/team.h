@@ -7,16 +7,21 @@
 //  * create_virtual: N "virtual ranks" in one process on one device (separate workspaces, peer pointers
 //    into the same device). One launch covers all ranks, so they are co-resident, and the kernels run the
 //    same device code, barriers included. For correctness testing on a single GPU; not an NVLink timing.
-// Destruction frees everything this process allocated or mapped (close IPC mappings, then free).
-// In IPC mode call HandleExchange::barrier() before destroying the teams so no peer still uses a mapping.
+// Destruction frees everything this process allocated or mapped. In IPC mode it is collective (every rank
+// destroys its team, and the HandleExchange must outlive it): each rank closes its mappings of the peers'
+// workspaces, all ranks meet, then each frees its own (ipc_teardown), so no rank frees memory a peer still maps.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/all_reduce.h"
-#include "kernels/team_layout.h"
+#include "kernels/team/team_layout.h"
 
 namespace arfit::kernels {
 
@@ -52,16 +57,47 @@ class Team {
   TeamShape shape() const { return TeamShape{nranks_, local_ranks_, max_bytes_}; }
   // The pointer table for a launch using `blocks_per_rank` blocks per rank.
   TeamPointers pointers(int blocks_per_rank) const;
-  // Resets all barrier flags and epochs (device-synchronous). Only when no collective is in flight on any rank.
-  void reset_signals();
+  // A barrier wait longer than this traps (the launch fails, the CUDA context is lost). Default 20 s.
+  void set_barrier_timeout_ns(std::uint64_t ns) { barrier_timeout_ns_ = ns; }
+
+  // Stops this process's launches: raises the abort word (host-mapped memory) every block polls while it waits
+  // in a barrier; the blocks leave their kernels instead of waiting for peers that will not come.
+  void request_abort();
+  // Collective over the team (every rank calls it, e.g. after the ranks agreed a case was aborted): waits until
+  // this process's work on `stream` (cudaStream_t) has stopped, meets every rank, zeroes this process's flags and
+  // epochs on that stream, clears the abort word, and meets every rank again, so no rank launches before all
+  // were reset and no reset races a kernel still running. Throws DeviceError when a kernel trapped (the context
+  // is lost then).
+  void recover(void* stream);
 
  private:
   Team() = default;
+  void reset_signals(void* stream);
   int nranks_ = 0, first_rank_ = 0, local_ranks_ = 0, device_ = 0, max_blocks_per_rank_ = 0;
   std::int64_t max_bytes_ = 0;
-  TeamPointers table_{};
+  std::uint64_t barrier_timeout_ns_ = kDefaultBarrierTimeoutNs;
+  std::vector<void*> workspace_;   // every rank's workspace as seen from this process
   std::vector<void*> owned_;   // workspaces this process allocated (cudaFree on teardown)
   std::vector<void*> mapped_;  // peers' workspaces opened via IPC (cudaIpcCloseMemHandle on teardown)
+  std::uint32_t* abort_host_ = nullptr;          // the abort word (cudaHostAlloc, mapped)
+  const std::uint32_t* abort_device_ = nullptr;  // its device address
+  HandleExchange* exchange_ = nullptr;           // IPC: the ranks' rendezvous for teardown and recovery
 };
+
+// ---- host-side rules of team construction and teardown (no GPU needed; tested in tests/kernels) ----
+
+// Blocks per rank that can all be resident at once when `local_ranks` ranks share `sms` SMs and an SM holds
+// `active_blocks_per_sm` blocks of every kernel (cudaOccupancyMaxActiveBlocksPerMultiprocessor, minimum over
+// the instantiations), capped at kMaxBlocksPerRank. Throws KernelError (Device) when not even one block per
+// rank fits: the barriers would wait for blocks that can never start.
+int co_resident_blocks_per_rank(int active_blocks_per_sm, int sms, int local_ranks);
+
+// The first two ranks whose devices have the same identifier (PCI bus id), if any: two IPC ranks on one GPU.
+std::optional<std::pair<int, int>> ranks_sharing_a_device(const std::vector<std::string>& device_ids);
+
+// The IPC teardown order, collective over `exchange`: close_imports() (this rank's mappings of its peers'
+// memory), a barrier, then free_own() (its exported memory), so no rank frees memory a peer still maps.
+void ipc_teardown(HandleExchange& exchange, const std::function<void()>& close_imports,
+                  const std::function<void()>& free_own);
 
 }  // namespace arfit::kernels

@@ -8,6 +8,7 @@ PACKAGES=(
   build-essential cmake pkg-config
   libceres-dev libeigen3-dev nlohmann-json3-dev
   libgnuplot-iostream-dev libboost-iostreams-dev libboost-system-dev libboost-filesystem-dev
+  libboost-context-dev       # fibers of the kernels' CPU execution (kernels/device/host_executor.cpp)
   gnuplot-nox
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin

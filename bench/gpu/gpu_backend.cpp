@@ -14,26 +14,16 @@
 
 #include "bench/alltoallv_splits.h"
 #include "kernels/all_reduce.h"
-#include "kernels/cuda_check.h"
-#include "kernels/mpi_handle_exchange.h"
+#include "kernels/device/cuda_check.h"
+#include "kernels/team/mpi_handle_exchange.h"
 #include "kernels/strategy.h"
 #include "kernels/team.h"
 
 namespace arfit::bench::gpu {
 namespace {
 
-using kernels::DType;
 using kernels::StrategyCase;
 using kernels::StrategyDescriptor;
-
-std::string dtype_name(DType d) {
-  switch (d) {
-    case DType::BF16: return "bf16";
-    case DType::FP16: return "fp16";
-    case DType::FP32: return "fp32";
-  }
-  return "?";
-}
 
 // Case (nccl-tests byte conventions, count = elements of the whole message) -> kernels' StrategyCase
 // (count per rank as kernels/strategy.h defines it per collective).
@@ -55,17 +45,6 @@ StrategyCase to_strategy_case(const Case& c) {
     default: s.count = c.count;
   }
   return s;
-}
-
-// Which option a kernels/ validation message is about.
-std::string option_of(const std::string& what) {
-  auto has = [&](const char* w) { return what.find(w) != std::string::npos; };
-  if (has("hidden") || has("row")) return "--hidden";
-  if (has("workspace") || has("max_bytes") || has("limit")) return "--workspace";
-  if (has("rank")) return "--tp";
-  if (has("fusion") || has("FUSION") || has("NORM")) return "--fusion";
-  if (has("dtype") || has("bf16") || has("fp16") || has("fp32")) return "--dtype";
-  return "--tokens/--hidden/--bytes";
 }
 
 class GpuBackend;
@@ -110,11 +89,19 @@ class GpuBackend : public Backend {
       throw GridError("--backend", kind_ + " needs a GPU: " + why);
     int n = 0;
     ARFIT_CUDA_CHECK(cudaGetDeviceCount(&n));
-    int local = 0;
+    int local = 0, local_size = 1;
     MPI_Comm node;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
     MPI_Comm_rank(node, &local);
+    MPI_Comm_size(node, &local_size);
     MPI_Comm_free(&node);
+    // One GPU per rank: IPC teams and NCCL communicators refuse two ranks on one device, and would fail later,
+    // inside a collective, with a less clear error. (Virtual ranks play every rank in one process.)
+    if (!o.virtual_ranks && local_size > 1 && (o.device >= 0 || local_size > n))
+      throw GridError("--device", std::to_string(local_size) + " ranks on this node but " +
+                                      (o.device >= 0 ? "all asked for device " + std::to_string(o.device)
+                                                     : "only " + std::to_string(n) + " GPUs") +
+                                      ": two ranks would share a GPU (one GPU per rank, or --virtual-ranks)");
 #if ARFIT_BENCH_HAVE_NCCL
     // NCCL collectives can be captured into CUDA graphs from NCCL 2.9 on (the library loaded at run time counts).
     int nccl_version = 0;
@@ -171,8 +158,7 @@ class GpuBackend : public Backend {
   }
   void end_group() override {
     cudaStreamSynchronize(stream_);
-    if (exchange_) exchange_->barrier();  // no peer still uses a mapping of ours
-    team_.reset();
+    team_.reset();  // collective with IPC: every rank closes its mappings, all meet, then each frees its own
     exchange_.reset();
 #if ARFIT_BENCH_HAVE_NCCL
     if (comm_) ncclCommDestroy(comm_);
@@ -224,16 +210,27 @@ class GpuBackend : public Backend {
     if (profile) cudaProfilerStop();
     nvtxRangePop();
   }
+  // Every rank of the group calls this after the ranks agreed the case was aborted (bench/runner.cpp).
   void recover(MPI_Comm) override {
     if (kind_ == "nccl" && comm_dead_) init_comm();  // ncclCommAbort left no usable communicator
-    else if (team_) team_->reset_signals();
+    // Ordered after this rank's kernels stopped (they left their barriers when wait() raised the abort word),
+    // then agreed with every rank through the team's exchange before and after the reset.
+    else if (team_) team_->recover(stream_);
   }
 
-  // Waits for `ev` while watching the abort flag; on abort, aborts the NCCL communicator (the only way to
-  // cancel NCCL work in flight) and returns false.
+  // Waits for `ev` while watching the abort flag; on abort, stops the work in flight and returns false: the
+  // custom kernels through the team's abort word (they leave their barrier waits; the wait continues until they
+  // have), NCCL by aborting the communicator (the only way to cancel NCCL work in flight).
   bool wait(cudaEvent_t ev) {
     cudaError_t e;
     while ((e = cudaEventQuery(ev)) == cudaErrorNotReady) {
+      if (abort_ && abort_->load() && team_) {
+        team_->request_abort();
+        for (CudaGraph* g : live_graphs_) g->release();
+        e = cudaEventSynchronize(ev);  // the kernels stop at their next barrier wait (or trap)
+        if (e != cudaSuccess) kernels::throw_cuda_error(e, "cudaEventSynchronize after abort", __FILE__, __LINE__);
+        return false;
+      }
       if (abort_ && abort_->load()) {
         // The case's CUDA graphs go first: NCCL (2.26 and later) does not finish aborting or destroying a
         // communicator while a graph that captured its collectives is alive (it polls until those graphs are
@@ -391,34 +388,20 @@ class StrategyOp : public CollectiveOp {
   std::vector<std::unique_ptr<kernels::StrategyState>> states_;
 };
 
-Descriptor adapt(const StrategyDescriptor& k) {
+// kernels/' descriptor as bench sees it: the descriptor itself (every fact is kernels/'), plus bench's per-case
+// hooks, the same for every kernels/ strategy: the case converted to kernels/' conventions, validation errors
+// mapped to the option behind their parameter, and one StrategyOp running init/run/check.
+Descriptor device_descriptor(const StrategyDescriptor& k) {
   Descriptor d;
-  d.backend = k.needs_nccl ? "nccl" : "custom";
-  d.collective = k.collective;
-  d.strategy = k.name;
-  d.fusions = k.fusions;
-  for (DType t : k.dtypes) d.dtypes.push_back(dtype_name(t));
-  d.uses_workspace = k.needs_team;
-  d.byte_counts = [](std::int64_t count, int elem, int n) {
-    return ByteCounts{count * elem, count * elem / std::max(1, n) * n};
-  };
+  static_cast<StrategyDescriptor&>(d) = k;
   const StrategyDescriptor* kp = &k;
-  d.workspace_bytes = [kp](const Case& c) { return kp->workspace_bytes(to_strategy_case(c)); };
-  d.validate = [kp](const Case& c, const Limits& lim) -> std::optional<CaseIssue> {
-    if (!kp->rank_counts.empty() &&
-        std::find(kp->rank_counts.begin(), kp->rank_counts.end(), c.tp) == kp->rank_counts.end())
-      return CaseIssue{"--tp", std::string(kp->name) + " supports TP sizes 2, 4, 8 only, not " + std::to_string(c.tp)};
-    if (kp->needs_team) {
-      const auto alg = std::string(kp->name) == "TWOSHOT" ? kernels::AllReduceAlgorithm::TwoShot
-                                                         : kernels::AllReduceAlgorithm::OneShot;
-      try {
-        kernels::validate_all_reduce_shape(alg, kernels::TeamShape{c.tp, lim.virtual_ranks ? c.tp : 1, lim.workspace},
-                                           kernels::parse_dtype(c.dtype), c.fusion, c.count, c.hidden);
-      } catch (const kernels::KernelError& e) {
-        return CaseIssue{option_of(e.what()), c.describe() + ": " + e.what()};
-      }
+  d.workspace_bytes = [kp](const Case& c) { return kp->workspace(to_strategy_case(c)); };
+  d.validate = [kp](const Case& c, const Limits& limits) -> std::optional<CaseIssue> {
+    try {
+      kp->validate_case(to_strategy_case(c), limits);
+    } catch (const kernels::KernelError& e) {
+      return CaseIssue{option_for(e.parameter(), c), c.describe() + ": " + e.what()};
     }
-    if (kp->needs_nccl && lim.virtual_ranks) return CaseIssue{"--virtual-ranks", "NCCL has no virtual ranks"};
     return std::nullopt;
   };
   d.make = [kp](const Case&) { return std::make_unique<StrategyOp>(*kp); };
@@ -434,7 +417,7 @@ Descriptor adapt(const StrategyDescriptor& k) {
 std::vector<const Descriptor*> gpu_descriptors() {
   static const std::deque<Descriptor> all = [] {
     std::deque<Descriptor> v;
-    for (const StrategyDescriptor* k : kernels::all_strategies()) v.push_back(adapt(*k));
+    for (const StrategyDescriptor* k : kernels::all_strategies()) v.push_back(device_descriptor(*k));
     return v;
   }();
   std::vector<const Descriptor*> out;

@@ -1,5 +1,6 @@
 // host / allreduce / MPI: MPI_Allreduce on host memory; with a fusion op the residual + RMSNorm epilogue
-// runs as a separate pass afterwards (the unfused path, like NCCL followed by a separate norm kernel).
+// runs as a separate pass afterwards: the GPU's unfused epilogue kernel, built for the CPU (the path NCCL takes,
+// followed by that kernel).
 #include "bench/host/host_ops.h"
 
 namespace arfit::bench::host {
@@ -11,7 +12,6 @@ class MpiAllReduce : public HostAllReduceBase<T> {
   void setup() override {
     if (this->case_.fusion != FusionOp::None) {
       reduced_ = AlignedBuffer(static_cast<std::size_t>(this->case_.count) * sizeof(T));
-      acc_.resize(static_cast<std::size_t>(this->case_.hidden));
     }
   }
 
@@ -23,19 +23,19 @@ class MpiAllReduce : public HostAllReduceBase<T> {
     T* dst = fused ? static_cast<T*>(reduced_.data()) : this->output();
     MPI_Allreduce(this->input(b), dst, static_cast<int>(c.count), mpi_type<T>(), mpi_sum<T>(), this->ctx_.comm);
     if (fused) {
-      for (std::int64_t t = 0; t < c.tokens; ++t) {
-        const std::int64_t o = t * c.hidden;
-        for (std::int64_t h = 0; h < c.hidden; ++h) acc_[h] = to_float(dst[o + h]);
-        residual_rmsnorm_row<T>(acc_.data(), this->residual() + o, this->gamma(), this->output() + o,
-                                this->residual_out() + o, c.hidden);
-      }
+      // The GPU's unfused epilogue kernel (the one that follows ncclAllReduce), built for the CPU.
+      kernels::AllReduceBuffers b;
+      b.residual_in = this->residual();
+      b.residual_out = this->residual_out();
+      b.gamma = this->gamma();
+      b.output = this->output();
+      kernels::residual_rms_norm_on_host(dtype_of<T>(), c.fusion, c.count, c.hidden, kRmsEps, 1.0f, dst, b, 1);
     }
     return RunStatus::Ok;
   }
 
  private:
   AlignedBuffer reduced_;
-  std::vector<float> acc_;
 };
 
 }  // namespace

@@ -4,65 +4,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <new>
-#include <sched.h>
 #include <stdexcept>
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
 
 namespace arfit::bench::host {
-
-// ---------------------------------------------------------------- fp16 (IEEE binary16)
-
-float fp16_to_float(std::uint16_t h) {
-  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-  std::uint32_t exp = (h >> 10) & 0x1fu;
-  std::uint32_t man = h & 0x3ffu;
-  std::uint32_t u;
-  if (exp == 0) {
-    if (man == 0) {
-      u = sign;
-    } else {  // subnormal: normalise
-      exp = 127 - 15 + 1;
-      while ((man & 0x400u) == 0) {
-        man <<= 1;
-        --exp;
-      }
-      man &= 0x3ffu;
-      u = sign | (exp << 23) | (man << 13);
-    }
-  } else if (exp == 31) {
-    u = sign | 0x7f800000u | (man << 13);
-  } else {
-    u = sign | ((exp + 127 - 15) << 23) | (man << 13);
-  }
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
-std::uint16_t float_to_fp16(float f) {
-  std::uint32_t u;
-  std::memcpy(&u, &f, 4);
-  const std::uint16_t sign = static_cast<std::uint16_t>((u >> 16) & 0x8000u);
-  const std::uint32_t abs = u & 0x7fffffffu;
-  if (abs > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u);  // NaN
-  if (abs >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // overflow (after rounding) -> inf
-  if (abs < 0x38800000u) {                                                   // below the smallest normal: subnormal
-    if (abs < 0x33000000u) return sign;                                      // rounds to zero
-    const std::uint32_t e = abs >> 23;
-    const std::uint32_t m = (abs & 0x7fffffu) | 0x800000u;
-    const int shift = static_cast<int>(126 - e);  // value = m * 2^(e-150) = r * 2^-24
-    std::uint32_t r = m >> shift;
-    const std::uint32_t rem = m & ((1u << shift) - 1);
-    const std::uint32_t half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (r & 1u))) ++r;
-    return static_cast<std::uint16_t>(sign | r);
-  }
-  std::uint32_t r = abs + 0xfffu + ((abs >> 13) & 1u);  // round to nearest even at bit 13
-  r = ((r >> 23) - 127 + 15) << 10 | ((r >> 13) & 0x3ffu);
-  return static_cast<std::uint16_t>(sign | r);
-}
 
 // ---------------------------------------------------------------- storage
 
@@ -75,19 +19,17 @@ AlignedBuffer::AlignedBuffer(std::size_t bytes) : size_(bytes) {
 
 void AlignedBuffer::Free::operator()(void* p) const { std::free(p); }
 
-void spin_pause(std::uint64_t iteration) {
-  if (iteration < 4096) {
-#if defined(__x86_64__) || defined(__i386__)
-    _mm_pause();
-#endif
-  } else {
-    sched_yield();
-  }
-}
-
 // ---------------------------------------------------------------- shared window
 
-ShmWorkspace::ShmWorkspace(MPI_Comm comm, std::size_t region_bytes) : comm_(comm) {
+namespace {
+constexpr std::uintptr_t kPage = 4096;
+void* page_aligned(void* p) {
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  return reinterpret_cast<void*>((a + kPage - 1) / kPage * kPage);
+}
+}  // namespace
+
+ShmWorkspace::ShmWorkspace(MPI_Comm comm, std::int64_t max_bytes) : comm_(comm) {
   MPI_Comm_rank(comm, &rank_);
   MPI_Comm_size(comm, &nranks_);
   {
@@ -101,29 +43,29 @@ ShmWorkspace::ShmWorkspace(MPI_Comm comm, std::size_t region_bytes) : comm_(comm
     if (!all_local)
       throw std::runtime_error("host ONESHOT/TWOSHOT need every rank of a TP group on one node (shared memory)");
   }
-  region_bytes_ = (std::max<std::size_t>(region_bytes, 64) + 4095) / 4096 * 4096;
+  // The kernels' layout: staging and scratch slots of max_bytes each (a multiple of 128, as a GPU team rounds).
+  max_bytes_ = (std::max<std::int64_t>(max_bytes, 128) + 127) / 128 * 128;
   MPI_Info info;
   MPI_Info_create(&info);
   // Each rank's segment is allocated by (and so NUMA-local to) that rank, as a GPU buffer lives on its GPU.
   MPI_Info_set(info, "alloc_shared_noncontig", "true");
   void* mine = nullptr;
-  const MPI_Aint size = static_cast<MPI_Aint>(kHeaderBytes + 2 * region_bytes_);
+  // A segment need not start on a 16-byte boundary: allocate a page more and start the workspace at the first
+  // 4 KiB boundary (a page offset is the same in every process that maps the segment).
+  const auto size = static_cast<MPI_Aint>(kernels::workspace_allocation_bytes(max_bytes_) + kPage);
   int rc = MPI_Win_allocate_shared(size, 1, info, comm, &mine, &win_);
   MPI_Info_free(&info);
   if (rc != MPI_SUCCESS) throw std::runtime_error("MPI_Win_allocate_shared failed for " + std::to_string(size) + " bytes");
-  base_.resize(nranks_);
-  flag_.resize(nranks_);
+  base_.resize(static_cast<std::size_t>(nranks_));
   for (int r = 0; r < nranks_; ++r) {
     MPI_Aint sz = 0;
     int disp = 0;
-    void* p = nullptr;
-    MPI_Win_shared_query(win_, r, &sz, &disp, &p);
-    base_[r] = static_cast<std::byte*>(p);
-    flag_[r] = reinterpret_cast<std::atomic<std::uint64_t>*>(base_[r]);
+    void* segment = nullptr;
+    MPI_Win_shared_query(win_, r, &sz, &disp, &segment);
+    base_[static_cast<std::size_t>(r)] = page_aligned(segment);
   }
-  static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "barrier flags must be lock-free to work across processes");
-  new (base_[rank_]) std::atomic<std::uint64_t>(0);
-  // Every flag is initialised before any rank can read it.
+  // Flags and epochs start at zero (the kernels' signals), before any rank can read them.
+  std::memset(page_aligned(mine), 0, sizeof(kernels::RankSignals));
   MPI_Barrier(comm);
 }
 
@@ -131,34 +73,31 @@ ShmWorkspace::~ShmWorkspace() {
   if (win_ != MPI_WIN_NULL) MPI_Win_free(&win_);
 }
 
-bool ShmWorkspace::barrier(const std::atomic<bool>* abort, bool withhold) {
-  ++epoch_;
-  if (withhold) {
-    while (!(abort && abort->load(std::memory_order_relaxed))) sched_yield();
-    return false;
-  }
-  // Release: this rank's earlier writes into its region (the copy-in, the reduced slice) become visible to
-  // every peer whose acquire load below reads this epoch. Epochs only grow (64 bits never wrap), so a
-  // flag left from an earlier barrier can never be mistaken for this one (no ABA).
-  flag_[rank_]->store(epoch_, std::memory_order_release);
-  for (int r = 0; r < nranks_; ++r) {
-    std::uint64_t it = 0;
-    // Acquire: pairs with the peer's release store, so its region contents are visible after the wait.
-    while (flag_[r]->load(std::memory_order_acquire) < epoch_) {
-      if (abort && abort->load(std::memory_order_relaxed)) return false;
-      spin_pause(it++);
-    }
-  }
-  return true;
+namespace {
+// How long a host kernel waits in a barrier before it traps: the kernels' default, or ARFIT_HOST_BARRIER_TIMEOUT_MS
+// (a test knob: the watchdog's abort normally ends such a wait first, at --timeout).
+std::uint64_t barrier_timeout_ns() {
+  static const std::uint64_t ns = [] {
+    const char* text = std::getenv("ARFIT_HOST_BARRIER_TIMEOUT_MS");
+    const long long ms = text ? std::atoll(text) : 0;
+    return ms > 0 ? static_cast<std::uint64_t>(ms) * 1000 * 1000 : kernels::kDefaultBarrierTimeoutNs;
+  }();
+  return ns;
+}
+}  // namespace
+
+kernels::HostTeamView ShmWorkspace::view() const {
+  kernels::HostTeamView v;
+  v.shape = kernels::TeamShape{nranks_, 1, max_bytes_};
+  v.table = kernels::team_pointers(base_.data(), nranks_, rank_, 1, max_bytes_, 1, &abort_word_, barrier_timeout_ns());
+  v.max_blocks_per_rank = 1;
+  return v;
 }
 
 void ShmWorkspace::recover() {
-  // After an abort the ranks may have left at different barriers; an MPI all-reduce (a full synchronisation
-  // no rank can skip) agrees on the largest epoch, so the next barrier's epoch is above every stored flag.
-  unsigned long long e = epoch_;
-  MPI_Allreduce(MPI_IN_PLACE, &e, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm_);
-  epoch_ = e;
-  parity_ = 0;
+  MPI_Barrier(comm_);  // every rank's kernel has returned: nobody reads or writes the flags any more
+  std::memset(base_[static_cast<std::size_t>(rank_)], 0, sizeof(kernels::RankSignals));
+  MPI_Barrier(comm_);  // nobody launches before every rank has reset its flags
 }
 
 // ---------------------------------------------------------------- backend
@@ -179,13 +118,13 @@ DeviceInfo HostBackend::device_info() {
 }
 
 void HostBackend::begin_group(MPI_Comm group, const std::vector<const Case*>& cases) {
-  std::int64_t need = 0;
+  std::int64_t largest = 0;  // the largest message of a case that runs on the window
   for (const Case* c : cases) {
     const Descriptor* d = find_descriptor("host", c->collective, c->strategy);
-    if (d && d->uses_workspace && d->workspace_bytes) need = std::max(need, d->workspace_bytes(*c));
+    if (d && d->uses_workspace) largest = std::max(largest, c->bytes);
   }
   workspace_.reset();
-  if (need > 0) workspace_ = std::make_unique<ShmWorkspace>(group, static_cast<std::size_t>(need));
+  if (largest > 0) workspace_ = std::make_unique<ShmWorkspace>(group, largest);
 }
 
 void HostBackend::end_group() { workspace_.reset(); }

@@ -1,6 +1,6 @@
-// Shared pieces of the host backend: element types, deterministic inputs and references, the
-// residual + RMSNorm epilogue, the shared-memory workspace the host ONESHOT/TWOSHOT all-reduces use, and
-// the typed base class their ops share.
+// Shared pieces of the host backend: element types, deterministic inputs and references, the shared-memory
+// window in which the host ONESHOT/TWOSHOT all-reduces run the GPU kernels' own code (kernels/device, built
+// for the CPU), and the typed base class the ops share.
 #pragma once
 
 #include <atomic>
@@ -10,32 +10,25 @@
 #include <memory>
 #include <mpi.h>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "bench/backend.h"
 #include "bench/descriptor.h"
+#include "kernels/all_reduce.h"
+#include "kernels/device/host_elements.h"
 
 namespace arfit::bench::host {
 
 // ---------------------------------------------------------------- element types
-// bf16 and fp16 as their bit patterns; all arithmetic is fp32 (as in the GPU kernels: fp32 accumulation).
-struct bf16 {
-  std::uint16_t bits;
-};
-struct fp16 {
-  std::uint16_t bits;
-};
+// bf16 and fp16 as their bit patterns (the kernels' host element types, so the host ops hand their buffers to
+// the kernels as they are); all arithmetic is fp32.
+using bf16 = kernels::device::host::bf16_t;
+using fp16 = kernels::device::host::fp16_t;
 
 inline float to_float(float x) { return x; }
-inline float to_float(bf16 x) {
-  std::uint32_t u = static_cast<std::uint32_t>(x.bits) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-float fp16_to_float(std::uint16_t h);
-std::uint16_t float_to_fp16(float f);
-inline float to_float(fp16 x) { return fp16_to_float(x.bits); }
+inline float to_float(bf16 x) { return kernels::device::host::bf16_to_float(x.bits); }
+inline float to_float(fp16 x) { return kernels::device::host::fp16_to_float(x.bits); }
 
 template <typename T>
 T from_float(float f);
@@ -45,16 +38,19 @@ inline float from_float<float>(float f) {
 }
 template <>
 inline bf16 from_float<bf16>(float f) {
-  std::uint32_t u;
-  std::memcpy(&u, &f, 4);
-  const std::uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;  // round to nearest even
-  const std::uint32_t quiet_nan = (u >> 16) | 0x40u;                      // NaN stays NaN
-  // A select rather than an early return, so the compiler vectorises conversion loops.
-  return bf16{static_cast<std::uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded)};
+  return bf16{kernels::device::host::float_to_bf16(f)};
 }
 template <>
 inline fp16 from_float<fp16>(float f) {
-  return fp16{float_to_fp16(f)};
+  return fp16{kernels::device::host::float_to_fp16(f)};
+}
+
+// The kernels' name of an element type.
+template <typename T>
+kernels::DType dtype_of() {
+  if constexpr (std::is_same_v<T, bf16>) return kernels::DType::BF16;
+  if constexpr (std::is_same_v<T, fp16>) return kernels::DType::FP16;
+  return kernels::DType::FP32;
 }
 
 // Relative/absolute tolerance of the correctness check per element type.
@@ -81,27 +77,6 @@ inline float residual_value(std::int64_t index) { return input_value(1000, 7, in
 inline float gamma_value(std::int64_t h) { return 1.0f + static_cast<float>(static_cast<int>(h % 9) - 4) / 16.0f; }
 inline constexpr float kRmsEps = 1e-6f;
 
-// ---------------------------------------------------------------- epilogue
-// The residual + RMSNorm epilogue of the fused kernels, on one token row:
-//   v = allreduce(x) + residual;  residual_out = v;  norm_out = v * rsqrt(mean(v^2) + eps) * gamma.
-// `acc` holds the fp32 all-reduced row (consumed as scratch). Same order of operations as the GPU epilogue:
-// the mean of squares is accumulated in fp32 from the fp32 v, before rounding to T.
-template <typename T>
-void residual_rmsnorm_row(float* acc, const T* residual, const T* gamma, T* norm_out, T* residual_out,
-                          std::int64_t hidden) {
-  float ss = 0.f;
-  for (std::int64_t h = 0; h < hidden; ++h) {
-    const float v = acc[h] + to_float(residual[h]);
-    acc[h] = v;
-    ss += v * v;
-  }
-  const float scale = 1.0f / std::sqrt(ss / static_cast<float>(hidden) + kRmsEps);
-  for (std::int64_t h = 0; h < hidden; ++h) {
-    residual_out[h] = from_float<T>(acc[h]);
-    norm_out[h] = from_float<T>(acc[h] * scale * to_float(gamma[h]));
-  }
-}
-
 // ---------------------------------------------------------------- aligned storage
 class AlignedBuffer {
  public:
@@ -119,42 +94,35 @@ class AlignedBuffer {
 };
 
 // ---------------------------------------------------------------- shared-memory workspace
-// One MPI shared-memory window per TP group (MPI_Win_allocate_shared), allocated once like the GPU
-// workspace is IPC-registered once. Per rank: a 4 KiB header holding the rank's barrier flag, then two
-// regions ("parities"). Consecutive iterations alternate parities, so a rank may overwrite a region only
-// two iterations after it last wrote it — by then every peer has passed a later barrier and so finished
-// reading it; this saves the second barrier per iteration a single region would need (the same double
-// buffering the GPU one-shot kernels use).
+// One MPI shared-memory window per TP group (MPI_Win_allocate_shared), allocated once like the GPU workspace is
+// IPC-registered once. Each rank's segment is a kernels/ workspace ([RankSignals][staging][scratch x 3],
+// kernels/team/team_layout.h), so the host ONESHOT/TWOSHOT run the custom kernels' own code on it
+// (all_reduce_on_host, one thread per rank): the same partition, barriers and epilogue as on a GPU, with real
+// cross-process release/acquire flags.
 class ShmWorkspace {
  public:
-  ShmWorkspace(MPI_Comm comm, std::size_t region_bytes);  // collective over comm
-  ~ShmWorkspace();                                         // collective (MPI_Win_free)
+  ShmWorkspace(MPI_Comm comm, std::int64_t max_bytes);  // collective over comm
+  ~ShmWorkspace();                                       // collective (MPI_Win_free)
   ShmWorkspace(const ShmWorkspace&) = delete;
   ShmWorkspace& operator=(const ShmWorkspace&) = delete;
 
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
-  std::size_t region_bytes() const { return region_bytes_; }
-  std::byte* region(int rank, int parity) const { return base_[rank] + kHeaderBytes + parity * region_bytes_; }
-  // Parity of the next iteration (alternates on every call; all ranks call it equally often).
-  int next_parity() { return parity_ ^= 1; }
-
-  // All ranks of the group arrive before any leaves. Returns false when `abort` was set while waiting.
-  // `withhold` (fault injection): do not arrive, wait for `abort`.
-  bool barrier(const std::atomic<bool>* abort, bool withhold = false);
-  // Collective over the group after an aborted case: equalise the epoch and parity.
+  // The team the kernels run on: every rank's workspace as mapped in this process, this rank local.
+  kernels::HostTeamView view() const;
+  // Collective over the group after an aborted or failed case: every rank's kernel has returned (first
+  // barrier), each zeroes its own flags and epochs, and nobody launches again before all have (second barrier).
   void recover();
 
  private:
-  static constexpr std::size_t kHeaderBytes = 4096;
   MPI_Comm comm_;
   MPI_Win win_ = MPI_WIN_NULL;
   int rank_ = 0, nranks_ = 1;
-  std::size_t region_bytes_ = 0;
-  std::vector<std::byte*> base_;
-  std::vector<std::atomic<std::uint64_t>*> flag_;
-  std::uint64_t epoch_ = 0;
-  int parity_ = 0;
+  std::int64_t max_bytes_ = 0;
+  std::vector<void*> base_;
+  // Never raised: the host kernels' barrier waits poll it and, next to it, the runner's abort flag
+  // (LaunchOptions::external_abort).
+  std::uint32_t abort_word_ = 0;
 };
 
 // The host backend: owns the shared window of the current group.
@@ -278,8 +246,5 @@ inline const std::vector<std::string>& host_dtypes() {
   static const std::vector<std::string> v = {"bf16", "fp16", "fp32"};
   return v;
 }
-
-// Spin-wait helper: pause, then yield once the wait gets long (ranks may outnumber cores).
-void spin_pause(std::uint64_t iteration);
 
 }  // namespace arfit::bench::host

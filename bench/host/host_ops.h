@@ -24,14 +24,5 @@ std::optional<CaseIssue> validate_mpi_count(const Case& c, const Limits&);
 // Ops whose message lives in the shared workspace.
 std::optional<CaseIssue> validate_workspace(const Case& c, const Limits& limits);
 
-// [begin, end) of part `part` of `n` parts of `total` items, split in units of `unit` items.
-inline std::pair<std::int64_t, std::int64_t> split_range(std::int64_t total, int n, int part, std::int64_t unit = 1) {
-  const std::int64_t units = (total + unit - 1) / unit;
-  const std::int64_t b = std::min(total, units * part / n * unit);
-  const std::int64_t e = std::min(total, units * (part + 1) / n * unit);
-  return {b, e};
-}
-
-inline std::int64_t align_page(std::int64_t bytes) { return (bytes + 4095) / 4096 * 4096; }
 
 }  // namespace arfit::bench::host

@@ -1,22 +1,27 @@
-// Entry points of the per-(algorithm, dtype) translation units. Host code (all_reduce.cpp) dispatches on
-// the runtime dtype to these; each is defined in its own .cu file so the instantiations compile separately.
+// Entry points of the per-(algorithm, dtype) CUDA translation units. Host code (all_reduce_launch.cpp)
+// dispatches on the runtime dtype to these; each is defined in its own .cu file so the instantiations compile
+// separately.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 
-#include "kernels/team_layout.h"
+#include "kernels/kernel_types.h"
+#include "kernels/team/team_layout.h"
 #include "model/sample.h"
 
 namespace arfit::kernels::device {
 
-// Threads per block of every custom kernel (all_reduce_device.cuh uses the same constant).
-inline constexpr int kLaunchThreadsPerBlock = 512;
+// Threads per block of every custom kernel on the GPU (the kernel template's kThreads).
+inline constexpr int kCudaThreadsPerBlock = 512;
 
+// launch_<algorithm>_<dtype>: enqueues the kernel for the team's rank count and `fusion`.
+// active_blocks_per_sm_<algorithm>_<dtype>: cudaOccupancyMaxActiveBlocksPerMultiprocessor of that kernel.
 #define ARFIT_DECLARE_ALL_REDUCE_LAUNCHER(algorithm, dtype)                                                  \
   void launch_##algorithm##_##dtype(FusionOp fusion, const TeamPointers& team, const AllReduceLaunch& args, \
-                                    int grid, cudaStream_t stream)
+                                    int grid, cudaStream_t stream);                                           \
+  int active_blocks_per_sm_##algorithm##_##dtype(FusionOp fusion, int nranks)
 ARFIT_DECLARE_ALL_REDUCE_LAUNCHER(one_shot, bf16);
 ARFIT_DECLARE_ALL_REDUCE_LAUNCHER(one_shot, fp16);
 ARFIT_DECLARE_ALL_REDUCE_LAUNCHER(one_shot, fp32);
@@ -24,6 +29,10 @@ ARFIT_DECLARE_ALL_REDUCE_LAUNCHER(two_shot, bf16);
 ARFIT_DECLARE_ALL_REDUCE_LAUNCHER(two_shot, fp16);
 ARFIT_DECLARE_ALL_REDUCE_LAUNCHER(two_shot, fp32);
 #undef ARFIT_DECLARE_ALL_REDUCE_LAUNCHER
+
+// The fewest blocks per SM any all-reduce kernel instantiation can keep resident (the co-residency the
+// barriers need is computed from it: kernels/team.h co_resident_blocks_per_rank).
+int min_active_blocks_per_sm();
 
 // The unfused residual + RMSNorm (+ e4m3) epilogue kernel, one per dtype.
 void launch_residual_rms_norm(DType dtype, bool quant_fp8, const void* reduced, const void* residual_in,

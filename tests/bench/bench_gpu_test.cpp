@@ -113,3 +113,22 @@ TEST(BenchGpu, NcclOneRankInCudaGraphsProducesValidSamples) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   expect_valid(d.file("f.csv"), 2u * 2u, "2 collectives per replay");
 }
+
+// Two IPC ranks on one GPU are refused before anything runs, naming --device (an IPC team or an NCCL
+// communicator would fail later, inside a collective).
+TEST(BenchGpu, TwoRanksOnOneGpuAreRefused) {
+  TempDir d;
+  CommandResult probe;
+  const std::string why = run_or_skip_reason("--backend custom --virtual-ranks --tp 2 --bytes 1K -n 1 -w 0 -q -o " +
+                                                 d.file("probe.csv"),
+                                             &probe);
+  if (!why.empty()) GTEST_SKIP() << why;
+  for (const char* backend : {"custom", "nccl"}) {
+    const CommandResult r = run_command("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " +
+                                        std::string(ARFIT_MPIEXEC) + " -np 2 " + ARBENCH_BIN + " --backend " + backend +
+                                        " --device 0 --tp 2 --bytes 1K -q -o " + d.file(std::string(backend) + ".csv"));
+    EXPECT_EQ(r.exit_code, 2) << backend << "\n" << r.output;
+    EXPECT_NE(r.output.find("option --device"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("two ranks would share a GPU"), std::string::npos) << r.output;
+  }
+}

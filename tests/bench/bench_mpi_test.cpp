@@ -203,6 +203,30 @@ TEST(BenchMpi, TimedOutSharedMemoryCaseIsRecordedAndTheRunContinues) {
   EXPECT_EQ(read_samples_csv(d.file("t.csv")).samples.size(), 2u);
 }
 
+// A kernel that traps (its barrier timed out before the watchdog's abort, here after 300 ms) is that case's
+// error, recorded on every rank; the run does not end in MPI_Abort, the ranks recover and the later cases work.
+TEST(BenchMpi, TrappedHostKernelIsTheCasesErrorAndTheRunContinues) {
+  TempDir d;
+  const std::string out = d.file("s.csv");
+  const std::string grid = "--backend host --tokens 1,8 --hidden 256 -w 1 -n 4 -q --timeout 5";
+  CommandResult r =
+      run_command("ARFIT_HOST_BARRIER_TIMEOUT_MS=300 " + mpirun(grid + " -o " + out + " --test-hang-case 1"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.output.find("MPI_ABORT"), std::string::npos) << r.output;
+  SampleFile f = read_samples_csv(out);
+  ASSERT_EQ(f.samples.size(), 6u) << r.output;
+  for (std::size_t i = 0; i < f.samples.size(); ++i) {
+    if (i == 1) {
+      EXPECT_FALSE(f.samples[i].ok());
+      EXPECT_NE(f.samples[i].extra["note"].find("error: kernel trapped on the host"), std::string::npos)
+          << f.samples[i].extra["note"];
+      EXPECT_NE(f.samples[i].extra["note"].find("a peer never arrived"), std::string::npos);
+    } else {
+      EXPECT_TRUE(f.samples[i].ok()) << i << " " << f.samples[i].extra["note"];
+    }
+  }
+}
+
 TEST(BenchMpi, HungMpiCollectiveIsRecordedThenResumeContinues) {
   TempDir d;
   const std::string out = d.file("s.csv");

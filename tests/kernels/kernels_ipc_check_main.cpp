@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "kernels/all_reduce.h"
-#include "kernels/cuda_check.h"
-#include "kernels/mpi_handle_exchange.h"
-#include "kernels/reference.h"
+#include "kernels/device/cuda_check.h"
+#include "kernels/team/mpi_handle_exchange.h"
+#include "kernels/reference/reference.h"
 #include "kernels/strategy.h"
 #include "kernels/team.h"
 

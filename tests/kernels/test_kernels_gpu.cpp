@@ -8,15 +8,18 @@
 
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <memory>
+#include <thread>
 #include <ostream>
 #include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "kernels/cuda_check.h"
-#include "kernels/reference.h"
+#include "kernels/all_reduce.h"
+#include "kernels/device/cuda_check.h"
+#include "kernels/reference/reference.h"
 #include "kernels/strategy.h"
 #include "kernels/team.h"
 #ifdef ARFIT_HAVE_NCCL
@@ -184,7 +187,7 @@ TEST(KernelVirtualSequence, ManyLaunchesAlternatingAlgorithmsStayCorrect) {
         {one, a.get()}, {two, b.get()}, {one, c.get()}, {two, d.get()}};
     for (const auto& pair : cases) {
       const CheckResult r = pair.first->check(*pair.second);
-      EXPECT_TRUE(r.ok()) << pair.first->name << " n=" << n << ": " << r.first_wrong;
+      EXPECT_TRUE(r.ok()) << pair.first->strategy << " n=" << n << ": " << r.first_wrong;
     }
   }
 }
@@ -203,6 +206,66 @@ TEST(KernelVirtualValidation, SizeAboveTheTeamWorkspaceIsRejected) {
   } catch (const KernelError& e) {
     EXPECT_NE(std::string(e.what()).find("exceeds the team's workspace limit"), std::string::npos) << e.what();
   }
+}
+
+// Co-residency from the occupancy API: the team's blocks per rank is what every kernel instantiation can keep
+// resident for all virtual ranks at once.
+TEST(KernelVirtualLifecycle, BlocksPerRankComeFromTheOccupancyOfEveryKernel) {
+  SKIP_WITHOUT_GPU();
+  int sms = 0;
+  ARFIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  for (int n : {2, 4, 8}) {
+    const int blocks = virtual_team(n).max_blocks_per_rank();
+    EXPECT_GE(blocks, 1);
+    EXPECT_LE(blocks, kMaxBlocksPerRank);
+    EXPECT_LE(blocks * n, sms * 8) << "more blocks than any SM count could hold";
+  }
+}
+
+// A launch whose barrier can never complete (rank 1's epochs are ahead of rank 0's) stops when the team's abort
+// word is raised; Team::recover then waits for the stream, resets the flags, and the team works again.
+TEST(KernelVirtualLifecycle, AbortStopsAStuckLaunchAndRecoverRestoresTheTeam) {
+  SKIP_WITHOUT_GPU();
+  auto team = Team::create_virtual(2, 1 << 20, 0);
+  team->set_barrier_timeout_ns(120ull * 1000 * 1000 * 1000);  // only the abort may end the wait
+  const TeamPointers t = team->pointers(1);
+  std::vector<std::uint32_t> ahead(kMaxBlocksPerRank, 100);
+  ARFIT_CUDA_CHECK(cudaMemcpy(t.signals[1]->barrier_epoch, ahead.data(), ahead.size() * 4, cudaMemcpyHostToDevice));
+  cudaStream_t stream = nullptr;
+  ARFIT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  void* buffers = nullptr;
+  const std::int64_t count = 4096;
+  ARFIT_CUDA_CHECK(cudaMalloc(&buffers, 4 * count * sizeof(float)));
+  AllReduceParams p;
+  p.dtype = DType::FP32;
+  p.count = count;
+  for (int r = 0; r < 2; ++r) {
+    AllReduceBuffers b;
+    b.input = static_cast<float*>(buffers) + 2 * r * count;
+    b.output = static_cast<float*>(buffers) + (2 * r + 1) * count;
+    p.buffers.push_back(b);
+  }
+  all_reduce(AllReduceAlgorithm::OneShot, *team, p, stream);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(cudaStreamQuery(stream), cudaErrorNotReady) << "the stuck launch finished without an abort";
+  team->request_abort();
+  EXPECT_NO_THROW(team->recover(stream));
+  EXPECT_EQ(cudaStreamQuery(stream), cudaSuccess);
+  ARFIT_CUDA_CHECK(cudaFree(buffers));
+  ARFIT_CUDA_CHECK(cudaStreamDestroy(stream));
+  // The recovered team runs a checked case.
+  StrategyContext ctx;
+  ctx.nranks = 2;
+  ctx.local_ranks = 2;
+  ctx.team = team.get();
+  StrategyCase c;
+  c.dtype = DType::FP32;
+  c.nranks = 2;
+  c.count = 4100;
+  const StrategyDescriptor* s = find_strategy("ONESHOT", Collective::AllReduce);
+  auto state = s->init(ctx, c);
+  const CheckResult r = s->check(*state);
+  EXPECT_TRUE(r.ok()) << r.first_wrong;
 }
 
 #ifdef ARFIT_HAVE_NCCL

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "kernels/cuda_check.h"
+#include "kernels/device/cuda_check.h"
 #include "test_support.h"
 
 namespace {

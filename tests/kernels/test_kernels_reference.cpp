@@ -6,7 +6,7 @@
 #include <cstring>
 #include <set>
 
-#include "kernels/reference.h"
+#include "kernels/reference/reference.h"
 
 namespace arfit::kernels {
 namespace {

@@ -1,6 +1,7 @@
 // Host-side validation of custom all-reduce requests: runs everywhere (no GPU, no CUDA needed).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 #include "kernels/all_reduce.h"
@@ -154,19 +155,131 @@ TEST(KernelValidation, RejectsBadCountsAndBufferSets) {
   AllReduceParams p = params(DType::FP32, FusionOp::ResidualRmsNormQuantFp8, 64, 16, 1);
   p.fp8_scale = 0;
   e = error_of(AllReduceAlgorithm::OneShot, {2, 1, kMiB}, p);
-  EXPECT_NE(e.find("fp8_scale must be finite and > 0"), std::string::npos) << e;
+  EXPECT_NE(e.find("fp8_scale must be a normal, positive, finite float, got 0"), std::string::npos) << e;
+}
+
+KernelParam parameter_of(AllReduceAlgorithm algorithm, const TeamShape& team, const AllReduceParams& p) {
+  try {
+    validate_all_reduce(algorithm, team, p);
+  } catch (const KernelError& e) {
+    return e.parameter();
+  }
+  return KernelParam::None;
+}
+
+TEST(KernelValidation, Fp8ScaleMustBeANormalPositiveFloat) {
+  AllReduceParams p = params(DType::BF16, FusionOp::ResidualRmsNormQuantFp8, 1024, 256, 1);
+  for (float scale : {0.0f, -0.0f, -1.0f, 1e-40f /* subnormal: 1/scale overflows */, INFINITY, -INFINITY, NAN}) {
+    p.fp8_scale = scale;
+    EXPECT_EQ(parameter_of(AllReduceAlgorithm::OneShot, {2, 1, kMiB}, p), KernelParam::Fp8Scale) << scale;
+  }
+  for (float scale : {1.0f, 0.0025f, 448.0f, 1.2e-38f /* smallest normal */}) {
+    p.fp8_scale = scale;
+    EXPECT_EQ(error_of(AllReduceAlgorithm::OneShot, {2, 1, kMiB}, p), "") << scale;
+  }
+  // Only the FP8 epilogue uses the scale.
+  AllReduceParams q = params(DType::BF16, FusionOp::ResidualRmsNorm, 1024, 256, 1);
+  q.fp8_scale = 0;
+  EXPECT_EQ(error_of(AllReduceAlgorithm::OneShot, {2, 1, kMiB}, q), "");
+}
+
+TEST(KernelValidation, RmsEpsMustBePositive) {
+  AllReduceParams p = params(DType::FP16, FusionOp::ResidualRmsNorm, 1024, 256, 1);
+  for (float eps : {0.0f, -1e-6f, INFINITY, NAN}) {
+    p.rms_eps = eps;
+    EXPECT_EQ(parameter_of(AllReduceAlgorithm::TwoShot, {2, 1, kMiB}, p), KernelParam::RmsEps) << eps;
+  }
+  p.rms_eps = 1e-6f;
+  EXPECT_EQ(error_of(AllReduceAlgorithm::TwoShot, {2, 1, kMiB}, p), "");
+  AllReduceParams unfused = params(DType::FP16, FusionOp::None, 1024, 0, 1);
+  unfused.rms_eps = 0;  // no norm, no epsilon
+  EXPECT_EQ(error_of(AllReduceAlgorithm::TwoShot, {2, 1, kMiB}, unfused), "");
+}
+
+TEST(KernelValidation, OverlappingBuffersAreRejectedExceptTheInPlaceForms) {
+  // bf16, 1024 elements: every buffer is 2048 bytes.
+  const std::uintptr_t base = 0x60000000;
+  AllReduceParams p = params(DType::BF16, FusionOp::ResidualRmsNormQuantFp8, 1024, 256, 1);
+  // In place and fused in place are the two allowed aliases.
+  p.buffers[0].output = const_cast<void*>(p.buffers[0].input);
+  p.buffers[0].residual_out = const_cast<void*>(p.buffers[0].residual_in);
+  EXPECT_EQ(error_of(AllReduceAlgorithm::OneShot, {2, 1, kMiB}, p), "");
+  // An output that starts 16 bytes into the input: partial overlap.
+  p = params(DType::BF16, FusionOp::ResidualRmsNormQuantFp8, 1024, 256, 1);
+  p.buffers[0].input = address(base);
+  p.buffers[0].output = mutable_address(base + 16);
+  std::string e = error_of(AllReduceAlgorithm::OneShot, {2, 1, kMiB}, p);
+  EXPECT_NE(e.find("local rank 0 input"), std::string::npos) << e;
+  EXPECT_NE(e.find("overlaps local rank 0 output"), std::string::npos) << e;
+  EXPECT_EQ(parameter_of(AllReduceAlgorithm::OneShot, {2, 1, kMiB}, p), KernelParam::Buffers);
+  // The same pointer for two outputs (the normalised output would overwrite the new residual).
+  p = params(DType::BF16, FusionOp::ResidualRmsNorm, 1024, 256, 1);
+  p.buffers[0].residual_out = p.buffers[0].output;
+  e = error_of(AllReduceAlgorithm::TwoShot, {2, 1, kMiB}, p);
+  EXPECT_NE(e.find("output"), std::string::npos) << e;
+  EXPECT_NE(e.find("overlaps"), std::string::npos) << e;
+  // The e4m3 output inside the residual.
+  p = params(DType::BF16, FusionOp::ResidualRmsNormQuantFp8, 1024, 256, 1);
+  p.buffers[0].fp8_out = mutable_address(reinterpret_cast<std::uintptr_t>(p.buffers[0].residual_in) + 1024);
+  EXPECT_NE(error_of(AllReduceAlgorithm::TwoShot, {2, 1, kMiB}, p).find("fp8_out"), std::string::npos);
+  // Gamma inside an output.
+  p = params(DType::BF16, FusionOp::ResidualRmsNorm, 1024, 256, 1);
+  p.buffers[0].gamma = address(reinterpret_cast<std::uintptr_t>(p.buffers[0].output) + 512);
+  EXPECT_NE(error_of(AllReduceAlgorithm::TwoShot, {2, 1, kMiB}, p).find("gamma"), std::string::npos);
+  // Virtual ranks: one rank's output inside another rank's input...
+  p = params(DType::BF16, FusionOp::None, 1024, 0, 2);
+  p.buffers[1].output = mutable_address(reinterpret_cast<std::uintptr_t>(p.buffers[0].input) + 32);
+  e = error_of(AllReduceAlgorithm::OneShot, {2, 2, kMiB}, p);
+  EXPECT_NE(e.find("local rank 0 input"), std::string::npos) << e;
+  EXPECT_NE(e.find("local rank 1 output"), std::string::npos) << e;
+  // ... but read-only buffers may be shared (one gamma and residual for every virtual rank).
+  p = params(DType::BF16, FusionOp::ResidualRmsNorm, 1024, 256, 2);
+  p.buffers[1].gamma = p.buffers[0].gamma;
+  p.buffers[1].residual_in = p.buffers[0].residual_in;
+  EXPECT_EQ(error_of(AllReduceAlgorithm::OneShot, {2, 2, kMiB}, p), "");
+}
+
+TEST(KernelValidation, ErrorsNameTheirParameter) {
+  EXPECT_EQ(parameter_of(AllReduceAlgorithm::OneShot, {3, 1, kMiB}, params(DType::BF16, FusionOp::None, 64, 0, 1)),
+            KernelParam::Ranks);
+  EXPECT_EQ(parameter_of(AllReduceAlgorithm::OneShot, {4, 3, kMiB}, params(DType::BF16, FusionOp::None, 64, 0, 3)),
+            KernelParam::LocalRanks);
+  EXPECT_EQ(parameter_of(AllReduceAlgorithm::OneShot, {2, 1, kMiB},
+                         params(DType::BF16, FusionOp::ResidualRmsNormQuantNvfp4, 1024, 256, 1)),
+            KernelParam::Fusion);
+  EXPECT_EQ(parameter_of(AllReduceAlgorithm::OneShot, {2, 1, kMiB}, params(DType::BF16, FusionOp::None, 0, 0, 1)),
+            KernelParam::Count);
+  EXPECT_EQ(parameter_of(AllReduceAlgorithm::OneShot, {2, 1, 1024}, params(DType::BF16, FusionOp::None, 4096, 0, 1)),
+            KernelParam::Workspace);
+  EXPECT_EQ(parameter_of(AllReduceAlgorithm::OneShot, {2, 1, kMiB}, params(DType::BF16, FusionOp::ResidualRmsNorm, 1200, 12, 1)),
+            KernelParam::Hidden);
+  EXPECT_EQ(parameter_of(AllReduceAlgorithm::OneShot, {2, 1, kMiB}, params(DType::BF16, FusionOp::ResidualRmsNorm, 1000, 16, 1)),
+            KernelParam::Count);
+  try {
+    parse_dtype("int8");
+    ADD_FAILURE();
+  } catch (const KernelError& e) {
+    EXPECT_EQ(e.parameter(), KernelParam::DType);
+  }
 }
 
 TEST(KernelValidation, UnfusedEpilogueChecksItsInputs) {
   AllReduceBuffers b = aligned_buffers(0x40000000);
-  EXPECT_NO_THROW(validate_residual_rms_norm(DType::BF16, FusionOp::ResidualRmsNorm, 1024, 256, 1.0f, address(0x50000000), b));
-  EXPECT_THROW(validate_residual_rms_norm(DType::BF16, FusionOp::None, 1024, 256, 1.0f, address(0x50000000), b), KernelError);
-  EXPECT_THROW(validate_residual_rms_norm(DType::BF16, FusionOp::ResidualRmsNormQuantNvfp4, 1024, 256, 1.0f,
+  const float eps = 1e-6f;
+  EXPECT_NO_THROW(validate_residual_rms_norm(DType::BF16, FusionOp::ResidualRmsNorm, 1024, 256, eps, 1.0f, address(0x50000000), b));
+  EXPECT_THROW(validate_residual_rms_norm(DType::BF16, FusionOp::None, 1024, 256, eps, 1.0f, address(0x50000000), b), KernelError);
+  EXPECT_THROW(validate_residual_rms_norm(DType::BF16, FusionOp::ResidualRmsNormQuantNvfp4, 1024, 256, eps, 1.0f,
                                           address(0x50000000), b),
                KernelError);
-  EXPECT_THROW(validate_residual_rms_norm(DType::BF16, FusionOp::ResidualRmsNorm, 1024, 256, 1.0f, address(0x50000004), b),
+  EXPECT_THROW(validate_residual_rms_norm(DType::BF16, FusionOp::ResidualRmsNorm, 1024, 256, eps, 1.0f, address(0x50000004), b),
                KernelError);
-  EXPECT_THROW(validate_residual_rms_norm(DType::BF16, FusionOp::ResidualRmsNorm, 1000, 250, 1.0f, address(0x50000000), b),
+  EXPECT_THROW(validate_residual_rms_norm(DType::BF16, FusionOp::ResidualRmsNorm, 1000, 250, eps, 1.0f, address(0x50000000), b),
+               KernelError);
+  EXPECT_THROW(validate_residual_rms_norm(DType::BF16, FusionOp::ResidualRmsNorm, 1024, 256, 0.0f, 1.0f, address(0x50000000), b),
+               KernelError);
+  // The reduced input inside the output it is normalised into.
+  EXPECT_THROW(validate_residual_rms_norm(DType::BF16, FusionOp::ResidualRmsNorm, 1024, 256, eps, 1.0f,
+                                          address(reinterpret_cast<std::uintptr_t>(b.output) + 16), b),
                KernelError);
 }
 

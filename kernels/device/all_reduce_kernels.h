@@ -1,0 +1,444 @@
+// The custom all-reduce kernels: the cross-rank barrier, the fused residual + RMSNorm (+ e4m3) epilogue, and
+// the one-shot / two-shot kernels templated on element type, rank count, fusion op and threads per block.
+//
+// The same bodies compile for the GPU (the per-(algorithm, dtype) .cu files, 512 threads per block) and as
+// host C++ (kernels/device/host_kernels_*.cpp: small blocks for the tests, one thread for bench/host); they
+// touch the machine only through kernels/device/primitives.h, and every ownership decision goes through
+// kernels/device/partition.h.
+//
+// Memory-ordering summary (details at each site):
+//  * Data written before a barrier (staging copies, two-shot scratch slices) is published by sync_threads()
+//    (CTA-scope ordering of every thread's writes before the signalling thread's store) followed by a
+//    release store of a flag into the peer's signal area; a peer's waiting thread reads the flag with an
+//    acquire load and then sync_threads() orders its whole block's subsequent loads after the acquire.
+//    System scope on the GPU because peers are other GPUs reached over NVLink/PCIe (in virtual-node mode .gpu
+//    would do, but the same code path is exercised on purpose).
+//  * Data loads and stores themselves are weak: they need no ordering among each other, only the
+//    happens-before edges the barriers create.
+//  * The barrier at the end of each kernel keeps the next launch from overwriting a staging or scratch
+//    buffer that a slower peer is still reading (write-after-read across ranks).
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/device/partition.h"
+#include "kernels/device/primitives.h"
+#include "kernels/team/team_layout.h"
+
+// Deliberately broken variants for the `mutation` ctest label (tests/kernels/CMakeLists.txt): each must make
+// the kernels-host tests fail. Only the mutation builds define ARFIT_MUTATION; the CUDA build never does.
+#define ARFIT_MUTATION_SKIP_PUBLISH_BARRIER 1  // one-shot reduces the peers' staging without waiting for it
+#define ARFIT_MUTATION_SKIP_REDUCE_BARRIER 2   // two-shot gathers the slices before their owners reduced them
+#define ARFIT_MUTATION_WRONG_ROW_OWNER 3       // two-shot gathers the last row from the wrong rank
+#define ARFIT_MUTATION_WRONG_CHUNK_OWNER 4     // two-shot gathers the last chunk from the wrong rank
+#ifndef ARFIT_MUTATION
+#define ARFIT_MUTATION 0
+#endif
+
+namespace arfit::kernels::device {
+
+// ---------------- cross-rank barrier ----------------
+
+// Block `block` of every rank meets here. `sequence` is this block's running barrier count (epoch + k);
+// it only grows, so flags never repeat a value (no ABA) and a waiter accepts any value at least as new
+// as its own (wrap-safe signed difference): a fast peer may already have announced the next barrier.
+// Returns false when the team's abort word was raised while this block waited: the kernel must return
+// (every thread of the block gets the same answer).
+//
+// Why flags rather than Lamport sentinels: the same barrier serves one-shot (staging), two-shot (scratch
+// between its two halves) and the end-of-kernel write-after-read guard, for all three dtypes and the fused
+// epilogues; sentinel buffers would need a reserved bit pattern per dtype (and per e4m3 output), a
+// buffer reset per launch and double buffering. Flags cost one round trip per barrier and keep the data path
+// free of sentinel checks.
+template <int kRanks, int kThreads>
+ARFIT_DEVICE bool team_barrier(const TeamPointers& team, int rank, int block, std::uint32_t sequence) {
+  // CTA-scope ordering: every thread's writes of the finished phase happen before the signalling threads'
+  // release below (the block barrier synchronises the block; the release is cumulative over what it observed).
+  sync_threads();
+  // Thread p signals and waits for peer p (a thread takes several peers when the block has fewer threads
+  // than the team has ranks).
+  for (int peer = thread_index(); peer < kRanks; peer += kThreads) {
+    // Release: the peer that acquires this flag sees all writes of our block's phase.
+    store_release_system(&team.signals[peer]->arrival_flag[block][rank], sequence);
+  }
+  bool aborted = false;
+  for (int peer = thread_index(); peer < kRanks && !aborted; peer += kThreads) {
+    const std::uint32_t* arrived = &team.signals[rank]->arrival_flag[block][peer];
+    // Acquire: once the peer's flag is seen, the peer's published data is visible to us.
+    std::uint64_t started = 0;
+    unsigned spins = 0;
+    while (static_cast<std::int32_t>(load_acquire_system(arrived) - sequence) < 0) {
+      spin_pause();
+      if (++spins % kSpinsPerPoll == 0) {
+        if (team.abort_flag && load_relaxed_system(team.abort_flag) != 0) {
+          aborted = true;
+          break;
+        }
+        const std::uint64_t now = timer_ns();
+        if (started == 0) {
+          started = now;
+        } else if (now - started > team.barrier_timeout_ns) {
+          trap();  // a peer never arrived and nobody aborted: fail the launch instead of hanging
+        }
+      }
+    }
+  }
+  // The acquiring threads' observations happen before every thread's loads of peer data that follow; the OR
+  // tells every thread whether the block was aborted.
+  return !sync_threads_or(aborted);
+}
+
+// ---------------- fused epilogue ----------------
+
+// One row of residual_out = reduced + residual_in; output = residual_out * rsqrt(mean(residual_out^2) + eps)
+// * gamma; e4m3 = saturate(output * fp8_inv_scale). `load_reduced(j, acc)` adds the all-reduced fp32 values
+// of vector j of the row into acc. Order of operations (the host backend runs this same code):
+//  * the norm is taken over residual_out as stored (rounded to T), so the returned residual and the
+//    normalised output agree;
+//  * the e4m3 output quantises `output` as stored (rounded to T), as an engine that keeps the T output and
+//    quantises it would: fp8 == e4m3(float(output) * fp8_inv_scale) bit for bit.
+// Every thread of the block must call it (block_sum).
+template <typename T, bool kQuantFp8, int kThreads, typename LoadReduced>
+ARFIT_DEVICE void residual_rms_norm_row(LoadReduced load_reduced, const T* residual_in, const T* gamma,
+                                        T* residual_out, T* output, std::uint8_t* fp8_out,
+                                        std::int64_t vectors_per_row, std::int64_t hidden, float eps,
+                                        float fp8_inv_scale) {
+  constexpr int W = VectorWidth<T>::value;
+  float sum_squares = 0;
+  for (std::int64_t j = thread_index(); j < vectors_per_row; j += kThreads) {
+    float acc[W] = {};
+    load_reduced(j, acc);
+    accumulate<T>(load_16(residual_in + j * W), acc);  // coherent: residual_in may alias residual_out
+    const Vec16 rounded = pack<T>(acc);
+    store_16(residual_out + j * W, rounded);
+    float r[W] = {};
+    accumulate<T>(rounded, r);
+    ARFIT_UNROLL
+    for (int k = 0; k < W; ++k) sum_squares += r[k] * r[k];
+  }
+  const float inv_rms = reciprocal_sqrt(block_sum<kThreads>(sum_squares) / static_cast<float>(hidden) + eps);
+  for (std::int64_t j = thread_index(); j < vectors_per_row; j += kThreads) {
+    float r[W] = {};
+    accumulate<T>(load_16(residual_out + j * W), r);  // this thread's own store above (program order)
+    float g[W] = {};
+    accumulate<T>(load_16_read_only(gamma + j * W), g);
+    float y[W];
+    ARFIT_UNROLL
+    for (int k = 0; k < W; ++k) y[k] = r[k] * inv_rms * g[k];
+    const Vec16 rounded = pack<T>(y);
+    store_16(output + j * W, rounded);
+    if constexpr (kQuantFp8) {
+      float stored[W] = {};
+      accumulate<T>(rounded, stored);
+      store_e4m3<W>(fp8_out + j * W, stored, fp8_inv_scale);
+    }
+  }
+}
+
+// ---------------- kernels ----------------
+
+// Which rank and which of its blocks this CTA is (one launch may cover all ranks of a virtual node).
+struct BlockRole {
+  int local;  // index into the launch's per-rank buffers
+  int rank;
+  int block;  // block index within the rank: the barrier flags are per block
+};
+ARFIT_DEVICE BlockRole block_role(const TeamPointers& team) {
+  BlockRole r;
+  r.local = block_index() / team.blocks_per_rank;
+  r.block = block_index() % team.blocks_per_rank;
+  r.rank = team.first_rank + r.local;
+  return r;
+}
+
+// Phase 1 of both algorithms: copy this rank's input into its registered staging buffer, so that peers can
+// read it. Vector i is handled by the block of its chunk (partition.h), the same mapping the later phases use
+// (the barrier only orders block b of one rank with block b of the others).
+template <typename T, int kThreads>
+ARFIT_DEVICE void publish_input_vectors(const T* input, T* staging, std::int64_t vectors, int block,
+                                        int blocks_per_rank, bool input_may_alias) {
+  constexpr int W = VectorWidth<T>::value;
+  const std::int64_t stride = static_cast<std::int64_t>(blocks_per_rank) * kThreads;
+  for (std::int64_t i = static_cast<std::int64_t>(block) * kThreads + thread_index(); i < vectors; i += stride) {
+    const Vec16 v = input_may_alias ? load_16(input + i * W) : load_16_read_only(input + i * W);
+    store_16(staging + i * W, v);
+  }
+}
+
+template <typename T, int kThreads>
+ARFIT_DEVICE void publish_input_rows(const T* input, T* staging, std::int64_t rows, std::int64_t vectors_per_row,
+                                     int block, int blocks_per_rank, bool input_may_alias) {
+  constexpr int W = VectorWidth<T>::value;
+  for (std::int64_t row = block; row < rows; row += blocks_per_rank) {
+    const std::int64_t base = row * vectors_per_row * W;
+    for (std::int64_t j = thread_index(); j < vectors_per_row; j += kThreads) {
+      const Vec16 v = input_may_alias ? load_16(input + base + j * W) : load_16_read_only(input + base + j * W);
+      store_16(staging + base + j * W, v);
+    }
+  }
+}
+
+// The scalar tail (count not a multiple of the vector width): elements [vectors * W, count), by block 0.
+template <typename T, int kThreads>
+ARFIT_DEVICE void publish_tail(const T* input, T* staging, std::int64_t first, std::int64_t count) {
+  for (std::int64_t j = first + thread_index(); j < count; j += kThreads) staging[j] = input[j];
+}
+
+// Sum over ranks 0..kRanks-1 (always in that order: bitwise-identical results on every rank) of vector
+// `offset` (element offset) of the peers' buffers.
+template <typename T, int kRanks>
+ARFIT_DEVICE void reduce_peers(void* const* buffers, std::int64_t offset, float* acc) {
+  ARFIT_UNROLL
+  for (int p = 0; p < kRanks; ++p) accumulate<T>(load_16(static_cast<const T*>(buffers[p]) + offset), acc);
+}
+
+template <typename T, int kRanks>
+ARFIT_DEVICE float reduce_peers_scalar(void* const* buffers, std::int64_t index) {
+  float acc = 0;
+  ARFIT_UNROLL
+  for (int p = 0; p < kRanks; ++p) acc += to_float<T>(static_cast<const T*>(buffers[p])[index]);
+  return acc;
+}
+
+// A barrier the mutation builds may drop (`skip`): then it neither signals nor waits.
+template <int kRanks, int kThreads>
+ARFIT_DEVICE bool team_barrier_unless(bool skip, const TeamPointers& team, int rank, int block, std::uint32_t sequence) {
+  return skip || team_barrier<kRanks, kThreads>(team, rank, block, sequence);
+}
+
+// What every block of an all-reduce launch starts from: its role, its barrier count, its rank's buffers.
+template <typename T>
+struct RankView {
+  BlockRole me;
+  std::uint32_t epoch;  // written by this block at the end of the previous launch (stream order makes it visible)
+  T* staging;
+  const T* input;
+  T* output;
+};
+
+template <typename T>
+ARFIT_DEVICE RankView<T> rank_view(const TeamPointers& team, const AllReduceLaunch& args) {
+  RankView<T> v;
+  v.me = block_role(team);
+  v.epoch = team.signals[v.me.rank]->barrier_epoch[v.me.block];
+  v.staging = static_cast<T*>(team.staging[v.me.rank]);
+  v.input = static_cast<const T*>(args.input[v.me.local]);
+  v.output = static_cast<T*>(args.output[v.me.local]);
+  return v;
+}
+
+// Phase 1 of both algorithms and the barrier that publishes it: this rank's input into its staging buffer
+// (vectors by chunk, plus the scalar tail; or whole rows), then barrier epoch + 1. False when aborted.
+template <typename T, int kRanks, FusionOp kFusion, int kThreads>
+ARFIT_DEVICE bool publish_input(const TeamPointers& team, const AllReduceLaunch& args, const RankView<T>& v,
+                                bool skip_barrier) {
+  constexpr int W = VectorWidth<T>::value;
+  const bool may_alias = args.input_may_alias != 0;
+  if constexpr (kFusion == FusionOp::None) {
+    const std::int64_t vectors = args.count / W;
+    publish_input_vectors<T, kThreads>(v.input, v.staging, vectors, v.me.block, team.blocks_per_rank, may_alias);
+    if (v.me.block == 0) publish_tail<T, kThreads>(v.input, v.staging, vectors * W, args.count);
+  } else {
+    publish_input_rows<T, kThreads>(v.input, v.staging, args.count / args.hidden, args.hidden / W, v.me.block,
+                                    team.blocks_per_rank, may_alias);
+  }
+  return team_barrier_unless<kRanks, kThreads>(skip_barrier, team, v.me.rank, v.me.block, v.epoch + 1);
+}
+
+// One-shot: publish, barrier, every rank reduces the whole tensor from all peers' staging, barrier.
+template <typename T, int kRanks, FusionOp kFusion, int kThreads>
+ARFIT_KERNEL(kThreads) one_shot_all_reduce_kernel(const TeamPointers team, const AllReduceLaunch args) {
+  constexpr int W = VectorWidth<T>::value;
+  constexpr bool kSkipPublishBarrier = ARFIT_MUTATION == ARFIT_MUTATION_SKIP_PUBLISH_BARRIER;
+  const RankView<T> v = rank_view<T>(team, args);
+  const BlockRole& me = v.me;
+  const int blocks_per_rank = team.blocks_per_rank;
+  if (!publish_input<T, kRanks, kFusion, kThreads>(team, args, v, kSkipPublishBarrier)) return;
+
+  if constexpr (kFusion == FusionOp::None) {
+    const std::int64_t vectors = args.count / W;
+    const std::int64_t stride = static_cast<std::int64_t>(blocks_per_rank) * kThreads;
+    for (std::int64_t i = static_cast<std::int64_t>(me.block) * kThreads + thread_index(); i < vectors; i += stride) {
+      float acc[W] = {};
+      reduce_peers<T, kRanks>(team.staging, i * W, acc);
+      store_16(v.output + i * W, pack<T>(acc));
+    }
+    if (me.block == 0) {  // scalar tail: count not a multiple of the vector width
+      for (std::int64_t j = vectors * W + thread_index(); j < args.count; j += kThreads) {
+        v.output[j] = from_float<T>(reduce_peers_scalar<T, kRanks>(team.staging, j));
+      }
+    }
+  } else {
+    constexpr bool kQuantFp8 = kFusion == FusionOp::ResidualRmsNormQuantFp8;
+    const std::int64_t rows = args.count / args.hidden;
+    const std::int64_t vectors_per_row = args.hidden / W;
+    const T* const residual_in = static_cast<const T*>(args.residual_in[me.local]);
+    T* const residual_out = static_cast<T*>(args.residual_out[me.local]);
+    const T* const gamma = static_cast<const T*>(args.gamma[me.local]);
+    auto* const fp8_out = static_cast<std::uint8_t*>(args.fp8_out[me.local]);
+    for (std::int64_t row = me.block; row < rows; row += blocks_per_rank) {
+      const std::int64_t base = row * args.hidden;
+      auto load_reduced = [&](std::int64_t j, float* acc) { reduce_peers<T, kRanks>(team.staging, base + j * W, acc); };
+      residual_rms_norm_row<T, kQuantFp8, kThreads>(load_reduced, residual_in + base, gamma, residual_out + base,
+                                                    v.output + base, kQuantFp8 ? fp8_out + base : nullptr,
+                                                    vectors_per_row, args.hidden, args.rms_eps, args.fp8_inv_scale);
+    }
+  }
+  // Write-after-read guard: no rank's next launch overwrites its staging while a peer still reads it.
+  if (!team_barrier<kRanks, kThreads>(team, me.rank, me.block, v.epoch + 2)) return;
+  if (thread_index() == 0) team.signals[me.rank]->barrier_epoch[me.block] = v.epoch + 2;
+}
+
+// Two-shot: publish, barrier, reduce-scatter (rank r reduces its slice from all peers into its scratch),
+// barrier, all-gather (every rank copies slice s from rank s's scratch), barrier.
+// Fused epilogues run on the slice owner (rows are the slice unit), which writes output, new residual and
+// e4m3 into scratch slots 0, 1, 2; the all-gather copies all three.
+template <typename T, int kRanks, FusionOp kFusion, int kThreads>
+ARFIT_KERNEL(kThreads) two_shot_all_reduce_kernel(const TeamPointers team, const AllReduceLaunch args) {
+  constexpr int W = VectorWidth<T>::value;
+  constexpr bool kSkipReduceBarrier = ARFIT_MUTATION == ARFIT_MUTATION_SKIP_REDUCE_BARRIER;
+  const RankView<T> v = rank_view<T>(team, args);
+  const BlockRole& me = v.me;
+  const int blocks_per_rank = team.blocks_per_rank;
+  const std::uint32_t epoch = v.epoch;
+  T* const output = v.output;
+  if (!publish_input<T, kRanks, kFusion, kThreads>(team, args, v, false)) return;
+
+  if constexpr (kFusion == FusionOp::None) {
+    const std::int64_t vectors = args.count / W;
+    // Slices are whole chunks of kThreads vectors so that chunk ownership (block c % blocks_per_rank) is the same
+    // in all three phases. The scalar tail belongs to the last rank.
+    const std::int64_t chunks = partition::chunk_count(vectors, kThreads);
+    const std::int64_t chunks_per_rank = partition::units_per_rank(chunks, kRanks);
+
+    T* const scratch = static_cast<T*>(team.scratch[me.rank]);
+    const partition::Range mine = partition::owned_units(me.rank, chunks, chunks_per_rank);
+    for (std::int64_t c = partition::first_at_or_after(mine.begin, me.block, blocks_per_rank); c < mine.end;
+         c += blocks_per_rank) {
+      const std::int64_t i = c * kThreads + thread_index();
+      if (i < vectors) {
+        float acc[W] = {};
+        reduce_peers<T, kRanks>(team.staging, i * W, acc);
+        store_16(scratch + i * W, pack<T>(acc));
+      }
+    }
+    if (me.rank == partition::tail_owner(kRanks) && me.block == 0) {
+      for (std::int64_t j = vectors * W + thread_index(); j < args.count; j += kThreads) {
+        scratch[j] = from_float<T>(reduce_peers_scalar<T, kRanks>(team.staging, j));
+      }
+    }
+    if (!team_barrier_unless<kRanks, kThreads>(kSkipReduceBarrier, team, me.rank, me.block, epoch + 2)) return;
+
+    const std::int64_t stride = static_cast<std::int64_t>(blocks_per_rank) * kThreads;
+    for (std::int64_t i = static_cast<std::int64_t>(me.block) * kThreads + thread_index(); i < vectors; i += stride) {
+      const std::int64_t chunk = i / kThreads;
+      int owner = partition::owner_of(chunk, chunks_per_rank);
+      if constexpr (ARFIT_MUTATION == ARFIT_MUTATION_WRONG_CHUNK_OWNER) {
+        if (chunk == chunks - 1) owner = (owner + 1) % kRanks;
+      }
+      store_16(output + i * W, load_16(static_cast<const T*>(team.scratch[owner]) + i * W));
+    }
+    if (me.block == 0) {
+      const T* const tail = static_cast<const T*>(team.scratch[partition::tail_owner(kRanks)]);
+      for (std::int64_t j = vectors * W + thread_index(); j < args.count; j += kThreads) output[j] = tail[j];
+    }
+  } else {
+    constexpr bool kQuantFp8 = kFusion == FusionOp::ResidualRmsNormQuantFp8;
+    const std::int64_t rows = args.count / args.hidden;
+    const std::int64_t vectors_per_row = args.hidden / W;
+    const std::int64_t rows_per_rank = partition::units_per_rank(rows, kRanks);
+
+    // Scratch slots of every rank: [0] normalised output, [1] new residual (both T), [2] e4m3 bytes.
+    auto slot = [&](int rank, int s) { return static_cast<char*>(team.scratch[rank]) + s * team.max_bytes; };
+    const T* const residual_in = static_cast<const T*>(args.residual_in[me.local]);
+    const T* const gamma = static_cast<const T*>(args.gamma[me.local]);
+    const partition::Range mine = partition::owned_units(me.rank, rows, rows_per_rank);
+    for (std::int64_t row = partition::first_at_or_after(mine.begin, me.block, blocks_per_rank); row < mine.end;
+         row += blocks_per_rank) {
+      const std::int64_t base = row * args.hidden;
+      auto load_reduced = [&](std::int64_t j, float* acc) { reduce_peers<T, kRanks>(team.staging, base + j * W, acc); };
+      residual_rms_norm_row<T, kQuantFp8, kThreads>(
+          load_reduced, residual_in + base, gamma, reinterpret_cast<T*>(slot(me.rank, 1)) + base,
+          reinterpret_cast<T*>(slot(me.rank, 0)) + base,
+          kQuantFp8 ? reinterpret_cast<std::uint8_t*>(slot(me.rank, 2)) + base : nullptr, vectors_per_row,
+          args.hidden, args.rms_eps, args.fp8_inv_scale);
+    }
+    if (!team_barrier_unless<kRanks, kThreads>(kSkipReduceBarrier, team, me.rank, me.block, epoch + 2)) return;
+
+    T* const residual_out = static_cast<T*>(args.residual_out[me.local]);
+    auto* const fp8_out = static_cast<std::uint8_t*>(args.fp8_out[me.local]);
+    for (std::int64_t row = me.block; row < rows; row += blocks_per_rank) {
+      int owner = partition::owner_of(row, rows_per_rank);
+      if constexpr (ARFIT_MUTATION == ARFIT_MUTATION_WRONG_ROW_OWNER) {
+        if (row == rows - 1) owner = (owner + 1) % kRanks;
+      }
+      const std::int64_t base = row * args.hidden;
+      const T* const owner_output = reinterpret_cast<const T*>(slot(owner, 0)) + base;
+      const T* const owner_residual = reinterpret_cast<const T*>(slot(owner, 1)) + base;
+      for (std::int64_t j = thread_index(); j < vectors_per_row; j += kThreads) {
+        store_16(output + base + j * W, load_16(owner_output + j * W));
+        store_16(residual_out + base + j * W, load_16(owner_residual + j * W));
+        if constexpr (kQuantFp8) {
+          copy_e4m3<W>(fp8_out + base + j * W, reinterpret_cast<const std::uint8_t*>(slot(owner, 2)) + base + j * W);
+        }
+      }
+    }
+  }
+  // Write-after-read guard for staging and scratch (see one-shot).
+  if (!team_barrier<kRanks, kThreads>(team, me.rank, me.block, epoch + 3)) return;
+  if (thread_index() == 0) team.signals[me.rank]->barrier_epoch[me.block] = epoch + 3;
+}
+
+// The unfused epilogue (after an NCCL all-reduce, or bench/host's MPI_Allreduce): one block per row,
+// grid-stride over rows.
+template <typename T, bool kQuantFp8, int kThreads>
+ARFIT_KERNEL(kThreads) residual_rms_norm_kernel(const T* reduced, const T* residual_in, T* residual_out, const T* gamma,
+                                                T* output, std::uint8_t* fp8_out, std::int64_t rows, std::int64_t hidden,
+                                                float eps, float fp8_inv_scale) {
+  constexpr int W = VectorWidth<T>::value;
+  const std::int64_t vectors_per_row = hidden / W;
+  for (std::int64_t row = block_index(); row < rows; row += grid_blocks()) {
+    const std::int64_t base = row * hidden;
+    auto load_reduced = [&](std::int64_t j, float* acc) { accumulate<T>(load_16(reduced + base + j * W), acc); };
+    residual_rms_norm_row<T, kQuantFp8, kThreads>(load_reduced, residual_in + base, gamma, residual_out + base,
+                                                  output + base, kQuantFp8 ? fp8_out + base : nullptr, vectors_per_row,
+                                                  hidden, eps, fp8_inv_scale);
+  }
+}
+
+// The kernel of an algorithm for one instantiation, as a function pointer (GPU launches and occupancy queries,
+// host launches).
+template <AllReduceAlgorithm kAlgorithm, typename T, int kRanks, FusionOp kFusion, int kThreads>
+constexpr auto all_reduce_kernel() {
+  if constexpr (kAlgorithm == AllReduceAlgorithm::OneShot) {
+    return &one_shot_all_reduce_kernel<T, kRanks, kFusion, kThreads>;
+  } else {
+    return &two_shot_all_reduce_kernel<T, kRanks, kFusion, kThreads>;
+  }
+}
+
+// Dispatch over rank count and fusion op, shared by every algorithm and both targets: calls
+// launch(std::integral_constant<int, R>, std::integral_constant<FusionOp, F>) with the team's rank count and the
+// fusion op as compile-time values. Other values were rejected by validate_all_reduce before we get here.
+template <typename Launch>
+inline void dispatch_ranks_and_fusion(int nranks, FusionOp fusion, const Launch& launch) {
+  auto with_ranks = [&](auto ranks) {
+    switch (fusion) {
+      case FusionOp::None: launch(ranks, std::integral_constant<FusionOp, FusionOp::None>{}); break;
+      case FusionOp::ResidualRmsNorm: launch(ranks, std::integral_constant<FusionOp, FusionOp::ResidualRmsNorm>{}); break;
+      case FusionOp::ResidualRmsNormQuantFp8:
+        launch(ranks, std::integral_constant<FusionOp, FusionOp::ResidualRmsNormQuantFp8>{});
+        break;
+      default: break;
+    }
+  };
+  switch (nranks) {
+    case 2: with_ranks(std::integral_constant<int, 2>{}); break;
+    case 4: with_ranks(std::integral_constant<int, 4>{}); break;
+    case 8: with_ranks(std::integral_constant<int, 8>{}); break;
+    default: break;
+  }
+}
+
+}  // namespace arfit::kernels::device

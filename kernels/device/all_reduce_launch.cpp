@@ -1,0 +1,71 @@
+// GPU launch of the custom all-reduce kernels: validate, fill the POD launch struct, choose the block
+// partition (kernels/device/partition.h), dispatch on dtype to the per-(algorithm, dtype) translation units.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+
+#include "kernels/all_reduce.h"
+#include "kernels/device/cuda_check.h"
+#include "kernels/device/launchers.h"
+#include "kernels/device/partition.h"
+#include "kernels/team.h"
+
+namespace arfit::kernels {
+
+void all_reduce(AllReduceAlgorithm algorithm, Team& team, const AllReduceParams& p, void* stream) {
+  validate_all_reduce(algorithm, team.shape(), p);
+  const AllReduceLaunch args = make_all_reduce_launch(p);
+  const int blocks = partition::blocks_per_rank_for(p.fusion, p.count, p.hidden, vector_width(p.dtype),
+                                                    device::kCudaThreadsPerBlock, team.max_blocks_per_rank());
+  const TeamPointers table = team.pointers(blocks);
+  const int grid = blocks * team.local_ranks();
+  auto s = static_cast<cudaStream_t>(stream);
+  ARFIT_CUDA_CHECK(cudaSetDevice(team.device()));
+  if (algorithm == AllReduceAlgorithm::OneShot) {
+    switch (p.dtype) {
+      case DType::BF16: device::launch_one_shot_bf16(p.fusion, table, args, grid, s); break;
+      case DType::FP16: device::launch_one_shot_fp16(p.fusion, table, args, grid, s); break;
+      case DType::FP32: device::launch_one_shot_fp32(p.fusion, table, args, grid, s); break;
+    }
+  } else {
+    switch (p.dtype) {
+      case DType::BF16: device::launch_two_shot_bf16(p.fusion, table, args, grid, s); break;
+      case DType::FP16: device::launch_two_shot_fp16(p.fusion, table, args, grid, s); break;
+      case DType::FP32: device::launch_two_shot_fp32(p.fusion, table, args, grid, s); break;
+    }
+  }
+  ARFIT_CUDA_CHECK(cudaGetLastError());
+}
+
+int device::min_active_blocks_per_sm() {
+  int least = 1 << 30;
+  for (FusionOp fusion : {FusionOp::None, FusionOp::ResidualRmsNorm, FusionOp::ResidualRmsNormQuantFp8}) {
+    for (int n : {2, 4, 8}) {
+      for (int blocks : {device::active_blocks_per_sm_one_shot_bf16(fusion, n),
+                         device::active_blocks_per_sm_one_shot_fp16(fusion, n),
+                         device::active_blocks_per_sm_one_shot_fp32(fusion, n),
+                         device::active_blocks_per_sm_two_shot_bf16(fusion, n),
+                         device::active_blocks_per_sm_two_shot_fp16(fusion, n),
+                         device::active_blocks_per_sm_two_shot_fp32(fusion, n)}) {
+        least = std::min(least, blocks);
+      }
+    }
+  }
+  return least;
+}
+
+void residual_rms_norm(DType dtype, FusionOp fusion, std::int64_t count, std::int64_t hidden, float rms_eps,
+                       float fp8_scale, const void* reduced, const AllReduceBuffers& b, void* stream) {
+  validate_residual_rms_norm(dtype, fusion, count, hidden, rms_eps, fp8_scale, reduced, b);
+  int device = 0, sms = 0;
+  ARFIT_CUDA_CHECK(cudaGetDevice(&device));
+  ARFIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const std::int64_t rows = count / hidden;
+  const int grid = static_cast<int>(std::min<std::int64_t>(rows, 4LL * sms));
+  device::launch_residual_rms_norm(dtype, fusion == FusionOp::ResidualRmsNormQuantFp8, reduced, b.residual_in,
+                                   b.residual_out, b.gamma, b.output, b.fp8_out, rows, hidden, rms_eps,
+                                   1.0f / fp8_scale, grid, static_cast<cudaStream_t>(stream));
+  ARFIT_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace arfit::kernels

@@ -1,0 +1,245 @@
+// Host-side checks of custom all-reduce requests: everything the kernels assume, checked before a launch,
+// each failure a KernelError that says what was asked and what is allowed, and names its parameter.
+#include <cmath>
+#include <cstdint>
+#include <sstream>
+
+#include "kernels/all_reduce.h"
+
+namespace arfit::kernels {
+namespace {
+
+std::string pointer_text(const void* p) {
+  std::ostringstream s;
+  s << p;
+  return s.str();
+}
+
+void require_pointer(const void* p, const char* what, int local_rank, bool must_be_aligned = true) {
+  if (!p) {
+    throw KernelError("local rank " + std::to_string(local_rank) + ": " + what + " pointer is null", KernelParam::Buffers);
+  }
+  if (must_be_aligned && reinterpret_cast<std::uintptr_t>(p) % kVectorBytes != 0) {
+    throw KernelError("local rank " + std::to_string(local_rank) + ": " + what + " pointer " + pointer_text(p) +
+                          " is not " + std::to_string(kVectorBytes) + "-byte aligned (the kernels move 16-byte vectors)",
+                      KernelParam::Buffers);
+  }
+}
+
+bool is_fused(FusionOp f) { return f != FusionOp::None; }
+
+// One buffer of one local rank, as a byte range.
+struct Extent {
+  int local_rank;
+  const char* name;
+  std::uintptr_t begin, end;
+  bool written;
+};
+
+// Pairs of the same rank's buffers that may be the same memory: in place, and fused in place.
+bool allowed_alias(const Extent& a, const Extent& b) {
+  if (a.local_rank != b.local_rank || a.begin != b.begin || a.end != b.end) return false;
+  auto is = [&](const char* x, const char* y) {
+    return (std::string(a.name) == x && std::string(b.name) == y) || (std::string(a.name) == y && std::string(b.name) == x);
+  };
+  return is("input", "output") || is("residual_in", "residual_out");
+}
+
+std::string extent_text(const Extent& e) {
+  return "local rank " + std::to_string(e.local_rank) + " " + e.name + " [" + pointer_text(reinterpret_cast<const void*>(e.begin)) +
+         ", +" + std::to_string(e.end - e.begin) + " bytes)";
+}
+
+// A buffer some thread writes must not overlap another buffer, except the allowed identical pairs: a partial
+// overlap (or a write into another rank's buffer) would make the result depend on the order blocks run in.
+void require_no_overlap(const std::string& who, const std::vector<Extent>& extents) {
+  for (std::size_t i = 0; i < extents.size(); ++i) {
+    for (std::size_t j = i + 1; j < extents.size(); ++j) {
+      const Extent& a = extents[i];
+      const Extent& b = extents[j];
+      if (!a.written && !b.written) continue;
+      if (a.begin >= b.end || b.begin >= a.end) continue;
+      if (allowed_alias(a, b)) continue;
+      throw KernelError(who + ": " + extent_text(a) + " overlaps " + extent_text(b) +
+                            " (only output == input and residual_out == residual_in may share memory)",
+                        KernelParam::Buffers);
+    }
+  }
+}
+
+void validate_rms_eps(const std::string& who, float rms_eps) {
+  if (!(rms_eps > 0 && std::isfinite(rms_eps))) {
+    throw KernelError(who + ": rms_eps must be finite and > 0, got " + std::to_string(rms_eps), KernelParam::RmsEps);
+  }
+}
+
+// The kernels multiply by 1 / fp8_scale: zero, subnormal (its reciprocal overflows or loses precision),
+// negative and non-finite scales are refused.
+void validate_fp8_scale(const std::string& who, float fp8_scale) {
+  if (!(std::isnormal(fp8_scale) && fp8_scale > 0)) {
+    std::ostringstream s;
+    s << who << ": fp8_scale must be a normal, positive, finite float, got " << fp8_scale;
+    throw KernelError(s.str(), KernelParam::Fp8Scale);
+  }
+}
+
+}  // namespace
+
+std::string to_string(AllReduceAlgorithm algorithm) {
+  return algorithm == AllReduceAlgorithm::OneShot ? strategy::kOneShot : strategy::kTwoShot;
+}
+
+bool custom_all_reduce_supports_ranks(int nranks) { return nranks == 2 || nranks == 4 || nranks == 8; }
+
+bool custom_all_reduce_supports_fusion(FusionOp fusion) {
+  return fusion == FusionOp::None || fusion == FusionOp::ResidualRmsNorm || fusion == FusionOp::ResidualRmsNormQuantFp8;
+}
+
+void validate_all_reduce_shape(AllReduceAlgorithm algorithm, const TeamShape& team, DType dtype, FusionOp fusion,
+                               std::int64_t count, std::int64_t hidden) {
+  const std::string who = to_string(algorithm);
+  if (!custom_all_reduce_supports_ranks(team.nranks)) {
+    throw KernelError(who + ": unsupported rank count " + std::to_string(team.nranks) +
+                          " (the custom kernels are instantiated for 2, 4 or 8 ranks; use NCCL for other team sizes)",
+                      KernelParam::Ranks);
+  }
+  if (team.local_ranks != 1 && team.local_ranks != team.nranks) {
+    throw KernelError(who + ": a process drives 1 rank (IPC) or all " + std::to_string(team.nranks) +
+                          " ranks (virtual node), not " + std::to_string(team.local_ranks),
+                      KernelParam::LocalRanks);
+  }
+  if (!custom_all_reduce_supports_fusion(fusion)) {
+    throw KernelError(who + ": fusion " + to_string(fusion) + " with dtype " + to_string(dtype) +
+                          " is not implemented (supported fusions: NONE, RESIDUAL_RMS_NORM, RESIDUAL_RMS_NORM_QUANT_FP8)",
+                      KernelParam::Fusion);
+  }
+  if (count <= 0) {
+    throw KernelError(who + ": element count must be positive, got " + std::to_string(count), KernelParam::Count);
+  }
+  const std::int64_t bytes = count * dtype_bytes(dtype);
+  if (bytes > team.max_bytes) {
+    throw KernelError(who + ": message of " + std::to_string(bytes) + " bytes (" + std::to_string(count) + " " +
+                          to_string(dtype) + " elements) exceeds the team's workspace limit of " +
+                          std::to_string(team.max_bytes) + " bytes per rank (create the team with a larger max_bytes)",
+                      KernelParam::Workspace);
+  }
+  if (is_fused(fusion)) {
+    const int width = vector_width(dtype);
+    if (hidden <= 0) {
+      throw KernelError(who + ": fusion " + to_string(fusion) + " needs the row length (hidden) > 0, got " +
+                            std::to_string(hidden),
+                        KernelParam::Hidden);
+    }
+    if (hidden % width != 0) {
+      throw KernelError(who + ": fusion " + to_string(fusion) + " with dtype " + to_string(dtype) +
+                            " needs hidden to be a multiple of the vector width " + std::to_string(width) + ", got " +
+                            std::to_string(hidden),
+                        KernelParam::Hidden);
+    }
+    if (count % hidden != 0) {
+      throw KernelError(who + ": element count " + std::to_string(count) + " is not a whole number of rows of hidden " +
+                            std::to_string(hidden),
+                        KernelParam::Count);
+    }
+  }
+}
+
+void validate_all_reduce(AllReduceAlgorithm algorithm, const TeamShape& team, const AllReduceParams& p) {
+  validate_all_reduce_shape(algorithm, team, p.dtype, p.fusion, p.count, p.hidden);
+  const std::string who = to_string(algorithm);
+  if (static_cast<int>(p.buffers.size()) != team.local_ranks) {
+    throw KernelError(who + ": " + std::to_string(p.buffers.size()) + " buffer sets given for " +
+                          std::to_string(team.local_ranks) + " local ranks",
+                      KernelParam::Buffers);
+  }
+  const auto bytes = static_cast<std::uintptr_t>(p.count * dtype_bytes(p.dtype));
+  std::vector<Extent> extents;
+  auto add = [&](int k, const char* name, const void* ptr, std::uintptr_t length, bool written) {
+    require_pointer(ptr, name, k);
+    const auto begin = reinterpret_cast<std::uintptr_t>(ptr);
+    extents.push_back(Extent{k, name, begin, begin + length, written});
+  };
+  for (int k = 0; k < team.local_ranks; ++k) {
+    const AllReduceBuffers& b = p.buffers[static_cast<std::size_t>(k)];
+    add(k, "input", b.input, bytes, false);
+    add(k, "output", b.output, bytes, true);
+    if (is_fused(p.fusion)) {
+      add(k, "residual_in", b.residual_in, bytes, false);
+      add(k, "residual_out", b.residual_out, bytes, true);
+      add(k, "gamma", b.gamma, static_cast<std::uintptr_t>(p.hidden * dtype_bytes(p.dtype)), false);
+    }
+    if (p.fusion == FusionOp::ResidualRmsNormQuantFp8) add(k, "fp8_out", b.fp8_out, static_cast<std::uintptr_t>(p.count), true);
+  }
+  require_no_overlap(who, extents);
+  validate_epilogue_scalars(who, p.fusion, p.rms_eps, p.fp8_scale);
+}
+
+void validate_epilogue_scalars(const std::string& who, FusionOp fusion, float rms_eps, float fp8_scale) {
+  if (is_fused(fusion)) validate_rms_eps(who, rms_eps);
+  if (fusion == FusionOp::ResidualRmsNormQuantFp8) validate_fp8_scale(who, fp8_scale);
+}
+
+void validate_residual_rms_norm_shape(DType dtype, FusionOp fusion, std::int64_t count, std::int64_t hidden,
+                                      float rms_eps, float fp8_scale) {
+  const std::string who = "residual_rms_norm";
+  if (fusion != FusionOp::ResidualRmsNorm && fusion != FusionOp::ResidualRmsNormQuantFp8) {
+    throw KernelError(who + ": fusion " + to_string(fusion) + " with dtype " + to_string(dtype) +
+                          " is not implemented (supported: RESIDUAL_RMS_NORM, RESIDUAL_RMS_NORM_QUANT_FP8)",
+                      KernelParam::Fusion);
+  }
+  const int width = vector_width(dtype);
+  if (count <= 0 || hidden <= 0 || hidden % width != 0 || count % hidden != 0) {
+    throw KernelError(who + ": count " + std::to_string(count) + " and hidden " + std::to_string(hidden) +
+                          " must be positive, hidden a multiple of " + std::to_string(width) +
+                          " and count a whole number of rows",
+                      hidden <= 0 || hidden % width != 0 ? KernelParam::Hidden : KernelParam::Count);
+  }
+  validate_epilogue_scalars(who, fusion, rms_eps, fp8_scale);
+}
+
+void validate_residual_rms_norm(DType dtype, FusionOp fusion, std::int64_t count, std::int64_t hidden, float rms_eps,
+                                float fp8_scale, const void* reduced, const AllReduceBuffers& b) {
+  validate_residual_rms_norm_shape(dtype, fusion, count, hidden, rms_eps, fp8_scale);
+  const auto bytes = static_cast<std::uintptr_t>(count * dtype_bytes(dtype));
+  std::vector<Extent> extents;
+  auto add = [&](const char* name, const void* ptr, std::uintptr_t length, bool written) {
+    require_pointer(ptr, name, 0);
+    const auto begin = reinterpret_cast<std::uintptr_t>(ptr);
+    extents.push_back(Extent{0, name, begin, begin + length, written});
+  };
+  add("reduced", reduced, bytes, false);
+  add("residual_in", b.residual_in, bytes, false);
+  add("residual_out", b.residual_out, bytes, true);
+  add("gamma", b.gamma, static_cast<std::uintptr_t>(hidden * dtype_bytes(dtype)), false);
+  add("output", b.output, bytes, true);
+  if (fusion == FusionOp::ResidualRmsNormQuantFp8) add("fp8_out", b.fp8_out, static_cast<std::uintptr_t>(count), true);
+  require_no_overlap("residual_rms_norm", extents);
+}
+
+AllReduceLaunch make_all_reduce_launch(const AllReduceParams& p) {
+  AllReduceLaunch args{};
+  args.count = p.count;
+  args.hidden = p.fusion == FusionOp::None ? 0 : p.hidden;
+  args.rms_eps = p.rms_eps;
+  args.fp8_inv_scale = 1.0f / p.fp8_scale;
+  for (std::size_t k = 0; k < p.buffers.size(); ++k) {
+    const AllReduceBuffers& b = p.buffers[k];
+    args.input[k] = b.input;
+    args.output[k] = b.output;
+    args.residual_in[k] = b.residual_in;
+    args.residual_out[k] = b.residual_out;
+    args.gamma[k] = b.gamma;
+    args.fp8_out[k] = b.fp8_out;
+    // In place: the input is written during the launch, so the read-only load path is not allowed.
+    if (b.input == b.output) args.input_may_alias = 1;
+  }
+  return args;
+}
+
+bool host_supports_threads_per_block(int threads) {
+  for (int t : kHostThreadsPerBlock)
+    if (t == threads) return true;
+  return false;
+}
+
+}  // namespace arfit::kernels

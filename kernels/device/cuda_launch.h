@@ -1,0 +1,44 @@
+// CUDA launches of the kernel templates (nvcc only): the bodies in all_reduce_kernels.h instantiated with
+// kCudaThreadsPerBlock threads, dispatched over rank count and fusion op. Included by the per-(algorithm,
+// dtype) .cu files, each defining its two launcher entry points (launchers.h) with ARFIT_DEFINE_ALL_REDUCE_LAUNCHER.
+#pragma once
+
+#include "kernels/device/all_reduce_kernels.h"
+#include "kernels/device/cuda_check.h"
+#include "kernels/device/launchers.h"
+
+namespace arfit::kernels::device {
+
+template <AllReduceAlgorithm kAlgorithm, typename T>
+void launch_typed(FusionOp fusion, const TeamPointers& team, const AllReduceLaunch& args, int grid, cudaStream_t stream) {
+  dispatch_ranks_and_fusion(team.nranks, fusion, [&](auto ranks, auto op) {
+    const auto kernel =
+        all_reduce_kernel<kAlgorithm, T, decltype(ranks)::value, decltype(op)::value, kCudaThreadsPerBlock>();
+    kernel<<<grid, kCudaThreadsPerBlock, 0, stream>>>(team, args);
+  });
+}
+
+// Blocks of the kernel an SM can hold at once (the barriers need every block of every local rank resident).
+template <AllReduceAlgorithm kAlgorithm, typename T>
+int active_blocks_per_sm_typed(FusionOp fusion, int nranks) {
+  int blocks = 0;
+  dispatch_ranks_and_fusion(nranks, fusion, [&](auto ranks, auto op) {
+    const auto kernel =
+        all_reduce_kernel<kAlgorithm, T, decltype(ranks)::value, decltype(op)::value, kCudaThreadsPerBlock>();
+    ARFIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kCudaThreadsPerBlock, 0));
+  });
+  return blocks;
+}
+
+}  // namespace arfit::kernels::device
+
+#define ARFIT_DEFINE_ALL_REDUCE_LAUNCHER(algorithm, enumerator, dtype, element)                                 \
+  namespace arfit::kernels::device {                                                                            \
+  void launch_##algorithm##_##dtype(FusionOp fusion, const TeamPointers& team, const AllReduceLaunch& args,    \
+                                    int grid, cudaStream_t stream) {                                            \
+    launch_typed<AllReduceAlgorithm::enumerator, element>(fusion, team, args, grid, stream);                    \
+  }                                                                                                             \
+  int active_blocks_per_sm_##algorithm##_##dtype(FusionOp fusion, int nranks) {                                \
+    return active_blocks_per_sm_typed<AllReduceAlgorithm::enumerator, element>(fusion, nranks);                 \
+  }                                                                                                             \
+  }

@@ -1,0 +1,71 @@
+// The CPU launch of the kernel templates (kernels/device/all_reduce_kernels.h compiled as host C++) for one
+// value of threads per block; kernels/device/host_kernels_t<N>.cpp instantiate it for each value in
+// kHostThreadsPerBlock, so the instantiations compile in parallel.
+#pragma once
+
+#include "kernels/all_reduce.h"
+#include "kernels/device/all_reduce_kernels.h"
+
+namespace arfit::kernels::device {
+
+// Calls f(T{}) with T the host element type of `dtype`.
+template <typename F>
+void with_host_element(DType dtype, const F& f) {
+  switch (dtype) {
+    case DType::BF16: f(bf16_t{}); break;
+    case DType::FP16: f(fp16_t{}); break;
+    case DType::FP32: f(float{}); break;
+  }
+}
+
+template <int kThreads>
+void launch_all_reduce_on_host(AllReduceAlgorithm algorithm, DType dtype, FusionOp fusion, const TeamPointers& team,
+                               const AllReduceLaunch& args, const host::LaunchOptions& options) {
+  const int grid = team.blocks_per_rank * team.local_ranks;
+  auto with_algorithm = [&](auto chosen) {
+    with_host_element(dtype, [&](auto element) {
+      dispatch_ranks_and_fusion(team.nranks, fusion, [&](auto ranks, auto op) {
+        const auto kernel = all_reduce_kernel<decltype(chosen)::value, decltype(element), decltype(ranks)::value,
+                                              decltype(op)::value, kThreads>();
+        host::launch(grid, kThreads, options, [&] { kernel(team, args); });
+      });
+    });
+  };
+  if (algorithm == AllReduceAlgorithm::OneShot) {
+    with_algorithm(std::integral_constant<AllReduceAlgorithm, AllReduceAlgorithm::OneShot>{});
+  } else {
+    with_algorithm(std::integral_constant<AllReduceAlgorithm, AllReduceAlgorithm::TwoShot>{});
+  }
+}
+
+template <int kThreads>
+void launch_residual_rms_norm_on_host(DType dtype, bool quant_fp8, const void* reduced, const AllReduceBuffers& b,
+                                      std::int64_t rows, std::int64_t hidden, float eps, float fp8_inv_scale) {
+  with_host_element(dtype, [&](auto element) {
+    using T = decltype(element);
+    auto run = [&](auto quant) {
+      host::launch(1, kThreads, {}, [&] {
+        residual_rms_norm_kernel<T, decltype(quant)::value, kThreads>(
+            static_cast<const T*>(reduced), static_cast<const T*>(b.residual_in), static_cast<T*>(b.residual_out),
+            static_cast<const T*>(b.gamma), static_cast<T*>(b.output), static_cast<std::uint8_t*>(b.fp8_out), rows,
+            hidden, eps, fp8_inv_scale);
+      });
+    };
+    if (quant_fp8) {
+      run(std::true_type{});
+    } else {
+      run(std::false_type{});
+    }
+  });
+}
+
+}  // namespace arfit::kernels::device
+
+// Explicit instantiations, one translation unit per value of threads per block.
+#define ARFIT_INSTANTIATE_HOST_KERNELS(threads)                                                                      \
+  namespace arfit::kernels::device {                                                                                 \
+  template void launch_all_reduce_on_host<threads>(AllReduceAlgorithm, DType, FusionOp, const TeamPointers&,         \
+                                                   const AllReduceLaunch&, const host::LaunchOptions&);              \
+  template void launch_residual_rms_norm_on_host<threads>(DType, bool, const void*, const AllReduceBuffers&,         \
+                                                          std::int64_t, std::int64_t, float, float);                 \
+  }

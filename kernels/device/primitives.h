@@ -1,0 +1,349 @@
+// The one shim between the kernel bodies (kernels/device/all_reduce_kernels.h) and the machine that runs them.
+// The kernel bodies use only what is declared here, so nvcc (CUDA build, .cu files) and the host C++ compiler
+// (the CPU execution in kernels/device/host_executor.h: tests, bench/host) compile the very same function
+// bodies. Each primitive exists twice, once per target, side by side below:
+//
+//   qualifiers     ARFIT_DEVICE, ARFIT_KERNEL(threads), ARFIT_UNROLL
+//   indices        thread_index() = threadIdx.x, block_index() = blockIdx.x, grid_blocks() = gridDim.x
+//   block sync     sync_threads() = __syncthreads(), sync_threads_or(p) = __syncthreads_or(p)
+//   reductions     block_sum<kThreads>(v): warp butterflies, then the warps' sums in warp order (fixed order)
+//   memory         Vec16, load_16, load_16_read_only, store_16 (16-byte packed), store_e4m3 / copy_e4m3
+//   flags          store_release_system, load_acquire_system, load_relaxed_system (32-bit flag words)
+//   progress       spin_pause() (inside a flag wait), kSpinsPerPoll, timer_ns(), trap()
+//   elements       bf16_t, fp16_t, to_float<T>, from_float<T>, reciprocal_sqrt
+//
+// On the host every block runs on its own OS thread and its threads run as fibers (host_executor.h explains
+// why), so the host flag wait yields (spin_pause) instead of burning the core its peers need.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#if defined(__CUDACC__)
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+#else
+#include <cmath>
+
+#include "kernels/device/host_executor.h"
+#endif
+
+#if defined(__CUDACC__)
+#define ARFIT_DEVICE __device__ __forceinline__
+#define ARFIT_KERNEL(threads) __global__ void __launch_bounds__(threads, 1)
+#define ARFIT_UNROLL _Pragma("unroll")
+#else
+#define ARFIT_DEVICE inline
+#define ARFIT_KERNEL(threads) inline void
+#define ARFIT_UNROLL
+#endif
+
+namespace arfit::kernels::device {
+
+template <typename T>
+struct VectorWidth {
+  static constexpr int value = 16 / static_cast<int>(sizeof(T));
+};
+
+#if defined(__CUDACC__)
+// =============================================================================================== CUDA
+
+using Vec16 = uint4;
+using bf16_t = __nv_bfloat16;
+using fp16_t = __half;
+
+ARFIT_DEVICE int thread_index() { return static_cast<int>(threadIdx.x); }
+ARFIT_DEVICE int block_index() { return static_cast<int>(blockIdx.x); }
+ARFIT_DEVICE int grid_blocks() { return static_cast<int>(gridDim.x); }
+ARFIT_DEVICE void sync_threads() { __syncthreads(); }
+// __syncthreads_or: a block barrier that also tells every thread whether any thread's predicate was true.
+ARFIT_DEVICE bool sync_threads_or(bool predicate) { return __syncthreads_or(predicate ? 1 : 0) != 0; }
+
+// Sum of `value` over the block in a fixed order (xor butterfly within each warp, then the warp sums in
+// warp order), so every rank computing the same row gets the same bits. Every thread must call it.
+template <int kThreads>
+ARFIT_DEVICE float block_sum(float value) {
+  static_assert(kThreads % 32 == 0, "whole warps");
+  constexpr int kWarps = kThreads / 32;
+  __shared__ float warp_sums[kWarps];
+  ARFIT_UNROLL
+  for (int offset = 16; offset > 0; offset >>= 1) value += __shfl_xor_sync(0xffffffffu, value, offset);
+  if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = value;
+  __syncthreads();
+  float total = 0;
+  ARFIT_UNROLL
+  for (int w = 0; w < kWarps; ++w) total += warp_sums[w];
+  __syncthreads();  // warp_sums is reused by the next call
+  return total;
+}
+
+// Read-only path (ld.global.nc): only for buffers no thread writes during the launch (the user's input
+// when it does not alias an output, gamma).
+ARFIT_DEVICE Vec16 load_16_read_only(const void* p) {
+  Vec16 v;
+  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+}
+
+// Coherent weak load: peers' staging/scratch buffers (written during the launch, ordered by the barrier)
+// and buffers that may alias an output. `volatile` + "memory" keep it on its side of the barrier in
+// program order (the compiler may not move it across the barrier's asm).
+ARFIT_DEVICE Vec16 load_16(const void* p) {
+  Vec16 v;
+  asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p)
+               : "memory");
+  return v;
+}
+
+// Weak 16-byte store; published to peers by the next barrier's release.
+ARFIT_DEVICE void store_16(void* p, Vec16 v) {
+  asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+}
+
+// e4m3 of W values (W = 8 for 16-bit T, 4 for fp32) times inv_scale, saturating to +-448, stored with one
+// 8- or 4-byte store.
+template <int W>
+ARFIT_DEVICE void store_e4m3(std::uint8_t* dst, const float* values, float inv_scale) {
+  static_assert(W == 8 || W == 4);
+  std::uint32_t word[W / 4];
+  ARFIT_UNROLL
+  for (int k = 0; k < W / 4; ++k) {
+    const auto lo = __nv_cvt_float2_to_fp8x2(make_float2(values[4 * k] * inv_scale, values[4 * k + 1] * inv_scale),
+                                             __NV_SATFINITE, __NV_E4M3);
+    const auto hi = __nv_cvt_float2_to_fp8x2(make_float2(values[4 * k + 2] * inv_scale, values[4 * k + 3] * inv_scale),
+                                             __NV_SATFINITE, __NV_E4M3);
+    word[k] = static_cast<std::uint32_t>(lo) | (static_cast<std::uint32_t>(hi) << 16);
+  }
+  if constexpr (W == 8) {
+    asm volatile("st.global.v2.u32 [%0], {%1, %2};" ::"l"(dst), "r"(word[0]), "r"(word[1]) : "memory");
+  } else {
+    asm volatile("st.global.u32 [%0], %1;" ::"l"(dst), "r"(word[0]) : "memory");
+  }
+}
+
+// Copies W e4m3 bytes (the unit store_e4m3 writes) with coherent loads.
+template <int W>
+ARFIT_DEVICE void copy_e4m3(std::uint8_t* dst, const std::uint8_t* src) {
+  if constexpr (W == 8) {
+    std::uint32_t a, b;
+    asm volatile("ld.global.v2.u32 {%0, %1}, [%2];" : "=r"(a), "=r"(b) : "l"(src) : "memory");
+    asm volatile("st.global.v2.u32 [%0], {%1, %2};" ::"l"(dst), "r"(a), "r"(b) : "memory");
+  } else {
+    std::uint32_t a;
+    asm volatile("ld.global.u32 %0, [%1];" : "=r"(a) : "l"(src) : "memory");
+    asm volatile("st.global.u32 [%0], %1;" ::"l"(dst), "r"(a) : "memory");
+  }
+}
+
+// Release at system scope: a peer (another GPU over NVLink/PCIe, or this GPU in virtual mode) that acquires
+// this flag sees every write the releasing thread observed before it (cumulative over the CTA barrier).
+ARFIT_DEVICE void store_release_system(std::uint32_t* flag, std::uint32_t value) {
+  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(flag), "r"(value) : "memory");
+}
+
+// Acquire at system scope: once the peer's flag value is read, the peer's published data is visible.
+ARFIT_DEVICE std::uint32_t load_acquire_system(const std::uint32_t* flag) {
+  std::uint32_t value;
+  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(value) : "l"(flag) : "memory");
+  return value;
+}
+
+// Relaxed at system scope: the abort word in host-mapped memory; no data is published with it, it only has
+// to be seen eventually (the load must not be hoisted out of the wait loop: volatile asm).
+ARFIT_DEVICE std::uint32_t load_relaxed_system(const std::uint32_t* flag) {
+  std::uint32_t value;
+  asm volatile("ld.relaxed.sys.global.u32 %0, [%1];" : "=r"(value) : "l"(flag) : "memory");
+  return value;
+}
+
+// Inside a flag wait. Nothing on the GPU: the waiting warp only competes with its own block's other warps,
+// which are parked at the barrier after the wait.
+ARFIT_DEVICE void spin_pause() {}
+// Spins between two looks at the abort word and the clock: a poll of host-mapped memory crosses PCIe.
+inline constexpr unsigned kSpinsPerPoll = 1024;
+
+ARFIT_DEVICE std::uint64_t timer_ns() {
+  std::uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// Ends the launch with an error (cudaErrorLaunchFailure; the context is unusable afterwards).
+ARFIT_DEVICE void trap() { __trap(); }
+
+template <typename T>
+ARFIT_DEVICE float to_float(T x);
+template <>
+ARFIT_DEVICE float to_float<float>(float x) { return x; }
+template <>
+ARFIT_DEVICE float to_float<fp16_t>(fp16_t x) { return __half2float(x); }
+template <>
+ARFIT_DEVICE float to_float<bf16_t>(bf16_t x) { return __bfloat162float(x); }
+
+template <typename T>
+ARFIT_DEVICE T from_float(float x);
+template <>
+ARFIT_DEVICE float from_float<float>(float x) { return x; }
+template <>
+ARFIT_DEVICE fp16_t from_float<fp16_t>(float x) { return __float2half_rn(x); }
+template <>
+ARFIT_DEVICE bf16_t from_float<bf16_t>(float x) { return __float2bfloat16_rn(x); }
+
+ARFIT_DEVICE float reciprocal_sqrt(float x) { return rsqrtf(x); }
+
+#else
+// =============================================================================================== host
+
+struct Vec16 {
+  std::uint32_t x, y, z, w;
+};
+using bf16_t = host::bf16_t;
+using fp16_t = host::fp16_t;
+
+ARFIT_DEVICE int thread_index() { return host::current().thread; }
+ARFIT_DEVICE int block_index() { return host::current().block->index; }
+ARFIT_DEVICE int grid_blocks() { return host::current().block->launch->blocks; }
+ARFIT_DEVICE void sync_threads() { host::sync_threads_or(false); }
+ARFIT_DEVICE bool sync_threads_or(bool predicate) { return host::sync_threads_or(predicate); }
+
+// The GPU's fixed order, computed from every thread's value: the xor butterfly within each warp (lanes
+// exchange partial sums at offsets 16, 8, 4, 2, 1; every lane ends with the same bits, lane 0's are kept),
+// then the warp sums added in warp order. Bit-identical to the CUDA block_sum for the same values.
+template <int kThreads>
+ARFIT_DEVICE float block_sum(float value) {
+  if constexpr (kThreads == 1) {
+    return value;
+  } else {
+    static_assert(kThreads % 32 == 0, "whole warps");
+    float* slots = host::current().block->slots.data();
+    slots[thread_index()] = value;
+    sync_threads();
+    float total = 0;
+    for (int w = 0; w < kThreads / 32; ++w) {
+      float lane[32];
+      std::memcpy(lane, slots + 32 * w, sizeof lane);
+      for (int offset = 16; offset > 0; offset >>= 1) {
+        float next[32];
+        for (int l = 0; l < 32; ++l) next[l] = lane[l] + lane[l ^ offset];
+        std::memcpy(lane, next, sizeof lane);
+      }
+      total += lane[0];
+    }
+    sync_threads();  // slots are reused by the next call
+    return total;
+  }
+}
+
+// Plain 16-byte copies: the ordering that matters comes from the flags below (and ThreadSanitizer checks
+// exactly that: a data access not ordered by a flag's release/acquire is reported as a race).
+ARFIT_DEVICE Vec16 load_16(const void* p) {
+  Vec16 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+ARFIT_DEVICE Vec16 load_16_read_only(const void* p) { return load_16(p); }
+ARFIT_DEVICE void store_16(void* p, Vec16 v) { std::memcpy(p, &v, sizeof v); }
+
+template <int W>
+ARFIT_DEVICE void store_e4m3(std::uint8_t* dst, const float* values, float inv_scale) {
+  static_assert(W == 8 || W == 4);
+  std::uint8_t bytes[W];
+  for (int k = 0; k < W; ++k) bytes[k] = host::float_to_e4m3_satfinite(values[k] * inv_scale);
+  std::memcpy(dst, bytes, W);
+}
+
+template <int W>
+ARFIT_DEVICE void copy_e4m3(std::uint8_t* dst, const std::uint8_t* src) {
+  std::memcpy(dst, src, W);
+}
+
+// The device's st.release.sys: a release store on the flag word (C++17 has no std::atomic_ref, so the GCC
+// __atomic builtins on the plain word; the same 32-bit word the GPU accesses, layout unchanged). An acquire
+// load that reads this value synchronises with it: everything the storing thread did before (and, through
+// sync_threads, everything its block did) happens before the loading thread's subsequent accesses.
+ARFIT_DEVICE void store_release_system(std::uint32_t* flag, std::uint32_t value) {
+  __atomic_store_n(flag, value, __ATOMIC_RELEASE);
+}
+
+// The device's ld.acquire.sys: an acquire load pairing with store_release_system above.
+ARFIT_DEVICE std::uint32_t load_acquire_system(const std::uint32_t* flag) {
+  return __atomic_load_n(flag, __ATOMIC_ACQUIRE);
+}
+
+// The device's ld.relaxed.sys on the abort word: atomic (no data race with the host thread raising it) but
+// unordered, as on the GPU. A host launch may also name an external abort flag (the bench watchdog's), read
+// here too: on the GPU the host side copies that flag into the word, on the host the kernel thread reads it.
+ARFIT_DEVICE std::uint32_t load_relaxed_system(const std::uint32_t* flag) {
+  const std::uint32_t word = __atomic_load_n(flag, __ATOMIC_RELAXED);
+  return word != 0 ? word : host::external_abort_requested();
+}
+
+// Yields the fiber (its block's other threads run), and the OS thread when its whole block only waits, so
+// 8 ranks x several blocks make progress on 2 cores.
+ARFIT_DEVICE void spin_pause() { host::spin_pause(); }
+// Spins between two looks at the abort word and the clock: a host spin may yield the core for a whole scheduler
+// tick, so poll often enough that an abort is seen within milliseconds on a loaded machine.
+inline constexpr unsigned kSpinsPerPoll = 16;
+
+ARFIT_DEVICE std::uint64_t timer_ns() { return host::timer_ns(); }
+
+// Fails the launch (host::launch throws KernelTrap naming the block and thread) instead of hanging.
+[[noreturn]] inline void trap() { host::trap("trap() in a barrier wait: a peer never arrived"); }
+
+template <typename T>
+ARFIT_DEVICE float to_float(T x);
+template <>
+ARFIT_DEVICE float to_float<float>(float x) { return x; }
+template <>
+ARFIT_DEVICE float to_float<fp16_t>(fp16_t x) { return host::fp16_to_float(x.bits); }
+template <>
+ARFIT_DEVICE float to_float<bf16_t>(bf16_t x) { return host::bf16_to_float(x.bits); }
+
+template <typename T>
+ARFIT_DEVICE T from_float(float x);
+template <>
+ARFIT_DEVICE float from_float<float>(float x) { return x; }
+template <>
+ARFIT_DEVICE fp16_t from_float<fp16_t>(float x) { return fp16_t{host::float_to_fp16(x)}; }
+template <>
+ARFIT_DEVICE bf16_t from_float<bf16_t>(float x) { return bf16_t{host::float_to_bf16(x)}; }
+
+// rsqrtf is an approximation on the GPU (within 2 ulp); the host computes it correctly rounded from the
+// square root. Both are far inside the tolerances the checks use.
+ARFIT_DEVICE float reciprocal_sqrt(float x) { return 1.0f / std::sqrt(x); }
+
+#endif
+
+// ---------------------------------------------------------------- target-independent helpers
+
+// One 16-byte vector of T viewed as elements.
+template <typename T>
+union Packed16 {
+  Vec16 raw;
+  T element[VectorWidth<T>::value];
+  ARFIT_DEVICE Packed16() : raw{} {}
+};
+
+// acc[k] += element k of `raw` (fp32 accumulation).
+template <typename T>
+ARFIT_DEVICE void accumulate(Vec16 raw, float* acc) {
+  Packed16<T> p;
+  p.raw = raw;
+  ARFIT_UNROLL
+  for (int k = 0; k < VectorWidth<T>::value; ++k) acc[k] += to_float<T>(p.element[k]);
+}
+
+// Rounds W fp32 values to T and packs them into one vector.
+template <typename T>
+ARFIT_DEVICE Vec16 pack(const float* values) {
+  Packed16<T> p;
+  ARFIT_UNROLL
+  for (int k = 0; k < VectorWidth<T>::value; ++k) p.element[k] = from_float<T>(values[k]);
+  return p.raw;
+}
+
+}  // namespace arfit::kernels::device

@@ -1,0 +1,157 @@
+#include "kernels/reference/check.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+namespace arfit::kernels {
+namespace detail {
+
+std::vector<unsigned char> seeded_host(DType dtype, std::int64_t count, std::uint64_t seed, InputRole role, int rank) {
+  std::vector<unsigned char> host(static_cast<std::size_t>(count) * static_cast<std::size_t>(dtype_bytes(dtype)));
+  fill_seeded(dtype, host.data(), count, seed, role, rank);
+  return host;
+}
+
+void record(CheckResult& result, bool ok, double error, const std::string& where, double got, double expected) {
+  ++result.checked;
+  if (std::isfinite(error)) result.max_error = std::max(result.max_error, error);
+  if (!ok) {
+    ++result.wrong;
+    if (result.first_wrong.empty()) {
+      std::ostringstream s;
+      s.precision(9);
+      s << where << ": got ";
+      if (std::isnan(got)) {
+        s << "NaN (the poison pattern: never written, or a NaN result)";
+      } else {
+        s << got;
+      }
+      s << ", expected " << expected;
+      result.first_wrong = s.str();
+    }
+  }
+}
+
+void compare_elements(CheckResult& result, DType dtype, const std::vector<unsigned char>& got,
+                      const std::vector<double>& expected, const std::vector<double>& scale, double tolerance,
+                      const std::string& what) {
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const double g = element_at(dtype, got.data(), static_cast<std::int64_t>(i));
+    const bool ok = within_tolerance(g, expected[i], scale[i], tolerance);
+    const double error = scale[i] > 0 ? std::fabs(g - expected[i]) / scale[i] : std::fabs(g - expected[i]);
+    if (!ok || !result.first_wrong.empty()) {
+      record(result, ok, ok ? error : INFINITY, what + "[" + std::to_string(i) + "]", g, expected[i]);
+    } else {
+      ++result.checked;
+      result.max_error = std::max(result.max_error, error);
+    }
+  }
+}
+
+void compare_exact(CheckResult& result, DType dtype, const std::vector<unsigned char>& got, std::int64_t got_offset,
+                   const std::vector<unsigned char>& expected, std::int64_t expected_offset, std::int64_t count,
+                   const std::string& what) {
+  const std::size_t size = static_cast<std::size_t>(dtype_bytes(dtype));
+  for (std::int64_t i = 0; i < count; ++i) {
+    const unsigned char* g = got.data() + static_cast<std::size_t>(got_offset + i) * size;
+    const unsigned char* e = expected.data() + static_cast<std::size_t>(expected_offset + i) * size;
+    const bool ok = std::memcmp(g, e, size) == 0;
+    ++result.checked;
+    if (!ok) {
+      --result.checked;
+      record(result, false, INFINITY, what + "[" + std::to_string(got_offset + i) + "]",
+             element_at(dtype, got.data(), got_offset + i), element_at(dtype, expected.data(), expected_offset + i));
+    }
+  }
+}
+
+}  // namespace detail
+
+namespace {
+
+std::vector<unsigned char> seeded(const AllReduceExpectation& e, std::int64_t count, InputRole role, int rank) {
+  return detail::seeded_host(e.dtype, count, e.seed, role, rank);
+}
+
+// Elements of `a` and `b` (element size `size`) that differ bitwise.
+std::int64_t differing_elements(const std::vector<unsigned char>& a, const std::vector<unsigned char>& b, std::size_t size) {
+  if (a.size() != b.size()) return static_cast<std::int64_t>(std::max(a.size(), b.size()) / size);
+  std::int64_t n = 0;
+  for (std::size_t i = 0; i + size <= a.size(); i += size) n += std::memcmp(a.data() + i, b.data() + i, size) != 0;
+  return n;
+}
+
+}  // namespace
+
+AllReduceExpectation expectation_for(const StrategyCase& c, std::uint64_t seed) {
+  AllReduceExpectation e;
+  e.dtype = c.dtype;
+  e.fusion = c.fusion;
+  e.nranks = c.nranks;
+  e.count = c.count;
+  e.hidden = c.hidden;
+  e.rms_eps = static_cast<float>(c.rms_eps);
+  e.fp8_scale = c.fp8_scale;
+  e.seed = seed;
+  return e;
+}
+
+CheckResult check_all_reduce_outputs(const AllReduceExpectation& e, const std::vector<RankOutputs>& ranks,
+                                     bool identical) {
+  std::vector<std::vector<unsigned char>> inputs;
+  std::vector<const void*> input_pointers;
+  for (int r = 0; r < e.nranks; ++r) {
+    inputs.push_back(seeded(e, e.count, InputRole::Data, r));
+    input_pointers.push_back(inputs.back().data());
+  }
+  const ReducedReference reduced = reference_all_reduce(e.dtype, input_pointers, e.count);
+  const bool fused = e.fusion != FusionOp::None;
+  const bool fp8 = e.fusion == FusionOp::ResidualRmsNormQuantFp8;
+  NormReference norm;
+  if (fused) {
+    const auto residual = seeded(e, e.count, InputRole::Residual, kReplicatedRank);
+    const auto gamma = seeded(e, e.hidden, InputRole::Gamma, kReplicatedRank);
+    norm = reference_residual_rms_norm(reduced, e.dtype, residual.data(), gamma.data(), e.hidden, e.rms_eps,
+                                       e.fp8_scale, fp8);
+  }
+  const double tolerance = relative_tolerance(e.dtype) * e.tolerance_factor;
+  const float inv_scale = 1.0f / e.fp8_scale;  // the kernels multiply by the fp32 reciprocal
+  CheckResult result;
+  for (const RankOutputs& o : ranks) {
+    const std::string rank = "rank " + std::to_string(o.rank) + " ";
+    if (!fused) {
+      detail::compare_elements(result, e.dtype, o.output, reduced.sum, reduced.magnitude, tolerance, rank + "output");
+      continue;
+    }
+    detail::compare_elements(result, e.dtype, o.output, norm.out, norm.out_scale, tolerance, rank + "output");
+    detail::compare_elements(result, e.dtype, o.residual_out, norm.residual_out, norm.residual_scale, tolerance,
+                             rank + "residual_out");
+    if (!fp8) continue;
+    for (std::int64_t i = 0; i < e.count; ++i) {
+      const auto iu = static_cast<std::size_t>(i);
+      const std::uint8_t bits = iu < o.fp8_out.size() ? o.fp8_out[iu] : 0x7f;
+      const std::string where = rank + "fp8_out[" + std::to_string(i) + "]";
+      const double upstream = tolerance * norm.out_scale[iu] / e.fp8_scale;
+      detail::record(result, e4m3_within_tolerance(bits, norm.fp8[iu], upstream), 0.0, where, e4m3_bits_to_float(bits),
+                     norm.fp8[iu]);
+      // Which value is quantised: the output as stored, rounded to dtype, times the fp32 reciprocal scale.
+      const float stored = static_cast<float>(element_at(e.dtype, o.output.data(), i));
+      const std::uint8_t expected = float_to_e4m3_bits_satfinite(stored * inv_scale);
+      detail::record(result, bits == expected, 0.0, where + " (e4m3 of the stored output)", e4m3_bits_to_float(bits),
+                     e4m3_bits_to_float(expected));
+    }
+  }
+  if (identical) {
+    for (std::size_t k = 1; k < ranks.size(); ++k) {
+      const auto size = static_cast<std::size_t>(dtype_bytes(e.dtype));
+      result.not_identical += differing_elements(ranks[k].output, ranks[0].output, size);
+      if (fused) result.not_identical += differing_elements(ranks[k].residual_out, ranks[0].residual_out, size);
+      if (fp8) result.not_identical += differing_elements(ranks[k].fp8_out, ranks[0].fp8_out, 1);
+    }
+  }
+  return result;
+}
+
+}  // namespace arfit::kernels

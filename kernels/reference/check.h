@@ -1,0 +1,71 @@
+// Checking a case's outputs against the double-precision references (host-only, no CUDA): the GPU strategies'
+// check() (kernels/strategies/), the NCCL all-reduce's and the CPU runs of the kernels (tests/kernels) all
+// compare through these functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/reference/reference.h"
+#include "kernels/strategy.h"
+
+namespace arfit::kernels {
+
+// Residual and gamma are the same on every rank (tensor parallelism replicates them): seeded as rank 0's.
+inline constexpr int kReplicatedRank = 0;
+
+// What an all-reduce case computed from seeded inputs must produce: rank r's input is
+// fill_seeded(seed, InputRole::Data, r); residual and gamma are seeded as kReplicatedRank's.
+struct AllReduceExpectation {
+  DType dtype = DType::BF16;
+  FusionOp fusion = FusionOp::None;
+  int nranks = 0;
+  std::int64_t count = 0;
+  std::int64_t hidden = 0;
+  double rms_eps = 1e-6;
+  float fp8_scale = 1.0f;
+  std::uint64_t seed = 1;
+  // Multiplies relative_tolerance(dtype): NCCL rounds after every step (up to nranks - 1 roundings).
+  double tolerance_factor = 1.0;
+};
+
+// The expectation of all-reduce case `c` run on inputs seeded from `seed` (the kernels' fp32 epsilon).
+AllReduceExpectation expectation_for(const StrategyCase& c, std::uint64_t seed);
+
+// One rank's outputs, copied to the host (residual_out and fp8_out only for the fused epilogues).
+struct RankOutputs {
+  int rank = 0;
+  std::vector<unsigned char> output, residual_out, fp8_out;
+};
+
+// Compares every element of every rank's outputs with the reference (within tolerance; e4m3 within one step
+// of the exact value), checks that each e4m3 byte is exactly e4m3(float(output) * (1 / fp8_scale)) (the kernels
+// quantise the output as stored), and, when `identical`, that all ranks hold the same bytes (not_identical
+// counts the differing elements).
+CheckResult check_all_reduce_outputs(const AllReduceExpectation& e, const std::vector<RankOutputs>& ranks,
+                                     bool identical);
+
+namespace detail {
+
+// Byte pattern written over outputs before a checked run: all-ones is NaN in bf16, fp16, fp32 and e4m3, so an
+// element the kernel never wrote fails the comparison.
+inline constexpr int kPoisonByte = 0xff;
+
+// Seeded host values of one rank's buffer, rounded to dtype (fill_seeded).
+std::vector<unsigned char> seeded_host(DType dtype, std::int64_t count, std::uint64_t seed, InputRole role, int rank);
+
+// Adds one comparison to `result` (keeps the first failure's description).
+void record(CheckResult& result, bool ok, double error, const std::string& where, double got, double expected);
+
+// Compares `count` elements of `got` (dtype) against `expected` with tolerance * scale[i].
+void compare_elements(CheckResult& result, DType dtype, const std::vector<unsigned char>& got,
+                      const std::vector<double>& expected, const std::vector<double>& scale, double tolerance,
+                      const std::string& what);
+// Exact comparison (data movement collectives): got[i] must equal expected[i] bit for bit after rounding to dtype.
+void compare_exact(CheckResult& result, DType dtype, const std::vector<unsigned char>& got, std::int64_t got_offset,
+                   const std::vector<unsigned char>& expected, std::int64_t expected_offset, std::int64_t count,
+                   const std::string& what);
+
+}  // namespace detail
+}  // namespace arfit::kernels

@@ -1,0 +1,207 @@
+#include "kernels/reference/reference.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace arfit::kernels {
+namespace {
+
+std::uint32_t float_bits(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+float bits_float(std::uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// Rounds |v| (finite, > 0) to a binary format with `mant_bits` fraction bits and smallest normal exponent
+// `min_exp`, round-to-nearest-even (std::nearbyint under the default rounding mode). Returns the rounded value.
+double round_to_format(double v, int mant_bits, int min_exp) {
+  int exp2 = 0;
+  std::frexp(v, &exp2);  // v = f * 2^exp2, f in [0.5, 1)
+  int e = exp2 - 1;      // v in [2^e, 2^(e+1))
+  if (e < min_exp) e = min_exp;  // subnormal range: fixed step
+  const double step = std::ldexp(1.0, e - mant_bits);
+  return std::nearbyint(v / step) * step;
+}
+
+// Encodes an exactly representable magnitude into exponent/mantissa fields.
+std::uint32_t encode_magnitude(double r, int mant_bits, int bias, int min_exp) {
+  if (r == 0) return 0;
+  if (r < std::ldexp(1.0, min_exp)) {
+    return static_cast<std::uint32_t>(std::llround(r / std::ldexp(1.0, min_exp - mant_bits)));
+  }
+  int exp2 = 0;
+  std::frexp(r, &exp2);
+  const int e = exp2 - 1;
+  const auto mant = static_cast<std::uint32_t>(std::llround((r / std::ldexp(1.0, e) - 1.0) * std::ldexp(1.0, mant_bits)));
+  return (static_cast<std::uint32_t>(e + bias) << mant_bits) | mant;
+}
+
+std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+float bf16_bits_to_float(std::uint16_t bits) { return bits_float(static_cast<std::uint32_t>(bits) << 16); }
+
+std::uint16_t float_to_bf16_bits(float value) {
+  const std::uint32_t u = float_bits(value);
+  if (std::isnan(value)) return static_cast<std::uint16_t>((u >> 16) | 0x40);  // quiet NaN, sign kept
+  const std::uint32_t rounding = 0x7fff + ((u >> 16) & 1);
+  return static_cast<std::uint16_t>((u + rounding) >> 16);
+}
+
+float fp16_bits_to_float(std::uint16_t bits) {
+  const bool negative = bits & 0x8000;
+  const int exp = (bits >> 10) & 0x1f;
+  const int mant = bits & 0x3ff;
+  double v;
+  if (exp == 0) {
+    v = std::ldexp(static_cast<double>(mant), -24);
+  } else if (exp == 31) {
+    v = mant ? std::nan("") : INFINITY;
+  } else {
+    v = std::ldexp(1.0 + mant / 1024.0, exp - 15);
+  }
+  return static_cast<float>(negative ? -v : v);
+}
+
+std::uint16_t float_to_fp16_bits(float value) {
+  const std::uint16_t sign = (float_bits(value) >> 16) & 0x8000;
+  if (std::isnan(value)) return static_cast<std::uint16_t>(sign | 0x7e00);
+  const double a = std::fabs(static_cast<double>(value));
+  if (std::isinf(a)) return static_cast<std::uint16_t>(sign | 0x7c00);
+  if (a == 0) return sign;
+  const double r = round_to_format(a, 10, -14);
+  if (r > 65504.0) return static_cast<std::uint16_t>(sign | 0x7c00);
+  return static_cast<std::uint16_t>(sign | encode_magnitude(r, 10, 15, -14));
+}
+
+float e4m3_bits_to_float(std::uint8_t bits) {
+  const bool negative = bits & 0x80;
+  const int exp = (bits >> 3) & 0xf;
+  const int mant = bits & 0x7;
+  if (exp == 15 && mant == 7) return std::nanf("");
+  const double v = exp == 0 ? std::ldexp(static_cast<double>(mant), -9) : std::ldexp(1.0 + mant / 8.0, exp - 7);
+  return static_cast<float>(negative ? -v : v);
+}
+
+std::uint8_t float_to_e4m3_bits_satfinite(float value) {
+  if (std::isnan(value)) return 0x7f;
+  const std::uint8_t sign = std::signbit(value) ? 0x80 : 0;
+  double a = std::fabs(static_cast<double>(value));
+  if (a == 0) return sign;
+  double r = std::isinf(a) ? kE4m3Max : round_to_format(a, 3, -6);
+  if (r > kE4m3Max) r = kE4m3Max;
+  return static_cast<std::uint8_t>(sign | encode_magnitude(r, 3, 7, -6));
+}
+
+double element_at(DType dtype, const void* buffer, std::int64_t i) {
+  switch (dtype) {
+    case DType::BF16: return bf16_bits_to_float(static_cast<const std::uint16_t*>(buffer)[i]);
+    case DType::FP16: return fp16_bits_to_float(static_cast<const std::uint16_t*>(buffer)[i]);
+    case DType::FP32: return static_cast<const float*>(buffer)[i];
+  }
+  return 0;
+}
+
+void set_element(DType dtype, void* buffer, std::int64_t i, double value) {
+  switch (dtype) {
+    case DType::BF16: static_cast<std::uint16_t*>(buffer)[i] = float_to_bf16_bits(static_cast<float>(value)); break;
+    case DType::FP16: static_cast<std::uint16_t*>(buffer)[i] = float_to_fp16_bits(static_cast<float>(value)); break;
+    case DType::FP32: static_cast<float*>(buffer)[i] = static_cast<float>(value); break;
+  }
+}
+
+double seeded_value(std::uint64_t seed, InputRole role, int rank, std::int64_t i) {
+  std::uint64_t h = splitmix64(seed);
+  h = splitmix64(h ^ (static_cast<std::uint64_t>(role) + 1) * 0x100000001b3ULL);
+  h = splitmix64(h ^ (static_cast<std::uint64_t>(rank) + 1) * 0xc2b2ae3d27d4eb4fULL);
+  h = splitmix64(h ^ static_cast<std::uint64_t>(i));
+  const auto k = static_cast<int>((h >> 8) % 65);  // 0..64
+  if (role == InputRole::Gamma) return 0.5 + k / 64.0;  // [0.5, 1.5], step 2^-6
+  const double magnitude = (64 + 3 * k) / 256.0;      // [0.25, 1], step 2^-8: exact in bf16
+  return (h & 1) ? -magnitude : magnitude;
+}
+
+void fill_seeded(DType dtype, void* buffer, std::int64_t count, std::uint64_t seed, InputRole role, int rank) {
+  for (std::int64_t i = 0; i < count; ++i) set_element(dtype, buffer, i, seeded_value(seed, role, rank, i));
+}
+
+ReducedReference reference_all_reduce(DType dtype, const std::vector<const void*>& inputs, std::int64_t count) {
+  ReducedReference r;
+  r.sum.assign(static_cast<std::size_t>(count), 0.0);
+  r.magnitude.assign(static_cast<std::size_t>(count), 0.0);
+  for (const void* in : inputs) {
+    for (std::int64_t i = 0; i < count; ++i) {
+      const double x = element_at(dtype, in, i);
+      r.sum[static_cast<std::size_t>(i)] += x;
+      r.magnitude[static_cast<std::size_t>(i)] += std::fabs(x);
+    }
+  }
+  return r;
+}
+
+NormReference reference_residual_rms_norm(const ReducedReference& reduced, DType dtype, const void* residual,
+                                          const void* gamma, std::int64_t hidden, double eps, double fp8_scale,
+                                          bool with_fp8) {
+  const auto count = static_cast<std::int64_t>(reduced.sum.size());
+  NormReference n;
+  n.residual_out.resize(reduced.sum.size());
+  n.out.resize(reduced.sum.size());
+  n.residual_scale.resize(reduced.sum.size());
+  n.out_scale.resize(reduced.sum.size());
+  if (with_fp8) n.fp8.resize(reduced.sum.size());
+  for (std::int64_t row = 0; row * hidden < count; ++row) {
+    double sum_squares = 0;
+    for (std::int64_t j = 0; j < hidden; ++j) {
+      const std::int64_t i = row * hidden + j;
+      const double res = element_at(dtype, residual, i);
+      const double r = reduced.sum[static_cast<std::size_t>(i)] + res;
+      n.residual_out[static_cast<std::size_t>(i)] = r;
+      n.residual_scale[static_cast<std::size_t>(i)] = reduced.magnitude[static_cast<std::size_t>(i)] + std::fabs(res);
+      sum_squares += r * r;
+    }
+    const double inv_rms = 1.0 / std::sqrt(sum_squares / static_cast<double>(hidden) + eps);
+    for (std::int64_t j = 0; j < hidden; ++j) {
+      const auto i = static_cast<std::size_t>(row * hidden + j);
+      const double g = element_at(dtype, gamma, j);
+      n.out[i] = n.residual_out[i] * inv_rms * g;
+      n.out_scale[i] = n.residual_scale[i] * inv_rms * std::fabs(g);
+      if (with_fp8) {
+        double q = n.out[i] / fp8_scale;
+        if (q > kE4m3Max) q = kE4m3Max;
+        if (q < -kE4m3Max) q = -kE4m3Max;
+        n.fp8[i] = q;
+      }
+    }
+  }
+  return n;
+}
+
+double relative_tolerance(DType dtype) {
+  switch (dtype) {
+    case DType::BF16: return 1e-2;
+    case DType::FP16: return 5e-3;
+    case DType::FP32: return 1e-5;
+  }
+  return 0;
+}
+
+bool e4m3_within_tolerance(std::uint8_t got_bits, double expected, double upstream) {
+  const double got = e4m3_bits_to_float(got_bits);
+  if (!(got == got)) return false;
+  double step = std::fabs(expected) * 0.125;
+  if (step < 1.0 / 512) step = 1.0 / 512;
+  return std::fabs(got - expected) <= step + upstream;
+}
+
+}  // namespace arfit::kernels

@@ -1,0 +1,47 @@
+#include "kernels/team/host_team.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace arfit::kernels {
+
+HostTeam::HostTeam(int nranks, std::int64_t max_bytes, int max_blocks_per_rank)
+    : nranks_(nranks), max_bytes_((max_bytes + 127) / 128 * 128), max_blocks_per_rank_(max_blocks_per_rank) {
+  if (!custom_all_reduce_supports_ranks(nranks)) {
+    throw KernelError("HostTeam: unsupported rank count " + std::to_string(nranks) + " (2, 4 or 8)", KernelParam::Ranks);
+  }
+  if (max_bytes <= 0) throw KernelError("HostTeam: max_bytes must be positive", KernelParam::Workspace);
+  if (max_blocks_per_rank < 1 || max_blocks_per_rank > kMaxBlocksPerRank) {
+    throw KernelError("HostTeam: blocks per rank must be in 1.." + std::to_string(kMaxBlocksPerRank), KernelParam::Device);
+  }
+  const auto bytes = static_cast<std::size_t>(workspace_allocation_bytes(max_bytes_));
+  for (int r = 0; r < nranks; ++r) {
+    void* p = std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
+    if (!p) throw std::bad_alloc();
+    workspace_.push_back(p);
+    std::memset(static_cast<char*>(p) + sizeof(RankSignals), 0xff, bytes - sizeof(RankSignals));
+  }
+  reset_signals();
+}
+
+HostTeam::~HostTeam() {
+  for (void* p : workspace_) std::free(p);
+}
+
+HostTeamView HostTeam::view() const {
+  HostTeamView v;
+  v.shape = TeamShape{nranks_, nranks_, max_bytes_};
+  v.table = team_pointers(workspace_.data(), nranks_, 0, nranks_, max_bytes_, 1, &abort_word_, barrier_timeout_ns_);
+  v.max_blocks_per_rank = max_blocks_per_rank_;
+  return v;
+}
+
+void HostTeam::reset_signals() {
+  for (void* p : workspace_) std::memset(p, 0, sizeof(RankSignals));
+}
+
+void HostTeam::request_abort() { __atomic_store_n(&abort_word_, 1u, __ATOMIC_RELAXED); }
+void HostTeam::clear_abort() { __atomic_store_n(&abort_word_, 0u, __ATOMIC_RELAXED); }
+
+}  // namespace arfit::kernels

@@ -1,0 +1,42 @@
+// A virtual team in host memory: `nranks` ranks driven by one process, each with its own workspace laid out as
+// on a GPU (kernels/team/team_layout.h), for running the kernels on the CPU (all_reduce_on_host). The
+// kernels-host tests use it; bench/host builds its own view over an MPI shared-memory window instead.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "kernels/all_reduce.h"
+
+namespace arfit::kernels {
+
+class HostTeam {
+ public:
+  // max_bytes: the largest message (bytes per rank), rounded up to a multiple of 128. Staging and scratch are
+  // filled with 0xFF bytes (NaN in every dtype), so data a kernel reads before anybody wrote it shows.
+  HostTeam(int nranks, std::int64_t max_bytes, int max_blocks_per_rank = kMaxBlocksPerRank);
+  ~HostTeam();
+  HostTeam(const HostTeam&) = delete;
+  HostTeam& operator=(const HostTeam&) = delete;
+
+  int nranks() const { return nranks_; }
+  std::int64_t max_bytes() const { return max_bytes_; }
+  HostTeamView view() const;
+  // Zeroes every flag and epoch (no launch may be running).
+  void reset_signals();
+  // The abort word the kernels' barrier waits poll: raise it from another thread to stop a launch.
+  void request_abort();
+  void clear_abort();
+  void set_barrier_timeout_ns(std::uint64_t ns) { barrier_timeout_ns_ = ns; }
+
+ private:
+  int nranks_ = 0;
+  std::int64_t max_bytes_ = 0;
+  int max_blocks_per_rank_ = 0;
+  std::uint64_t barrier_timeout_ns_ = kDefaultBarrierTimeoutNs;
+  std::vector<void*> workspace_;
+  std::uint32_t abort_word_ = 0;  // accessed atomically (__atomic builtins, like the kernels' flags)
+};
+
+}  // namespace arfit::kernels

@@ -1,0 +1,167 @@
+#include "kernels_host_support.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <iostream>
+#include <new>
+#include <random>
+
+namespace arfit::kernels::testing {
+namespace {
+
+std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+std::uint64_t choose_seed() {
+  std::uint64_t seed = 0;
+  if (const char* text = std::getenv("ARFIT_KERNELS_HOST_SEED"); text && *text) {
+    seed = std::strtoull(text, nullptr, 0);
+  } else {
+    std::random_device device;
+    seed = (static_cast<std::uint64_t>(device()) << 32) ^ device();
+  }
+  std::cout << "kernels-host seed: " << seed << " (repeat with ARFIT_KERNELS_HOST_SEED=" << seed << ")" << std::endl;
+  return seed;
+}
+
+}  // namespace
+
+std::uint64_t run_seed() {
+  static const std::uint64_t seed = choose_seed();
+  return seed;
+}
+
+std::uint64_t derived_seed(std::uint64_t salt) {
+  const std::uint64_t s = splitmix64(run_seed() ^ splitmix64(salt));
+  return s == 0 ? 1 : s;
+}
+
+bool quick_mode() {
+  const char* text = std::getenv("ARFIT_KERNELS_HOST_QUICK");
+  return text && std::string(text) == "1";
+}
+
+HostBuffer::HostBuffer(std::size_t bytes) : bytes_(bytes) {
+  void* p = std::aligned_alloc(4096, (std::max<std::size_t>(bytes, 1) + 4095) / 4096 * 4096);
+  if (!p) throw std::bad_alloc();
+  data_.reset(p);
+}
+
+std::string to_string(Placement p) {
+  switch (p) {
+    case Placement::OutOfPlace: return "out-of-place";
+    case Placement::InPlace: return "in-place";
+    case Placement::FusedInPlace: return "fused-in-place";
+    case Placement::BothInPlace: return "in-place+fused-in-place";
+  }
+  return "?";
+}
+
+std::string HostCase::describe() const {
+  return to_string(algorithm) + " " + std::to_string(nranks) + " ranks " + kernels::to_string(dtype) + " " +
+         arfit::to_string(fusion) + " count=" + std::to_string(count) + " hidden=" + std::to_string(hidden) + " " +
+         to_string(placement) + " threads/block=" + std::to_string(threads_per_block);
+}
+
+namespace {
+
+struct RankBuffers {
+  HostBuffer input, output, residual_in, residual_out, gamma, fp8_out;
+};
+
+bool output_in_place(Placement p) { return p == Placement::InPlace || p == Placement::BothInPlace; }
+bool residual_in_place(Placement p) { return p == Placement::FusedInPlace || p == Placement::BothInPlace; }
+
+void fill(HostBuffer& b, const std::vector<unsigned char>& values) { std::memcpy(b.get(), values.data(), values.size()); }
+std::vector<unsigned char> copy(const HostBuffer& b, std::size_t bytes) {
+  const auto* p = static_cast<const unsigned char*>(b.get());
+  return std::vector<unsigned char>(p, p + bytes);
+}
+
+}  // namespace
+
+void run_and_check(HostTeam& team, const HostCase& c, int launches, std::uint64_t seed) {
+  const bool fused = c.fusion != FusionOp::None;
+  const bool fp8 = c.fusion == FusionOp::ResidualRmsNormQuantFp8;
+  const auto bytes = static_cast<std::size_t>(c.count * dtype_bytes(c.dtype));
+  std::vector<RankBuffers> ranks(static_cast<std::size_t>(c.nranks));
+  AllReduceParams p;
+  p.dtype = c.dtype;
+  p.fusion = c.fusion;
+  p.count = c.count;
+  p.hidden = c.hidden;
+  p.rms_eps = static_cast<float>(c.rms_eps);
+  p.fp8_scale = c.fp8_scale;
+  for (RankBuffers& r : ranks) {
+    r.input = HostBuffer(bytes);
+    if (!output_in_place(c.placement)) r.output = HostBuffer(bytes);
+    AllReduceBuffers b;
+    b.input = r.input.get();
+    b.output = output_in_place(c.placement) ? r.input.get() : r.output.get();
+    if (fused) {
+      r.residual_in = HostBuffer(bytes);
+      if (!residual_in_place(c.placement)) r.residual_out = HostBuffer(bytes);
+      r.gamma = HostBuffer(static_cast<std::size_t>(c.hidden * dtype_bytes(c.dtype)));
+      b.residual_in = r.residual_in.get();
+      b.residual_out = residual_in_place(c.placement) ? r.residual_in.get() : r.residual_out.get();
+      b.gamma = r.gamma.get();
+      if (fp8) {
+        r.fp8_out = HostBuffer(static_cast<std::size_t>(c.count));
+        b.fp8_out = r.fp8_out.get();
+      }
+    }
+    p.buffers.push_back(b);
+  }
+
+  for (int launch = 0; launch < launches; ++launch) {
+    const std::uint64_t data_seed = seed + static_cast<std::uint64_t>(launch);
+    for (int k = 0; k < c.nranks; ++k) {
+      RankBuffers& r = ranks[static_cast<std::size_t>(k)];
+      fill(r.input, detail::seeded_host(c.dtype, c.count, data_seed, InputRole::Data, k));
+      if (!output_in_place(c.placement)) std::memset(r.output.get(), detail::kPoisonByte, bytes);
+      if (fused) {
+        fill(r.residual_in, detail::seeded_host(c.dtype, c.count, data_seed, InputRole::Residual, kReplicatedRank));
+        fill(r.gamma, detail::seeded_host(c.dtype, c.hidden, data_seed, InputRole::Gamma, kReplicatedRank));
+        if (!residual_in_place(c.placement)) std::memset(r.residual_out.get(), detail::kPoisonByte, bytes);
+        if (fp8) std::memset(r.fp8_out.get(), detail::kPoisonByte, static_cast<std::size_t>(c.count));
+      }
+    }
+    device::host::LaunchOptions options;
+    options.seed = derived_seed(data_seed * 31 + static_cast<std::uint64_t>(launch));
+    options.max_start_delay_us = 300;
+    bool completed = false;
+    try {
+      completed = all_reduce_on_host(c.algorithm, team.view(), p, c.threads_per_block, options);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << c.describe() << " launch " << launch << ": " << e.what();
+      return;
+    }
+    ASSERT_TRUE(completed) << c.describe() << " launch " << launch << ": aborted";
+
+    std::vector<RankOutputs> outputs;
+    for (int k = 0; k < c.nranks; ++k) {
+      const RankBuffers& r = ranks[static_cast<std::size_t>(k)];
+      RankOutputs o;
+      o.rank = k;
+      o.output = copy(output_in_place(c.placement) ? r.input : r.output, bytes);
+      if (fused) o.residual_out = copy(residual_in_place(c.placement) ? r.residual_in : r.residual_out, bytes);
+      if (fp8) o.fp8_out = copy(r.fp8_out, static_cast<std::size_t>(c.count));
+      outputs.push_back(std::move(o));
+    }
+    const CheckResult r = check_all_reduce_outputs(expectation_for(c, data_seed), outputs, /*identical=*/true);
+    const std::int64_t per_rank = c.count * (fp8 ? 4 : fused ? 2 : 1);  // fp8 bytes are checked twice
+    EXPECT_EQ(r.checked, per_rank * c.nranks) << c.describe();
+    EXPECT_EQ(r.wrong, 0) << c.describe() << " launch " << launch << ": " << r.wrong << " wrong elements, first "
+                          << r.first_wrong;
+    EXPECT_EQ(r.not_identical, 0) << c.describe() << " launch " << launch << ": " << r.not_identical
+                                  << " elements differ between ranks";
+    if (r.wrong != 0 || r.not_identical != 0) return;
+  }
+}
+
+}  // namespace arfit::kernels::testing

@@ -1,0 +1,402 @@
+// The host execution of the kernels and the lifecycle rules it makes testable without a GPU (ctest label
+// kernels-host): the executor's block barrier, block sums and concurrency; a barrier that times out fails the
+// launch instead of hanging; an aborted launch stops and the team recovers; the host element conversions
+// against the reference's; the team rules (co-residency, one GPU per IPC rank, teardown order); and that the
+// FP8 check catches a kernel quantising the wrong value.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "kernels/device/host_elements.h"
+#include "kernels/device/primitives.h"
+#include "kernels/team.h"
+#include "kernels_host_support.h"
+
+namespace arfit::kernels::testing {
+namespace {
+
+namespace host = device::host;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// ---------------------------------------------------------------- executor
+
+TEST(KernelsHostExecutor, BlockBarrierOrdersEveryThreadsWrites) {
+  // Thread t writes slot t, barrier, then reads its neighbour's: wrong without a working barrier, for every
+  // fiber order the seed produces.
+  constexpr int kThreads = 64;
+  std::atomic<int> wrong{0};
+  for (std::uint64_t seed : {std::uint64_t{0}, derived_seed(1), derived_seed(2)}) {
+    std::vector<int> slots(kThreads * 4, -1);
+    host::LaunchOptions options;
+    options.seed = seed;
+    host::launch(4, kThreads, options, [&] {
+      const int b = device::block_index(), t = device::thread_index();
+      for (int round = 0; round < 3; ++round) {
+        slots[static_cast<std::size_t>(b * kThreads + t)] = round * 1000 + t;
+        device::sync_threads();
+        const int peer = (t + 1) % kThreads;
+        if (slots[static_cast<std::size_t>(b * kThreads + peer)] != round * 1000 + peer) ++wrong;
+        device::sync_threads();
+      }
+    });
+  }
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+TEST(KernelsHostExecutor, SyncThreadsOrTellsEveryThread) {
+  std::atomic<int> saw_true{0}, saw_false{0};
+  host::launch(2, 32, {}, [&] {
+    // Only thread 5 of block 1 votes yes: block 1 sees true everywhere, block 0 false everywhere.
+    const bool vote = device::block_index() == 1 && device::thread_index() == 5;
+    (device::sync_threads_or(vote) ? saw_true : saw_false)++;
+  });
+  EXPECT_EQ(saw_true.load(), 32);
+  EXPECT_EQ(saw_false.load(), 32);
+}
+
+TEST(KernelsHostExecutor, BlockSumIsTheGpuOrderAndIdenticalInEveryThread) {
+  constexpr int kThreads = 64;
+  std::vector<float> values(kThreads);
+  std::mt19937 rng(static_cast<std::uint32_t>(run_seed()));
+  for (float& v : values) v = std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng);
+  // The GPU's order: per warp an xor butterfly (lane 0's result), then warps in order.
+  float expected = 0;
+  for (int w = 0; w < kThreads / 32; ++w) {
+    std::array<float, 32> lane;
+    for (int l = 0; l < 32; ++l) lane[static_cast<std::size_t>(l)] = values[static_cast<std::size_t>(32 * w + l)];
+    for (int offset = 16; offset > 0; offset >>= 1) {
+      std::array<float, 32> next;
+      for (int l = 0; l < 32; ++l) next[static_cast<std::size_t>(l)] = lane[static_cast<std::size_t>(l)] + lane[static_cast<std::size_t>(l ^ offset)];
+      lane = next;
+    }
+    expected += lane[0];
+  }
+  std::vector<std::uint32_t> results(kThreads);
+  host::LaunchOptions options;
+  options.seed = derived_seed(3);
+  host::launch(1, kThreads, options, [&] {
+    const int t = device::thread_index();
+    const float sum = device::block_sum<kThreads>(values[static_cast<std::size_t>(t)]);
+    std::memcpy(&results[static_cast<std::size_t>(t)], &sum, 4);
+  });
+  std::uint32_t expected_bits;
+  std::memcpy(&expected_bits, &expected, 4);
+  for (std::uint32_t bits : results) EXPECT_EQ(bits, expected_bits);
+}
+
+TEST(KernelsHostExecutor, AllBlocksRunConcurrently) {
+  // Every block waits (through a flag, as the kernels do) until all blocks have started: this only finishes
+  // if the blocks run at the same time, not one after another.
+  constexpr int kBlocks = 24;
+  std::uint32_t started = 0;
+  const auto t0 = Clock::now();
+  host::LaunchOptions options;
+  options.seed = derived_seed(4);
+  options.max_start_delay_us = 2000;
+  host::launch(kBlocks, 32, options, [&] {
+    if (device::thread_index() == 0) __atomic_fetch_add(&started, 1u, __ATOMIC_RELEASE);
+    while (device::load_acquire_system(&started) < kBlocks) device::spin_pause();
+    device::sync_threads();
+  });
+  EXPECT_EQ(started, static_cast<std::uint32_t>(kBlocks));
+  EXPECT_LT(seconds_since(t0), 30.0);
+}
+
+TEST(KernelsHostExecutor, ThreadsLeavingWhileOthersWaitFailTheLaunch) {
+  const auto t0 = Clock::now();
+  try {
+    host::launch(2, 64, {}, [&] {
+      if (device::thread_index() >= 32) return;  // CUDA: undefined; here: a reported failure, not a hang
+      device::sync_threads();
+    });
+    ADD_FAILURE() << "divergent barrier not reported";
+  } catch (const host::KernelTrap& e) {
+    EXPECT_NE(std::string(e.what()).find("left the kernel while 32 waited at a block barrier"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_LT(seconds_since(t0), 10.0);
+}
+
+TEST(KernelsHostExecutor, TrapEndsTheWholeLaunchWithTheThreadNamed) {
+  std::uint32_t never = 0;
+  try {
+    host::launch(3, 32, {}, [&] {
+      if (device::block_index() == 2 && device::thread_index() == 7) device::trap();
+      // The other blocks wait for something that never comes: the trap must end their waits too.
+      while (device::load_acquire_system(&never) == 0) device::spin_pause();
+    });
+    ADD_FAILURE() << "trap not reported";
+  } catch (const host::KernelTrap& e) {
+    EXPECT_NE(std::string(e.what()).find("block 2 thread 7"), std::string::npos) << e.what();
+  }
+}
+
+// ---------------------------------------------------------------- barrier timeout, abort, recovery
+
+// A 2-rank team whose rank 1 believes it is far ahead (its epochs say 100 barriers passed): rank 1 waits for
+// flags rank 0 will never write, as when ranks launched different sequences of collectives.
+HostCase desynchronised_case() {
+  HostCase c;
+  c.algorithm = AllReduceAlgorithm::OneShot;
+  c.dtype = DType::FP32;
+  c.nranks = 2;
+  c.count = 4096;
+  c.threads_per_block = 32;
+  return c;
+}
+
+void desynchronise(HostTeam& team) {
+  const TeamPointers t = team.view().table;
+  for (int b = 0; b < kMaxBlocksPerRank; ++b) t.signals[1]->barrier_epoch[b] = 100;
+}
+
+AllReduceParams params_for(const HostCase& c, std::vector<HostBuffer>& storage) {
+  AllReduceParams p;
+  p.dtype = c.dtype;
+  p.count = c.count;
+  const auto bytes = static_cast<std::size_t>(c.count * dtype_bytes(c.dtype));
+  for (int r = 0; r < c.nranks; ++r) {
+    storage.emplace_back(bytes);
+    storage.emplace_back(bytes);
+    AllReduceBuffers b;
+    b.input = storage[storage.size() - 2].get();
+    b.output = storage.back().get();
+    std::memset(storage[storage.size() - 2].get(), 0, bytes);
+    p.buffers.push_back(b);
+  }
+  return p;
+}
+
+TEST(KernelsHostLifecycle, BarrierTimeoutIsAFailureNotAHang) {
+  HostTeam team(2, 1 << 20, 2);
+  team.set_barrier_timeout_ns(200ull * 1000 * 1000);
+  desynchronise(team);
+  const HostCase c = desynchronised_case();
+  std::vector<HostBuffer> storage;
+  const AllReduceParams p = params_for(c, storage);
+  const auto t0 = Clock::now();
+  try {
+    all_reduce_on_host(c.algorithm, team.view(), p, c.threads_per_block);
+    ADD_FAILURE() << "a barrier that can never complete did not trap";
+  } catch (const host::KernelTrap& e) {
+    EXPECT_NE(std::string(e.what()).find("a peer never arrived"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(seconds_since(t0), 20.0);
+}
+
+// Raises `raise` after `delay`, from another thread (the bench watchdog's role).
+class DelayedRaise {
+ public:
+  DelayedRaise(std::function<void()> raise, std::chrono::milliseconds delay)
+      : thread_([raise = std::move(raise), delay] {
+          std::this_thread::sleep_for(delay);
+          raise();
+        }) {}
+  ~DelayedRaise() { thread_.join(); }
+
+ private:
+  std::thread thread_;
+};
+
+TEST(KernelsHostLifecycle, AbortStopsTheLaunchAndTheTeamRecovers) {
+  HostTeam team(2, 1 << 20, 2);
+  team.set_barrier_timeout_ns(600ull * 1000 * 1000 * 1000);  // only the abort can end the wait
+  desynchronise(team);
+  HostCase c = desynchronised_case();
+  std::vector<HostBuffer> storage;
+  const AllReduceParams p = params_for(c, storage);
+  const auto t0 = Clock::now();
+  bool completed = true;
+  {
+    DelayedRaise raise([&] { team.request_abort(); }, std::chrono::milliseconds(150));
+    completed = all_reduce_on_host(c.algorithm, team.view(), p, c.threads_per_block);
+  }
+  EXPECT_FALSE(completed) << "an aborted launch must say so";
+  EXPECT_LT(seconds_since(t0), 30.0);
+  // Recovery: the launch has returned (every block stopped), so the signals can be reset; then the team works.
+  team.reset_signals();
+  team.clear_abort();
+  c.count = 4100;
+  run_and_check(team, c, 2, derived_seed(5));
+}
+
+TEST(KernelsHostLifecycle, AnExternalAbortFlagStopsTheLaunchToo) {
+  HostTeam team(2, 1 << 20, 1);
+  team.set_barrier_timeout_ns(600ull * 1000 * 1000 * 1000);
+  desynchronise(team);
+  const HostCase c = desynchronised_case();
+  std::vector<HostBuffer> storage;
+  const AllReduceParams p = params_for(c, storage);
+  std::atomic<bool> watchdog{false};
+  host::LaunchOptions options;
+  options.external_abort = &watchdog;
+  bool completed = true;
+  {
+    DelayedRaise raise([&] { watchdog.store(true); }, std::chrono::milliseconds(150));
+    completed = all_reduce_on_host(c.algorithm, team.view(), p, 1, options);
+  }
+  EXPECT_FALSE(completed);
+}
+
+// ---------------------------------------------------------------- element conversions
+
+TEST(KernelsHostElements, ConversionsMatchTheReferenceBitForBit) {
+  for (std::uint32_t code = 0; code < 0x10000; ++code) {
+    const auto bits = static_cast<std::uint16_t>(code);
+    const float bf = host::bf16_to_float(bits), hf = host::fp16_to_float(bits);
+    const float rbf = bf16_bits_to_float(bits), rhf = fp16_bits_to_float(bits);
+    ASSERT_TRUE(std::memcmp(&bf, &rbf, 4) == 0 || (std::isnan(bf) && std::isnan(rbf))) << std::hex << code;
+    ASSERT_TRUE(std::memcmp(&hf, &rhf, 4) == 0 || (std::isnan(hf) && std::isnan(rhf))) << std::hex << code;
+  }
+  std::mt19937 rng(static_cast<std::uint32_t>(run_seed()));
+  std::vector<float> values = {0.0f, -0.0f, 1.0f, 448.0f, 464.0f, 465.0f, 1e-9f, 65504.0f, 65520.0f, 1.0f / 512,
+                               1.5f / 512, 2.5f / 512, INFINITY, -INFINITY};
+  for (int i = 0; i < 200000; ++i) {
+    std::uint32_t u = rng();
+    float f;
+    std::memcpy(&f, &u, 4);
+    if (std::isnan(f)) continue;
+    values.push_back(f);
+    values.push_back(std::ldexp(std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng), static_cast<int>(rng() % 40) - 20));
+  }
+  for (float f : values) {
+    ASSERT_EQ(host::float_to_bf16(f), float_to_bf16_bits(f)) << f;
+    ASSERT_EQ(host::float_to_fp16(f), float_to_fp16_bits(f)) << f;
+    ASSERT_EQ(host::float_to_e4m3_satfinite(f), float_to_e4m3_bits_satfinite(f)) << f;
+  }
+}
+
+// ---------------------------------------------------------------- the FP8 check bites
+
+TEST(KernelsHostFp8, TheCheckRejectsQuantisingTheUnroundedOutput) {
+  // A correct run, then its e4m3 bytes replaced by e4m3 of the exact (unrounded) normalised output: the bytes
+  // then differ from e4m3 of the stored bf16 output wherever the double rounding crosses an e4m3 midpoint.
+  HostTeam team(2, 1 << 20, 1);
+  HostCase c;
+  c.dtype = DType::BF16;
+  c.fusion = FusionOp::ResidualRmsNormQuantFp8;
+  c.count = 64 * 256;
+  c.hidden = 256;
+  c.fp8_scale = 0.5f;
+  run_and_check(team, c, 1, 77);
+  const AllReduceExpectation e = expectation_for(c, 77);
+  // Reference outputs stored as bf16, and e4m3 of the unrounded values.
+  std::vector<std::vector<unsigned char>> inputs;
+  std::vector<const void*> pointers;
+  for (int r = 0; r < 2; ++r) {
+    inputs.push_back(detail::seeded_host(c.dtype, c.count, 77, InputRole::Data, r));
+    pointers.push_back(inputs.back().data());
+  }
+  const auto residual = detail::seeded_host(c.dtype, c.count, 77, InputRole::Residual, kReplicatedRank);
+  const auto gamma = detail::seeded_host(c.dtype, c.hidden, 77, InputRole::Gamma, kReplicatedRank);
+  const NormReference norm = reference_residual_rms_norm(reference_all_reduce(c.dtype, pointers, c.count), c.dtype,
+                                                         residual.data(), gamma.data(), c.hidden, e.rms_eps, e.fp8_scale,
+                                                         true);
+  RankOutputs o;
+  o.output.resize(static_cast<std::size_t>(c.count) * 2);
+  o.residual_out.resize(static_cast<std::size_t>(c.count) * 2);
+  o.fp8_out.resize(static_cast<std::size_t>(c.count));
+  for (std::int64_t i = 0; i < c.count; ++i) {
+    set_element(c.dtype, o.output.data(), i, norm.out[static_cast<std::size_t>(i)]);
+    set_element(c.dtype, o.residual_out.data(), i, norm.residual_out[static_cast<std::size_t>(i)]);
+    o.fp8_out[static_cast<std::size_t>(i)] = float_to_e4m3_bits_satfinite(static_cast<float>(norm.out[static_cast<std::size_t>(i)] / c.fp8_scale));
+  }
+  const CheckResult r = check_all_reduce_outputs(e, {o}, false);
+  EXPECT_GT(r.wrong, 0) << "quantising the unrounded output went unnoticed";
+  EXPECT_NE(r.first_wrong.find("e4m3 of the stored output"), std::string::npos) << r.first_wrong;
+}
+
+// ---------------------------------------------------------------- team rules
+
+TEST(KernelsHostTeamRules, CoResidencyNeedsABlockPerRank) {
+  EXPECT_EQ(co_resident_blocks_per_rank(1, 132, 8), 16);
+  EXPECT_EQ(co_resident_blocks_per_rank(2, 132, 1), kMaxBlocksPerRank);
+  EXPECT_EQ(co_resident_blocks_per_rank(1, 8, 8), 1);
+  try {
+    co_resident_blocks_per_rank(1, 4, 8);
+    ADD_FAILURE() << "8 virtual ranks on 4 SMs accepted";
+  } catch (const KernelError& e) {
+    EXPECT_EQ(e.parameter(), KernelParam::Device);
+    EXPECT_NE(std::string(e.what()).find("8 virtual ranks resident at once"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(co_resident_blocks_per_rank(0, 132, 1), KernelError);  // a kernel that cannot run at all
+}
+
+TEST(KernelsHostTeamRules, TwoRanksOnOneGpuAreFound) {
+  EXPECT_FALSE(ranks_sharing_a_device({"0000:17:00.0", "0000:65:00.0"}).has_value());
+  const auto shared = ranks_sharing_a_device({"0000:17:00.0", "0000:65:00.0", "0000:17:00.0"});
+  ASSERT_TRUE(shared.has_value());
+  EXPECT_EQ(shared->first, 0);
+  EXPECT_EQ(shared->second, 2);
+}
+
+// A HandleExchange between threads, for the teardown order.
+class ThreadExchange : public HandleExchange {
+ public:
+  ThreadExchange(int rank, int size, std::mutex& m, std::condition_variable& cv, int& arrived, int& generation)
+      : rank_(rank), size_(size), m_(m), cv_(cv), arrived_(arrived), generation_(generation) {}
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  void all_gather(const void*, void*, std::size_t) override {}
+  void barrier() override {
+    std::unique_lock<std::mutex> lock(m_);
+    const int generation = generation_;
+    if (++arrived_ == size_) {
+      arrived_ = 0;
+      ++generation_;
+      cv_.notify_all();
+    } else {
+      cv_.wait(lock, [&] { return generation_ != generation; });
+    }
+  }
+
+ private:
+  int rank_, size_;
+  std::mutex& m_;
+  std::condition_variable& cv_;
+  int& arrived_;
+  int& generation_;
+};
+
+TEST(KernelsHostTeamRules, IpcTeardownClosesEverywhereBeforeAnyRankFrees) {
+  constexpr int kRanks = 4;
+  std::mutex m;
+  std::condition_variable cv;
+  int arrived = 0, generation = 0;
+  std::mutex log_mutex;
+  std::vector<std::string> log;
+  auto note = [&](const std::string& what) {
+    std::lock_guard<std::mutex> lock(log_mutex);
+    log.push_back(what);
+  };
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < kRanks; ++r) {
+    ranks.emplace_back([&, r] {
+      ThreadExchange exchange(r, kRanks, m, cv, arrived, generation);
+      // Rank 0 is slow to close its mappings: nobody may free before it has.
+      ipc_teardown(
+          exchange,
+          [&] {
+            if (r == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            note("close");
+          },
+          [&] { note("free"); });
+    });
+  }
+  for (auto& t : ranks) t.join();
+  ASSERT_EQ(log.size(), 2u * kRanks);
+  for (int i = 0; i < kRanks; ++i) EXPECT_EQ(log[static_cast<std::size_t>(i)], "close") << i;
+  for (int i = kRanks; i < 2 * kRanks; ++i) EXPECT_EQ(log[static_cast<std::size_t>(i)], "free") << i;
+}
+
+}  // namespace
+}  // namespace arfit::kernels::testing
