@@ -238,9 +238,9 @@ SplitCounts split_counts(const SplitPattern& p, std::int64_t count, int n) {
   return c;
 }
 
-ByteCounts alltoallv_byte_bound(std::int64_t count, int elem, int nranks) {
+kernels::ByteCounts alltoallv_byte_bound(std::int64_t count, int elem, int nranks) {
   const std::int64_t bound = count * elem * std::max(1, nranks);
-  return ByteCounts{bound, bound};
+  return kernels::ByteCounts{bound, bound};
 }
 
 SplitCounts alltoallv_case_counts(const Case& c) {

@@ -29,8 +29,8 @@
 #include <string>
 #include <vector>
 
-#include "bench/descriptor.h"
 #include "bench/grid.h"
+#include "kernels/strategy.h"  // ByteCounts (no MPI here: the split code also serves the spec fuzzer)
 
 namespace arfit::bench {
 
@@ -64,7 +64,7 @@ std::int64_t dlrm_mean_count(const SplitPattern& p, int n);
 
 // Descriptor::byte_counts of an all-to-allv: no rank sends or receives more than n times the mean (a dlrm
 // split with every table on one rank; a hot spot receiving everything), which bounds the memory estimate.
-ByteCounts alltoallv_byte_bound(std::int64_t count, int elem, int nranks);
+kernels::ByteCounts alltoallv_byte_bound(std::int64_t count, int elem, int nranks);
 
 // A case's split (Case::split, empty = cyclic) and the string its sample records in `splits`.
 SplitCounts alltoallv_case_counts(const Case& c);

@@ -1,18 +1,19 @@
 #include "bench/grid.h"
 
 #include "bench/alltoallv_splits.h"
-#include "bench/plan.h"
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <optional>
 #include <set>
 #include <sstream>
 
+#include "model/anchors.h"
 #include "model/checked.h"
 #include "model/json_input.h"
 
@@ -103,6 +104,20 @@ std::string Plan::to_string() const {
     }
   }
   return "?";
+}
+
+std::vector<std::pair<std::size_t, std::size_t>> anchor_points(int K, const std::vector<std::int64_t>& x,
+                                                               const std::vector<std::int64_t>& y) {
+  const bool two_d = !y.empty();
+  std::map<std::int64_t, std::pair<std::size_t, std::size_t>> by_size;  // size -> first point with it
+  for (std::size_t i = 0; i < x.size(); ++i)
+    for (std::size_t j = 0; j < (two_d ? y.size() : 1); ++j) by_size.emplace(two_d ? x[i] * y[j] : x[i], std::make_pair(i, j));
+  std::vector<std::pair<std::size_t, std::size_t>> sizes;
+  for (const auto& [size, point] : by_size) sizes.push_back(point);
+  std::vector<std::pair<std::size_t, std::size_t>> out;
+  for (std::size_t k : anchor_indices(sizes.size(), K)) out.push_back(sizes[k]);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 std::vector<std::pair<std::size_t, std::size_t>> plan_points(const Plan& plan, std::size_t nx, std::size_t ny) {

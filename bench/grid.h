@@ -138,5 +138,10 @@ PlannedGrid expand_grid(const GridSpec& spec, const std::function<std::vector<st
 
 // Size points the plan keeps from axes of the given lengths (1-D when `ny` is 0): indices (ix, iy).
 std::vector<std::pair<std::size_t, std::size_t>> plan_points(const Plan& plan, std::size_t nx, std::size_t ny);
+// anchors:K over size axes x (and y, token x hidden grids; empty for byte sizes): the points of K distinct
+// message sizes (x·y, or x) at model/anchors.h's indices of the sorted distinct sizes — what `arfit eval
+// --protocol crosshw:K` keeps of a curve — each the first point in axis order with that size.
+std::vector<std::pair<std::size_t, std::size_t>> anchor_points(int K, const std::vector<std::int64_t>& x,
+                                                               const std::vector<std::int64_t>& y);
 
 }  // namespace arfit::bench

@@ -6,7 +6,6 @@
 #include <map>
 #include <set>
 
-#include "model/anchors.h"
 
 namespace arfit::bench {
 
@@ -16,20 +15,6 @@ int rotation_buffers(std::int64_t bytes, int requested) {
   if (bytes >= kSpan) return 1;
   const std::int64_t stride = (std::max<std::int64_t>(bytes, 1) + 4095) / 4096 * 4096;
   return static_cast<int>(std::clamp<std::int64_t>(kSpan / stride, 2, 16));
-}
-
-std::vector<std::pair<std::size_t, std::size_t>> anchor_points(int K, const std::vector<std::int64_t>& x,
-                                                               const std::vector<std::int64_t>& y) {
-  const bool two_d = !y.empty();
-  std::map<std::int64_t, std::pair<std::size_t, std::size_t>> by_size;  // size -> first point with it
-  for (std::size_t i = 0; i < x.size(); ++i)
-    for (std::size_t j = 0; j < (two_d ? y.size() : 1); ++j) by_size.emplace(two_d ? x[i] * y[j] : x[i], std::make_pair(i, j));
-  std::vector<std::pair<std::size_t, std::size_t>> sizes;
-  for (const auto& [size, point] : by_size) sizes.push_back(point);
-  std::vector<std::pair<std::size_t, std::size_t>> out;
-  for (std::size_t k : anchor_indices(sizes.size(), K)) out.push_back(sizes[k]);
-  std::sort(out.begin(), out.end());
-  return out;
 }
 
 std::vector<int> default_tp(int world) {

@@ -26,12 +26,6 @@ struct PlanOptions {
 // and applies the plan. Notes about dropped combinations go to `notices`.
 PlannedGrid plan_cases(GridSpec& spec, const PlanOptions& options, std::vector<std::string>* notices);
 
-// anchors:K over size axes x (and y, token x hidden grids; empty for byte sizes): the points of K distinct
-// message sizes (x·y, or x) at model/anchors.h's indices of the sorted distinct sizes — what `arfit eval
-// --protocol crosshw:K` keeps of a curve — each the first point in axis order with that size.
-std::vector<std::pair<std::size_t, std::size_t>> anchor_points(int K, const std::vector<std::int64_t>& x,
-                                                               const std::vector<std::int64_t>& y);
-
 // Default TP list for a world size: 2, 4, 8, ... up to the world, plus the world itself; {1} for one rank.
 std::vector<int> default_tp(int world);
 
