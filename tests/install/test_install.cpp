@@ -116,6 +116,28 @@ TEST(Install, EmbeddedModelLibraryPredictsExactlyAsArfitPredict) {
   expect_same_as_cli(kWork / "embed" / "choose_allreduce", "cmake consumer");
 }
 
+// The codegen request API (arfit::codegen, with Ceres and the rest found through the package) chooses each cell
+// as the model-library example does: the fastest predicted strategy.
+TEST(Install, CodegenRequestApiChoosesTheFastestStrategyOfTheCell) {
+  for (const Cell& c : kCells) {
+    if ((c.tokens & (c.tokens - 1)) != 0) continue;  // codegen's axes are powers of two
+    const auto model_only = run_command(quoted(kWork / "embed" / "choose_allreduce") + " " + kModels + " " + cell_args(c));
+    ASSERT_EQ(model_only.exit_code, 0) << model_only.output;
+    const auto table = run_command(quoted(kWork / "embed" / "table_cell") + " " + kModels + " " + cell_args(c));
+    ASSERT_EQ(table.exit_code, 0) << table.output;
+    std::istringstream in(table.output);
+    std::string word, choice, runner_up;
+    in >> word >> choice >> word >> runner_up;
+    EXPECT_EQ(choice, parse_answer(model_only.output).choice) << cell_args(c) << ": " << table.output;
+    EXPECT_NE(runner_up, choice);
+    EXPECT_NE(runner_up, "-");  // three strategies are modelled in every cell of the fixture
+  }
+  // A cell off codegen's grid is refused, naming the option.
+  const auto off = run_command(quoted(kWork / "embed" / "table_cell") + " " + kModels + " 2 300 4096");
+  EXPECT_EQ(off.exit_code, 1);
+  EXPECT_NE(off.output.find("--tokens"), std::string::npos) << off.output;
+}
+
 TEST(Install, EveryInstalledHeaderCompilesAgainstTheFoundComponents) {
   // Built by the fixture; running it proves it linked every component with their dependencies.
   const auto r = run_command(quoted(kWork / "all_headers" / "all_headers"));
@@ -169,8 +191,9 @@ TEST(Install, CpackBuildsDebianPackagesWithTheLinkedLibrariesAsDepends) {
   ASSERT_FALSE(dev.empty()) << r.output;
 
   const auto depends = run_command("dpkg-deb -f " + quoted(tools) + " Depends").output;
-  // dpkg-shlibdeps maps each shared library the programs link to its Debian package.
-  for (const char* package : {"libc6", "libstdc++6", "libceres", "libopenmpi", "libre2"})
+  // dpkg-shlibdeps maps each shared library the programs link to its Debian package (Debian's Ceres is a static
+  // library, so its own shared dependencies such as glog appear instead).
+  for (const char* package : {"libc6", "libstdc++6", "libopenmpi", "libre2", "libgoogle-glog", "libboost-iostreams"})
     EXPECT_NE(depends.find(package), std::string::npos) << package << " missing from Depends: " << depends;
   const auto tools_files = run_command("dpkg-deb -c " + quoted(tools)).output;
   EXPECT_NE(tools_files.find("./usr/bin/arfit"), std::string::npos) << tools_files;
