@@ -102,24 +102,29 @@ void install_cleanup_handlers() {
 
 // Keeps a temporary path in the table while it may exist on disk. With more than kTempSlots concurrent
 // writes (or an over-long path) the file is still removed on errors, only not on signals.
-class TempRegistration {
- public:
-  explicit TempRegistration(const std::string& path) {
-    if (path.size() >= kTempPathMax) return;
-    install_cleanup_handlers();
-    for (int i = 0; i < kTempSlots; ++i) {
-      int free_state = 0;
-      if (g_temp[i].state.compare_exchange_strong(free_state, 1)) {
-        std::memcpy(g_temp[i].path, path.c_str(), path.size() + 1);
-        g_temp[i].state.store(2);
-        slot_ = i;
-        return;
-      }
+// Returns the slot, or -1 when none is free.
+int register_temporary(const std::string& path) {
+  if (path.size() >= kTempPathMax) return -1;
+  install_cleanup_handlers();
+  for (int i = 0; i < kTempSlots; ++i) {
+    int free_state = 0;
+    if (g_temp[i].state.compare_exchange_strong(free_state, 1)) {
+      std::memcpy(g_temp[i].path, path.c_str(), path.size() + 1);
+      g_temp[i].state.store(2);
+      return i;
     }
   }
-  ~TempRegistration() {
-    if (slot_ >= 0) g_temp[slot_].state.store(0);
-  }
+  return -1;
+}
+
+void release_temporary(int slot) {
+  if (slot >= 0) g_temp[slot].state.store(0);
+}
+
+class TempRegistration {
+ public:
+  explicit TempRegistration(const std::string& path) : slot_(register_temporary(path)) {}
+  ~TempRegistration() { release_temporary(slot_); }
   TempRegistration(const TempRegistration&) = delete;
   TempRegistration& operator=(const TempRegistration&) = delete;
 
@@ -275,6 +280,37 @@ std::string read_bytes(const std::string& path, bool is_input) {
 }  // namespace
 
 void check_output_path(const std::string& path) { resolve_output(path); }
+
+namespace {
+
+// Renames `from` over the output (or the regular file its link names), keeping a replaced file's mode.
+void rename_over_output(const std::string& from, const std::string& path) {
+  const ResolvedOutput out = resolve_output(path);
+  if (out.exists && ::chmod(from.c_str(), out.mode) != 0)
+    throw std::runtime_error(path + ": cannot set the permissions of " + from + ": " + sys_reason(errno));
+  if (std::rename(from.c_str(), out.target.c_str()) != 0)
+    throw std::runtime_error(path + ": cannot move " + from + " into place: " + sys_reason(errno));
+}
+
+}  // namespace
+
+void move_into_place(const std::string& staged, const std::string& path) { rename_over_output(staged, path); }
+
+TemporaryOutput::TemporaryOutput(const std::string& path, const std::string& suffix) : output_(path) {
+  tmp_ = resolve_output(path).target + ".tmp." + std::to_string(::getpid()) + suffix;
+  slot_ = register_temporary(tmp_);  // before the other program creates it, so a signal never misses it
+  ::unlink(tmp_.c_str());            // a stale one of an earlier process with our pid
+}
+
+TemporaryOutput::~TemporaryOutput() {
+  if (!committed_) ::unlink(tmp_.c_str());
+  release_temporary(slot_);
+}
+
+void TemporaryOutput::commit() {
+  rename_over_output(tmp_, output_);
+  committed_ = true;
+}
 
 void write_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& write) {
   const ResolvedOutput out = resolve_output(path);

@@ -32,6 +32,29 @@ void write_string_atomically(const std::string& path, const std::string& content
 // call it right after reading their inputs, to refuse before long work rather than after.
 void check_output_path(const std::string& path);
 
+// Moves a file written elsewhere (a staging folder of the same file system) over `path`, which must pass the
+// rule; the mode of a replaced file is kept. For outputs assembled in a folder before they all appear.
+void move_into_place(const std::string& staged, const std::string& path);
+
+// A temporary file that another program fills (gnuplot renders an image into it), for outputs this process
+// does not write itself. The rule is checked when it is created; the file is registered for removal on the
+// signals above and removed on destruction unless commit() renamed it over `path` (checked again then).
+class TemporaryOutput {
+ public:
+  // The temporary path is `path`'s target + ".tmp.<pid>" + suffix (a suffix keeps an extension programs read).
+  explicit TemporaryOutput(const std::string& path, const std::string& suffix = "");
+  ~TemporaryOutput();
+  TemporaryOutput(const TemporaryOutput&) = delete;
+  TemporaryOutput& operator=(const TemporaryOutput&) = delete;
+  const std::string& path() const { return tmp_; }
+  void commit();
+
+ private:
+  std::string output_, tmp_;
+  int slot_ = -1;
+  bool committed_ = false;
+};
+
 // Reads a whole text file as every reader sees it: a leading UTF-8 byte-order mark is dropped and lone
 // carriage returns (classic Mac line ends) become line feeds, so line numbers in messages are the lines an
 // editor shows; CRLF is kept. Records the file as an input of this process. Throws std::runtime_error naming

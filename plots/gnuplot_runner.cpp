@@ -306,13 +306,16 @@ RenderResult render_figure(const Figure& figure, const std::vector<ImageFormat>&
   fs::path stem = fs::absolute(figure.stem);
   if (stem.has_parent_path()) fs::create_directories(stem.parent_path());
   result.script = stem.string() + ".gp";
+  // Every image passes the output-path rule before the script is written: a refused image changes nothing.
+  for (ImageFormat fmt : formats) check_output_path(stem.string() + "." + extension(fmt));
   write_string_atomically(result.script, figure_script(figure));
 
   std::string pid = std::to_string(::getpid());
   for (ImageFormat fmt : formats) {
     std::string ext = extension(fmt);
     std::string final_path = stem.string() + "." + ext;
-    std::string tmp = stem.string() + ".tmp." + pid + "." + ext;
+    TemporaryOutput image(final_path, "." + ext);  // the output-path rule, and removal on signals
+    const std::string& tmp = image.path();
     std::string log = stem.string() + ".gnuplot-log.tmp." + pid;
     std::string done = stem.string() + ".gnuplot-done.tmp." + pid;
     remove_quietly(done);
@@ -340,7 +343,6 @@ RenderResult render_figure(const Figure& figure, const std::vector<ImageFormat>&
     remove_quietly(log);
     std::error_code ec;
     if (!ok || !fs::exists(tmp) || fs::file_size(tmp, ec) == 0) {
-      remove_quietly(tmp);
       std::string text = messages;
       while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
       if (text.size() > 2000) text = text.substr(0, 2000) + " ...";
@@ -350,7 +352,7 @@ RenderResult render_figure(const Figure& figure, const std::vector<ImageFormat>&
     std::istringstream lines(messages);
     for (std::string line; std::getline(lines, line);)
       if (line.find("warning") != std::string::npos) result.warnings.push_back(line);
-    fs::rename(tmp, final_path);
+    image.commit();
     result.images.push_back(final_path);
   }
   return result;

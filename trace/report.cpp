@@ -44,11 +44,14 @@ std::vector<std::string> write_breakdown_report(const Breakdown& b, const std::s
       }
       add(comm_share_figure(comm_share_bars(b, opt.decode_steps), (staging / "comm_share").string()));
     }
+    // Every destination passes the output-path rule before the first one is replaced: a refused name (an
+    // input of this run, a read-only file) leaves the folder as it was.
     std::vector<std::string> out;
     for (const auto& n : names) {
-      fs::rename(staging / n, fs::path(dir) / n);
       out.push_back((fs::path(dir) / n).string());
+      check_output_path(out.back());
     }
+    for (std::size_t i = 0; i < names.size(); ++i) move_into_place((staging / names[i]).string(), out[i]);
     fs::remove_all(staging, ec);
     return out;
   } catch (...) {

@@ -201,6 +201,34 @@ TEST_F(Robustness, NonRegularOutputsAreRefusedAndLinksFollowed) {
   for (const auto& e : fs::directory_iterator(dir.path())) EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << e.path();
 }
 
+// Outputs other programs produce (gnuplot's images) and reports assembled in a staging folder (breakdown) pass
+// the same rule: a read-only figure or report file is refused before anything in the folder is replaced.
+TEST_F(Robustness, FiguresAndReportFilesFollowTheOutputRule) {
+  copy("models.json");
+  fs::copy_file(kProfile, dir.file("profile.json"));
+  const auto read_only = fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read;
+  auto expect_folder_refused = [&](const std::string& args, const fs::path& folder, const std::string& file) {
+    fs::permissions(folder / file, read_only);
+    const auto before = snapshot(folder);
+    const CommandResult r = run_command("cd " + dir.path().string() + " && " + arfit_bin() + " " + args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find(file + ": is read-only"), std::string::npos) << r.output;
+    expect_unchanged(before, folder, args);
+  };
+  // breakdown: every destination is checked before the first is replaced.
+  ASSERT_EQ(run_command("cd " + dir.path().string() + " && " + arfit_bin() + " breakdown profile.json -o report --no-figures").exit_code, 0);
+  expect_folder_refused("breakdown profile.json -o report --no-figures", dir.path() / "report", "unmatched_kernels.csv");
+  if (!have_gnuplot()) return;
+  // plot: gnuplot renders into a registered temporary that replaces the image only if the rule allows.
+  const CommandResult first = run_command("cd " + dir.path().string() + " && " + arfit_bin() + " plot heatmap models.json -o figures");
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  std::string png;
+  for (const auto& e : fs::directory_iterator(dir.path() / "figures"))
+    if (e.path().extension() == ".png") png = e.path().filename().string();
+  ASSERT_FALSE(png.empty()) << first.output;
+  expect_folder_refused("plot heatmap models.json -o figures", dir.path() / "figures", png);
+}
+
 // arbench --resume used to cut the partial last line of a file it then refused. Now the whole file is checked
 // in memory first: a refused file keeps every byte; an accepted one is cut only then.
 TEST_F(Robustness, ResumeValidatesBeforeTouchingTheFile) {
