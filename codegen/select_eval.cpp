@@ -15,15 +15,11 @@
 #include "fit/fit.h"
 #include "model/interp.h"
 #include "model/metrics.h"
+#include "model/text.h"
 
 namespace arfit::codegen {
 
 namespace {
-
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 // Natural order: digit runs compare as numbers ("nccl_2.9" < "nccl_2.27"), the rest as text.
 bool natural_less(const std::string& a, const std::string& b) {
@@ -119,25 +115,7 @@ std::vector<double> loglog_interpolate(const std::vector<double>& bytes, const s
                                        const std::vector<double>& query) {
   std::vector<double> out;
   out.reserve(query.size());
-  const std::size_t n = bytes.size();
-  for (double q : query) {
-    if (n == 0) {
-      out.push_back(std::numeric_limits<double>::quiet_NaN());
-      continue;
-    }
-    if (n == 1) {
-      out.push_back(time_us[0]);
-      continue;
-    }
-    const double lx = std::log(q);
-    std::size_t a;
-    if (lx <= std::log(bytes[0])) a = 0;
-    else if (lx >= std::log(bytes[n - 1])) a = n - 2;
-    else a = static_cast<std::size_t>(std::upper_bound(bytes.begin(), bytes.end(), q) - bytes.begin()) - 1;
-    const double x0 = std::log(bytes[a]), x1 = std::log(bytes[a + 1]);
-    const double y0 = std::log(time_us[a]), y1 = std::log(time_us[a + 1]);
-    out.push_back(std::exp(y0 + (y1 - y0) / (x1 - x0) * (lx - x0)));
-  }
+  for (double q : query) out.push_back(loglog_at(bytes, time_us, q));
   return out;
 }
 
@@ -175,13 +153,9 @@ MethodStats regret_stats(std::vector<double> r) {
     sum += std::log(v);
     if (v <= 1.0 + 1e-7) ++exact;
   }
-  std::sort(r.begin(), r.end());
   s.geomean_regret = std::exp(sum / r.size());
-  const double pos = 0.95 * (r.size() - 1);
-  const std::size_t lo = static_cast<std::size_t>(std::floor(pos));
-  const std::size_t hi = std::min(lo + 1, r.size() - 1);
-  s.p95_regret = r[lo] + (r[hi] - r[lo]) * (pos - lo);
-  s.max_regret = r.back();
+  s.p95_regret = percentile(r, 95);
+  s.max_regret = *std::max_element(r.begin(), r.end());
   s.exact = 100.0 * exact / r.size();
   return s;
 }

@@ -25,22 +25,6 @@ bool is_ceiling_method(const std::string& m) { return m == "ceiling-others" || m
 
 namespace detail {
 
-double loglog_at(const std::vector<double>& s, const std::vector<double>& t, double x) {
-  const size_t n = s.size();
-  if (n == 1) return t[0];
-  const double lx = std::log(x);
-  auto seg = [&](size_t a, size_t b) {
-    const double xa = std::log(s[a]), xb = std::log(s[b]), ya = std::log(t[a]), yb = std::log(t[b]);
-    return std::exp(ya + (yb - ya) / (xb - xa) * (lx - xa));
-  };
-  if (lx <= std::log(s[0])) return seg(0, 1);
-  if (lx >= std::log(s[n - 1])) return seg(n - 2, n - 1);
-  size_t i = static_cast<size_t>(std::upper_bound(s.begin(), s.end(), x) - s.begin());
-  if (i >= n) i = n - 1;
-  if (i == 0) i = 1;
-  return seg(i - 1, i);
-}
-
 EvalMethodResult summarize(const std::string& name, const std::vector<CurvePreds>& per_curve, bool keep,
                            const std::vector<char>& include) {
   EvalMethodResult r;
@@ -118,7 +102,6 @@ void check_methods(const std::vector<std::string>& methods, bool size_protocol, 
 
 using detail::check_methods;
 using detail::CurvePreds;
-using detail::loglog_at;
 using detail::method_fit_options;
 using detail::parallel_for;
 

@@ -1,24 +1,18 @@
 #include "plots/figures.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <map>
 #include <set>
 #include <sstream>
 
 #include "model/bus_factor.h"
+#include "model/text.h"
 
 namespace arfit::plots {
 
 namespace {
 
 std::string num(double v) { return gp_number(v); }
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 
 }  // namespace
 
@@ -340,7 +334,7 @@ std::string percent_text(double v) {
   if (!std::isfinite(v)) return "";
   if (v < 0.5) return "";  // best (or within rounding of it): left blank, the cell is white
   if (v >= 999.5) return ">999";
-  return fmt("%.0f", v);
+  return format_number(v, "%.0f");
 }
 
 }  // namespace
@@ -536,7 +530,7 @@ Figure best_map_figure(const BestMapData& d, const std::string& stem) {
   std::vector<std::string> legend;
   for (std::size_t i = 0; i < d.strategies.size(); ++i)
     legend.push_back("NaN with boxes fs solid 1.0 noborder lc rgb '" + series_colour(i) + "' title " +
-                     title_text(d.strategies[i] + " " + fmt("%.0f", shares[i]) + " %"));
+                     title_text(d.strategies[i] + " " + format_number(shares[i], "%.0f") + " %"));
   if (any_measured) legend.push_back("NaN with points pt 7 ps 0.55 lc rgb '#111111' title 'measured cell'");
   if (any_uncertain)
     legend.push_back("NaN with boxes lc rgb '#111111' lw 2.5 fs empty title 'uncertain (intervals overlap)'");
@@ -550,7 +544,7 @@ Figure best_map_figure(const BestMapData& d, const std::string& stem) {
   if (any_uncertain) cap << "outlined cells are uncertain (best and runner-up overlap within their 90 % intervals); ";
   cap << "grey cells have no data. Shares:";
   for (std::size_t i = 0; i < d.strategies.size(); ++i)
-    cap << (i ? ", " : " ") << d.strategies[i] << " " << fmt("%.1f", shares[i]) << " %";
+    cap << (i ? ", " : " ") << d.strategies[i] << " " << format_number(shares[i], "%.1f") << " %";
   cap << ".";
   f.caption = cap.str();
   return f;
@@ -672,7 +666,7 @@ Figure error_histogram_figure(const ErrorData& d, const std::string& stem, doubl
   s << "set grid ytics lc rgb '#d0d0d0'\n";
   s << "set xrange [" << num(-(nb + 0.5) * bin) << ":" << num((nb + 0.5) * bin) << "]\n";
   s << "set yrange [0:" << num(ymax * 1.12) << "]\n";
-  s << "set xlabel 'relative error (predicted − measured) / measured (%); end bins hold everything beyond ±" << fmt("%g", clip)
+  s << "set xlabel 'relative error (predicted − measured) / measured (%); end bins hold everything beyond ±" << format_number(clip, "%g")
     << " %'\n";
   s << "set ylabel 'share of points (%)'\nset xtics out nomirror\nset ytics nomirror\n";
   s << "set arrow 1 from 0, graph 0 to 0, graph 1 nohead lc rgb '#000000' dt 2\n";
@@ -685,8 +679,8 @@ Figure error_histogram_figure(const ErrorData& d, const std::string& stem, doubl
   s << "\n";
   f.body = s.str();
   f.caption = "Distribution of signed relative errors per model family or method, as a share of its points (" +
-              fmt("%g", bin) + " % bins): narrow and centred on 0 is good; mass at the ends is error beyond ±" +
-              fmt("%g", clip) + " %.";
+              format_number(bin, "%g") + " % bins): narrow and centred on 0 is good; mass at the ends is error beyond ±" +
+              format_number(clip, "%g") + " %.";
   return f;
 }
 
