@@ -23,8 +23,10 @@ std::string upper(std::string_view s);
 // conversion of a double and print at most 63 characters.
 std::string format_number(double v, const char* printf_format);
 
-// FNV-1a 64-bit hash of `bytes` as 16 lower-case hex digits: the fingerprint of an input named in a models
-// file or a generated table's banner.
+// FNV-1a-style 64-bit hash of `bytes` as 16 lower-case hex digits: the fingerprint of an input named in a models
+// file ("fnv1a64") or a generated table's banner. Its offset basis is 1469598103934665603, not FNV's
+// 14695981039346656037 (a digit was lost when it was first written); kept so that the fingerprints in files
+// written before stay comparable. Any fixed basis serves the purpose, telling input files apart.
 std::string fnv1a64_hex(std::string_view bytes);
 
 }  // namespace arfit
