@@ -52,6 +52,25 @@ std::string_view strip_prefixes(std::string_view s) {
   }
 }
 
+// The collective a file name names ("..._allreduce...", "all_gather_perf.log"); nullopt when it names none or
+// several.
+std::optional<Collective> collective_in_file_name(const std::string& path) {
+  const std::string stem = lower(stem_of(path));
+  const std::pair<const char*, Collective> names[] = {
+      {"allreduce", Collective::AllReduce},    {"all_reduce", Collective::AllReduce},
+      {"allgather", Collective::AllGather},    {"all_gather", Collective::AllGather},
+      {"reducescatter", Collective::ReduceScatter}, {"reduce_scatter", Collective::ReduceScatter},
+      {"alltoallv", Collective::AllToAllV},    {"alltoall", Collective::AllToAll},
+      {"all_to_all", Collective::AllToAll},    {"broadcast", Collective::Broadcast},
+      {"sendrecv", Collective::SendRecv}};
+  std::set<Collective> found;
+  for (auto& [n, c] : names)
+    if (stem.find(n) != std::string::npos) found.insert(c);
+  if (found.count(Collective::AllToAllV)) found.erase(Collective::AllToAll);
+  if (found.size() != 1) return std::nullopt;
+  return *found.begin();
+}
+
 struct CommandFacts {
   std::optional<int> ranks;  // processes x GPUs per process x threads
   std::optional<int> nodes;
@@ -616,28 +635,9 @@ class NcclTextReader {
       return;
     }
     const long first_line = pending_.front().line;
-    // Collective.
     std::optional<Collective> run_coll = facts_.collective;
     std::string coll_from = facts_.collective_from;
-    if (!run_coll) {
-      // The file name: "..._allreduce...", "all_gather_perf.log".
-      std::string stem = lower(stem_of(name_));
-      const std::pair<const char*, Collective> names[] = {
-          {"allreduce", Collective::AllReduce},    {"all_reduce", Collective::AllReduce},
-          {"allgather", Collective::AllGather},    {"all_gather", Collective::AllGather},
-          {"reducescatter", Collective::ReduceScatter}, {"reduce_scatter", Collective::ReduceScatter},
-          {"alltoallv", Collective::AllToAllV},    {"alltoall", Collective::AllToAll},
-          {"all_to_all", Collective::AllToAll},    {"broadcast", Collective::Broadcast},
-          {"sendrecv", Collective::SendRecv}};
-      std::set<Collective> found;
-      for (auto& [n, c] : names)
-        if (stem.find(n) != std::string::npos) found.insert(c);
-      if (found.count(Collective::AllToAllV)) found.erase(Collective::AllToAll);
-      if (found.size() == 1) {
-        run_coll = *found.begin();
-        coll_from = "file name";
-      }
-    }
+    if (!run_coll && (run_coll = collective_in_file_name(name_))) coll_from = "file name";
     for (auto& p : pending_) {
       std::optional<Collective> c = options_.collective ? options_.collective : (p.collective ? p.collective : run_coll);
       if (!c)
@@ -645,15 +645,34 @@ class NcclTextReader {
                          "command, no collective in the file name): pass --collective");
       p.s.collective = *c;
     }
-    // Rank count: per collective, from the busbw/algbw ratio of the rows that give both.
+    assign_rank_counts(first_line);
+    std::string device_name;
+    for (const auto& d : facts_.device_names) device_name += (device_name.empty() ? "" : " / ") + d;
+    std::size_t zero = 0;
+    for (auto& p : pending_) {
+      if (p.s.bytes == 0) ++zero;
+      result_.samples.push_back(complete_sample(std::move(p), device_name));
+    }
+    if (zero)
+      add_warning(result_, name_ + ":" + std::to_string(first_line) + ": " + std::to_string(zero) +
+                               " samples of 0 bytes kept as failed (nothing a model can use was timed)");
+    if (!device_name.empty()) result_.meta.emplace_back("device", device_name);
+    if (run_coll) result_.meta.emplace_back("collective", to_string(*run_coll) + " (from " + coll_from + ")");
+    if (!facts_.cmd_text.empty()) result_.meta.emplace_back("command", facts_.cmd_text);
+    pending_.clear();
+    last_size_by_key_.clear();
+    pipe_keys_.clear();
+  }
+
+  // Rank count of each pending sample: --nranks, else the table's, else the busbw/algbw ratio (per collective,
+  // over the rows that give both), else the 'Using devices' lines, else the command line. Disagreements warn.
+  void assign_rank_counts(long first_line) {
     std::map<Collective, RankInference> inference;
     for (const auto& p : pending_) {
       if (p.nranks || p.algbw_text.empty() || p.busbw_text.empty()) continue;
       inference.emplace(p.s.collective, RankInference(p.s.collective)).first->second.add(p.algbw_text, p.busbw_text);
     }
     const int devices = facts_.device_lines;  // 0: no device list
-    std::string device_name;
-    for (const auto& d : facts_.device_names) device_name += (device_name.empty() ? "" : " / ") + d;
     std::set<std::string> warned;
     for (auto& p : pending_) {
       std::optional<int> ratio;
@@ -694,60 +713,51 @@ class NcclTextReader {
       p.s.nranks = n;
       if (warned.insert("from:" + from).second) result_.meta.emplace_back("nranks_from", from + " (" + std::to_string(n) + ")");
     }
-    // Timings and the rest of the sample.
-    std::size_t zero = 0;
-    for (auto& p : pending_) {
-      Sample& s = p.s;
-      s.strategy = strategy::kNccl;
-      s.backend = "nccl-tests";
-      s.source = basename_of(name_);
-      s.device = device_name;
-      s.extra["system"] = stem_of(name_);
-      if (s.nnodes <= 1) s.nnodes = !facts_.hosts.empty() ? static_cast<int>(facts_.hosts.size()) : facts_.cmd_nodes.value_or(1);
-      s.iterations = facts_.iters;
-      bool failed = p.failed;
-      if (s.bytes == 0) ++zero;
-      if (!failed) {
-        if (p.time_us) {
-          s.time_us = *p.time_us;
-        } else if (!p.algbw_text.empty()) {
-          double a = *parse_double(p.algbw_text);
-          if (a > 0) {
-            s.time_us = static_cast<double>(s.bytes) / (a * 1e3);
-            s.extra["time_from"] = "algbw";
-          } else {
-            failed = true;
-          }
-        } else if (!p.busbw_text.empty()) {
-          double b = *parse_double(p.busbw_text);
-          double f = bus_factor(s.collective, s.nranks);
-          if (b > 0 && f > 0) {
-            s.time_us = static_cast<double>(s.bytes) / (b / f * 1e3);
-            s.extra["time_from"] = "busbw";
-          } else {
-            failed = true;
-          }
+  }
+
+  // The sample of a pending row with its collective and rank count set: the run's facts, and the time (the time
+  // column, else bytes / algbw, else bytes / (busbw / bus factor)); failed, with no time, when there is none.
+  Sample complete_sample(Pending p, const std::string& device_name) {
+    Sample& s = p.s;
+    s.strategy = strategy::kNccl;
+    s.backend = "nccl-tests";
+    s.source = basename_of(name_);
+    s.device = device_name;
+    s.extra["system"] = stem_of(name_);
+    if (s.nnodes <= 1) s.nnodes = !facts_.hosts.empty() ? static_cast<int>(facts_.hosts.size()) : facts_.cmd_nodes.value_or(1);
+    s.iterations = facts_.iters;
+    bool failed = p.failed;
+    if (!failed) {
+      if (p.time_us) {
+        s.time_us = *p.time_us;
+      } else if (!p.algbw_text.empty()) {
+        double a = *parse_double(p.algbw_text);
+        if (a > 0) {
+          s.time_us = static_cast<double>(s.bytes) / (a * 1e3);
+          s.extra["time_from"] = "algbw";
         } else {
           failed = true;
         }
-        if (!failed && !(std::isfinite(s.time_us) && s.time_us > 0)) failed = true;
+      } else if (!p.busbw_text.empty()) {
+        double b = *parse_double(p.busbw_text);
+        double f = bus_factor(s.collective, s.nranks);
+        if (b > 0 && f > 0) {
+          s.time_us = static_cast<double>(s.bytes) / (b / f * 1e3);
+          s.extra["time_from"] = "busbw";
+        } else {
+          failed = true;
+        }
+      } else {
+        failed = true;
       }
-      if (failed) {
-        s.status = SampleStatus::Failed;
-        s.time_us = 0;
-        ++result_.failed;
-      }
-      result_.samples.push_back(std::move(s));
+      if (!failed && !(std::isfinite(s.time_us) && s.time_us > 0)) failed = true;
     }
-    if (zero)
-      add_warning(result_, name_ + ":" + std::to_string(first_line) + ": " + std::to_string(zero) +
-                               " samples of 0 bytes kept as failed (nothing a model can use was timed)");
-    if (!device_name.empty()) result_.meta.emplace_back("device", device_name);
-    if (run_coll) result_.meta.emplace_back("collective", to_string(*run_coll) + " (from " + coll_from + ")");
-    if (!facts_.cmd_text.empty()) result_.meta.emplace_back("command", facts_.cmd_text);
-    pending_.clear();
-    last_size_by_key_.clear();
-    pipe_keys_.clear();
+    if (failed) {
+      s.status = SampleStatus::Failed;
+      s.time_us = 0;
+      ++result_.failed;
+    }
+    return std::move(s);
   }
 
   void handle(std::string_view raw, long line) {
