@@ -92,6 +92,17 @@ std::string index_tics(const std::string& axis, const std::vector<std::int64_t>&
 // Raw label; title_text() escapes it for enhanced text.
 std::string axis_title(const GridAxis& a) { return a.label; }
 
+// Panel k's margins, title and axis titles: the x title on the bottom row only, the y title on the first column.
+std::string panel_head(const GridLayout& g, int k, std::size_t panels, const std::string& title, const GridAxis& x,
+                       const GridAxis& y) {
+  std::string out = panel_margins(g.x0(k), g.x1(k), g.y0(k), g.y1(k));
+  out += "set title " + title_text(title) + " font ',12'\n";
+  const bool bottom_row = (k / g.cols == g.rows - 1) || (k + g.cols >= static_cast<int>(panels));
+  out += "set xlabel " + (bottom_row ? title_text(axis_title(x)) : std::string("''")) + "\n";
+  out += "set ylabel " + (k % g.cols == 0 ? title_text(axis_title(y)) : std::string("''")) + "\n";
+  return out;
+}
+
 std::string panel_background() {
   return "set object 1 rectangle from graph 0,0 to graph 1,1 behind fc rgb '#d9d9d9' fs solid 1.0 noborder\n";
 }
@@ -169,11 +180,7 @@ Figure heatmap_figure(const HeatmapData& d, const std::string& stem, const std::
   for (std::size_t k = 0; k < d.panels.size(); ++k) {
     int kk = static_cast<int>(k);
     s << "# ---- panel " << k << " ----\n";
-    s << panel_margins(g.x0(kk), g.x1(kk), g.y0(kk), g.y1(kk));
-    s << "set title " << title_text(d.panels[k].title) << " font ',12'\n";
-    bool bottom_row = (kk / g.cols == g.rows - 1) || (kk + g.cols >= static_cast<int>(d.panels.size()));
-    s << "set xlabel " << (bottom_row ? title_text(axis_title(d.x)) : std::string("''")) << "\n";
-    s << "set ylabel " << (kk % g.cols == 0 ? title_text(axis_title(d.y)) : std::string("''")) << "\n";
+    s << panel_head(g, kk, d.panels.size(), d.panels[k].title, d.x, d.y);
     if (k + 1 == d.panels.size()) {
       double cx = (g.left + g.cols * g.panel_w + (g.cols - 1) * g.gap + 22) / g.width;
       double ytop = g.y1(0), ybot = g.y0(static_cast<int>((g.rows - 1) * g.cols));
@@ -265,11 +272,7 @@ Figure best_map_figure(const BestMapData& d, const std::string& stem) {
     int kk = static_cast<int>(k);
     bool last = k + 1 == d.panels.size();
     s << "# ---- panel " << k << " ----\n";
-    s << panel_margins(g.x0(kk), g.x1(kk), g.y0(kk), g.y1(kk));
-    s << "set title " << title_text(d.panels[k].title) << " font ',12'\n";
-    bool bottom_row = (kk / g.cols == g.rows - 1) || (kk + g.cols >= static_cast<int>(d.panels.size()));
-    s << "set xlabel " << (bottom_row ? title_text(axis_title(d.x)) : std::string("''")) << "\n";
-    s << "set ylabel " << (kk % g.cols == 0 ? title_text(axis_title(d.y)) : std::string("''")) << "\n";
+    s << panel_head(g, kk, d.panels.size(), d.panels[k].title, d.x, d.y);
     std::string p = "$p" + std::to_string(k);
     std::vector<std::string> parts;
     bool has = false, has_measured = false, has_uncertain = false;
