@@ -293,8 +293,14 @@ std::vector<Case> form_cases(const Buckets& buckets, std::vector<std::string>& n
 
 // ---------------------------------------------------------------- one case laid out for the methods
 
+// The candidates with NCCL first, so that always-nccl and the threshold rule find it at index 0.
+std::vector<const CandCurve*> nccl_first(std::vector<const CandCurve*> cands) {
+  std::stable_partition(cands.begin(), cands.end(), [](const CandCurve* c) { return is_nccl(c->strategy); });
+  return cands;
+}
+
 struct CaseLayout {
-  std::vector<const CandCurve*> cands;  // NCCL first, so that always-nccl and threshold find it at index 0
+  std::vector<const CandCurve*> cands;  // nccl_first
   std::vector<CellKey> cells;           // the cells every candidate measured
   bool grid2d = false;                  // token x hidden cells (else byte sizes)
   std::vector<bool> measured;           // the plan's subset
@@ -346,8 +352,7 @@ std::vector<bool> plan_cells(const std::vector<CellKey>& cells, bool grid2d, Pla
 
 CaseLayout lay_out(const Case& cs, std::vector<CellKey> cells, const Plan& plan) {
   CaseLayout d;
-  d.cands = cs.cands;
-  std::stable_partition(d.cands.begin(), d.cands.end(), [](const CandCurve* c) { return is_nccl(c->strategy); });
+  d.cands = nccl_first(cs.cands);
   d.cells = std::move(cells);
   const std::size_t nc = d.cands.size(), n = d.cells.size();
   d.grid2d = std::all_of(d.cells.begin(), d.cells.end(), [](const CellKey& k) { return k.tokens > 0; });
@@ -504,10 +509,10 @@ void drop_repeated_notes(std::vector<std::string>& notes) {
   notes = std::move(unique);
 }
 
-std::string case_name(const Case& cs, const std::vector<const CandCurve*>& cands) {
+std::string case_name(const Case& cs) {
   std::string name = std::get<0>(cs.bucket) + " n" + std::to_string(std::get<3>(cs.bucket)) + " " +
                      to_string(std::get<2>(cs.bucket));
-  for (auto* c : cands) name += " " + c->label();
+  for (auto* c : nccl_first(cs.cands)) name += " " + c->label();
   return name;
 }
 
@@ -526,9 +531,7 @@ SelectReport evaluate_select(const std::vector<Sample>& samples, const SelectOpt
   for (const Case& cs : form_cases(buckets, report.notes)) {
     std::vector<CellKey> cells = shared_cells(cs.cands);
     if (static_cast<int>(cells.size()) < options.min_cells) {
-      std::vector<const CandCurve*> cands = cs.cands;
-      std::stable_partition(cands.begin(), cands.end(), [](const CandCurve* c) { return is_nccl(c->strategy); });
-      report.notes.push_back(case_name(cs, cands) + ": " + std::to_string(cells.size()) + " shared cells (< " +
+      report.notes.push_back(case_name(cs) + ": " + std::to_string(cells.size()) + " shared cells (< " +
                              std::to_string(options.min_cells) + "); skipped");
       continue;
     }

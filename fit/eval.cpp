@@ -214,10 +214,6 @@ std::vector<CurvePreds> ceiling_preds(const std::vector<CurvePreds>& auto_per, c
   return out;
 }
 
-}  // namespace
-
-namespace {
-
 // One curve of a size protocol: its training sizes and its held-out points (the same for every method).
 struct SizeTask {
   Curve train;
