@@ -9,16 +9,13 @@
 
 namespace arfit::plots {
 
-Figure fit_figure(const FitFigureData& d, const std::string& stem) {
-  Figure f;
-  f.stem = stem;
-  f.kind = "fit";
-  f.title = d.title;
-  f.width = 1300;
-  f.height = 640;
+namespace {
 
+// The axes' extent over everything drawn: sizes, latencies and bus bandwidths.
+struct FitExtent {
   double xmin = INFINITY, xmax = 0, tmin = INFINITY, tmax = 0, bmin = INFINITY, bmax = 0;
-  auto see = [&](double bytes, double t, Collective c, int n) {
+
+  void see(double bytes, double t, Collective c, int n) {
     if (!(bytes > 0) || !(t > 0)) return;
     xmin = std::min(xmin, bytes);
     xmax = std::max(xmax, bytes);
@@ -29,16 +26,31 @@ Figure fit_figure(const FitFigureData& d, const std::string& stem) {
       bmin = std::min(bmin, bw);
       bmax = std::max(bmax, bw);
     }
-  };
+  }
+};
 
+bool has_band(const FitCurve& c) {
+  for (const auto& p : c.points)
+    if (p.lo_us > 0 && p.hi_us > 0) return true;
+  return false;
+}
+
+// Whether a measured set has training points and held-out points.
+void point_kinds(const FitMeasured& m, bool& train, bool& held) {
+  train = held = false;
+  for (const auto& p : m.points) (p.held_out ? held : train) = true;
+}
+
+// The data blocks: $m<i> (bytes, time_us, busbw, held_out) per measured set, $c<i> (bytes, time_us, lo_us, hi_us,
+// busbw, busbw_lo, busbw_hi) per curve.
+std::string fit_data_blocks(const FitFigureData& d, FitExtent& e, bool& any_band, bool& any_held) {
   std::ostringstream s;
-  bool any_band = false, any_held = false;
   for (std::size_t i = 0; i < d.measured.size(); ++i) {
     const auto& m = d.measured[i];
     std::vector<std::vector<std::string>> rows;
     for (const auto& p : m.points) {
       if (!(p.bytes > 0) || !(p.time_us > 0)) continue;
-      see(p.bytes, p.time_us, m.collective, m.nranks);
+      e.see(p.bytes, p.time_us, m.collective, m.nranks);
       any_held = any_held || p.held_out;
       rows.push_back({gp_number(p.bytes), gp_number(p.time_us), gp_number(bus_bw_gbps(m.collective, std::max(1, m.nranks), p.bytes, p.time_us)),
                       p.held_out ? "1" : "0"});
@@ -52,12 +64,12 @@ Figure fit_figure(const FitFigureData& d, const std::string& stem) {
     int n = std::max(1, c.nranks);
     for (const auto& p : c.points) {
       if (!(p.bytes > 0) || !(p.time_us > 0)) continue;
-      see(p.bytes, p.time_us, c.collective, n);
+      e.see(p.bytes, p.time_us, c.collective, n);
       bool band = p.lo_us > 0 && p.hi_us > 0;
       if (band) {
         any_band = true;
-        see(p.bytes, p.lo_us, c.collective, n);
-        see(p.bytes, p.hi_us, c.collective, n);
+        e.see(p.bytes, p.lo_us, c.collective, n);
+        e.see(p.bytes, p.hi_us, c.collective, n);
       }
       rows.push_back({gp_number(p.bytes), gp_number(p.time_us), band ? gp_number(p.lo_us) : "NaN", band ? gp_number(p.hi_us) : "NaN",
                       gp_number(bus_bw_gbps(c.collective, n, p.bytes, p.time_us)),
@@ -67,17 +79,95 @@ Figure fit_figure(const FitFigureData& d, const std::string& stem) {
     s << "# curve: " << c.label << " (bytes, time_us, lo_us, hi_us, busbw, busbw_lo, busbw_hi)\n";
     s << data_block("c" + std::to_string(i), rows);
   }
-  if (!(xmax > 0)) {  // nothing to draw: an empty, labelled frame rather than a gnuplot error
-    xmin = 1024, xmax = 1 << 30, tmin = 1, tmax = 1e4, bmin = 0.01, bmax = 100;
+  return s.str();
+}
+
+// One panel's plot command; `which` = 0 latency, 1 bus bandwidth. The latency panel adds the titles to `legend`
+// (drawn in the legend panel).
+std::string fit_plot_command(const FitFigureData& d, int which, SeriesColours& colours, std::vector<std::string>& legend) {
+  std::vector<std::string> parts;
+  bool band_titled = false;
+  for (std::size_t i = 0; i < d.curves.size(); ++i) {
+    const auto& c = d.curves[i];
+    if (!has_band(c)) continue;
+    std::string col = colours(c.series.empty() ? c.label : c.series);
+    std::string cols = which == 0 ? "1:3:4" : "1:6:7";
+    if (which == 0 && !band_titled)
+      legend.push_back("NaN with boxes fs solid 0.3 noborder fc rgb '#9a9a9a' title '90 % prediction interval'");
+    band_titled = true;
+    parts.push_back("$c" + std::to_string(i) + " using " + cols + " with filledcurves fc rgb '" + col +
+                    "' fs transparent solid 0.18 noborder notitle");
   }
-  if (!(bmax > 0)) bmin = 0.01, bmax = 100;
-  double x0 = xmin / 1.6, x1 = xmax * 1.6, t0 = tmin / 1.6, t1 = tmax * 1.6, b0 = bmin / 1.6, b1 = bmax * 1.6;
+  for (std::size_t i = 0; i < d.curves.size(); ++i) {
+    const auto& c = d.curves[i];
+    std::string col = colours(c.series.empty() ? c.label : c.series);
+    std::string cols = which == 0 ? "1:2" : "1:5";
+    std::string style = "with lines lw 2.2 dt " + std::string(c.dashed ? "2" : "1") + " lc rgb '" + col + "'";
+    parts.push_back("$c" + std::to_string(i) + " using " + cols + " " + style + " notitle");
+    if (which == 0) legend.push_back("NaN " + style + " title " + title_text(c.label));
+  }
+  for (std::size_t i = 0; i < d.measured.size(); ++i) {
+    const auto& m = d.measured[i];
+    std::string col = colours(m.series.empty() ? m.label : m.series);
+    std::string y = which == 0 ? "$2" : "$3";
+    bool held = false, train = false;
+    point_kinds(m, train, held);
+    std::string train_style = "with points pt 7 ps 0.9 lc rgb '" + col + "'";
+    std::string held_style = "with points pt 6 ps 1.3 lw 1.5 lc rgb '" + col + "'";
+    if (train) {
+      parts.push_back("$m" + std::to_string(i) + " using 1:($4 == 0 ? " + y + " : NaN) " + train_style + " notitle");
+      if (which == 0) legend.push_back("NaN " + train_style + " title " + title_text(m.label));
+    }
+    if (held) {
+      parts.push_back("$m" + std::to_string(i) + " using 1:($4 != 0 ? " + y + " : NaN) " + held_style + " notitle");
+      if (which == 0) legend.push_back("NaN " + held_style + " title " + title_text(m.label + " (held out)"));
+    }
+  }
+  if (parts.empty()) return std::string("plot NaN notitle\n");
+  std::string out = "plot ";
+  for (std::size_t i = 0; i < parts.size(); ++i) out += (i ? ", \\\n     " : "") + parts[i];
+  return out + "\n";
+}
+
+std::string fit_caption(const FitFigureData& d, bool any_held, bool any_band) {
+  std::ostringstream cap;
+  cap << "Latency (left) and bus bandwidth (right) against message size on log axes; dots are measured points"
+      << (any_held ? ", open circles held-out points the fit did not see" : "")
+      << (d.curves.empty() ? "" : ", lines the fitted model")
+      << (any_band ? " with its 90 % prediction interval shaded" : "");
+  bool any_dashed = false;
+  for (const auto& c : d.curves) any_dashed = any_dashed || c.dashed;
+  if (any_dashed) cap << "; dashed lines are predictions where nothing was measured (other TP or SM)";
+  if (!d.turning_points.empty()) cap << "; dotted verticals mark the seed model's turning points";
+  cap << ".";
+  return cap.str();
+}
+
+}  // namespace
+
+Figure fit_figure(const FitFigureData& d, const std::string& stem) {
+  Figure f;
+  f.stem = stem;
+  f.kind = "fit";
+  f.title = d.title;
+  f.width = 1300;
+  f.height = 640;
+
+  FitExtent e;
+  bool any_band = false, any_held = false;
+  std::ostringstream s;
+  s << fit_data_blocks(d, e, any_band, any_held);
+  if (!(e.xmax > 0)) {  // nothing to draw: an empty, labelled frame rather than a gnuplot error
+    e.xmin = 1024, e.xmax = 1 << 30, e.tmin = 1, e.tmax = 1e4, e.bmin = 0.01, e.bmax = 100;
+  }
+  if (!(e.bmax > 0)) e.bmin = 0.01, e.bmax = 100;
+  double x0 = e.xmin / 1.6, x1 = e.xmax * 1.6, t0 = e.tmin / 1.6, t1 = e.tmax * 1.6, b0 = e.bmin / 1.6, b1 = e.bmax * 1.6;
 
   // Legend rows: at most 4 entries per row below the panels.
   std::size_t entries = d.curves.size() + (any_band ? 1 : 0);
   for (const auto& m : d.measured) {
     bool held = false, train = false;
-    for (const auto& p : m.points) (p.held_out ? held : train) = true;
+    point_kinds(m, train, held);
     entries += (held ? 1 : 0) + (train ? 1 : 0);
   }
   int key_rows = static_cast<int>((entries + 3) / 4);
@@ -100,81 +190,22 @@ Figure fit_figure(const FitFigureData& d, const std::string& stem) {
       << ", graph 0.97 right rotate by 90 offset -1,0 font ',9' tc rgb '#444444'\n";
   }
 
-  // One plot command per panel; `which` = 0 latency, 1 bus bandwidth. Titles go to the legend panel.
   SeriesColours colours;
   std::vector<std::string> legend;
-  auto plot_cmd = [&](int which) {
-    std::vector<std::string> parts;
-    bool band_titled = false;
-    for (std::size_t i = 0; i < d.curves.size(); ++i) {
-      const auto& c = d.curves[i];
-      bool has_band = false;
-      for (const auto& p : c.points) has_band = has_band || (p.lo_us > 0 && p.hi_us > 0);
-      if (!has_band) continue;
-      std::string col = colours(c.series.empty() ? c.label : c.series);
-      std::string cols = which == 0 ? "1:3:4" : "1:6:7";
-      if (which == 0 && !band_titled)
-        legend.push_back("NaN with boxes fs solid 0.3 noborder fc rgb '#9a9a9a' title '90 % prediction interval'");
-      band_titled = true;
-      parts.push_back("$c" + std::to_string(i) + " using " + cols + " with filledcurves fc rgb '" + col +
-                      "' fs transparent solid 0.18 noborder notitle");
-    }
-    for (std::size_t i = 0; i < d.curves.size(); ++i) {
-      const auto& c = d.curves[i];
-      std::string col = colours(c.series.empty() ? c.label : c.series);
-      std::string cols = which == 0 ? "1:2" : "1:5";
-      std::string style = "with lines lw 2.2 dt " + std::string(c.dashed ? "2" : "1") + " lc rgb '" + col + "'";
-      parts.push_back("$c" + std::to_string(i) + " using " + cols + " " + style + " notitle");
-      if (which == 0) legend.push_back("NaN " + style + " title " + title_text(c.label));
-    }
-    for (std::size_t i = 0; i < d.measured.size(); ++i) {
-      const auto& m = d.measured[i];
-      std::string col = colours(m.series.empty() ? m.label : m.series);
-      std::string y = which == 0 ? "$2" : "$3";
-      bool held = false, train = false;
-      for (const auto& p : m.points) (p.held_out ? held : train) = true;
-      std::string train_style = "with points pt 7 ps 0.9 lc rgb '" + col + "'";
-      std::string held_style = "with points pt 6 ps 1.3 lw 1.5 lc rgb '" + col + "'";
-      if (train) {
-        parts.push_back("$m" + std::to_string(i) + " using 1:($4 == 0 ? " + y + " : NaN) " + train_style + " notitle");
-        if (which == 0) legend.push_back("NaN " + train_style + " title " + title_text(m.label));
-      }
-      if (held) {
-        parts.push_back("$m" + std::to_string(i) + " using 1:($4 != 0 ? " + y + " : NaN) " + held_style + " notitle");
-        if (which == 0) legend.push_back("NaN " + held_style + " title " + title_text(m.label + " (held out)"));
-      }
-    }
-    if (parts.empty()) return std::string("plot NaN notitle\n");
-    std::string out = "plot ";
-    for (std::size_t i = 0; i < parts.size(); ++i) out += (i ? ", \\\n     " : "") + parts[i];
-    return out + "\n";
-  };
-
   s << "# ---- left: latency ----\n";
   s << panel_margins(0.075, 0.475, bottom, top);
   s << "set yrange [" << gp_number(t0) << ":" << gp_number(t1) << "]\n" << time_tics("y", t0, t1);
   s << "set ylabel 'latency'\nset title 'latency (median per size)' font ',12'\n";
-  s << plot_cmd(0);
+  s << fit_plot_command(d, 0, colours, legend);
   s << "# ---- right: bus bandwidth ----\n";
   s << panel_margins(0.575, 0.975, bottom, top);
   s << "set yrange [" << gp_number(b0) << ":" << gp_number(b1) << "]\n" << log_tics("y", b0, b1);
   s << "set ylabel 'bus bandwidth (GB/s)'\nset title 'bus bandwidth = bus factor × size / time' font ',12'\n";
-  s << plot_cmd(1);
+  s << fit_plot_command(d, 1, colours, legend);
   s << legend_panel(bottom - 0.1, legend, 4);
   s << "unset multiplot\n";
   f.body = s.str();
-
-  std::ostringstream cap;
-  cap << "Latency (left) and bus bandwidth (right) against message size on log axes; dots are measured points"
-      << (any_held ? ", open circles held-out points the fit did not see" : "")
-      << (d.curves.empty() ? "" : ", lines the fitted model")
-      << (any_band ? " with its 90 % prediction interval shaded" : "");
-  bool any_dashed = false;
-  for (const auto& c : d.curves) any_dashed = any_dashed || c.dashed;
-  if (any_dashed) cap << "; dashed lines are predictions where nothing was measured (other TP or SM)";
-  if (!d.turning_points.empty()) cap << "; dotted verticals mark the seed model's turning points";
-  cap << ".";
-  f.caption = cap.str();
+  f.caption = fit_caption(d, any_held, any_band);
   return f;
 }
 
