@@ -2,18 +2,21 @@
 
 #include <algorithm>
 #include <cmath>
-#include <iomanip>
 #include <numeric>
 #include <set>
 #include <sstream>
 
 #include "model/alltoallv.h"
+#include "model/text.h"
 
 namespace arfit::bench {
 namespace {
 
 constexpr std::size_t kMaxPatterns = 10000;  // a list or range expanding further is a typo, not a plan
 constexpr double kMaxElements = 1e15;        // as parse_size bounds a byte count: far beyond any memory
+// Numbers in split specs: ten significant digits, so what a user types survives the canonical spelling the cases
+// are generated from.
+constexpr const char* kSpelling = "%.10g";
 
 std::vector<std::string> fields_of(const std::string& item) {
   std::vector<std::string> out;
@@ -22,13 +25,6 @@ std::vector<std::string> fields_of(const std::string& item) {
   while (std::getline(ss, f, ':')) out.push_back(f);
   if (!item.empty() && item.back() == ':') out.emplace_back();
   return out;
-}
-
-// Ten significant digits: what a user types survives the canonical spelling the cases are generated from.
-std::string format_number(double v) {
-  std::ostringstream os;
-  os << std::setprecision(10) << v;
-  return os.str();
 }
 
 // One field's values: "V", "A/B/C" or (integers) "LO..HI".
@@ -98,8 +94,8 @@ std::string SplitPattern::to_string() const {
     case Kind::Dlrm:
       return "dlrm:" + std::to_string(batch) + ":" + std::to_string(tables) + ":" + std::to_string(dim) + ":" +
              std::to_string(seed);
-    case Kind::Zipf: return "zipf:" + format_number(exponent) + ":" + std::to_string(seed);
-    case Kind::HotSpot: return "hot:" + format_number(fraction) + ":" + std::to_string(hot_rank);
+    case Kind::Zipf: return "zipf:" + format_number(exponent, kSpelling) + ":" + std::to_string(seed);
+    case Kind::HotSpot: return "hot:" + format_number(fraction, kSpelling) + ":" + std::to_string(hot_rank);
   }
   return "?";
 }
@@ -125,7 +121,7 @@ std::vector<SplitPattern> parse_split_patterns(const std::string& text, const st
         }
         if (s.empty() || used != s.size() || !std::isfinite(v) || v < lo || v > hi)
           throw GridError(option, "split '" + item + "': " + what + " '" + s + "' must be a number in [" +
-                                      format_number(lo) + ", " + format_number(hi) + "]");
+                                      format_number(lo, kSpelling) + ", " + format_number(hi, kSpelling) + "]");
         return v;
       };
     };
@@ -155,8 +151,8 @@ std::vector<SplitPattern> parse_split_patterns(const std::string& text, const st
           for (double d : field_values(f[3], "dimension", item, option, integer("dimension", 1, 1e6)))
             for (double s : field_values(f[4], "seed", item, option, integer("seed", 0, 1e15))) {
               if (b * t * d > kMaxElements)
-                throw GridError(option, "split '" + item + "': B·T·D = " + format_number(b * t * d) +
-                                            " elements is more than a rank can send (" + format_number(kMaxElements) + ")");
+                throw GridError(option, "split '" + item + "': B·T·D = " + format_number(b * t * d, kSpelling) +
+                                            " elements is more than a rank can send (" + format_number(kMaxElements, kSpelling) + ")");
               p.batch = static_cast<std::int64_t>(b);
               p.tables = static_cast<std::int64_t>(t);
               p.dim = static_cast<std::int64_t>(d);

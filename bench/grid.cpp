@@ -16,16 +16,10 @@
 #include "model/anchors.h"
 #include "model/checked.h"
 #include "model/json_input.h"
+#include "model/text.h"
 
 namespace arfit::bench {
 namespace {
-
-std::string trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  size_t e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
 
 // The host-alltoallv preset's splits: DLRM exchanges of 16 tables at three batch sizes with six table draws
 // each (uneven senders; some draws come out even, the control where all modes agree), Zipf routing and a hot
@@ -51,12 +45,12 @@ std::uint64_t splitmix64(std::uint64_t x) {
 
 Plan Plan::parse(const std::string& text, const std::string& option) {
   Plan p;
-  const std::string t = trim(text);
+  const std::string t(trim(text));
   auto parts = std::vector<std::string>{};
   {
     std::stringstream ss(t);
     std::string item;
-    while (std::getline(ss, item, ':')) parts.push_back(trim(item));
+    while (std::getline(ss, item, ':')) parts.emplace_back(trim(item));
   }
   const std::string usage = "expected 'full', 'lattice:K', 'random:FRACTION:SEED' or 'anchors:K', found '" + text + "'";
   if (parts.empty()) throw GridError(option, usage);
@@ -179,7 +173,7 @@ std::vector<std::string> split_list(const std::string& text) {
 }
 
 std::int64_t parse_size(const std::string& text, const std::string& option) {
-  const std::string t = trim(text);
+  const std::string t(trim(text));
   if (t.empty()) throw GridError(option, "empty size");
   size_t used = 0;
   long double v = 0;
@@ -232,7 +226,7 @@ std::vector<std::int64_t> parse_size_list(const std::string& text, const std::st
     std::vector<std::string> p;
     std::stringstream ss(item);
     std::string x;
-    while (std::getline(ss, x, ':')) p.push_back(trim(x));
+    while (std::getline(ss, x, ':')) p.emplace_back(trim(x));
     if (p.size() < 2 || p.size() > 3)
       throw GridError(option, "range '" + item + "' must be LO:HI, LO:HI:xF or LO:HI:+STEP");
     std::int64_t lo = parse_size(p[0], option), hi = parse_size(p[1], option);

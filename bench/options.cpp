@@ -6,6 +6,7 @@
 
 #include "bench/alltoallv_splits.h"
 #include "model/atomic_file.h"
+#include "model/text.h"
 
 namespace arfit::bench {
 namespace {
@@ -141,8 +142,7 @@ Options parse_options(int argc, const char* const* argv) {
   }
   if (!strategies.empty()) {
     g.strategies = split_list(strategies);
-    for (auto& s : g.strategies)
-      for (auto& ch : s) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    for (auto& s : g.strategies) s = upper(s);
     g.origin["strategies"] = "--strategy";
     g.skip_unsupported = false;
   }

@@ -32,7 +32,4 @@ struct RunSummary {
   double wall_s = 0;
 };
 
-// Percentile with linear interpolation between order statistics (q in [0, 1]) of sorted values.
-double percentile_sorted(const std::vector<double>& sorted, double q);
-
 }  // namespace arfit::bench

@@ -17,14 +17,6 @@
 
 namespace arfit::bench {
 
-double percentile_sorted(const std::vector<double>& v, double q) {
-  if (v.empty()) return 0;
-  const double pos = q * static_cast<double>(v.size() - 1);
-  const std::size_t lo = static_cast<std::size_t>(std::floor(pos));
-  const std::size_t hi = std::min(v.size() - 1, lo + 1);
-  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
-}
-
 // ---------------------------------------------------------------- console
 
 static std::string hms(double s) {

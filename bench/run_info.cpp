@@ -5,6 +5,8 @@
 #include <set>
 #include <string>
 
+#include "model/text.h"
+
 namespace arfit::bench {
 
 RunIdentity identify_run(MPI_Comm world) {
@@ -84,9 +86,7 @@ RunHeader make_run_header(const RunIdentity& id, const DeviceInfo& dev, const Gr
                                "p10/p90/min/max over iterations; input buffers rotated (" +
                                (buffers > 0 ? std::to_string(buffers) : std::string("automatic")) + ")");
   h.emplace_back("cuda_graph", cuda_graph_header_value(cuda_graph));
-  char t[32];
-  std::snprintf(t, sizeof t, "%g", timeout_s);
-  h.emplace_back("timeout_s", t);
+  h.emplace_back("timeout_s", format_number(timeout_s, "%g"));
   return h;
 }
 

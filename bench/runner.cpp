@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "bench/plan.h"
+#include "model/metrics.h"
 
 namespace arfit::bench {
 namespace {
@@ -344,10 +345,10 @@ RunSummary Runner::run(const std::vector<Case>& cases, std::size_t planned, std:
           // Nanosecond resolution is all a clock or an event gives; more digits would be interpolation noise.
           for (double& x : max_us) x = std::round(x * 1000.0) / 1000.0;
           std::sort(max_us.begin(), max_us.end());
-          auto q = [&](double p) { return std::round(percentile_sorted(max_us, p) * 1000.0) / 1000.0; };
-          r.sample.time_us = q(0.5);
-          r.sample.p10_us = q(0.1);
-          r.sample.p90_us = q(0.9);
+          auto q = [&](double percent) { return std::round(percentile(max_us, percent) * 1000.0) / 1000.0; };
+          r.sample.time_us = q(50);
+          r.sample.p10_us = q(10);
+          r.sample.p90_us = q(90);
           r.sample.min_us = max_us.front();
           r.sample.max_us = max_us.back();
           r.sample.iterations = opt_.iters;

@@ -16,6 +16,7 @@
 #include "ingest/ingest.h"
 #include "model/group_model.h"
 #include "model/sample_csv.h"
+#include "model/text.h"
 
 namespace arfit::cli {
 namespace {
@@ -37,9 +38,7 @@ std::string human_bytes(std::int64_t b) {
     v /= 1024;
     ++u;
   }
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.6g %s", v, units[u]);
-  return buf;
+  return format_number(v, "%.6g") + " " + units[u];
 }
 
 // What tells apart samples of one file that are not the same series: the markdown section, the variant.

@@ -4,17 +4,14 @@
 #include <limits>
 #include <stdexcept>
 
+#include "model/text.h"
+
 namespace arfit::codegen {
 
 namespace {
 
-std::string trim(const std::string& s) {
-  const auto a = s.find_first_not_of(" \t"), b = s.find_last_not_of(" \t");
-  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
-}
-
 std::int64_t parse_positive(const std::string& text, const std::string& option) {
-  const std::string t = trim(text);
+  const std::string t(trim(text));
   if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos)
     throw std::invalid_argument(option + ": '" + text + "' is not a positive integer");
   std::int64_t v = 0;
@@ -47,7 +44,7 @@ std::vector<std::string> split_trimmed(const std::string& s, char sep) {
   std::size_t start = 0;
   while (true) {
     const auto pos = s.find(sep, start);
-    out.push_back(trim(s.substr(start, pos == std::string::npos ? std::string::npos : pos - start)));
+    out.emplace_back(trim(std::string_view(s).substr(start, pos == std::string::npos ? std::string::npos : pos - start)));
     if (pos == std::string::npos) break;
     start = pos + 1;
   }

@@ -1,8 +1,6 @@
 #include "codegen/banner.h"
 
 #include <cctype>
-#include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <sstream>
@@ -10,17 +8,6 @@
 #include <sys/stat.h>
 
 namespace arfit::codegen {
-
-std::string fnv1a64_hex(const std::string& bytes) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
-}
 
 namespace {
 

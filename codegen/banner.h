@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/text.h"
+
 namespace arfit::codegen {
 
 struct InputFile {
@@ -25,8 +27,8 @@ struct Banner {
   std::vector<std::string> notes;      // extra lines (what the file is for, how a consumer reads it)
 };
 
-// FNV-1a 64 of a byte string, as 16 lower-case hex digits.
-std::string fnv1a64_hex(const std::string& bytes);
+// FNV-1a 64 of a byte string, as 16 lower-case hex digits (model/text.h; also what `arfit fit` prints).
+using arfit::fnv1a64_hex;
 
 // The date written into banners, chosen so that output is reproducible:
 //   1. `explicit_date` (--date YYYY-MM-DD) when not empty (validated; throws std::invalid_argument),

@@ -2,12 +2,12 @@
 // thresholds of trtllm_allreduce_fusion in MiB per world size. _should_use_oneshot takes one-shot while
 // token_num * hidden_dim * 2 * world_size * itemsize / MiB <= _use_oneshot_heuristics[world_size], two-shot above;
 // the value is that "comm size" of the last one-shot message, so it scales with 2 x world size.
-#include <cstdio>
 #include <sstream>
 #include <stdexcept>
 
 #include "codegen/formats.h"
 #include "codegen/writers.h"
+#include "model/text.h"
 
 namespace arfit::codegen {
 
@@ -19,9 +19,7 @@ namespace {
 
 // A Python float literal that reads back as exactly `v` (17 significant digits, always with a '.' or exponent).
 std::string python_float(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  std::string s = buf;
+  std::string s = format_number(v, "%.17g");
   if (s.find_first_of(".en") == std::string::npos) s += ".0";
   return s;
 }

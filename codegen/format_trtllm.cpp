@@ -3,12 +3,12 @@
 // log2(tp) - 1, fusion by its own order, hidden by log2(hidden) - 7, tokens by log2(tokens) -- and reads only the
 // SM90 and SM100 tables, so the table always has its full axes and strategies it can number.
 #include <algorithm>
-#include <cctype>
 #include <sstream>
 #include <stdexcept>
 
 #include "codegen/formats.h"
 #include "codegen/writers.h"
+#include "model/text.h"
 
 namespace arfit::codegen {
 
@@ -39,11 +39,6 @@ int TrtllmTable::count(const std::string& rule) const {
 }
 
 namespace {
-
-std::string upper(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return s;
-}
 
 int code_of(const std::string& name) {
   const auto n = trtllm_strategy_number(name);

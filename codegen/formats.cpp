@@ -2,8 +2,9 @@
 #include "codegen/formats.h"
 
 #include <algorithm>
-#include <cctype>
 #include <stdexcept>
+
+#include "model/text.h"
 
 namespace arfit::codegen {
 
@@ -64,9 +65,7 @@ StrategySources resolve_roles(const ModelSet& models, const Request& r, const st
     if (out.count(role.name)) continue;  // --map names this role's strategies: no default
     for (const auto& s : strategies) {
       if (explicit_map.count(s)) continue;
-      std::string lower;
-      for (char c : s) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      if (role.picks(lower)) out[role.name].push_back(s);
+      if (role.picks(lower(s))) out[role.name].push_back(s);
     }
   }
   return out;

@@ -15,15 +15,11 @@
 #include "fit/fit.h"
 #include "model/interp.h"
 #include "model/metrics.h"
+#include "model/text.h"
 
 namespace arfit::codegen {
 
 namespace {
-
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 // Natural order: digit runs compare as numbers ("nccl_2.9" < "nccl_2.27"), the rest as text.
 bool natural_less(const std::string& a, const std::string& b) {
@@ -119,25 +115,7 @@ std::vector<double> loglog_interpolate(const std::vector<double>& bytes, const s
                                        const std::vector<double>& query) {
   std::vector<double> out;
   out.reserve(query.size());
-  const std::size_t n = bytes.size();
-  for (double q : query) {
-    if (n == 0) {
-      out.push_back(std::numeric_limits<double>::quiet_NaN());
-      continue;
-    }
-    if (n == 1) {
-      out.push_back(time_us[0]);
-      continue;
-    }
-    const double lx = std::log(q);
-    std::size_t a;
-    if (lx <= std::log(bytes[0])) a = 0;
-    else if (lx >= std::log(bytes[n - 1])) a = n - 2;
-    else a = static_cast<std::size_t>(std::upper_bound(bytes.begin(), bytes.end(), q) - bytes.begin()) - 1;
-    const double x0 = std::log(bytes[a]), x1 = std::log(bytes[a + 1]);
-    const double y0 = std::log(time_us[a]), y1 = std::log(time_us[a + 1]);
-    out.push_back(std::exp(y0 + (y1 - y0) / (x1 - x0) * (lx - x0)));
-  }
+  for (double q : query) out.push_back(loglog_at(bytes, time_us, q));
   return out;
 }
 
@@ -175,13 +153,9 @@ MethodStats regret_stats(std::vector<double> r) {
     sum += std::log(v);
     if (v <= 1.0 + 1e-7) ++exact;
   }
-  std::sort(r.begin(), r.end());
   s.geomean_regret = std::exp(sum / r.size());
-  const double pos = 0.95 * (r.size() - 1);
-  const std::size_t lo = static_cast<std::size_t>(std::floor(pos));
-  const std::size_t hi = std::min(lo + 1, r.size() - 1);
-  s.p95_regret = r[lo] + (r[hi] - r[lo]) * (pos - lo);
-  s.max_regret = r.back();
+  s.p95_regret = percentile(r, 95);
+  s.max_regret = *std::max_element(r.begin(), r.end());
   s.exact = 100.0 * exact / r.size();
   return s;
 }
@@ -245,17 +219,13 @@ std::vector<int> choose_model_argmin(const std::vector<std::vector<Prediction>>&
   return choice;
 }
 
-}  // namespace
+// ---------------------------------------------------------------- cases from samples
 
-SelectReport evaluate_select(const std::vector<Sample>& samples, const SelectOptions& options) {
-  const Plan plan = parse_plan(options.plan);
-  const CurvePredictor model = options.model ? options.model : fitted_model_predictor();
-  SelectReport report;
-  report.plan = options.plan;
-  report.method_order = {"auto", "always-nccl", "nearest", "threshold", "loglog", "model-argmin"};
+using Buckets = std::map<Bucket, std::map<std::pair<std::string, std::string>, CandCurve>>;
 
-  // 1. Curves per (bucket, source, strategy).
-  std::map<Bucket, std::map<std::pair<std::string, std::string>, CandCurve>> buckets;
+// Curves per (bucket, source, strategy); each cell's time is the median of its samples.
+Buckets collect_curves(const std::vector<Sample>& samples) {
+  Buckets buckets;
   for (const auto& s : samples) {
     if (!s.ok() || !(s.time_us > 0) || !std::isfinite(s.time_us) || s.bytes <= 0) continue;
     if (lower(s.strategy).find("eager") != std::string::npos) continue;
@@ -277,12 +247,18 @@ SelectReport evaluate_select(const std::vector<Sample>& samples, const SelectOpt
   for (auto& [b, curves] : buckets)
     for (auto& [id, c] : curves)
       for (auto& [k, v] : c.raw) c.time[k] = size_median(v);
+  return buckets;
+}
 
-  // 2. Cases.
-  struct Case {
-    Bucket bucket;
-    std::vector<const CandCurve*> cands;
-  };
+struct Case {
+  Bucket bucket;
+  std::vector<const CandCurve*> cands;
+};
+
+// The cases of each bucket (select_eval.h): a source with custom strategies and NCCL is one case; a source with
+// custom strategies only gives one case per strategy against the bucket's newest NCCL table; without one it is
+// skipped with a note.
+std::vector<Case> form_cases(const Buckets& buckets, std::vector<std::string>& notes) {
   std::vector<Case> cases;
   for (auto& [b, curves] : buckets) {
     std::map<std::string, std::vector<const CandCurve*>> by_source;
@@ -307,186 +283,272 @@ SelectReport evaluate_select(const std::vector<Sample>& samples, const SelectOpt
         // One case per custom strategy of this source against the system's NCCL.
         for (const CandCurve* c : cs) cases.push_back({b, {nccl, c}});
       } else {
-        report.notes.push_back(std::get<0>(b) + " n" + std::to_string(std::get<3>(b)) + " " + src +
-                               ": no NCCL measurement of the same system and element size to compare with; skipped");
+        notes.push_back(std::get<0>(b) + " n" + std::to_string(std::get<3>(b)) + " " + src +
+                        ": no NCCL measurement of the same system and element size to compare with; skipped");
       }
     }
   }
+  return cases;
+}
 
-  // 3. Evaluate each case.
-  std::map<std::string, std::vector<double>> all;
-  std::map<std::string, std::map<std::string, std::vector<double>>> per_system;
-  for (const Case& cs : cases) {
-    const std::size_t nc = cs.cands.size();
-    // Put NCCL first so that "always-nccl" and the threshold rule find it at index 0.
-    std::vector<const CandCurve*> cands = cs.cands;
-    std::stable_partition(cands.begin(), cands.end(), [](const CandCurve* c) { return is_nccl(c->strategy); });
-    // Shared cells.
-    std::vector<CellKey> cells;
-    for (const auto& [k, t] : cands[0]->time) {
-      bool everywhere = true;
-      for (std::size_t j = 1; j < nc; ++j) everywhere = everywhere && cands[j]->time.count(k);
-      if (everywhere) cells.push_back(k);
+// ---------------------------------------------------------------- one case laid out for the methods
+
+// The candidates with NCCL first, so that always-nccl and the threshold rule find it at index 0.
+std::vector<const CandCurve*> nccl_first(std::vector<const CandCurve*> cands) {
+  std::stable_partition(cands.begin(), cands.end(), [](const CandCurve* c) { return is_nccl(c->strategy); });
+  return cands;
+}
+
+struct CaseLayout {
+  std::vector<const CandCurve*> cands;  // nccl_first
+  std::vector<CellKey> cells;           // the cells every candidate measured
+  bool grid2d = false;                  // token x hidden cells (else byte sizes)
+  std::vector<bool> measured;           // the plan's subset
+  std::vector<std::vector<double>> t;   // measured times [cand][cell], all cells: for scoring
+  std::vector<double> best;             // the measured best per cell
+  std::vector<double> bytes;            // per cell
+  std::vector<MeasuredCurve> mc;        // each candidate's measured subset: what the methods fit or interpolate
+
+  // The winner among the measured times of cell i (the first candidate on ties).
+  int measured_winner(std::size_t i) const {
+    int w = 0;
+    for (std::size_t j = 1; j < t.size(); ++j)
+      if (t[j][i] < t[w][i]) w = static_cast<int>(j);
+    return w;
+  }
+};
+
+std::vector<CellKey> shared_cells(const std::vector<const CandCurve*>& cands) {
+  std::vector<CellKey> cells;
+  for (const auto& [k, t] : cands[0]->time) {
+    bool everywhere = true;
+    for (std::size_t j = 1; j < cands.size(); ++j) everywhere = everywhere && cands[j]->time.count(k);
+    if (everywhere) cells.push_back(k);
+  }
+  return cells;
+}
+
+// The cells the plan measures: every k-th value along tokens and hidden (lattice, token x hidden grids), else
+// every k-th size.
+std::vector<bool> plan_cells(const std::vector<CellKey>& cells, bool grid2d, Plan p) {
+  if (p.kind == Plan::Auto) p = grid2d ? Plan{Plan::Lattice, 2} : Plan{Plan::Sparse, 4};
+  if (!(p.kind == Plan::Lattice && grid2d)) return every_kth(cells.size(), p.k);
+  std::set<std::int64_t> ts, hs;
+  for (const auto& k : cells) {
+    ts.insert(k.tokens);
+    hs.insert(k.hidden);
+  }
+  std::vector<std::int64_t> tv(ts.begin(), ts.end()), hv(hs.begin(), hs.end());
+  const auto tm = every_kth(tv.size(), p.k), hm = every_kth(hv.size(), p.k);
+  std::set<std::int64_t> tsel, hsel;
+  for (std::size_t i = 0; i < tv.size(); ++i)
+    if (tm[i]) tsel.insert(tv[i]);
+  for (std::size_t i = 0; i < hv.size(); ++i)
+    if (hm[i]) hsel.insert(hv[i]);
+  std::vector<bool> measured;
+  for (const auto& k : cells) measured.push_back(tsel.count(k.tokens) && hsel.count(k.hidden));
+  return measured;
+}
+
+CaseLayout lay_out(const Case& cs, std::vector<CellKey> cells, const Plan& plan) {
+  CaseLayout d;
+  d.cands = nccl_first(cs.cands);
+  d.cells = std::move(cells);
+  const std::size_t nc = d.cands.size(), n = d.cells.size();
+  d.grid2d = std::all_of(d.cells.begin(), d.cells.end(), [](const CellKey& k) { return k.tokens > 0; });
+  d.measured = plan_cells(d.cells, d.grid2d, plan);
+  d.t.assign(nc, std::vector<double>(n));
+  for (std::size_t j = 0; j < nc; ++j)
+    for (std::size_t i = 0; i < n; ++i) d.t[j][i] = d.cands[j]->time.at(d.cells[i]);
+  d.best.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    d.best[i] = d.t[0][i];
+    for (std::size_t j = 1; j < nc; ++j) d.best[i] = std::min(d.best[i], d.t[j][i]);
+  }
+  d.bytes.resize(n);
+  for (std::size_t i = 0; i < n; ++i) d.bytes[i] = d.cells[i].bytes;
+  d.mc.resize(nc);
+  for (std::size_t j = 0; j < nc; ++j) {
+    MeasuredCurve& m = d.mc[j];
+    m = measured_curve(*d.cands[j], d.cells, d.measured);
+    m.key.system = std::get<0>(cs.bucket);
+    m.key.collective = std::get<1>(cs.bucket);
+    m.key.fusion = std::get<2>(cs.bucket);
+    m.key.nranks = std::get<3>(cs.bucket);
+    m.key.strategy = d.cands[j]->strategy;
+    m.key.dtype = canonical_dtype(d.cands[j]->dtype);
+    m.key.nnodes = d.cands[j]->nnodes;
+    m.source = d.cands[j]->source;
+  }
+  return d;
+}
+
+// ---------------------------------------------------------------- the baselines' choices
+
+// The measured winner of the nearest measured cell (log distance in bytes, or in tokens and hidden on a grid;
+// ties: the first measured cell in size order).
+std::vector<int> choose_nearest(const CaseLayout& d) {
+  const std::size_t n = d.cells.size();
+  std::vector<int> c(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    double bestd = std::numeric_limits<double>::infinity();
+    std::size_t at = i;
+    for (std::size_t m = 0; m < n; ++m) {
+      if (!d.measured[m]) continue;
+      double dist;
+      if (d.grid2d) {
+        const double dt = std::log2(double(d.cells[m].tokens)) - std::log2(double(d.cells[i].tokens));
+        const double dh = std::log2(double(d.cells[m].hidden)) - std::log2(double(d.cells[i].hidden));
+        dist = dt * dt + dh * dh;
+      } else {
+        dist = std::fabs(std::log(d.cells[m].bytes) - std::log(d.cells[i].bytes));
+      }
+      if (dist < bestd) {
+        bestd = dist;
+        at = m;
+      }
     }
-    const std::string sys = std::get<0>(cs.bucket);
-    std::string case_name = sys + " n" + std::to_string(std::get<3>(cs.bucket)) + " " + to_string(std::get<2>(cs.bucket));
-    for (auto* c : cands) case_name += " " + c->label();
+    c[i] = d.measured_winner(at);
+  }
+  return c;
+}
+
+// The custom strategy that wins most measured cells below a byte threshold, NCCL from the threshold up; the
+// threshold (a measured size, or twice the largest) minimises the mean log regret on the measured cells.
+std::vector<int> choose_threshold(const CaseLayout& d) {
+  const std::size_t nc = d.cands.size(), n = d.cells.size();
+  std::vector<int> wins(nc, 0);
+  for (std::size_t i = 0; i < n; ++i)
+    if (d.measured[i]) ++wins[d.measured_winner(i)];
+  int custom = nc > 1 ? 1 : 0;
+  for (std::size_t j = 2; j < nc; ++j)
+    if (wins[j] > wins[custom]) custom = static_cast<int>(j);
+  std::vector<double> thresholds;
+  for (std::size_t i = 0; i < n; ++i)
+    if (d.measured[i]) thresholds.push_back(d.cells[i].bytes);
+  std::sort(thresholds.begin(), thresholds.end());
+  thresholds.erase(std::unique(thresholds.begin(), thresholds.end()), thresholds.end());
+  thresholds.push_back(thresholds.back() * 2);
+  double best_thr = thresholds[0], best_v = std::numeric_limits<double>::infinity();
+  for (double thr : thresholds) {
+    double sum = 0;
+    int cnt = 0;
+    for (std::size_t i = 0; i < n; ++i)
+      if (d.measured[i]) {
+        sum += std::log(d.t[d.cells[i].bytes < thr ? custom : 0][i] / d.best[i]);
+        ++cnt;
+      }
+    const double v = sum / cnt;
+    if (v < best_v) {
+      best_v = v;
+      best_thr = thr;
+    }
+  }
+  std::vector<int> c(n);
+  for (std::size_t i = 0; i < n; ++i) c[i] = d.cells[i].bytes < best_thr ? custom : 0;
+  return c;
+}
+
+// Each candidate's measured subset interpolated log-log, then the argmin.
+std::vector<int> choose_loglog(const CaseLayout& d) {
+  const std::size_t nc = d.cands.size(), n = d.cells.size();
+  std::vector<std::vector<double>> pr(nc);
+  for (std::size_t j = 0; j < nc; ++j) pr[j] = loglog_interpolate(d.mc[j].bytes, d.mc[j].time_us, d.bytes);
+  std::vector<int> c(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    int b = 0;
+    for (std::size_t j = 1; j < nc; ++j)
+      if (pr[j][i] < pr[b][i]) b = static_cast<int>(j);
+    c[i] = b;
+  }
+  return c;
+}
+
+// Every method's choice per cell (an index into d.cands). `auto` and `model-argmin` predict every cell from
+// each candidate's measured subset with `model`.
+std::map<std::string, std::vector<int>> choose_all(const CaseLayout& d, const CurvePredictor& model) {
+  std::map<std::string, std::vector<int>> choice;
+  std::vector<std::vector<Prediction>> pred(d.cands.size());
+  for (std::size_t j = 0; j < d.cands.size(); ++j) pred[j] = model(d.mc[j], d.bytes);
+  choice["auto"] = choose_auto(d.cells, d.measured, d.t, d.mc, pred);
+  choice["model-argmin"] = choose_model_argmin(pred);
+  choice["always-nccl"] = std::vector<int>(d.cells.size(), 0);
+  choice["nearest"] = choose_nearest(d);
+  choice["threshold"] = choose_threshold(d);
+  choice["loglog"] = choose_loglog(d);
+  return choice;
+}
+
+// ---------------------------------------------------------------- scoring and the report
+
+// Regret per method and cell, t(choice) / t(measured best), over all of the case's cells.
+using Regrets = std::map<std::string, std::vector<double>>;
+
+Regrets score(const CaseLayout& d, const std::map<std::string, std::vector<int>>& choice,
+              const std::vector<std::string>& methods) {
+  Regrets out;
+  for (const auto& name : methods) {
+    const std::vector<int>& c = choice.at(name);
+    std::vector<double> r(d.cells.size());
+    for (std::size_t i = 0; i < r.size(); ++i) r[i] = d.t[c[i]][i] / d.best[i];
+    out[name] = std::move(r);
+  }
+  return out;
+}
+
+void append(Regrets& to, const Regrets& from) {
+  for (const auto& [name, r] : from) to[name].insert(to[name].end(), r.begin(), r.end());
+}
+
+// One note per distinct message (a source is seen once per element size and GPU count).
+void drop_repeated_notes(std::vector<std::string>& notes) {
+  std::set<std::string> seen;
+  std::vector<std::string> unique;
+  for (auto& n : notes)
+    if (seen.insert(n).second) unique.push_back(std::move(n));
+  notes = std::move(unique);
+}
+
+std::string case_name(const Case& cs) {
+  std::string name = std::get<0>(cs.bucket) + " n" + std::to_string(std::get<3>(cs.bucket)) + " " +
+                     to_string(std::get<2>(cs.bucket));
+  for (auto* c : nccl_first(cs.cands)) name += " " + c->label();
+  return name;
+}
+
+}  // namespace
+
+SelectReport evaluate_select(const std::vector<Sample>& samples, const SelectOptions& options) {
+  const Plan plan = parse_plan(options.plan);
+  const CurvePredictor model = options.model ? options.model : fitted_model_predictor();
+  SelectReport report;
+  report.plan = options.plan;
+  report.method_order = {"auto", "always-nccl", "nearest", "threshold", "loglog", "model-argmin"};
+
+  const Buckets buckets = collect_curves(samples);
+  Regrets all;
+  std::map<std::string, Regrets> per_system;
+  for (const Case& cs : form_cases(buckets, report.notes)) {
+    std::vector<CellKey> cells = shared_cells(cs.cands);
     if (static_cast<int>(cells.size()) < options.min_cells) {
-      report.notes.push_back(case_name + ": " + std::to_string(cells.size()) + " shared cells (< " +
+      report.notes.push_back(case_name(cs) + ": " + std::to_string(cells.size()) + " shared cells (< " +
                              std::to_string(options.min_cells) + "); skipped");
       continue;
     }
-    const std::size_t n = cells.size();
-    const bool grid2d = std::all_of(cells.begin(), cells.end(), [](const CellKey& k) { return k.tokens > 0; });
-    // Measured subset.
-    std::vector<bool> measured;
-    Plan p = plan;
-    if (p.kind == Plan::Auto) p = grid2d ? Plan{Plan::Lattice, 2} : Plan{Plan::Sparse, 4};
-    if (p.kind == Plan::Lattice && grid2d) {
-      std::set<std::int64_t> ts, hs;
-      for (const auto& k : cells) {
-        ts.insert(k.tokens);
-        hs.insert(k.hidden);
-      }
-      std::vector<std::int64_t> tv(ts.begin(), ts.end()), hv(hs.begin(), hs.end());
-      const auto tm = every_kth(tv.size(), p.k), hm = every_kth(hv.size(), p.k);
-      std::set<std::int64_t> tsel, hsel;
-      for (std::size_t i = 0; i < tv.size(); ++i)
-        if (tm[i]) tsel.insert(tv[i]);
-      for (std::size_t i = 0; i < hv.size(); ++i)
-        if (hm[i]) hsel.insert(hv[i]);
-      for (const auto& k : cells) measured.push_back(tsel.count(k.tokens) && hsel.count(k.hidden));
-    } else {
-      measured = every_kth(n, p.k);
-    }
-    // Measured times [cand][cell] (all cells: for scoring; the methods only look at measured ones).
-    std::vector<std::vector<double>> t(nc, std::vector<double>(n));
-    for (std::size_t j = 0; j < nc; ++j)
-      for (std::size_t i = 0; i < n; ++i) t[j][i] = cands[j]->time.at(cells[i]);
-    std::vector<double> best(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      best[i] = t[0][i];
-      for (std::size_t j = 1; j < nc; ++j) best[i] = std::min(best[i], t[j][i]);
-    }
-    auto measured_winner = [&](std::size_t i) {
-      int w = 0;
-      for (std::size_t j = 1; j < nc; ++j)
-        if (t[j][i] < t[w][i]) w = static_cast<int>(j);
-      return w;
-    };
-    std::vector<double> qbytes(n);
-    for (std::size_t i = 0; i < n; ++i) qbytes[i] = cells[i].bytes;
-    std::vector<MeasuredCurve> mc(nc);
-    for (std::size_t j = 0; j < nc; ++j) {
-      mc[j] = measured_curve(*cands[j], cells, measured);
-      mc[j].key.system = sys;
-      mc[j].key.collective = std::get<1>(cs.bucket);
-      mc[j].key.fusion = std::get<2>(cs.bucket);
-      mc[j].key.nranks = std::get<3>(cs.bucket);
-      mc[j].key.strategy = cands[j]->strategy;
-      mc[j].key.dtype = canonical_dtype(cands[j]->dtype);
-      mc[j].key.nnodes = cands[j]->nnodes;
-      mc[j].source = cands[j]->source;
-    }
-
-    std::map<std::string, std::vector<int>> choice;
-    // auto
-    {
-      std::vector<std::vector<Prediction>> pred(nc);
-      for (std::size_t j = 0; j < nc; ++j) pred[j] = model(mc[j], qbytes);
-      choice["auto"] = choose_auto(cells, measured, t, mc, pred);
-      choice["model-argmin"] = choose_model_argmin(pred);
-    }
-    choice["always-nccl"] = std::vector<int>(n, 0);
-    // nearest measured cell's winner (ties: the first measured cell in size order)
-    {
-      std::vector<int> c(n);
-      for (std::size_t i = 0; i < n; ++i) {
-        double bestd = std::numeric_limits<double>::infinity();
-        std::size_t at = i;
-        for (std::size_t m = 0; m < n; ++m) {
-          if (!measured[m]) continue;
-          double d;
-          if (grid2d) {
-            const double dt = std::log2(double(cells[m].tokens)) - std::log2(double(cells[i].tokens));
-            const double dh = std::log2(double(cells[m].hidden)) - std::log2(double(cells[i].hidden));
-            d = dt * dt + dh * dh;
-          } else {
-            d = std::fabs(std::log(cells[m].bytes) - std::log(cells[i].bytes));
-          }
-          if (d < bestd) {
-            bestd = d;
-            at = m;
-          }
-        }
-        c[i] = measured_winner(at);
-      }
-      choice["nearest"] = c;
-    }
-    // threshold: the custom strategy that wins most measured cells below, NCCL from the threshold up
-    {
-      std::vector<int> wins(nc, 0);
-      for (std::size_t i = 0; i < n; ++i)
-        if (measured[i]) ++wins[measured_winner(i)];
-      int custom = nc > 1 ? 1 : 0;
-      for (std::size_t j = 2; j < nc; ++j)
-        if (wins[j] > wins[custom]) custom = static_cast<int>(j);
-      std::vector<double> thresholds;
-      for (std::size_t i = 0; i < n; ++i)
-        if (measured[i]) thresholds.push_back(cells[i].bytes);
-      std::sort(thresholds.begin(), thresholds.end());
-      thresholds.erase(std::unique(thresholds.begin(), thresholds.end()), thresholds.end());
-      thresholds.push_back(thresholds.back() * 2);
-      double best_thr = thresholds[0], best_v = std::numeric_limits<double>::infinity();
-      for (double thr : thresholds) {
-        double sum = 0;
-        int cnt = 0;
-        for (std::size_t i = 0; i < n; ++i)
-          if (measured[i]) {
-            sum += std::log(t[cells[i].bytes < thr ? custom : 0][i] / best[i]);
-            ++cnt;
-          }
-        const double v = sum / cnt;
-        if (v < best_v) {
-          best_v = v;
-          best_thr = thr;
-        }
-      }
-      std::vector<int> c(n);
-      for (std::size_t i = 0; i < n; ++i) c[i] = cells[i].bytes < best_thr ? custom : 0;
-      choice["threshold"] = c;
-    }
-    // loglog
-    {
-      std::vector<std::vector<double>> pr(nc);
-      for (std::size_t j = 0; j < nc; ++j) pr[j] = loglog_interpolate(mc[j].bytes, mc[j].time_us, qbytes);
-      std::vector<int> c(n);
-      for (std::size_t i = 0; i < n; ++i) {
-        int b = 0;
-        for (std::size_t j = 1; j < nc; ++j)
-          if (pr[j][i] < pr[b][i]) b = static_cast<int>(j);
-        c[i] = b;
-      }
-      choice["loglog"] = c;
-    }
-
+    const CaseLayout d = lay_out(cs, std::move(cells), plan);
+    const Regrets regrets = score(d, choose_all(d, model), report.method_order);
     SelectCase sc;
-    sc.system = sys;
+    sc.system = std::get<0>(cs.bucket);
     sc.collective = std::get<1>(cs.bucket);
     sc.fusion = std::get<2>(cs.bucket);
     sc.nranks = std::get<3>(cs.bucket);
-    for (auto* c : cands) sc.candidates.push_back(c->label());
-    sc.cells = static_cast<int>(n);
-    sc.measured = static_cast<int>(std::count(measured.begin(), measured.end(), true));
-    for (const auto& name : report.method_order) {
-      std::vector<double> r(n);
-      for (std::size_t i = 0; i < n; ++i) r[i] = t[choice[name][i]][i] / best[i];
-      sc.methods[name] = regret_stats(r);
-      all[name].insert(all[name].end(), r.begin(), r.end());
-      auto& ps = per_system[sys][name];
-      ps.insert(ps.end(), r.begin(), r.end());
-    }
-    report.cells += static_cast<long>(n);
+    for (auto* c : d.cands) sc.candidates.push_back(c->label());
+    sc.cells = static_cast<int>(d.cells.size());
+    sc.measured = static_cast<int>(std::count(d.measured.begin(), d.measured.end(), true));
+    for (const auto& [name, r] : regrets) sc.methods[name] = regret_stats(r);
+    append(all, regrets);
+    append(per_system[sc.system], regrets);
+    report.cells += static_cast<long>(d.cells.size());
     report.measured += sc.measured;
     report.cases.push_back(std::move(sc));
   }
@@ -494,13 +556,7 @@ SelectReport evaluate_select(const std::vector<Sample>& samples, const SelectOpt
     throw std::runtime_error("select: no case with two or more strategies measured over at least " +
                              std::to_string(options.min_cells) + " shared cells (NCCL among them)");
   report.measured_fraction = double(report.measured) / double(report.cells);
-  {  // one note per distinct message (a source is seen once per element size and GPU count)
-    std::set<std::string> seen;
-    std::vector<std::string> unique;
-    for (auto& n : report.notes)
-      if (seen.insert(n).second) unique.push_back(std::move(n));
-    report.notes = std::move(unique);
-  }
+  drop_repeated_notes(report.notes);
   for (const auto& name : report.method_order) report.methods[name] = regret_stats(all[name]);
   for (const auto& [sys, m] : per_system) {
     std::map<std::string, MethodStats> row;

@@ -1,24 +1,15 @@
 #include "codegen/table.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <limits>
 #include <set>
 #include <sstream>
 #include <stdexcept>
 
+#include "model/text.h"
+
 namespace arfit::codegen {
-
-namespace {
-
-std::string upper(const std::string& s) {
-  std::string u;
-  for (char c : s) u += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return u;
-}
-
-}  // namespace
 
 std::optional<int> trtllm_strategy_number(const std::string& strategy) {
   const std::string s = upper(strategy);

@@ -1,8 +1,9 @@
 #include "codegen/thresholds.h"
 
 #include <cmath>
-#include <cstdio>
 #include <sstream>
+
+#include "model/text.h"
 
 namespace arfit::codegen {
 
@@ -77,9 +78,7 @@ std::string human_bytes(double bytes) {
     bytes /= 1024;
     ++i;
   }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g %s", bytes, unit[i]);
-  return buf;
+  return format_number(bytes, "%.4g") + " " + unit[i];
 }
 
 std::vector<std::string> describe_disagreements(const std::vector<ThresholdRow>& rows, const std::string& what) {
@@ -90,9 +89,7 @@ std::vector<std::string> describe_disagreements(const std::vector<ThresholdRow>&
     s << "TP " << r.tp << ": one " << what << " cannot follow arfit's choice at " << r.disagree.size() << " of "
       << r.sizes.size() << " sizes (";
     for (std::size_t i = 0; i < r.disagree.size(); ++i) s << (i ? ", " : "") << human_bytes(r.disagree[i]);
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.3g", 100.0 * (std::exp(r.regret) - 1.0));
-    s << "); least-regret split, mean predicted regret " << buf << " %";
+    s << "); least-regret split, mean predicted regret " << format_number(100.0 * (std::exp(r.regret) - 1.0), "%.3g") << " %";
     out.push_back(s.str());
   }
   return out;

@@ -25,22 +25,6 @@ bool is_ceiling_method(const std::string& m) { return m == "ceiling-others" || m
 
 namespace detail {
 
-double loglog_at(const std::vector<double>& s, const std::vector<double>& t, double x) {
-  const size_t n = s.size();
-  if (n == 1) return t[0];
-  const double lx = std::log(x);
-  auto seg = [&](size_t a, size_t b) {
-    const double xa = std::log(s[a]), xb = std::log(s[b]), ya = std::log(t[a]), yb = std::log(t[b]);
-    return std::exp(ya + (yb - ya) / (xb - xa) * (lx - xa));
-  };
-  if (lx <= std::log(s[0])) return seg(0, 1);
-  if (lx >= std::log(s[n - 1])) return seg(n - 2, n - 1);
-  size_t i = static_cast<size_t>(std::upper_bound(s.begin(), s.end(), x) - s.begin());
-  if (i >= n) i = n - 1;
-  if (i == 0) i = 1;
-  return seg(i - 1, i);
-}
-
 EvalMethodResult summarize(const std::string& name, const std::vector<CurvePreds>& per_curve, bool keep,
                            const std::vector<char>& include) {
   EvalMethodResult r;
@@ -118,7 +102,6 @@ void check_methods(const std::vector<std::string>& methods, bool size_protocol, 
 
 using detail::check_methods;
 using detail::CurvePreds;
-using detail::loglog_at;
 using detail::method_fit_options;
 using detail::parallel_for;
 
@@ -231,25 +214,20 @@ std::vector<CurvePreds> ceiling_preds(const std::vector<CurvePreds>& auto_per, c
   return out;
 }
 
-}  // namespace
+// One curve of a size protocol: its training sizes and its held-out points (the same for every method).
+struct SizeTask {
+  Curve train;
+  std::vector<double> test_bytes, test_time;
+};
 
-EvalResult eval_sizes(const std::vector<Sample>& samples, const std::string& protocol, const EvalOptions& options) {
+// The curves with at least 6 training sizes and one held-out size under `protocol`.
+std::vector<SizeTask> size_tasks(const std::vector<Curve>& curves, const std::string& protocol) {
   std::vector<size_t> tr, te;
-  split_sizes(protocol, {1.0}, tr, te);  // validates the protocol name
-  check_methods(options.methods, true);
-  EvalResult res;
-  res.protocol = protocol;
-  const std::vector<Curve> curves = eval_curves(samples, options.min_sizes);
-  // Training curves and test points per curve (the same for every method).
-  struct Task {
-    Curve train;
-    std::vector<double> test_bytes, test_time;
-  };
-  std::vector<Task> tasks;
+  std::vector<SizeTask> tasks;
   for (const Curve& c : curves) {
     split_sizes(protocol, c.bytes, tr, te);
     if (tr.size() < 6 || te.empty()) continue;
-    Task t;
+    SizeTask t;
     t.train = c;
     t.train.bytes.clear();
     t.train.time_us.clear();
@@ -263,42 +241,56 @@ EvalResult eval_sizes(const std::vector<Sample>& samples, const std::string& pro
     }
     tasks.push_back(std::move(t));
   }
+  return tasks;
+}
+
+// Every task's held-out points predicted by method `m` from its training sizes.
+std::vector<CurvePreds> predict_size_tasks(const std::string& m, const std::vector<SizeTask>& tasks, int threads) {
+  std::vector<CurvePreds> per(tasks.size());
+  // arfit's default pools sibling curves (fit/siblings.h): every curve is fitted alone on its training
+  // sizes, then siblings' training points add knots. Held-out points of one curve never reach another.
+  // "auto-solo" is the same without pooling.
+  std::vector<GroupFit> pooled;
+  if (m == "auto") {
+    pooled.resize(tasks.size());
+    const FitOptions fo = method_fit_options(m);
+    parallel_for(tasks.size(), threads, [&](size_t i) { pooled[i] = fit_curve(tasks[i].train, fo); });
+    std::vector<Curve> trains;
+    trains.reserve(tasks.size());
+    for (const SizeTask& t : tasks) trains.push_back(t.train);
+    pool_siblings(trains, pooled);
+  }
+  parallel_for(tasks.size(), threads, [&](size_t i) {
+    const SizeTask& t = tasks[i];
+    std::vector<Prediction> p =
+        pooled.empty() ? predict_method(m, t.train, t.test_bytes) : predict_fitted(pooled[i], t.train, t.test_bytes);
+    if (p.size() != t.test_bytes.size()) return;
+    per[i].ok = true;
+    for (size_t k = 0; k < p.size(); ++k) per[i].points.push_back({t.train.key, t.test_bytes[k], t.test_time[k], p[k]});
+  });
+  return per;
+}
+
+}  // namespace
+
+EvalResult eval_sizes(const std::vector<Sample>& samples, const std::string& protocol, const EvalOptions& options) {
+  std::vector<size_t> tr, te;
+  split_sizes(protocol, {1.0}, tr, te);  // validates the protocol name
+  check_methods(options.methods, true);
+  EvalResult res;
+  res.protocol = protocol;
+  const std::vector<SizeTask> tasks = size_tasks(eval_curves(samples, options.min_sizes), protocol);
   res.curves = static_cast<int>(tasks.size());
   std::vector<CurvePreds> auto_per;  // auto's points, kept for the ceiling diagnostics
-  auto run_method = [&](const std::string& m) {
-    std::vector<CurvePreds> per(tasks.size());
-    // arfit's default pools sibling curves (fit/siblings.h): every curve is fitted alone on its training
-    // sizes, then siblings' training points add knots. Held-out points of one curve never reach another.
-    // "auto-solo" is the same without pooling.
-    std::vector<GroupFit> pooled;
-    if (m == "auto") {
-      pooled.resize(tasks.size());
-      const FitOptions fo = method_fit_options(m);
-      parallel_for(tasks.size(), options.threads, [&](size_t i) { pooled[i] = fit_curve(tasks[i].train, fo); });
-      std::vector<Curve> trains;
-      trains.reserve(tasks.size());
-      for (const Task& t : tasks) trains.push_back(t.train);
-      pool_siblings(trains, pooled);
-    }
-    parallel_for(tasks.size(), options.threads, [&](size_t i) {
-      const Task& t = tasks[i];
-      std::vector<Prediction> p =
-          pooled.empty() ? predict_method(m, t.train, t.test_bytes) : predict_fitted(pooled[i], t.train, t.test_bytes);
-      if (p.size() != t.test_bytes.size()) return;
-      per[i].ok = true;
-      for (size_t k = 0; k < p.size(); ++k) per[i].points.push_back({t.train.key, t.test_bytes[k], t.test_time[k], p[k]});
-    });
-    return per;
-  };
   std::vector<std::string> hardware;  // per task, for the ceiling diagnostics
-  for (const Task& t : tasks) hardware.push_back(t.train.hardware);
+  for (const SizeTask& t : tasks) hardware.push_back(t.train.hardware);
   for (const std::string& m : options.methods) {
     std::vector<CurvePreds> per;
     if (is_ceiling_method(m)) {
-      if (auto_per.empty()) auto_per = run_method("auto");
+      if (auto_per.empty()) auto_per = predict_size_tasks("auto", tasks, options.threads);
       per = ceiling_preds(auto_per, hardware, m == "ceiling-otherhw");
     } else {
-      per = run_method(m);
+      per = predict_size_tasks(m, tasks, options.threads);
       if (m == "auto") auto_per = per;
     }
     res.methods.push_back(detail::summarize(m, per, options.keep_points));

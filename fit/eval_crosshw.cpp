@@ -114,7 +114,7 @@ std::vector<Prediction> predict_loglog(const Task& t) {
   if (t.target.bytes.size() < 2) return out;
   for (double x : t.test_bytes) {
     Prediction p;
-    p.time_us = detail::loglog_at(t.target.bytes, t.target.time_us, x);
+    p.time_us = loglog_at(t.target.bytes, t.target.time_us, x);
     p.how = "loglog";
     out.push_back(p);
   }

@@ -96,7 +96,7 @@ std::vector<Prediction> predict_loglog(const Family& fam) {
   std::vector<Prediction> out;
   for (double x : fam.target->bytes) {
     Prediction p;
-    p.time_us = x * fN / detail::loglog_at(prev.bytes, bw, x);
+    p.time_us = x * fN / loglog_at(prev.bytes, bw, x);
     out.push_back(p);
   }
   return out;

@@ -1,38 +1,28 @@
-#include <atomic>
-#include <cstdio>
-#include <fstream>
 #include <map>
 #include <sstream>
-#include <thread>
 
 #include "fit/fit.h"
 #include "fit/epilogue.h"
+#include "fit/parallel_for.h"
 #include "fit/siblings.h"
 #include "fit/transfer.h"
 #include "model/alltoallv.h"
+#include "model/atomic_file.h"
 #include "model/group_model.h"
 #include "model/joint_model.h"
 #include "model/metrics.h"
+#include "model/text.h"
 
 namespace arfit::fit {
 namespace {
 
 // FNV-1a 64-bit of a file's bytes, as 16 hex digits; "" when unreadable.
 std::string fnv1a_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return "";
-  std::uint64_t h = 1469598103934665603ULL;
-  char buf[1 << 16];
-  while (in) {
-    in.read(buf, sizeof buf);
-    for (std::streamsize i = 0; i < in.gcount(); ++i) {
-      h ^= static_cast<unsigned char>(buf[i]);
-      h *= 1099511628211ULL;
-    }
+  try {
+    return fnv1a64_hex(read_file_bytes(path));
+  } catch (const std::exception&) {
+    return "";
   }
-  char out[17];
-  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
-  return out;
 }
 
 // A curve of the machine: transferred from the priors when there are priors and it has fewer than
@@ -87,20 +77,9 @@ ModelSet fit_model_set(const std::vector<Sample>& samples, const FitOptions& opt
     fits[i] = fit_or_transfer(curves[i], options, tr);
     transferred[i] = tr;
   };
-  const int threads = std::max(1, std::min<int>(options.threads, static_cast<int>(curves.size())));
-  if (threads <= 1) {
-    for (size_t i = 0; i < curves.size(); ++i) fit_one(i);
-  } else {
-    // Each group is fitted independently and written to its own slot: the result does not depend on
-    // the number of threads.
-    std::atomic<size_t> next{0};
-    std::vector<std::thread> pool;
-    for (int w = 0; w < threads; ++w)
-      pool.emplace_back([&] {
-        for (size_t i = next++; i < curves.size(); i = next++) fit_one(i);
-      });
-    for (auto& th : pool) th.join();
-  }
+  // Each group is fitted independently and written to its own slot: the result does not depend on the number
+  // of threads.
+  detail::parallel_for(curves.size(), options.threads, fit_one);
   // Sibling knots: other dtypes of the same machine's group measured sizes this group did not. Transferred
   // groups take no part (their knots are the transfer's answer, not measurements).
   if (options.pool_siblings && options.residual_correction) {

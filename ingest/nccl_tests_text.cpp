@@ -1,7 +1,8 @@
 // nccl-tests text output (all_reduce_perf & co, versions 2.x), as people paste it: with mpirun/srun
 // prefixes, shell prompts, markdown fences, NCCL INFO lines, footers, several runs per file, the old
 // layout (no root column, an "error" column), condensed tables (size time algbw busbw) and markdown pipe
-// tables of bandwidths (payload | busbw | algbw). See docs/ingest.md for the rules; the short version:
+// tables of bandwidths (payload | busbw | algbw; their syntax and cells: ingest/pipe_table.h). See
+// docs/ingest.md for the rules; the short version:
 //  - every table data row is one "row"; it gives an out-of-place sample and, when the table has the
 //    in-place columns, an in-place one (pipe tables: one sample per bandwidth column);
 //  - N/A in a timing column or #wrong > 0 -> status Failed, no timing; #wrong N/A = not validated (ok);
@@ -18,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "ingest/pipe_table.h"
 #include "ingest/readers.h"
 #include "ingest/text_util.h"
 #include "model/bus_factor.h"
@@ -48,6 +50,25 @@ std::string_view strip_prefixes(std::string_view s) {
     }
     return s;
   }
+}
+
+// The collective a file name names ("..._allreduce...", "all_gather_perf.log"); nullopt when it names none or
+// several.
+std::optional<Collective> collective_in_file_name(const std::string& path) {
+  const std::string stem = lower(stem_of(path));
+  const std::pair<const char*, Collective> names[] = {
+      {"allreduce", Collective::AllReduce},    {"all_reduce", Collective::AllReduce},
+      {"allgather", Collective::AllGather},    {"all_gather", Collective::AllGather},
+      {"reducescatter", Collective::ReduceScatter}, {"reduce_scatter", Collective::ReduceScatter},
+      {"alltoallv", Collective::AllToAllV},    {"alltoall", Collective::AllToAll},
+      {"all_to_all", Collective::AllToAll},    {"broadcast", Collective::Broadcast},
+      {"sendrecv", Collective::SendRecv}};
+  std::set<Collective> found;
+  for (auto& [n, c] : names)
+    if (stem.find(n) != std::string::npos) found.insert(c);
+  if (found.count(Collective::AllToAllV)) found.erase(Collective::AllToAll);
+  if (found.size() != 1) return std::nullopt;
+  return *found.begin();
 }
 
 struct CommandFacts {
@@ -504,24 +525,9 @@ class NcclTextReader {
     last_size_ = size;
   }
 
-  // ---- markdown pipe tables ----
-  static std::vector<std::string> cells(std::string_view s) {
-    std::vector<std::string> out;
-    s = trim(s);
-    if (!s.empty() && s.front() == '|') s.remove_prefix(1);
-    if (!s.empty() && s.back() == '|') s.remove_suffix(1);
-    std::size_t start = 0;
-    for (std::size_t i = 0; i <= s.size(); ++i) {
-      if (i == s.size() || s[i] == '|') {
-        out.emplace_back(trim(s.substr(start, i - start)));
-        start = i + 1;
-      }
-    }
-    return out;
-  }
-
+  // ---- markdown pipe tables (ingest/pipe_table.h reads them; here they become samples) ----
   void pipe_line(std::string_view s, long line) {
-    auto c = cells(s);
+    auto c = pipe_cells(s);
     if (!pipe_open_) {
       end_pipe_table();
       finish_run();
@@ -532,76 +538,15 @@ class NcclTextReader {
       return;
     }
     if (!pipe_sep_) {
-      bool sep = std::all_of(c.begin(), c.end(), [](const std::string& x) {
-        return !x.empty() && x.find_first_not_of("-: ") == std::string::npos;
-      });
-      if (!sep) fail(line, "markdown table header (line " + std::to_string(pipe_header_line_) + ") is not followed by a '|---|' line");
+      if (!is_pipe_separator(c)) fail(line, "markdown table header (line " + std::to_string(pipe_header_line_) + ") is not followed by a '|---|' line");
       pipe_sep_ = true;
-      setup_pipe_columns(line);
+      pcols_ = pipe_columns(pipe_header_, facts_.column_ranks, name_, line);
+      ++runs_;
+      last_size_by_key_.clear();
+      has_pipe_size_ = std::any_of(pcols_.begin(), pcols_.end(), [](const PipeColumn& p) { return p.kind == PipeColumnKind::Size; });
       return;
     }
     pipe_row(c, line);
-  }
-
-  enum class PKind { Size, Gpus, Collective, Time, AlgBw, BusBw, UnnamedBw, Other };
-  struct PCol {
-    PKind kind = PKind::Other;
-    std::string header, key, unit, variant;
-    std::optional<int> ranks, nodes;
-  };
-
-  static std::string paren_unit(const std::string& h) {
-    auto o = h.find('(');
-    auto c = h.find(')', o == std::string::npos ? 0 : o);
-    if (o == std::string::npos || c == std::string::npos) return "";
-    return h.substr(o + 1, c - o - 1);
-  }
-
-  void setup_pipe_columns(long line) {
-    pcols_.clear();
-    bool primary_bus = false, primary_alg = false;
-    for (const auto& h : pipe_header_) {
-      PCol pc;
-      pc.header = h;
-      pc.key = sanitize_key(h);
-      std::string lh = lower(h);
-      std::string first = tokens(lh).empty() ? "" : std::string(tokens(lh)[0]);
-      while (!first.empty() && !std::isalnum(static_cast<unsigned char>(first.back()))) first.pop_back();
-      if (first == "size" || first == "payload" || first == "bytes" || starts_with(lh, "message size") || starts_with(lh, "msg size")) {
-        pc.kind = PKind::Size;
-      } else if (first == "gpus" || first == "ranks" || first == "nranks" || lh == "world size") {
-        pc.kind = PKind::Gpus;
-      } else if (first == "collective" || first == "op") {
-        pc.kind = PKind::Collective;
-      } else if (first == "time" || first == "latency") {
-        pc.kind = PKind::Time;
-        pc.unit = paren_unit(h);
-        if (pc.unit.empty()) fail(line, "column '" + h + "' names no time unit (write e.g. 'time (us)')", h);
-        if (!time_unit_to_us(pc.unit)) fail(line, "unknown time unit '" + pc.unit + "'", h);
-      } else if (contains(lh, "busbw")) {
-        pc.kind = PKind::BusBw;
-        pc.unit = paren_unit(h);
-        if (primary_bus) pc.variant = std::string(trim(std::string_view(h).substr(lh.find("busbw") + 5)));
-        while (!pc.variant.empty() && (pc.variant.front() == ',' || pc.variant.front() == ' ')) pc.variant.erase(0, 1);
-        primary_bus = true;
-      } else if (contains(lh, "algbw")) {
-        pc.kind = PKind::AlgBw;
-        pc.unit = paren_unit(h);
-        if (primary_alg) pc.variant = h;
-        primary_alg = true;
-      } else if (facts_.column_ranks.count(lh)) {
-        pc.kind = PKind::UnnamedBw;
-        pc.ranks = facts_.column_ranks.at(lh);
-        pc.variant = h;
-        auto tk = tokens(lh);
-        if (tk.size() == 2 && starts_with(tk[1], "node"))
-          if (auto n = parse_int(tk[0]); n && *n > 0 && *n < 100000) pc.nodes = static_cast<int>(*n);
-      }
-      pcols_.push_back(pc);
-    }
-    ++runs_;
-    last_size_by_key_.clear();
-    has_pipe_size_ = std::any_of(pcols_.begin(), pcols_.end(), [](const PCol& p) { return p.kind == PKind::Size; });
   }
 
   void pipe_row(const std::vector<std::string>& c, long line) {
@@ -609,107 +554,42 @@ class NcclTextReader {
       fail(line, "the markdown table header (line " + std::to_string(pipe_header_line_) + ") has " +
                      std::to_string(pcols_.size()) + " columns but this row has " + std::to_string(c.size()));
     ++result_.rows;
-    std::optional<std::int64_t> size = heading_size_;
-    std::optional<int> ranks = heading_ranks_;
-    std::optional<Collective> coll;
-    std::string variant_prefix;
-    std::optional<double> time_us;
-    std::string alg_text, bus_text;
-    std::map<std::string, std::string> other;
-    std::vector<std::pair<const PCol*, std::string>> bus_extra, unnamed;
-    std::string why;
-    for (std::size_t i = 0; i < c.size(); ++i) {
-      const PCol& pc = pcols_[i];
-      const std::string& v = c[i];
-      switch (pc.kind) {
-        case PKind::Size: {
-          auto s = parse_size(v, &why);
-          if (!s) fail(line, why, pc.header);
-          size = s;
-          break;
-        }
-        case PKind::Gpus: {
-          auto n = parse_int(v);
-          if (!n || *n < 1 || *n > 10000000) fail(line, "'" + v + "' is not a rank count", pc.header);
-          ranks = static_cast<int>(*n);
-          break;
-        }
-        case PKind::Collective: {
-          std::string head = v.substr(0, v.find_first_of(",`("));
-          std::string rest = v.size() > head.size() ? v.substr(head.size()) : "";
-          auto col = try_parse_collective(std::string(trim(head)));
-          if (!col) fail(line, "unknown collective '" + v + "'", pc.header);
-          coll = col;
-          rest.erase(std::remove(rest.begin(), rest.end(), '`'), rest.end());
-          std::string_view r = trim(rest);
-          while (!r.empty() && (r.front() == ',' || r.front() == ' ')) r.remove_prefix(1);
-          variant_prefix = std::string(r);
-          break;
-        }
-        case PKind::Time: {
-          if (v == "N/A") break;
-          auto d = parse_double(v);
-          if (!d || !std::isfinite(*d) || *d < 0) fail(line, "'" + v + "' is not a finite time", pc.header);
-          time_us = *d * *time_unit_to_us(pc.unit);
-          break;
-        }
-        case PKind::AlgBw:
-        case PKind::BusBw:
-        case PKind::UnnamedBw: {
-          std::string text;
-          if (v != "N/A") {
-            auto g = parse_bandwidth_gbps(v, pc.unit, &why);
-            if (!g) fail(line, why, pc.header);
-            if (!std::isfinite(*g) || *g < 0) fail(line, "non-finite bandwidth '" + v + "'", pc.header);
-            // keep the printed digits for the ratio inference, in GB/s
-            std::string num = v.substr(0, v.find_first_not_of("0123456789.+-eE"));
-            text = num.empty() ? std::to_string(*g) : num;
-          } else {
-            text = "N/A";
-          }
-          if (pc.kind == PKind::AlgBw && pc.variant.empty()) alg_text = text;
-          else if (pc.kind == PKind::BusBw && pc.variant.empty()) bus_text = text;
-          else if (pc.kind == PKind::UnnamedBw) unnamed.emplace_back(&pc, text);
-          else bus_extra.emplace_back(&pc, text);
-          break;
-        }
-        case PKind::Other:
-          if (!pc.key.empty()) other[pc.key] = v;
-          break;
-      }
-    }
-    if (!size) fail(line, "the table has no size/payload column and no heading above it names the payload (e.g. '## ... 8GiB payload')");
+    const PipeRow row = parse_pipe_row(pcols_, c, heading_, name_, line);
+    if (!row.size) fail(line, "the table has no size/payload column and no heading above it names the payload (e.g. '## ... 8GiB payload')");
+    const std::int64_t size = *row.size;
     {
-      std::string key = std::to_string(ranks.value_or(0)) + "|" + (coll ? to_string(*coll) : "") + "|" + variant_prefix;
-      if (has_pipe_size_) check_order(*size, line, key);
+      std::string key = std::to_string(row.ranks.value_or(0)) + "|" + (row.collective ? to_string(*row.collective) : "") + "|" + row.variant;
+      if (has_pipe_size_) check_order(size, line, key);
       else {
-        auto [it, fresh] = pipe_keys_.insert(key + "|" + std::to_string(*size));
+        auto [it, fresh] = pipe_keys_.insert(key + "|" + std::to_string(size));
         (void)it;
         if (!fresh) {
           ++result_.duplicates;
-          add_warning(result_, name_ + ":" + std::to_string(line) + ": duplicated row for size " + std::to_string(*size) + " (kept)");
+          add_warning(result_, name_ + ":" + std::to_string(line) + ": duplicated row for size " + std::to_string(size) + " (kept)");
         }
       }
     }
     auto make = [&](const std::string& variant) {
       Pending p;
       p.line = line;
-      p.s.bytes = *size;
+      p.s.bytes = size;
       p.s.dtype = "unknown";
-      p.nranks = ranks;
-      p.collective = coll;
-      for (const auto& [k, v] : other) p.s.extra[k] = v;
+      p.nranks = row.ranks;
+      p.collective = row.collective;
+      for (const auto& [k, v] : row.other) p.s.extra[k] = v;
       // The heading above the table tells tables of different machines or setups apart.
-      if (!heading_text_.empty()) p.s.extra["section"] = heading_text_;
-      std::string var = variant_prefix;
+      if (!heading_.text.empty()) p.s.extra["section"] = heading_.text;
+      std::string var = row.variant;
       if (!variant.empty()) var = var.empty() ? variant : var + "; " + variant;
       if (!var.empty()) p.s.extra["variant"] = var;
       return p;
     };
-    const bool have_main = time_us || !alg_text.empty() || !bus_text.empty();
+    const std::string& alg_text = row.algbw_text;
+    const std::string& bus_text = row.busbw_text;
+    const bool have_main = row.time_us || !alg_text.empty() || !bus_text.empty();
     if (have_main) {
       Pending p = make("");
-      p.time_us = time_us;
+      p.time_us = row.time_us;
       p.algbw_text = alg_text == "N/A" ? "" : alg_text;
       p.busbw_text = bus_text == "N/A" ? "" : bus_text;
       p.failed = alg_text == "N/A" || (alg_text.empty() && bus_text == "N/A");
@@ -717,16 +597,16 @@ class NcclTextReader {
     }
     // The first sample of a row is its primary one; samples from further bandwidth columns name their column.
     bool primary_taken = have_main;
-    for (auto& [pc, text] : bus_extra) {
+    for (auto& [pc, text] : row.further_bw) {
       Pending p = make(pc->variant);
       if (primary_taken) p.s.extra["bw_column"] = pc->header;
       primary_taken = true;
-      if (pc->kind == PKind::AlgBw) p.algbw_text = text == "N/A" ? "" : text;
+      if (pc->kind == PipeColumnKind::AlgBw) p.algbw_text = text == "N/A" ? "" : text;
       else p.busbw_text = text == "N/A" ? "" : text;
       p.failed = text == "N/A";
       pending_.push_back(std::move(p));
     }
-    for (auto& [pc, text] : unnamed) {
+    for (auto& [pc, text] : row.unnamed_bw) {
       if (!facts_.busbw_only)
         fail(line, "column '" + pc->header + "' holds bandwidths but neither it nor a note says whether they are busbw or algbw", pc->header);
       Pending p = make(pc->variant);
@@ -738,34 +618,13 @@ class NcclTextReader {
       p.failed = text == "N/A";
       pending_.push_back(std::move(p));
     }
-    if (!have_main && bus_extra.empty() && unnamed.empty())
+    if (!have_main && row.further_bw.empty() && row.unnamed_bw.empty())
       fail(line, "row has no time or bandwidth column arfit can read");
   }
 
   void end_pipe_table() {
     pipe_open_ = false;
     pipe_sep_ = false;
-  }
-
-  // "## 8x H200 node, 16GiB payload, 8 GPUs, by collective"
-  void markdown_heading(std::string_view h) {
-    heading_text_ = std::string(h);
-    heading_size_.reset();
-    heading_ranks_.reset();
-    auto tok = tokens(h);
-    for (std::size_t i = 0; i < tok.size(); ++i) {
-      std::string t(tok[i]);
-      while (!t.empty() && (t.back() == ',' || t.back() == ';')) t.pop_back();
-      std::string next = i + 1 < tok.size() ? lower(tok[i + 1]) : "";
-      while (!next.empty() && (next.back() == ',' || next.back() == ';')) next.pop_back();
-      if (next == "payload") {
-        std::string why;
-        if (auto s = parse_size(t, &why)) heading_size_ = s;
-      }
-      if (next == "gpus" || next == "gpu" || next == "ranks") {
-        if (auto n = parse_int(t); n && *n > 0 && *n < 10000000) heading_ranks_ = static_cast<int>(*n);
-      }
-    }
   }
 
   // ---- a run ends: decide collective and rank count, compute timings, emit samples ----
@@ -776,28 +635,9 @@ class NcclTextReader {
       return;
     }
     const long first_line = pending_.front().line;
-    // Collective.
     std::optional<Collective> run_coll = facts_.collective;
     std::string coll_from = facts_.collective_from;
-    if (!run_coll) {
-      // The file name: "..._allreduce...", "all_gather_perf.log".
-      std::string stem = lower(stem_of(name_));
-      const std::pair<const char*, Collective> names[] = {
-          {"allreduce", Collective::AllReduce},    {"all_reduce", Collective::AllReduce},
-          {"allgather", Collective::AllGather},    {"all_gather", Collective::AllGather},
-          {"reducescatter", Collective::ReduceScatter}, {"reduce_scatter", Collective::ReduceScatter},
-          {"alltoallv", Collective::AllToAllV},    {"alltoall", Collective::AllToAll},
-          {"all_to_all", Collective::AllToAll},    {"broadcast", Collective::Broadcast},
-          {"sendrecv", Collective::SendRecv}};
-      std::set<Collective> found;
-      for (auto& [n, c] : names)
-        if (stem.find(n) != std::string::npos) found.insert(c);
-      if (found.count(Collective::AllToAllV)) found.erase(Collective::AllToAll);
-      if (found.size() == 1) {
-        run_coll = *found.begin();
-        coll_from = "file name";
-      }
-    }
+    if (!run_coll && (run_coll = collective_in_file_name(name_))) coll_from = "file name";
     for (auto& p : pending_) {
       std::optional<Collective> c = options_.collective ? options_.collective : (p.collective ? p.collective : run_coll);
       if (!c)
@@ -805,15 +645,34 @@ class NcclTextReader {
                          "command, no collective in the file name): pass --collective");
       p.s.collective = *c;
     }
-    // Rank count: per collective, from the busbw/algbw ratio of the rows that give both.
+    assign_rank_counts(first_line);
+    std::string device_name;
+    for (const auto& d : facts_.device_names) device_name += (device_name.empty() ? "" : " / ") + d;
+    std::size_t zero = 0;
+    for (auto& p : pending_) {
+      if (p.s.bytes == 0) ++zero;
+      result_.samples.push_back(complete_sample(std::move(p), device_name));
+    }
+    if (zero)
+      add_warning(result_, name_ + ":" + std::to_string(first_line) + ": " + std::to_string(zero) +
+                               " samples of 0 bytes kept as failed (nothing a model can use was timed)");
+    if (!device_name.empty()) result_.meta.emplace_back("device", device_name);
+    if (run_coll) result_.meta.emplace_back("collective", to_string(*run_coll) + " (from " + coll_from + ")");
+    if (!facts_.cmd_text.empty()) result_.meta.emplace_back("command", facts_.cmd_text);
+    pending_.clear();
+    last_size_by_key_.clear();
+    pipe_keys_.clear();
+  }
+
+  // Rank count of each pending sample: --nranks, else the table's, else the busbw/algbw ratio (per collective,
+  // over the rows that give both), else the 'Using devices' lines, else the command line. Disagreements warn.
+  void assign_rank_counts(long first_line) {
     std::map<Collective, RankInference> inference;
     for (const auto& p : pending_) {
       if (p.nranks || p.algbw_text.empty() || p.busbw_text.empty()) continue;
       inference.emplace(p.s.collective, RankInference(p.s.collective)).first->second.add(p.algbw_text, p.busbw_text);
     }
     const int devices = facts_.device_lines;  // 0: no device list
-    std::string device_name;
-    for (const auto& d : facts_.device_names) device_name += (device_name.empty() ? "" : " / ") + d;
     std::set<std::string> warned;
     for (auto& p : pending_) {
       std::optional<int> ratio;
@@ -854,60 +713,51 @@ class NcclTextReader {
       p.s.nranks = n;
       if (warned.insert("from:" + from).second) result_.meta.emplace_back("nranks_from", from + " (" + std::to_string(n) + ")");
     }
-    // Timings and the rest of the sample.
-    std::size_t zero = 0;
-    for (auto& p : pending_) {
-      Sample& s = p.s;
-      s.strategy = strategy::kNccl;
-      s.backend = "nccl-tests";
-      s.source = basename_of(name_);
-      s.device = device_name;
-      s.extra["system"] = stem_of(name_);
-      if (s.nnodes <= 1) s.nnodes = !facts_.hosts.empty() ? static_cast<int>(facts_.hosts.size()) : facts_.cmd_nodes.value_or(1);
-      s.iterations = facts_.iters;
-      bool failed = p.failed;
-      if (s.bytes == 0) ++zero;
-      if (!failed) {
-        if (p.time_us) {
-          s.time_us = *p.time_us;
-        } else if (!p.algbw_text.empty()) {
-          double a = *parse_double(p.algbw_text);
-          if (a > 0) {
-            s.time_us = static_cast<double>(s.bytes) / (a * 1e3);
-            s.extra["time_from"] = "algbw";
-          } else {
-            failed = true;
-          }
-        } else if (!p.busbw_text.empty()) {
-          double b = *parse_double(p.busbw_text);
-          double f = bus_factor(s.collective, s.nranks);
-          if (b > 0 && f > 0) {
-            s.time_us = static_cast<double>(s.bytes) / (b / f * 1e3);
-            s.extra["time_from"] = "busbw";
-          } else {
-            failed = true;
-          }
+  }
+
+  // The sample of a pending row with its collective and rank count set: the run's facts, and the time (the time
+  // column, else bytes / algbw, else bytes / (busbw / bus factor)); failed, with no time, when there is none.
+  Sample complete_sample(Pending p, const std::string& device_name) {
+    Sample& s = p.s;
+    s.strategy = strategy::kNccl;
+    s.backend = "nccl-tests";
+    s.source = basename_of(name_);
+    s.device = device_name;
+    s.extra["system"] = stem_of(name_);
+    if (s.nnodes <= 1) s.nnodes = !facts_.hosts.empty() ? static_cast<int>(facts_.hosts.size()) : facts_.cmd_nodes.value_or(1);
+    s.iterations = facts_.iters;
+    bool failed = p.failed;
+    if (!failed) {
+      if (p.time_us) {
+        s.time_us = *p.time_us;
+      } else if (!p.algbw_text.empty()) {
+        double a = *parse_double(p.algbw_text);
+        if (a > 0) {
+          s.time_us = static_cast<double>(s.bytes) / (a * 1e3);
+          s.extra["time_from"] = "algbw";
         } else {
           failed = true;
         }
-        if (!failed && !(std::isfinite(s.time_us) && s.time_us > 0)) failed = true;
+      } else if (!p.busbw_text.empty()) {
+        double b = *parse_double(p.busbw_text);
+        double f = bus_factor(s.collective, s.nranks);
+        if (b > 0 && f > 0) {
+          s.time_us = static_cast<double>(s.bytes) / (b / f * 1e3);
+          s.extra["time_from"] = "busbw";
+        } else {
+          failed = true;
+        }
+      } else {
+        failed = true;
       }
-      if (failed) {
-        s.status = SampleStatus::Failed;
-        s.time_us = 0;
-        ++result_.failed;
-      }
-      result_.samples.push_back(std::move(s));
+      if (!failed && !(std::isfinite(s.time_us) && s.time_us > 0)) failed = true;
     }
-    if (zero)
-      add_warning(result_, name_ + ":" + std::to_string(first_line) + ": " + std::to_string(zero) +
-                               " samples of 0 bytes kept as failed (nothing a model can use was timed)");
-    if (!device_name.empty()) result_.meta.emplace_back("device", device_name);
-    if (run_coll) result_.meta.emplace_back("collective", to_string(*run_coll) + " (from " + coll_from + ")");
-    if (!facts_.cmd_text.empty()) result_.meta.emplace_back("command", facts_.cmd_text);
-    pending_.clear();
-    last_size_by_key_.clear();
-    pipe_keys_.clear();
+    if (failed) {
+      s.status = SampleStatus::Failed;
+      s.time_us = 0;
+      ++result_.failed;
+    }
+    return std::move(s);
   }
 
   void handle(std::string_view raw, long line) {
@@ -928,7 +778,7 @@ class NcclTextReader {
       comment = true;
       if (starts_with(c, "##")) {
         const auto body = c.find_first_not_of('#');
-        markdown_heading(body == std::string_view::npos ? std::string_view() : trim(c.substr(body)));
+        heading_ = parse_pipe_heading(body == std::string_view::npos ? std::string_view() : trim(c.substr(body)));
         return;
       }
       c = trim(c.substr(1));
@@ -989,10 +839,8 @@ class NcclTextReader {
   bool pipe_open_ = false, pipe_sep_ = false, has_pipe_size_ = false;
   long pipe_header_line_ = 0;
   std::vector<std::string> pipe_header_;
-  std::vector<PCol> pcols_;
-  std::optional<std::int64_t> heading_size_;
-  std::optional<int> heading_ranks_;
-  std::string heading_text_;
+  std::vector<PipeColumn> pcols_;
+  PipeHeading heading_;  // the last markdown heading
 };
 
 }  // namespace

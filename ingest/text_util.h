@@ -9,14 +9,13 @@
 #include <vector>
 
 #include "model/sample.h"
+#include "model/text.h"  // trim, lower
 
 namespace arfit::ingest::detail {
 
 // Lines of a text, without their terminators ("\n" or "\r\n"). Line i is lines[i], reported as i + 1.
 std::vector<std::string_view> split_lines(std::string_view text);
 
-std::string_view trim(std::string_view s);
-std::string lower(std::string_view s);
 bool starts_with(std::string_view s, std::string_view prefix);
 bool ends_with(std::string_view s, std::string_view suffix);
 bool contains(std::string_view s, std::string_view needle);

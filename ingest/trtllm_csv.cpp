@@ -118,7 +118,7 @@ IngestResult read_trtllm_csv(const std::string& text, const std::string& name, c
     }
     s.strategy = get("strategy");
     if (s.strategy.empty()) throw InputError(name, ln, "strategy", "empty value");
-    for (auto& ch : s.strategy) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    s.strategy = upper(s.strategy);
     if (!fusion_col.empty()) {
       auto fu = try_parse_fusion(get(fusion_col));
       if (!fu) throw InputError(name, ln, fusion_col, "unknown fusion op '" + get(fusion_col) + "'");

@@ -11,6 +11,7 @@
 #include "model/atomic_file.h"
 #include "model/checked.h"
 #include "model/errors.h"
+#include "model/text.h"
 
 namespace arfit {
 namespace {
@@ -22,12 +23,6 @@ const std::vector<std::string> kColumns = {
 
 const std::set<std::string> kRequired = {"collective", "strategy", "nranks", "bytes", "time_us"};
 
-std::string trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r");
-  if (b == std::string::npos) return "";
-  size_t e = s.find_last_not_of(" \t\r");
-  return s.substr(b, e - b + 1);
-}
 
 // %.17g would print 12.5 as 12.5 but 0.1 as 0.10000000000000001; shortest round-trip is what we want.
 std::string format_double(double v) {
@@ -140,7 +135,7 @@ SampleFile parse_samples_csv(const std::string& text, const std::string& name) {
   const bool last_line_unterminated = !text.empty() && text.back() != '\n';
   if (lines.empty()) throw InputError(name, 0, "", "empty file (expected '" + std::string(kSampleSchemaLine) + "')");
   {
-    const std::string first = trim(lines[0]);
+    const std::string first(trim(lines[0]));
     if (first.rfind("#arfit-samples", 0) != 0)
       throw InputError(name, 1, "", "missing schema line '" + std::string(kSampleSchemaLine) + "'");
     if (first != kSampleSchemaLine)
@@ -148,15 +143,15 @@ SampleFile parse_samples_csv(const std::string& text, const std::string& name) {
   }
   size_t i = 1;
   for (; i < lines.size(); ++i) {
-    const std::string l = trim(lines[i]);
+    const std::string l(trim(lines[i]));
     if (l.empty()) continue;
     if (l[0] != '#') break;
-    std::string body = trim(l.substr(1));
+    std::string body(trim(std::string_view(l).substr(1)));
     size_t colon = body.find(':');
     if (colon == std::string::npos)
       result.meta.emplace_back(body, "");
     else
-      result.meta.emplace_back(trim(body.substr(0, colon)), trim(body.substr(colon + 1)));
+      result.meta.emplace_back(trim(std::string_view(body).substr(0, colon)), trim(std::string_view(body).substr(colon + 1)));
   }
   if (i >= lines.size()) throw InputError(name, static_cast<long>(lines.size()), "", "missing column header line");
   const long header_line = static_cast<long>(i + 1);

@@ -1,10 +1,10 @@
 #include "model/sm_targets.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 
 #include "model/group_model.h"
+#include "model/text.h"
 
 namespace arfit {
 
@@ -21,8 +21,7 @@ const std::vector<SmTarget>& sm_targets() {
 }
 
 int sm_from_device(const std::string& device) {
-  std::string d;
-  for (char c : device) d.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+  const std::string d = upper(device);
   auto has = [&](const char* k) { return d.find(k) != std::string::npos; };
   // Most specific names first (GB300 before B300 before B200, RTX PRO 6000 before 6000).
   if (has("GB300") || has("B300")) return 103;

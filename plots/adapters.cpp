@@ -2,24 +2,17 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <set>
 #include <tuple>
 
 #include "model/errors.h"
 #include "model/metrics.h"
+#include "model/text.h"
 
 namespace arfit::plots {
 
 namespace {
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
 
 // Key without the system, for pairing samples and models when the system labels differ.
 auto loose(const GroupKey& k) { return std::make_tuple(k.collective, k.strategy, k.fusion, k.dtype, k.nranks, k.nnodes); }
@@ -150,8 +143,8 @@ std::vector<NamedFit> fit_figures(const std::vector<Sample>& samples, const std:
                                "fit (" + view->family + ")", false);
       c.series = m.series;
       if (!c.points.empty()) d.curves.push_back(c);
-      d.subtitle = "family " + view->family + ", CV GMAE " + fmt("%.2g", 100.0 * view->cv_gmae) + " %, " +
-                   std::to_string(view->points) + " sizes fitted; curve extends " + fmt("%g", options.extend_octaves) +
+      d.subtitle = "family " + view->family + ", CV GMAE " + format_number(100.0 * view->cv_gmae, "%.2g") + " %, " +
+                   std::to_string(view->points) + " sizes fitted; curve extends " + format_number(options.extend_octaves, "%g") +
                    " octaves beyond them";
       if (view->family == "seed")
         for (const auto& [ln_p, sats_p] : view->seed_turning_points) {
@@ -555,8 +548,8 @@ std::vector<NamedHeatmap> regret_maps(const StrategyGrid& chosen, const Strategy
     h.data.title = fk.system + " · allreduce · " + (shaped ? "TP" + std::to_string(fk.tp) + " · " : "") +
                    "regret of the chosen strategy vs the measured best";
     h.data.caption = "Over " + std::to_string(r.size()) + " measured cells: geomean regret " +
-                     fmt("%.4f", std::exp(lsum / r.size())) + ", max " + fmt("%.3f", mx) + ", best chosen in " +
-                     fmt("%.1f", 100.0 * exact / r.size()) + " % of cells.";
+                     format_number(std::exp(lsum / r.size()), "%.4f") + ", max " + format_number(mx, "%.3f") + ", best chosen in " +
+                     format_number(100.0 * exact / r.size(), "%.1f") + " % of cells.";
     out.push_back(std::move(h));
   }
   return out;
@@ -617,7 +610,7 @@ ErrorSummaryData summary_from_eval_json(const nlohmann::json& j, const std::stri
                 "strategy over the measured best (bars show it minus 1, in %; lower is better); 'exact' is the share "
                 "of cells where the measured best was chosen (higher is better).";
     if (j.contains("measured_fraction") && j["measured_fraction"].is_number())
-      d.title += ", " + fmt("%.0f", 100.0 * j["measured_fraction"].get<double>()) + " % of cells measured";
+      d.title += ", " + format_number(100.0 * j["measured_fraction"].get<double>(), "%.0f") + " % of cells measured";
   } else {
     d.title = "eval " + protocol + " (" + src + ") · error per method";
   }

@@ -14,6 +14,7 @@
 #include <gnuplot-iostream.h>
 
 #include "model/atomic_file.h"
+#include "model/text.h"
 
 namespace fs = std::filesystem;
 
@@ -85,9 +86,7 @@ std::string gp_enhanced_escape(const std::string& s) {
 
 std::string gp_number(double v) {
   if (!std::isfinite(v)) return "NaN";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.15g", v);
-  return buf;
+  return format_number(v, "%.15g");
 }
 
 std::string data_block(const std::string& name, const std::vector<std::vector<std::string>>& rows) {
@@ -111,15 +110,10 @@ std::string data_block(const std::string& name, const std::vector<std::vector<st
 
 namespace {
 
-// "%g"-like with up to `digits` significant digits and no trailing zeros.
-std::string trim_number(double v, int digits = 3) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
-  std::string s = buf;
-  if (s.find('e') != std::string::npos && std::fabs(v) >= 1) {  // 1e+03 -> 1000; tiny values keep 1e-05
-    std::snprintf(buf, sizeof buf, "%.0f", v);
-    s = buf;
-  }
+// "%g"-like with up to 3 significant digits and no trailing zeros.
+std::string trim_number(double v) {
+  const std::string s = format_number(v, "%.3g");
+  if (s.find('e') != std::string::npos && std::fabs(v) >= 1) return format_number(v, "%.0f");  // 1e+03 -> 1000; tiny values keep 1e-05
   return s;
 }
 

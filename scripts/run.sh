@@ -18,7 +18,8 @@ bash scripts/setup.sh
 BUILD=${ARFIT_BUILD_DIR:-build}
 OUT=${ARFIT_OUT:-out}
 JOBS=${ARFIT_JOBS:-$(nproc)}
-cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release > "$BUILD.configure.log" 2>&1 || { cat "$BUILD.configure.log"; exit 1; }
+mkdir -p "$BUILD"  # the configure log goes inside the build directory, never into the source tree
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release > "$BUILD/configure.log" 2>&1 || { cat "$BUILD/configure.log"; exit 1; }
 cmake --build "$BUILD" -j "$JOBS" --target arfit arbench
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

@@ -1,13 +1,13 @@
 #include "trace/breakdown.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <map>
 #include <set>
 #include <sstream>
 #include <stdexcept>
 
 #include "model/sample_csv.h"
+#include "model/text.h"
 
 namespace arfit::trace {
 
@@ -46,13 +46,7 @@ void leaves_rec(const ProfileNode& n, std::vector<std::string>& path, const std:
   path.pop_back();
 }
 
-std::string fmt(double v, const char* f = "%.3f") {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
-std::string pct(double part, double total) { return total > 0 ? fmt(100.0 * part / total, "%.2f") : "0.00"; }
+std::string pct(double part, double total) { return total > 0 ? format_number(100.0 * part / total, "%.2f") : "0.00"; }
 
 }  // namespace
 
@@ -318,7 +312,7 @@ std::string class_table_csv(const Breakdown& b) {
   for (const auto& p : b.phases)
     for (const auto& c : p.classes)
       o << csv_escape(p.phase) << "," << to_string(p.kind) << "," << p.step << "," << csv_escape(c.id) << ","
-        << csv_escape(c.label) << "," << (c.communication ? 1 : 0) << "," << fmt(c.time_us) << "," << pct(c.time_us, p.total_us)
+        << csv_escape(c.label) << "," << (c.communication ? 1 : 0) << "," << format_number(c.time_us, "%.3f") << "," << pct(c.time_us, p.total_us)
         << "," << c.invocations << "\n";
   return o.str();
 }
@@ -329,7 +323,7 @@ std::string entry_table_csv(const Breakdown& b) {
   for (const auto& p : b.phases)
     for (const auto& e : p.entries)
       o << csv_escape(p.phase) << "," << to_string(p.kind) << "," << p.step << "," << csv_escape(e.name) << ","
-        << csv_escape(e.full_name) << "," << csv_escape(e.class_id) << "," << fmt(e.time_us) << ","
+        << csv_escape(e.full_name) << "," << csv_escape(e.class_id) << "," << format_number(e.time_us, "%.3f") << ","
         << pct(e.time_us, p.total_us) << "," << e.invocations << "\n";
   return o.str();
 }
@@ -338,7 +332,7 @@ std::string comm_share_csv(const Breakdown& b) {
   std::ostringstream o;
   o << "phase,kind,step,total_us,comm_us,comm_share_pct\n";
   for (const auto& p : b.phases)
-    o << csv_escape(p.phase) << "," << to_string(p.kind) << "," << p.step << "," << fmt(p.total_us) << "," << fmt(p.comm_us)
+    o << csv_escape(p.phase) << "," << to_string(p.kind) << "," << p.step << "," << format_number(p.total_us, "%.3f") << "," << format_number(p.comm_us, "%.3f")
       << "," << pct(p.comm_us, p.total_us) << "\n";
   return o.str();
 }
@@ -349,7 +343,7 @@ std::string unmatched_csv(const Breakdown& b) {
   for (const auto& u : b.unmatched) {
     std::string phases;
     for (const auto& p : u.phases) phases += (phases.empty() ? "" : " ") + p;
-    o << csv_escape(u.name) << "," << fmt(u.time_us) << "," << u.invocations << "," << csv_escape(phases) << "\n";
+    o << csv_escape(u.name) << "," << format_number(u.time_us, "%.3f") << "," << u.invocations << "," << csv_escape(phases) << "\n";
   }
   return o.str();
 }

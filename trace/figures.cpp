@@ -2,10 +2,11 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <sstream>
+
+#include "model/text.h"
 
 namespace arfit::trace {
 
@@ -189,9 +190,7 @@ plots::Figure comm_share_figure(const CommShareData& d, const std::string& stem)
   std::vector<std::vector<std::string>> rows;
   double top = 0;
   for (std::size_t i = 0; i < d.bars.size(); ++i) {
-    char label[32];
-    std::snprintf(label, sizeof label, "%.1f%%", d.share_pct[i]);
-    rows.push_back({std::to_string(i), plots::gp_number(d.share_pct[i]), label, d.bars[i]});
+    rows.push_back({std::to_string(i), plots::gp_number(d.share_pct[i]), format_number(d.share_pct[i], "%.1f") + "%", d.bars[i]});
     top = std::max(top, d.share_pct[i]);
   }
   std::ostringstream s;

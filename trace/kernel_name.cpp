@@ -6,14 +6,9 @@
 #include <vector>
 
 #include "model/sample.h"
+#include "model/text.h"
 
 namespace arfit::trace {
-
-std::string ascii_lower(std::string s) {
-  for (auto& c : s)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return s;
-}
 
 namespace {
 
@@ -56,7 +51,7 @@ std::string nccl_dtype(const std::string& word) {
       {"f16", "fp16"}, {"f32", "fp32"}, {"f64", "fp64"}, {"bf16", "bf16"}, {"f8e4m3", "fp8_e4m3"}, {"f8e5m2", "fp8_e5m2"},
       {"half", "fp16"}, {"float", "fp32"}, {"double", "fp64"}, {"bfloat16", "bf16"}, {"int8", "int8"}, {"uint8", "uint8"},
       {"int32", "int32"}, {"uint32", "uint32"}}};
-  std::string w = ascii_lower(word);
+  std::string w = lower(word);
   for (const auto& [spelling, canonical] : table)
     if (w == spelling) return canonical;
   if (w == "int64" || w == "uint64") return w;
@@ -74,7 +69,7 @@ const std::array<std::pair<const char*, const char*>, 15>& dtype_spellings() {
 }
 
 std::string other_dtype(const std::string& head) {
-  std::string l = ascii_lower(head);
+  std::string l = lower(head);
   std::size_t best = std::string::npos;
   std::string dtype;
   for (const auto& [spelling, canonical] : dtype_spellings()) {
@@ -151,7 +146,7 @@ std::string compact_nccl_name(const NcclName& n) {
 bool is_nccl_kernel(const std::string& head) { return head.rfind("ncclDevKernel_", 0) == 0 || head.rfind("ncclKernel_", 0) == 0; }
 
 std::string other_algorithm(const std::string& head) {
-  std::string l = ascii_lower(head);
+  std::string l = lower(head);
   for (const auto& [spelling, name] : std::array<std::pair<const char*, const char*>, 6>{
            {{"oneshot", "oneshot"}, {"one_shot", "oneshot"}, {"twoshot", "twoshot"}, {"two_shot", "twoshot"}, {"1stage", "1stage"}, {"2stage", "2stage"}}})
     if (l.find(spelling) != std::string::npos) return name;
@@ -160,8 +155,8 @@ std::string other_algorithm(const std::string& head) {
 
 // Does the (shortened) text still say this fact? Any spelling of the dtype counts ("bf16" for "__nv_bfloat16").
 bool says_dtype(const std::string& text, const std::string& dtype) {
-  std::string l = ascii_lower(text);
-  if (l.find(ascii_lower(dtype)) != std::string::npos) return true;
+  std::string l = lower(text);
+  if (l.find(lower(dtype)) != std::string::npos) return true;
   for (const auto& [spelling, canonical] : dtype_spellings())
     if (canonical == dtype && l.find(spelling) != std::string::npos) return true;
   for (const auto& w : words(text))
@@ -170,7 +165,7 @@ bool says_dtype(const std::string& text, const std::string& dtype) {
 }
 
 bool says_algorithm(const std::string& text, const std::string& algorithm) {
-  std::string l = ascii_lower(text), a = ascii_lower(algorithm);
+  std::string l = lower(text), a = lower(algorithm);
   if (l.find(a) != std::string::npos) return true;
   if (a == "oneshot") return l.find("one_shot") != std::string::npos;
   if (a == "twoshot") return l.find("two_shot") != std::string::npos;
@@ -201,7 +196,7 @@ std::string base_name(const std::string& head, const std::string& full) {
     auto b = r.find_first_not_of(' ');
     return b == std::string::npos ? std::string() : r.substr(b);
   };
-  std::string lb = ascii_lower(last_ident(base));
+  std::string lb = lower(last_ident(base));
   bool generic = lb.empty() || lb == "kernel" || lb == "kernel2" || lb == "device_kernel" || lb == "kernel_entry" || lb == "global_kernel";
   std::string out = (generic && !first_arg.empty()) ? last_ident(first_arg) : (base.empty() ? full : base);
   // Keep namespaces short: "at::native::(anonymous namespace)::foo" -> "foo".

@@ -26,7 +26,4 @@ KernelNameFacts kernel_name_facts(const std::string& name);
 // when the shortened name no longer says them they are appended, "<bf16,RING_LL>".
 std::string shorten_name(const std::string& name, std::size_t max_len = 40);
 
-// ASCII letters lower-cased; other bytes (UTF-8 included) unchanged. The one helper trace/ uses for this.
-std::string ascii_lower(std::string s);
-
 }  // namespace arfit::trace

@@ -12,17 +12,11 @@
 #include "model/checked.h"
 #include "model/errors.h"
 #include "model/sample_csv.h"
+#include "model/text.h"
 #include "trace/kernel_name.h"
 
 namespace arfit::trace {
 namespace {
-
-std::string trim(const std::string& s) {
-  auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  auto e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
 
 struct Table {
   std::vector<std::string> header;
@@ -46,7 +40,7 @@ Table read_table(const std::string& text, const std::string& name, const char* w
     if (t.header.empty()) {
       bool has_name = false, has_time = false;
       for (const auto& c : cells) {
-        std::string l = ascii_lower(c);
+        std::string l = lower(c);
         if (l == "name") has_name = true;
         if (l.find("time") != std::string::npos || l.find("duration") != std::string::npos || l.find("start") != std::string::npos) has_time = true;
       }
@@ -67,7 +61,7 @@ Table read_table(const std::string& text, const std::string& name, const char* w
 int find_col(const Table& t, const std::vector<std::string>& prefixes) {
   for (const auto& p : prefixes)
     for (std::size_t i = 0; i < t.header.size(); ++i) {
-      std::string h = ascii_lower(t.header[i]);
+      std::string h = lower(t.header[i]);
       if (h == p || h.rfind(p + " (", 0) == 0 || h.rfind(p + "(", 0) == 0) return static_cast<int>(i);
     }
   return -1;
@@ -76,7 +70,7 @@ int find_col(const Table& t, const std::vector<std::string>& prefixes) {
 // Microseconds per unit, for the units nsys writes (in a header "(ns)", or after each number in a GUI export
 // "75.794 ms"): ns, us, µs (U+00B5 micro sign, also as a lone Latin-1 byte), μs (U+03BC Greek mu), ms, s.
 std::optional<double> time_unit_us(const std::string& unit) {
-  std::string u = ascii_lower(unit);
+  std::string u = lower(unit);
   if (u == "ns") return 1e-3;
   if (u == "us" || u == "\xc2\xb5s" || u == "\xce\xbcs" || u == "\xb5s") return 1.0;
   if (u == "ms") return 1e3;
@@ -90,7 +84,7 @@ double header_unit_us(const std::string& header) {
   auto open = header.rfind('(');
   auto close = header.rfind(')');
   if (open != std::string::npos && close != std::string::npos && close > open)
-    if (auto u = time_unit_us(trim(header.substr(open + 1, close - open - 1)))) return *u;
+    if (auto u = time_unit_us(std::string(trim(std::string_view(header).substr(open + 1, close - open - 1))))) return *u;
   return 1e-3;
 }
 
@@ -205,7 +199,7 @@ std::vector<NvtxRange> read_nvtx(const std::string& text, const std::string& nam
   for (const auto& row : t.rows) {
     if (static_cast<std::size_t>(c_name) >= row.second.size()) throw InputError(name, row.first, "Name", "missing cell");
     std::string nm = row.second[static_cast<std::size_t>(c_name)];
-    std::string l = ascii_lower(nm);
+    std::string l = lower(nm);
     PhaseKind kind;
     if (l.find("prefill") != std::string::npos) kind = PhaseKind::Prefill;
     else if (l.find("decode") != std::string::npos) kind = PhaseKind::Decode;
@@ -242,7 +236,7 @@ void add_phase_nodes(Phase& ph, const std::map<std::string, KernelAgg>& kernels,
 
 bool looks_like_nsys_csv(const std::string& text) {
   // The CLI export names units in the header ("Total Time (ns)", "Duration (ns)"); the GUI export does not.
-  std::string head = ascii_lower(text.substr(0, 4096));
+  std::string head = lower(text.substr(0, 4096));
   return head.find("name") != std::string::npos &&
          (head.find("total time") != std::string::npos || head.find("duration") != std::string::npos);
 }

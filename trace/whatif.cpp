@@ -7,16 +7,11 @@
 #include <tuple>
 
 #include "model/sample_csv.h"
+#include "model/text.h"
 
 namespace arfit::trace {
 
 namespace {
-std::string fmt(double v, const char* f = "%.3f") {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
 bool is_integer_dtype(const std::string& d) {
   return d == "int8" || d == "uint8" || d == "int32" || d == "uint32" || d == "int64" || d == "uint64";
 }
@@ -35,7 +30,7 @@ std::pair<std::string, std::string> collective_dtype(const ProfileNode* n, const
 std::string synchronisation_reason(const OpClass& c, const KernelNameFacts& facts, double recorded_bytes, const WhatIfOptions& opt) {
   if (!c.collective || *c.collective != Collective::AllReduce) return "";
   if (recorded_bytes > 0 && recorded_bytes <= kSyncAllReduceMaxBytes)
-    return fmt(recorded_bytes, "%.0f") + "-byte all-reduce recorded";
+    return format_number(recorded_bytes, "%.0f") + "-byte all-reduce recorded";
   if (is_integer_dtype(facts.dtype)) return facts.dtype + " all-reduce (an integer counter or flag)";
   if (facts.reduce_op == "Max" || facts.reduce_op == "Min" || facts.reduce_op == "Prod" || facts.reduce_op == "MinMax")
     return facts.reduce_op + " all-reduce";
@@ -55,7 +50,7 @@ std::vector<std::string> same_size_dtypes(const std::string& dtype) {
 
 std::string query_text(const PredictQuery& q) {
   return to_string(q.collective) + "/" + q.strategy + "/" + to_string(q.fusion) + "/" + q.dtype + " n=" + std::to_string(q.nranks) +
-         (q.sm ? " sm=" + std::to_string(q.sm) : "") + " bytes=" + fmt(q.bytes, "%.0f");
+         (q.sm ? " sm=" + std::to_string(q.sm) : "") + " bytes=" + format_number(q.bytes, "%.0f");
 }
 
 // The prediction for q, else for q with a dtype of the same element size (q.dtype then names the one used and
@@ -241,8 +236,8 @@ std::string format_what_if(const WhatIfResult& r, const Profile& profile, const 
                 "", "comm_%");
   o << line;
   for (const auto& p : r.phases) {
-    std::string interval = "[" + fmt(p.comm_lo_us, "%.1f") + ", " + fmt(p.comm_hi_us, "%.1f") + "]";
-    std::string share_iv = "[" + fmt(100 * p.share_lo, "%.1f") + ", " + fmt(100 * p.share_hi, "%.1f") + "]";
+    std::string interval = "[" + format_number(p.comm_lo_us, "%.1f") + ", " + format_number(p.comm_hi_us, "%.1f") + "]";
+    std::string share_iv = "[" + format_number(100 * p.share_lo, "%.1f") + ", " + format_number(100 * p.share_hi, "%.1f") + "]";
     std::snprintf(line, sizeof line, "%-14s %12.1f | %12.1f %9.1f | %12.1f %-26s %6.1f %s\n", p.phase.c_str(), p.total_measured_us,
                   p.comm_measured_us, 100 * p.share_measured, p.comm_predicted_us, interval.c_str(), 100 * p.share_predicted,
                   share_iv.c_str());
@@ -250,10 +245,10 @@ std::string format_what_if(const WhatIfResult& r, const Profile& profile, const 
   }
   o << "\ncollectives:\n";
   for (const auto& c : r.collectives) {
-    o << "  " << c.phase << "  " << shorten_name(c.kernel, 48) << "  x" << c.invocations << "  measured " << fmt(c.measured_us, "%.1f")
+    o << "  " << c.phase << "  " << shorten_name(c.kernel, 48) << "  x" << c.invocations << "  measured " << format_number(c.measured_us, "%.1f")
       << " us";
     if (c.repredicted) {
-      o << " -> " << fmt(c.predicted_us, "%.1f") << " us [" << fmt(c.lo_us, "%.1f") << ", " << fmt(c.hi_us, "%.1f") << "]  ("
+      o << " -> " << format_number(c.predicted_us, "%.1f") << " us [" << format_number(c.lo_us, "%.1f") << ", " << format_number(c.hi_us, "%.1f") << "]  ("
         << c.query << ", size from " << c.bytes_from << (c.dtype_from == "--dtype" ? "" : ", dtype from " + c.dtype_from)
         << (c.extrapolated ? ", extrapolated" : "") << (c.how.empty() ? "" : ", " + c.how)
         << ")";
@@ -270,9 +265,9 @@ std::string what_if_phases_csv(const WhatIfResult& r) {
   o << "phase,kind,total_measured_us,comm_measured_us,comm_predicted_us,comm_lo_us,comm_hi_us,share_measured_pct,"
        "share_predicted_pct,share_lo_pct,share_hi_pct\n";
   for (const auto& p : r.phases)
-    o << csv_escape(p.phase) << "," << to_string(p.kind) << "," << fmt(p.total_measured_us) << "," << fmt(p.comm_measured_us) << ","
-      << fmt(p.comm_predicted_us) << "," << fmt(p.comm_lo_us) << "," << fmt(p.comm_hi_us) << "," << fmt(100 * p.share_measured, "%.2f")
-      << "," << fmt(100 * p.share_predicted, "%.2f") << "," << fmt(100 * p.share_lo, "%.2f") << "," << fmt(100 * p.share_hi, "%.2f")
+    o << csv_escape(p.phase) << "," << to_string(p.kind) << "," << format_number(p.total_measured_us, "%.3f") << "," << format_number(p.comm_measured_us, "%.3f") << ","
+      << format_number(p.comm_predicted_us, "%.3f") << "," << format_number(p.comm_lo_us, "%.3f") << "," << format_number(p.comm_hi_us, "%.3f") << "," << format_number(100 * p.share_measured, "%.2f")
+      << "," << format_number(100 * p.share_predicted, "%.2f") << "," << format_number(100 * p.share_lo, "%.2f") << "," << format_number(100 * p.share_hi, "%.2f")
       << "\n";
   return o.str();
 }

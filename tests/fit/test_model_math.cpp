@@ -96,6 +96,17 @@ TEST(Spline, NaturalReproducesALine) {
 
 TEST(Spline, RejectsUnsortedKnots) { EXPECT_THROW(HermiteSpline({0, 2, 1}, {0, 0, 0}, SplineKind::Akima), std::invalid_argument); }
 
+TEST(LogLog, InterpolatesAndExtendsTheEndSegments) {
+  const std::vector<double> x = {10, 100, 1000}, y = {1, 10, 10};
+  EXPECT_NEAR(loglog_at(x, y, 31.6227766), std::sqrt(10.0), 1e-6);  // halfway in log-log on a slope of 1
+  EXPECT_NEAR(loglog_at(x, y, 100), 10, 1e-12);
+  EXPECT_NEAR(loglog_at(x, y, 500), 10, 1e-12);   // flat segment
+  EXPECT_NEAR(loglog_at(x, y, 1), 0.1, 1e-12);    // first segment extended below
+  EXPECT_NEAR(loglog_at(x, y, 1e5), 10, 1e-12);   // last segment extended above
+  EXPECT_EQ(loglog_at({5}, {7}, 1e9), 7);
+  EXPECT_TRUE(std::isnan(loglog_at({}, {}, 1)));
+}
+
 TEST(Metrics, GmaeByHand) {
   // exp(mean(ln(e + 4e-4))) with e = 0.01, 0.04: sqrt(0.0104 * 0.0404)
   EXPECT_NEAR(gmae({0.01, 0.04}), std::sqrt(0.0104 * 0.0404), 1e-15);

@@ -1,0 +1,32 @@
+// Small text helpers, one of each kind for the whole project (readers, writers, the CLI, arbench): trimming,
+// ASCII case, a number through a printf conversion, and the content fingerprint printed next to inputs.
+// Locale-free: case mapping and whitespace are ASCII whatever the C locale says.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace arfit {
+
+// ASCII whitespace: space, \t, \r, \n, \f, \v.
+bool is_space(char c);
+
+// `s` without leading and trailing ASCII whitespace (space, \t, \r, \n, \f, \v). A view into `s`: keep the
+// string it views alive (assign it to a std::string to keep a copy).
+std::string_view trim(std::string_view s);
+
+// ASCII case mapping; other bytes (UTF-8 included) are kept as they are.
+std::string lower(std::string_view s);
+std::string upper(std::string_view s);
+
+// One double through one printf conversion ("%.3f", "%.4g", "%.15g"): the format must hold exactly one
+// conversion of a double and print at most 63 characters.
+std::string format_number(double v, const char* printf_format);
+
+// FNV-1a-style 64-bit hash of `bytes` as 16 lower-case hex digits: the fingerprint of an input named in a models
+// file ("fnv1a64") or a generated table's banner. Its offset basis is 1469598103934665603, not FNV's
+// 14695981039346656037 (a digit was lost when it was first written); kept so that the fingerprints in files
+// written before stay comparable. Any fixed basis serves the purpose, telling input files apart.
+std::string fnv1a64_hex(std::string_view bytes);
+
+}  // namespace arfit

@@ -1,0 +1,48 @@
+// model/text.h: the one trim / case / number-formatting / fingerprint helper of the project.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "model/text.h"
+
+using namespace arfit;
+
+TEST(Text, TrimDropsAsciiWhitespaceAtBothEndsOnly) {
+  EXPECT_EQ(trim("  a b\t\r\n"), "a b");
+  EXPECT_EQ(trim("\f\v x \v"), "x");
+  EXPECT_EQ(trim(" \t\r\n"), "");
+  EXPECT_EQ(trim(""), "");
+  EXPECT_EQ(trim("\xc2\xa0x"), "\xc2\xa0x");  // a UTF-8 no-break space is not ASCII whitespace
+  std::string s = "  keep  ";
+  s = trim(s);  // assigning a view of the string to itself
+  EXPECT_EQ(s, "keep");
+}
+
+TEST(Text, CaseMappingIsAsciiOnly) {
+  EXPECT_EQ(lower("AllReduce_NCCL-2.27"), "allreduce_nccl-2.27");
+  EXPECT_EQ(upper("oneshot µs"), "ONESHOT µS");  // the bytes of µ unchanged
+  EXPECT_EQ(lower("\xc3\x89"), "\xc3\x89");       // É stays as it is
+}
+
+TEST(Text, FormatNumberIsOnePrintfConversion) {
+  EXPECT_EQ(format_number(1.23456, "%.3f"), "1.235");
+  EXPECT_EQ(format_number(1e15, "%.15g"), "1e+15");
+  EXPECT_EQ(format_number(0.1, "%.17g"), "0.10000000000000001");
+  EXPECT_EQ(format_number(1.5, "%.10g"), "1.5");
+  EXPECT_EQ(format_number(std::nan(""), "%.3f"), "nan");
+}
+
+// The offset basis is 1469598103934665603, not FNV's 14695981039346656037 (see model/text.h): the empty string
+// hashes to it, and each byte is xor-ed in, then multiplied by FNV's 64-bit prime.
+TEST(Text, Fnv1a64IsTheXorMultiplyChainFromItsBasis) {
+  EXPECT_EQ(fnv1a64_hex(""), "14650fb0739d0383");
+  const std::uint64_t basis = 1469598103934665603ull, prime = 1099511628211ull;
+  const std::uint64_t a = (basis ^ 'a') * prime, ab = (a ^ 'b') * prime;
+  char want[17];
+  std::snprintf(want, sizeof want, "%016llx", static_cast<unsigned long long>(ab));
+  EXPECT_EQ(fnv1a64_hex("ab"), want);
+  EXPECT_NE(fnv1a64_hex("ab"), fnv1a64_hex("ba"));
+}
