@@ -8,6 +8,7 @@
 
 #include "model/alltoallv.h"
 #include "model/metrics.h"
+#include "model/text.h"
 #include "plots/adapters.h"
 
 namespace arfit::plots {
@@ -21,18 +22,15 @@ bool all_equal(const std::vector<double>& v) {
   return true;
 }
 
-std::string percent(double fraction) {
-  std::ostringstream o;
-  o.setf(std::ios::fixed);
-  o.precision(1);
-  o << fraction * 100 << " %";
-  return o.str();
-}
+std::string percent(double fraction) { return format_number(fraction * 100, "%.1f") + " %"; }
 
 }  // namespace
 
 std::string alltoallv_family(const std::string& splits, double element_bytes) {
-  const AllToAllvSplit sp = parse_alltoallv_split(splits, element_bytes);
+  return alltoallv_family(parse_alltoallv_split(splits, element_bytes));
+}
+
+std::string alltoallv_family(const AllToAllvSplit& sp) {
   std::vector<double> sent, received;
   for (int r = 0; r < sp.nranks(); ++r) sent.push_back(sp.sent(r)), received.push_back(sp.received(r));
   const bool even_sent = all_equal(sent), even_received = all_equal(received);
@@ -154,7 +152,7 @@ std::vector<NamedAllToAllv> alltoallv_figures(const std::vector<Sample>& samples
       Point p;
       try {
         p.split = parse_alltoallv_split(text, elem);
-        p.family = alltoallv_family(text, elem);
+        p.family = alltoallv_family(p.split);
       } catch (const std::invalid_argument&) {
         continue;  // a split the model cannot read has no effective size to draw at
       }

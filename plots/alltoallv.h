@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "model/alltoallv.h"
 #include "model/model_set.h"
 #include "model/sample.h"
 #include "plots/figures.h"
@@ -36,6 +37,7 @@ Figure alltoallv_figure(const AllToAllvFigureData& data, const std::string& stem
 // Which side of a split is uneven: "even", "uneven senders" (DLRM tables), "uneven receivers" (Zipf routing,
 // hot spots) or "both uneven".
 std::string alltoallv_family(const std::string& splits, double element_bytes);
+std::string alltoallv_family(const AllToAllvSplit& split);
 
 struct NamedAllToAllv {
   std::string name;  // "alltoallv_<system>_<strategy>_..._n2"

@@ -28,6 +28,4 @@ long json_line_of(const std::string& text, const JsonPath& path) {
   return arfit::json_line_of(text, pointer);
 }
 
-long line_of_offset(const std::string& text, std::size_t offset) { return arfit::line_of_offset(text, offset); }
-
 }  // namespace arfit::trace

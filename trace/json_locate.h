@@ -21,7 +21,4 @@ std::string format_json_path(const JsonPath& path);
 // deepest value found (a missing key is reported at its parent object). 0 when the text is not scannable.
 long json_line_of(const std::string& text, const JsonPath& path);
 
-// 1-based line of a byte offset (for nlohmann::json::parse_error::byte).
-long line_of_offset(const std::string& text, std::size_t offset);
-
 }  // namespace arfit::trace

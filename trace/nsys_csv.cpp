@@ -20,9 +20,12 @@ namespace {
 
 struct Table {
   std::vector<std::string> header;
+  std::vector<double> column_unit_us;  // per column: what its name gives unit-less cells (header_unit_us), found once
   long header_line = 0;
   std::vector<std::pair<long, std::vector<std::string>>> rows;  // (1-based line, cells)
 };
+
+double header_unit_us(const std::string& header);
 
 // Header: the first line that has a "Name" column and a time column.
 Table read_table(const std::string& text, const std::string& name, const char* what) {
@@ -47,6 +50,7 @@ Table read_table(const std::string& text, const std::string& name, const char* w
       if (has_name && has_time) {
         t.header = cells;
         t.header_line = lineno;
+        for (const auto& c : t.header) t.column_unit_us.push_back(header_unit_us(c));
       }
       continue;
     }
@@ -158,7 +162,7 @@ double time_cell_us(const Table& t, const std::pair<long, std::vector<std::strin
   const std::string& cell = cell_text(t, row, col, name);
   std::string unit;
   if (auto v = leading_number(cell, &unit)) {
-    if (unit.empty()) return *v * header_unit_us(t.header[static_cast<std::size_t>(col)]);
+    if (unit.empty()) return *v * t.column_unit_us[static_cast<std::size_t>(col)];
     if (auto u = time_unit_us(unit)) return *v * *u;
   }
   throw InputError(name, row.first, t.header[static_cast<std::size_t>(col)],

@@ -69,15 +69,22 @@ std::optional<Prediction> predict_same_size(const Predictor& predict, PredictQue
   return std::nullopt;
 }
 
+// The message size the profile recorded: its bytes, else its shape x element size; 0 when it recorded neither.
+double recorded_bytes(const ProfileNode* n, const std::string& dtype) {
+  if (n && n->bytes > 0) return n->bytes;
+  if (n && n->shape_tokens > 0) return static_cast<double>(n->shape_tokens) * static_cast<double>(n->shape_hidden) * dtype_size(dtype);
+  return 0.0;
+}
+
 // Message size: what the profile recorded, else tokens x hidden x element size. False when unknown.
 bool size_query(const ProfileNode* n, const std::string& dtype, std::int64_t tokens, const WhatIfOptions& opt, PredictQuery& q,
                 std::string* from) {
   int ds = dtype_size(dtype);
   if (n && n->bytes > 0) {
-    q.bytes = n->bytes;
+    q.bytes = recorded_bytes(n, dtype);
     *from = "recorded bytes";
   } else if (n && n->shape_tokens > 0) {
-    q.bytes = static_cast<double>(n->shape_tokens) * static_cast<double>(n->shape_hidden) * ds;
+    q.bytes = recorded_bytes(n, dtype);
     q.tokens = n->shape_tokens;
     q.hidden = n->shape_hidden;
     *from = "recorded shape";
@@ -133,9 +140,7 @@ WhatIfResult what_if(const Profile& profile, const RuleTable& rules, const WhatI
       const ProfileNode* n = l.node;
       KernelNameFacts facts = kernel_name_facts(l.name);
       std::tie(cw.dtype, cw.dtype_from) = collective_dtype(n, facts, opt);
-      double recorded = n && n->bytes > 0 ? n->bytes
-                        : n && n->shape_tokens > 0 ? static_cast<double>(n->shape_tokens) * static_cast<double>(n->shape_hidden) * dtype_size(cw.dtype)
-                                                   : 0.0;
+      const double recorded = recorded_bytes(n, cw.dtype);
       std::string sync = synchronisation_reason(*c, facts, recorded, opt);
       PredictQuery q;
       std::optional<Prediction> p;
