@@ -395,9 +395,7 @@ GridSpec preset(const std::string& name) {
     for (std::int64_t& b : g.bytes) b = (b + 32) / 64 * 64;
     for (const auto& p : parse_split_patterns(kHostAllToAllvSplits, "--preset host-alltoallv")) g.splits.push_back(p.to_string());
   } else {
-    std::string known;
-    for (const auto& n : preset_names()) known += (known.empty() ? "" : ", ") + n;
-    throw GridError("--preset", "unknown preset '" + name + "' (known: " + known + ")");
+    throw GridError("--preset", "unknown preset '" + name + "' (known: " + join(preset_names(), ", ") + ")");
   }
   for (const char* axis : {"collectives", "strategies", "fusions", "dtypes", "tp", "tokens", "hidden", "bytes", "plan", "splits"})
     g.origin[axis] = origin;

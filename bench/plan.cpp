@@ -1,6 +1,7 @@
 #include "bench/plan.h"
 
 #include "bench/alltoallv_splits.h"
+#include "model/text.h"
 
 #include <algorithm>
 #include <map>
@@ -23,12 +24,6 @@ std::vector<int> default_tp(int world) {
   for (int t = 2; t <= world; t *= 2) v.push_back(t);
   if (v.back() != world) v.push_back(world);
   return v;
-}
-
-static std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
-  return s;
 }
 
 PlannedGrid plan_cases(GridSpec& spec, const PlanOptions& options, std::vector<std::string>* notices) {
@@ -88,7 +83,7 @@ PlannedGrid plan_cases(GridSpec& spec, const PlanOptions& options, std::vector<s
     for (const auto& s : spec.strategies)
       if (std::find(have.begin(), have.end(), s) == have.end() && !spec.skip_unsupported)
         throw GridError(spec.option_for("strategies"), "strategy '" + s + "' has no " + to_string(c) + " in the " +
-                                                           spec.backend + " backend (available: " + join(have) + ")");
+                                                           spec.backend + " backend (available: " + join(have, ", ") + ")");
   }
 
   PlannedGrid full = expand_grid(spec, [&](Collective c) { return strategies_of(spec.backend, c); });
@@ -113,7 +108,7 @@ PlannedGrid plan_cases(GridSpec& spec, const PlanOptions& options, std::vector<s
       for (auto x : d->fusions) f.push_back(to_string(x));
       throw GridError(spec.option_for("fusions"), spec.backend + " " + to_string(c.collective) + " " + c.strategy +
                                                       " does not support fusion " + to_string(c.fusion) +
-                                                      " (supported: " + join(f) + ")");
+                                                      " (supported: " + join(f, ", ") + ")");
     }
     if (!d->supports(c.dtype)) {
       if (spec.skip_unsupported) {
@@ -122,7 +117,7 @@ PlannedGrid plan_cases(GridSpec& spec, const PlanOptions& options, std::vector<s
       }
       throw GridError(spec.option_for("dtypes"), spec.backend + " " + to_string(c.collective) + " " + c.strategy +
                                                      " does not support dtype " + c.dtype + " (supported: " +
-                                                     join(d->dtypes) + ")");
+                                                     join(d->dtypes, ", ") + ")");
     }
     if (c.fusion != FusionOp::None && c.tokens == 0)
       throw GridError(spec.option_for("fusions"), "fusion " + to_string(c.fusion) +

@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "ingest/ingest.h"
 #include "model/atomic_file.h"
+#include "model/json_input.h"
 #include "model/model_set.h"
 #include "model/sm_targets.h"
 
@@ -53,15 +54,28 @@ inline CLI::Validator known_sm_validator() {
   return CLI::IsMember(sms);
 }
 
-// The models file at `path` when it is one (a JSON object with "schema": "arfit-models"), else nullopt (the
-// caller reads it as samples: nccl-tests -J output is JSON too).
-inline std::optional<ModelSet> load_if_models_file(const std::string& path) {
-  const std::string text = read_file(path);
+// `text` (read from `path`) parsed when it is a JSON object arfit can read (model/json_input.h: bounded
+// nesting), else nullopt: nccl-tests -J output is JSON too, and reading the file as samples reports its errors.
+inline std::optional<nlohmann::json> json_object_of(const std::string& text, const std::string& path) {
   const std::size_t first = text.find_first_not_of(" \t\r\n");
   if (first == std::string::npos || text[first] != '{') return std::nullopt;
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-  if (!j.is_object() || j.value("schema", std::string()) != "arfit-models") return std::nullopt;
-  return ModelSet::load(path);
+  try {
+    nlohmann::json j = parse_json(text, path);
+    if (j.is_object()) return j;
+  } catch (const InputError&) {
+  }
+  return std::nullopt;
+}
+
+inline bool is_models_document(const nlohmann::json& j) { return j.value("schema", std::string()) == "arfit-models"; }
+
+// The models file at `path` when it is one (a JSON object with "schema": "arfit-models"), else nullopt (the
+// caller reads it as samples). The file is read once.
+inline std::optional<ModelSet> load_if_models_file(const std::string& path) {
+  const std::string text = read_file(path);
+  const std::optional<nlohmann::json> j = json_object_of(text, path);
+  if (!j || !is_models_document(*j)) return std::nullopt;
+  return ModelSet::from_document(*j, text, path);
 }
 
 }  // namespace arfit::cli

@@ -57,28 +57,20 @@ struct Inputs {
 Inputs read_inputs(const std::vector<std::string>& paths, const std::string& ingest_format) {
   Inputs in;
   for (const auto& p : paths) {
-    std::string text = read_file(p);
-    std::size_t first = text.find_first_not_of(" \t\r\n");
-    if (first != std::string::npos && text[first] == '{') {
-      nlohmann::json j;
-      try {
-        j = parse_json(text, p);  // the shared loading path: bounded nesting
-      } catch (const InputError&) {
-        // Not JSON we can read: nccl-tests -J output is JSON too, and ingest reports the error below.
-        j = nlohmann::json();
-      }
-      if (j.is_object() && j.value("schema", std::string()) == "arfit-models") {
+    const std::string text = read_file(p);
+    if (std::optional<nlohmann::json> j = json_object_of(text, p)) {
+      if (is_models_document(*j)) {
         if (in.models) throw UsageError("several models files given (" + in.models_path + ", " + p + "); pass one");
-        in.models = ModelSet::load(p);
+        in.models = ModelSet::from_document(*j, text, p);
         in.models_path = p;
         continue;
       }
-      if (j.is_object() && j.contains("cells") && (j.contains("strategies") || j.contains("axes"))) {
-        in.tables.emplace_back(p, std::move(j));
+      if (j->contains("cells") && (j->contains("strategies") || j->contains("axes"))) {
+        in.tables.emplace_back(p, std::move(*j));
         continue;
       }
-      if (j.is_object() && j.contains("methods")) {
-        in.evals.emplace_back(p, std::move(j));
+      if (j->contains("methods")) {
+        in.evals.emplace_back(p, std::move(*j));
         continue;
       }
     }

@@ -151,17 +151,23 @@ void run_predict(const PredictArgs& a) {
   int missing = 0;
   for (const auto& q : qs) {
     const auto p = set.predict(q);
-    double bytes = q.bytes;
-    if (bytes <= 0 && q.tokens > 0) bytes = static_cast<double>(q.tokens) * q.hidden * std::max(1, dtype_size(q.dtype.empty() ? "bf16" : q.dtype));
-    if (!q.splits.empty())  // the effective size the models file's mode gives (ModelSet::predict)
-      bytes = effective_alltoall_bytes(parse_alltoallv_split(q.splits, std::max(1, dtype_size(q.dtype.empty() ? "fp32" : q.dtype))),
-                                       parse_effective_mode(set.raw().value("alltoallv_mode", std::string("max_of_sum"))));
     if (!p) {
       ++missing;
-      if (!a.json) std::printf("%14.0f %8lld %8lld  no model answers this query\n", bytes, (long long)q.tokens, (long long)q.hidden);
-      out.push_back({{"bytes", bytes}, {"error", "no model answers this query"}});
+      // No model, so no dtype to size tokens × hidden or a split with: the query as given.
+      if (!a.json)
+        std::printf("%14.0f %8lld %8lld  no model answers this query%s%s\n", q.bytes, (long long)q.tokens, (long long)q.hidden,
+                    q.splits.empty() ? "" : ": ", q.splits.c_str());
+      nlohmann::json r = {{"error", "no model answers this query"}};
+      if (q.bytes > 0) r["bytes"] = q.bytes;
+      if (q.tokens) {
+        r["tokens"] = q.tokens;
+        r["hidden"] = q.hidden;
+      }
+      if (!q.splits.empty()) r["splits"] = q.splits;
+      out.push_back(r);
       continue;
     }
+    const double bytes = p->bytes;  // the size the models file answered for (its group's dtype when --dtype is omitted)
     const int n = q.nranks > 0 ? q.nranks : 0;
     const double busbw = n > 0 ? bus_bw_gbps(q.collective, n, bytes, p->time_us) : alg_bw_gbps(bytes, p->time_us);
     if (a.json) {

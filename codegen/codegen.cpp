@@ -1,4 +1,5 @@
 #include "codegen/codegen.h"
+#include "model/text.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,11 +12,7 @@ namespace arfit::codegen {
 
 std::string resolve_system(const ModelSet& models, const std::string& requested) {
   const auto systems = models.systems();
-  auto list = [&] {
-    std::string s;
-    for (const auto& x : systems) s += (s.empty() ? "" : ", ") + x;
-    return s.empty() ? std::string("none") : s;
-  };
+  auto list = [&] { return systems.empty() ? std::string("none") : join(systems, ", "); };
   if (!requested.empty()) {
     if (std::find(systems.begin(), systems.end(), requested) == systems.end())
       throw std::invalid_argument("--system: '" + requested + "' is not in the models file (systems: " + list() + ")");

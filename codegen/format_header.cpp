@@ -9,17 +9,11 @@
 
 #include "codegen/formats.h"
 #include "codegen/writers.h"
+#include "model/text.h"
 
 namespace arfit::codegen {
 
 namespace {
-
-template <typename T>
-std::string join(const std::vector<T>& v, const std::string& sep) {
-  std::ostringstream s;
-  for (std::size_t i = 0; i < v.size(); ++i) s << (i ? sep : "") << v[i];
-  return s.str();
-}
 
 std::string identifier(const std::string& name) {
   std::string id;
@@ -203,10 +197,7 @@ namespace {
 FormatOutput generate_header(const FormatInput& in) {
   refuse_map(in.request, "header");
   const StrategyTable t = build_request_table(in.models, in.request);
-  std::ostringstream s;
-  s << t.cells.size() << " cells, " << t.uncertain_cells() << " uncertain (best and runner-up 90 % intervals overlap), "
-    << t.fallback_cells() << " without a model (fallback " << t.options.fallback << ")";
-  return {write_header(t, in.banner, in.request.sm), s.str()};
+  return {write_header(t, in.banner, in.request.sm), t.summary()};
 }
 
 }  // namespace

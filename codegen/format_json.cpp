@@ -1,7 +1,6 @@
 // --format json: every cell of the request's grid with the predictions of every modelled strategy, the choice,
 // margins and uncertainty, and the TensorRT-LLM code the trtllm format writes for the same cell (same --sm and
 // --map), so the two can be compared cell for cell.
-#include <sstream>
 
 #include "codegen/formats.h"
 #include "codegen/writers.h"
@@ -94,10 +93,7 @@ FormatOutput generate_json(const FormatInput& in) {
   else if (!in.request.map.empty())
     throw std::invalid_argument("--map: the json format maps onto TensorRT-LLM strategies, which needs a --fallback "
                                 "TensorRT-LLM numbers (NCCL, ONESHOT, TWOSHOT, NCCL_SYMMETRIC)");
-  std::ostringstream s;
-  s << t.cells.size() << " cells, " << t.uncertain_cells() << " uncertain (best and runner-up 90 % intervals overlap), "
-    << t.fallback_cells() << " without a model (fallback " << t.options.fallback << ")";
-  return {write_json(t, in.banner, in.request.sm, trtllm ? &*trtllm : nullptr), s.str()};
+  return {write_json(t, in.banner, in.request.sm, trtllm ? &*trtllm : nullptr), t.summary()};
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include "codegen/formats.h"
 #include "codegen/writers.h"
+#include "model/text.h"
 
 namespace arfit::codegen {
 
@@ -104,12 +105,6 @@ std::string write_nccl_tuner(const std::vector<TunerRule>& rules, const Banner& 
 
 namespace {
 
-std::string join_ints(const std::vector<int>& v) {
-  std::string s;
-  for (int x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
-  return s;
-}
-
 FormatOutput generate_nccl_tuner(const FormatInput& in) {
   const Request& r = in.request;
   refuse_map(r, "nccl-tuner");
@@ -153,11 +148,9 @@ FormatOutput generate_nccl_tuner(const FormatInput& in) {
     std::set<int> nodes;
     for (const auto& g : in.models.groups())
       if (g.key.system == system && parse_nccl_variant(g.key.strategy)) nodes.insert(g.key.nnodes);
-    std::string have;
-    for (int n : nodes) have += (have.empty() ? "" : ",") + std::to_string(n);
     const std::string option = nodes.count(r.nnodes) ? "--tp" : "--nnodes";
-    throw std::invalid_argument(option + ": no NCCL variant model answers for " + join_ints(missing) + " ranks on " +
-                                std::to_string(r.nnodes) + " node(s) (the variants were measured on " + have +
+    throw std::invalid_argument(option + ": no NCCL variant model answers for " + join(missing, ",") + " ranks on " +
+                                std::to_string(r.nnodes) + " node(s) (the variants were measured on " + join(nodes, ",") +
                                 " node(s)); a config without rules for them would leave NCCL's choice at 1 channel");
   }
   std::ostringstream s;

@@ -48,19 +48,6 @@ int code_of(const std::string& name) {
   return *n;
 }
 
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
-  return s;
-}
-
-template <typename T>
-std::string join_numbers(const std::vector<T>& v) {
-  std::ostringstream s;
-  for (std::size_t i = 0; i < v.size(); ++i) s << (i ? ", " : "") << v[i];
-  return s.str();
-}
-
 // The request's grid must be TensorRT-LLM's, axis by axis, or its lookup would misread the table.
 void require_trtllm_axes(const Request& r) {
   const Grid g = request_grid(r), t;
@@ -140,16 +127,16 @@ std::string write_trtllm(const TrtllmTable& tt, const Banner& banner) {
     << ", without any model (fallback " << t.options.fallback << "): " << tt.count("fallback")
     << ", NVFP4 cells NCCL by TensorRT-LLM's SM90 rule: " << tt.count("nvfp4-below-sm100") << "\n";
   for (const auto& [target, from] : tt.sources)
-    s << "// " << target << " (" << code_of(target) << ") from the models of: " << join(from) << "\n";
+    s << "// " << target << " (" << code_of(target) << ") from the models of: " << join(from, ", ") << "\n";
   s << "// Strategy numbers (AllReduceStrategyType): NCCL=0, ONESHOT=4, TWOSHOT=5, NCCL_SYMMETRIC=8\n";
   s << "// Install: replace the definition of " << name << " in cpp/tensorrt_llm/common/customAllReduceUtils.h with\n";
   s << "// the one below and rebuild. Off this table TensorRT-LLM's lookup returns NCCL_SYMMETRIC.\n";
   s << "//\n";
   s << "// AllReduce lookup: [tp][fusion][hidden][tokens] = strategy\n";
-  s << "// TP:[" << join_numbers(g.tps) << "]\n";
+  s << "// TP:[" << join(g.tps, ", ") << "]\n";
   s << "// Fusion:['NONE', 'RESIDUAL_RMS_NORM', 'RESIDUAL_RMS_NORM_QUANT_FP8', 'RESIDUAL_RMS_NORM_QUANT_NVFP4']\n";
-  s << "// Hidden:[" << join_numbers(g.hiddens) << "]\n";
-  s << "// Tokens:[" << join_numbers(g.tokens) << "]\n";
+  s << "// Hidden:[" << join(g.hiddens, ", ") << "]\n";
+  s << "// Tokens:[" << join(g.tokens, ", ") << "]\n";
   s << "#include <vector>\n\n";
   s << "// Same alias as TensorRT-LLM's customAllReduceUtils.h (redeclaring an alias of the same type is allowed).\n";
   s << "using AllReduceBestStrategyTableType = std::vector<std::vector<std::vector<std::vector<int>>>>;\n\n";
@@ -178,7 +165,7 @@ FormatOutput generate_trtllm(const FormatInput& in) {
   require_trtllm_axes(r);
   const TrtllmTable t = build_trtllm_table(in.models, r);
   if (!t.unmapped.empty())
-    throw std::invalid_argument("--map: the models hold strategies TensorRT-LLM has no number for: " + join(t.unmapped) +
+    throw std::invalid_argument("--map: the models hold strategies TensorRT-LLM has no number for: " + join(t.unmapped, ", ") +
                                 "; map each onto one of NCCL, ONESHOT, TWOSHOT, NCCL_SYMMETRIC (e.g. --map " +
                                 t.unmapped.front() + "=ONESHOT) or leave it out (--map " + t.unmapped.front() + "=ignore)");
   if (t.count("model") == 0)

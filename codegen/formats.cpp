@@ -32,7 +32,8 @@ StrategyTable build_request_table(const ModelSet& models, const Request& r) {
   o.dtype = r.dtype;
   o.sm = prediction_sm(r);
   o.fallback = r.fallback;
-  StrategyTable t = build_table(request_grid(r), model_set_candidates(models, o.system), request_predictor(models, r), o);
+  // build_table sets the SM (o.sm) on every query and tries the other dtypes of --dtype's size itself.
+  StrategyTable t = build_table(request_grid(r), model_set_candidates(models, o.system), model_set_predictor(models), o);
   if (t.fallback_cells() == static_cast<int>(t.cells.size()))
     throw std::invalid_argument("no cell of the grid has a modelled all-reduce strategy for system '" + o.system +
                                 "' (check --tp, --fusion and the models file)");

@@ -42,6 +42,12 @@ int StrategyTable::fallback_cells() const {
   return static_cast<int>(std::count_if(cells.begin(), cells.end(), [](const Cell& c) { return c.fallback; }));
 }
 
+std::string StrategyTable::summary() const {
+  return std::to_string(cells.size()) + " cells, " + std::to_string(uncertain_cells()) +
+         " uncertain (best and runner-up 90 % intervals overlap), " + std::to_string(fallback_cells()) +
+         " without a model (fallback " + options.fallback + ")";
+}
+
 namespace {
 
 // Best and runner-up of a cell's candidates, and how sure the choice is. Strict '<' keeps the earlier candidate
@@ -215,11 +221,7 @@ StrategyTable remap_table(const StrategyTable& t, const StrategySources& sources
 std::map<std::string, std::string> parse_map_options(const std::vector<std::string>& entries,
                                                      const std::vector<std::string>& model_strategies,
                                                      const std::vector<std::string>& targets) {
-  auto list = [](const std::vector<std::string>& v) {
-    std::string s;
-    for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
-    return s.empty() ? std::string("none") : s;
-  };
+  auto list = [](const std::vector<std::string>& v) { return v.empty() ? std::string("none") : join(v, ", "); };
   std::map<std::string, std::string> out;
   for (const auto& e : entries) {
     const auto eq = e.find('=');

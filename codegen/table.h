@@ -82,6 +82,8 @@ struct StrategyTable {
   std::vector<Cell> cells;              // grid.size() cells, row-major [tp][fusion][hidden][tokens]
   int uncertain_cells() const;
   int fallback_cells() const;
+  // "N cells, U uncertain (...), F without a model (fallback X)": what codegen prints after writing a table.
+  std::string summary() const;
   const Cell& at(std::size_t tp, std::size_t fusion, std::size_t hidden, std::size_t token) const {
     return cells[grid.index(tp, fusion, hidden, token)];
   }

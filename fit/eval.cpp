@@ -77,10 +77,9 @@ FitOptions method_fit_options(const std::string& method) {
   return fo;
 }
 
-void check_methods(const std::vector<std::string>& methods, bool size_protocol, const std::vector<std::string>& extra) {
+void check_methods(const std::vector<std::string>& methods, bool size_protocol) {
   for (const std::string& m : methods) {
     if (m == "loglog" || m == "seed") continue;
-    if (std::find(extra.begin(), extra.end(), m) != extra.end()) continue;
     if (is_ceiling_method(m)) {
       if (size_protocol) continue;
       throw std::invalid_argument("method '" + m + "' needs a size protocol (interp2, sparse4, extrap)");
@@ -91,7 +90,6 @@ void check_methods(const std::vector<std::string>& methods, bool size_protocol, 
       parse_family(fam);
     } catch (const std::invalid_argument&) {
       std::string known = "auto, auto-solo, auto-nc, seed, alphabeta, loglog, a family name, FAMILY+c";
-      for (const std::string& e : extra) known += ", " + e;
       if (size_protocol) known += ", ceiling-others, ceiling-otherhw";
       throw std::invalid_argument("unknown method '" + m + "' (known: " + known + ")");
     }

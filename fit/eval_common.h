@@ -25,8 +25,8 @@ EvalMethodResult summarize(const std::string& name, const std::vector<CurvePreds
 // Fit options of a family method name: "auto" (correction on), "auto-nc", FAMILY (correction off), FAMILY+c.
 FitOptions method_fit_options(const std::string& method);
 
-// Throws std::invalid_argument naming the first method the protocol does not know. `extra`: names the
-// protocol adds to the family methods (e.g. "scale"); the ceiling diagnostics only where `size_protocol`.
-void check_methods(const std::vector<std::string>& methods, bool size_protocol, const std::vector<std::string>& extra = {});
+// Throws std::invalid_argument naming the first method the protocol does not know; the ceiling diagnostics
+// are known only where `size_protocol`.
+void check_methods(const std::vector<std::string>& methods, bool size_protocol);
 
 }  // namespace arfit::fit::detail

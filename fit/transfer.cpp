@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "model/anchors.h"
+#include "model/interp.h"
 #include "model/metrics.h"
 #include "model/sm_targets.h"
 
@@ -66,15 +67,6 @@ double minimize_1d(const F& f, double lo, double hi, double step) {
 }
 
 // Linear interpolation of y against ascending x, held constant beyond the ends (the residuals at anchors).
-double interp_hold(const std::vector<double>& x, const std::vector<double>& y, double at) {
-  if (x.empty()) return 0;
-  if (at <= x.front()) return y.front();
-  if (at >= x.back()) return y.back();
-  const size_t i = static_cast<size_t>(std::upper_bound(x.begin(), x.end(), at) - x.begin());
-  const double t = (at - x[i - 1]) / (x[i] - x[i - 1]);
-  return y[i - 1] + t * (y[i] - y[i - 1]);
-}
-
 double interconnect(int sm) {
   const auto t = find_sm_target(sm);
   return t ? t->interconnect_gbps : 0.0;
@@ -254,7 +246,7 @@ int datasheet_sm(int sm, const std::string& device, const std::string& system) {
 double Transfer::Candidate::base(double x) const { return source ? u + source->log_time(x + v) : own_base(u, v, x); }
 
 double Transfer::Candidate::log_time(double x, const std::vector<double>& anchor_x) const {
-  return base(x) + interp_hold(anchor_x, resid, x);
+  return base(x) + linear_hold_at(anchor_x, resid, x);
 }
 
 double Transfer::log_time(double bytes) const {
@@ -396,14 +388,14 @@ void Transfer::judge(const std::vector<const TransferSource*>& sources) {
     const MapFit m = fit_map(*s, 0.0, ax, ay, true);
     const double mse = leave_one_out_mse(ax, ay, [&](const std::vector<double>& x, const std::vector<double>& y, double at) {
       const MapFit f = fit_map(*s, 0.0, x, y, true);
-      return f.u + s->log_time(at + f.v) + interp_hold(x, f.resid, at);
+      return f.u + s->log_time(at + f.v) + linear_hold_at(x, f.resid, at);
     });
     cands_.push_back({s, m.u, m.v, m.resid, 0, mse});
   }
   const MapFit own = fit_own(ax, ay);
   const double own_mse = leave_one_out_mse(ax, ay, [&](const std::vector<double>& x, const std::vector<double>& y, double at) {
     const MapFit f = fit_own(x, y);
-    return own_base(f.u, f.v, at) + interp_hold(x, f.resid, at);
+    return own_base(f.u, f.v, at) + linear_hold_at(x, f.resid, at);
   });
   cands_.push_back({nullptr, own.u, own.v, own.resid, 0, own_mse});
   double wsum = 0;
@@ -599,12 +591,6 @@ const TransferCalibration& TransferLibrary::calibration(int K) const {
   auto it = calibration_.find(K);
   if (it == calibration_.end()) it = calibration_.emplace(K, transfer_calibration(sources_, K)).first;
   return it->second;
-}
-
-std::vector<std::string> TransferLibrary::systems() const {
-  std::set<std::string> s;
-  for (const TransferSource& x : sources_) s.insert(x.system());
-  return {s.begin(), s.end()};
 }
 
 // ---------------------------------------------------------------- the models-file group

@@ -174,7 +174,6 @@ class TransferLibrary {
   std::vector<const TransferSource*> matching(const GroupKey& target) const;
   // Calibration of the K <= 1 rule over the library's machines (leave one machine out); thread-safe.
   const TransferCalibration& calibration(int K) const;
-  std::vector<std::string> systems() const;
 
  private:
   std::vector<TransferSource> sources_;

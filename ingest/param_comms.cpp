@@ -66,7 +66,8 @@ class ParamReader {
       if (tk.size() > 1 && !parse_grouped_uint(tk[1])) header(tk, ln);
       else data_row(tk, ln);
     }
-    if (rows_.empty()) throw InputError(name_, 0, "", "no COMMS-RES rows found");
+    // Rows there but every one dropped: read_samples' message names the count and the first (with its line).
+    if (rows_.empty() && r_.dropped == 0) throw InputError(name_, 0, "", "no COMMS-RES rows found");
     emit_samples();
     return std::move(r_);
   }

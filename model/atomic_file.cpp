@@ -360,11 +360,6 @@ std::string read_input_file(const std::string& path) {
   }
 }
 
-void record_input(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0) remember_input(st, path);
-}
-
 bool same_path(const std::string& a, const std::string& b) {
   struct stat sa {}, sb {};
   const bool ea = ::stat(a.c_str(), &sa) == 0, eb = ::stat(b.c_str(), &sb) == 0;

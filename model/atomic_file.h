@@ -68,8 +68,6 @@ std::string read_file_bytes(const std::string& path);
 // The text normalisation read_file applies.
 std::string normalize_text(std::string text);
 
-// Records a file as an input of this process (for readers that open files themselves). Missing files are ignored.
-void record_input(const std::string& path);
 // True when both paths name the same file: the same device and inode when they exist, else the same path
 // once symbolic links and "." / ".." are resolved. Two outputs of one command must not be the same file.
 bool same_path(const std::string& a, const std::string& b);

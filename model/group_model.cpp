@@ -14,7 +14,6 @@ nlohmann::json group_key_to_json(const GroupKey& k) {
           {"fusion", to_string(k.fusion)}, {"dtype", k.dtype}, {"nranks", k.nranks}, {"nnodes", k.nnodes}};
 }
 
-GroupKey group_key_from_json(const nlohmann::json& j) { return group_key_from_json(JsonView(j)); }
 
 GroupKey group_key_from_json(const JsonView& j, int min_nranks) {
   GroupKey k;
@@ -216,14 +215,8 @@ std::vector<double> GroupModel::model_log_time_gradient(double bytes) const {
 }
 
 double GroupModel::sigma_at(double bytes) const {
-  const std::vector<double>& x = transfer_log_bytes;
-  if (x.empty()) return sigma_in;
-  const double lx = std::log(bytes);
-  const std::vector<double>& y = transfer_log_sigma;
-  if (lx <= x.front()) return y.front();
-  if (lx >= x.back()) return y.back();
-  const size_t i = static_cast<size_t>(std::upper_bound(x.begin(), x.end(), lx) - x.begin());
-  return y[i - 1] + (lx - x[i - 1]) / (x[i] - x[i - 1]) * (y[i] - y[i - 1]);
+  if (transfer_log_bytes.empty()) return sigma_in;
+  return linear_hold_at(transfer_log_bytes, transfer_log_sigma, std::log(bytes));
 }
 
 double GroupModel::log_half_width(double bytes) const {

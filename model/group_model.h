@@ -43,7 +43,6 @@ inline constexpr double kMaxLogSigma = 50;
 inline constexpr double kMaxLogResidual = 700;
 
 // Both throw JsonError (a std::invalid_argument naming the JSON pointer of the bad value).
-GroupKey group_key_from_json(const nlohmann::json& j);
 GroupKey group_key_from_json(const JsonView& j, int min_nranks = 1);  // joint models' keys hold nranks 0
 
 // z of a two-sided 90 % normal interval.

@@ -11,7 +11,7 @@
 //   akima     the same with Akima's slopes (local, no overshoot near outliers);
 //   natural   the same with the C2 natural cubic spline (second derivative 0 at the ends);
 //   linear    the same, piecewise linear in ln s.
-// Also loglog_at, log-log interpolation of a measured curve itself.
+// Also loglog_at, log-log interpolation of a measured curve itself, and linear_hold_at.
 // Header-only, double only (model/ is pure math).
 //
 // Why not Boost's boost::math::interpolators::pchip and makima (Boost 1.74, measured for issue #22 on
@@ -78,6 +78,16 @@ inline double loglog_at(const std::vector<double>& x, const std::vector<double>&
   if (i >= n) i = n - 1;
   if (i == 0) i = 1;
   return seg(i - 1, i);
+}
+
+// Piecewise-linear y(x) through the knots (x ascending), held at the end values beyond them: a transferred
+// curve's correction and its σ per size between the sizes they were computed at. No knots: 0.
+inline double linear_hold_at(const std::vector<double>& x, const std::vector<double>& y, double at) {
+  if (x.empty()) return 0;
+  if (at <= x.front()) return y.front();
+  if (at >= x.back()) return y.back();
+  const size_t i = static_cast<size_t>(std::upper_bound(x.begin(), x.end(), at) - x.begin());
+  return y[i - 1] + (at - x[i - 1]) / (x[i] - x[i - 1]) * (y[i] - y[i - 1]);
 }
 
 class HermiteSpline {

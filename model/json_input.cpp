@@ -68,10 +68,6 @@ nlohmann::json parse_json(const std::string& text, const std::string& name, int 
   }
 }
 
-nlohmann::json load_json_file(const std::string& path, int max_depth) {
-  return parse_json(read_input_file(path), path, max_depth);
-}
-
 // ---------------------------------------------------------------- errors and pointers
 
 JsonError::JsonError(std::string pointer, std::string reason)
@@ -319,11 +315,6 @@ std::vector<double> JsonView::numbers() const {
   out.reserve(n);
   for (std::size_t i = 0; i < n; ++i) out.push_back(at(i).number());
   return out;
-}
-
-double JsonView::number_or(const std::string& key, double dflt) const {
-  const auto v = find(key);
-  return v ? v->number() : dflt;
 }
 
 std::string JsonView::string_or(const std::string& key, const std::string& dflt) const {

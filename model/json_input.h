@@ -31,9 +31,6 @@ inline constexpr int kMaxJsonDepth = 512;
 // and objects deeper than `max_depth`. A UTF-8 byte-order mark is skipped.
 nlohmann::json parse_json(const std::string& text, const std::string& name, int max_depth = kMaxJsonDepth);
 
-// read_file + parse_json.
-nlohmann::json load_json_file(const std::string& path, int max_depth = kMaxJsonDepth);
-
 // An error at one place of a JSON document. pointer() is an RFC 6901 JSON pointer ("/groups/3/params/1",
 // "" for the whole document); what() reads "/groups/3/params/1: expected a number, got string \"x\"".
 // Derives from std::invalid_argument: a bad document is bad content, as the model parsers always reported it.
@@ -72,7 +69,6 @@ class JsonView {
   // absent or null.
   JsonView at(const std::string& key) const;
   std::optional<JsonView> find(const std::string& key) const;
-  bool has(const std::string& key) const { return find(key).has_value(); }
   // Elements of an array.
   std::size_t size() const;
   JsonView at(std::size_t index) const;
@@ -91,7 +87,6 @@ class JsonView {
   std::vector<double> numbers() const;
 
   // Optional members with a default (absent or null).
-  double number_or(const std::string& key, double dflt) const;
   std::string string_or(const std::string& key, const std::string& dflt) const;
 
   [[noreturn]] void fail(const std::string& reason) const { throw JsonError(pointer_, reason); }

@@ -106,7 +106,10 @@ nlohmann::json ModelSet::to_json() const { return json_; }
 ModelSet ModelSet::load(const std::string& path) { return parse(read_input_file(path), path); }
 
 ModelSet ModelSet::parse(const std::string& text, const std::string& name) {
-  const nlohmann::json j = parse_json(text, name);
+  return from_document(parse_json(text, name), text, name);
+}
+
+ModelSet ModelSet::from_document(const nlohmann::json& j, const std::string& text, const std::string& name) {
   try {
     return parse_checked(j);
   } catch (const JsonError& e) {
@@ -226,6 +229,7 @@ std::optional<Prediction> ModelSet::predict(const PredictQuery& q0) const {
     out = t;
   }
   out->how += how_size;
+  out->bytes = bytes;
   return out;
 }
 

@@ -59,6 +59,8 @@ struct Prediction {
   double lo_us = 0, hi_us = 0;  // 90 % prediction interval
   bool extrapolated = false;    // outside the measured sizes, rank counts or SM
   std::string how;              // e.g. "sigmoid+residual", "joint-n", "sm-transfer 90->100"
+  double bytes = 0;             // the size answered: the query's bytes, tokens × hidden × the dtype's size, or an
+                                // all-to-allv split's effective size (ModelSet::predict fills it)
 };
 
 // A fitted group as consumers see it (plots draw these).
@@ -80,6 +82,8 @@ class ModelSet {
   nlohmann::json to_json() const;
   static ModelSet load(const std::string& path);
   static ModelSet parse(const std::string& text, const std::string& name);  // load without the file
+  // parse of a document already parsed from `text` (parse_json): checks it, errors naming `name` and a line.
+  static ModelSet from_document(const nlohmann::json& j, const std::string& text, const std::string& name);
   void save(const std::string& path) const;             // atomic write
 
   std::vector<GroupModelView> groups() const;

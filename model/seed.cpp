@@ -20,7 +20,6 @@ nlohmann::json SeedModel::to_json() const {
           {"L", L},       {"x0", x0},         {"k", k},           {"b", b}};
 }
 
-SeedModel SeedModel::from_json(const nlohmann::json& j) { return from_json(JsonView(j)); }
 
 SeedModel SeedModel::from_json(const JsonView& j) {
   // The port is faithful, so its logistic is fitted without bounds (the public data gives L = 134, b = -764):

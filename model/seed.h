@@ -43,8 +43,7 @@ struct SeedModel {
   double logistic(double x) const;
   double time_us(double bytes, double bus_factor) const;
   nlohmann::json to_json() const;
-  static SeedModel from_json(const nlohmann::json& j);  // throws JsonError on missing, non-finite or absurd values
-  static SeedModel from_json(const JsonView& j);
+  static SeedModel from_json(const JsonView& j);  // throws JsonError on missing, non-finite or absurd values
 };
 
 // Turning points of a curve (sizes ascending). Needs n >= 2.

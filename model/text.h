@@ -3,6 +3,7 @@
 // Locale-free: case mapping and whitespace are ASCII whatever the C locale says.
 #pragma once
 
+#include <sstream>
 #include <string>
 #include <string_view>
 
@@ -28,5 +29,18 @@ std::string format_number(double v, const char* printf_format);
 // 14695981039346656037 (a digit was lost when it was first written); kept so that the fingerprints in files
 // written before stay comparable. Any fixed basis serves the purpose, telling input files apart.
 std::string fnv1a64_hex(std::string_view bytes);
+
+// The elements of `items` as operator<< prints them (strings, integers) with `separator` between them: "2, 4, 8".
+template <typename Range>
+std::string join(const Range& items, std::string_view separator) {
+  std::ostringstream out;
+  bool first = true;
+  for (const auto& item : items) {
+    if (!first) out << separator;
+    out << item;
+    first = false;
+  }
+  return out.str();
+}
 
 }  // namespace arfit

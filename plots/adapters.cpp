@@ -225,10 +225,8 @@ std::vector<NamedFit> cross_figures(const std::vector<Sample>& samples, const Mo
       if (!c.points.empty()) d.curves.push_back(c), predicted.push_back("sm" + std::to_string(sm));
     }
     if (predicted.empty()) continue;  // nothing to extrapolate to: the fit figures already show this
-    std::string measured_list;
-    for (int n : measured_n) measured_list += (measured_list.empty() ? "" : "/") + std::to_string(n);
-    std::string pred_list;
-    for (const auto& p : predicted) pred_list += (pred_list.empty() ? "" : ", ") + p;
+    const std::string measured_list = join(measured_n, "/");
+    const std::string pred_list = join(predicted, ", ");
     d.title = fam.system + " · " + to_string(fam.collective) + " · " + fam.strategy + " · " + to_string(fam.fusion) +
               " · " + fam.dtype + " · TP " + measured_list + " measured";
     d.subtitle = "dashed: " + pred_list + " predicted where nothing was measured";

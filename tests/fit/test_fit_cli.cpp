@@ -17,7 +17,7 @@ using arfit::testing::TempDir;
 namespace {
 
 // Two strategies at 2, 4 and 8 ranks, α-β with a 2 % wiggle, 1 KiB .. 256 MiB.
-std::string write_samples(const TempDir& dir) {
+std::string write_samples(const TempDir& dir, const std::string& dtype = "bf16") {
   SampleFile f;
   std::mt19937 rng(1);
   std::normal_distribution<double> nd(0, 0.01);
@@ -30,6 +30,7 @@ std::string write_samples(const TempDir& dir) {
         s.nranks = n;
         s.sm = 90;
         s.bytes = std::int64_t{1} << e;
+        s.dtype = dtype;
         const double alpha = strategy == "NCCL" ? 10.0 + n : 4.0 + 0.5 * n;
         const double beta = strategy == "NCCL" ? 300.0 : 60.0;
         s.time_us = (alpha + bus_factor(s.collective, n) * s.bytes / (beta * 1e3)) * std::exp(nd(rng));
@@ -43,6 +44,28 @@ std::string write_samples(const TempDir& dir) {
 }
 
 }  // namespace
+
+// Without --dtype, tokens × hidden are sized by the group's dtype (fp32 here: 4 bytes), and the printed bytes and
+// bus bandwidth are those of the size the model answered for.
+TEST(FitCli, PredictTokensSizedByTheGroupsDtype) {
+  TempDir dir;
+  const std::string models = dir.file("models.json");
+  auto r = run_command(arfit::testing::arfit_bin() + " fit " + write_samples(dir, "fp32") + " -o " + models);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run_command(arfit::testing::arfit_bin() + " predict " + models +
+                  " --collective allreduce --strategy NCCL --nranks 8 --tokens 64 --hidden 4096 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto p = nlohmann::json::parse(r.output);
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_DOUBLE_EQ(p[0]["bytes"].get<double>(), 64.0 * 4096 * 4);
+  EXPECT_NEAR(p[0]["busbw_gbps"].get<double>(),
+              bus_bw_gbps(Collective::AllReduce, 8, 64.0 * 4096 * 4, p[0]["time_us"].get<double>()), 1e-9);
+  // The same size asked in bytes is the same answer.
+  r = run_command(arfit::testing::arfit_bin() + " predict " + models +
+                  " --collective allreduce --strategy NCCL --nranks 8 --bytes 1048576 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(r.output)[0]["time_us"].get<double>(), p[0]["time_us"].get<double>());
+}
 
 TEST(FitCli, FitPredictEval) {
   TempDir dir;

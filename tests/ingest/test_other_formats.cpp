@@ -110,6 +110,12 @@ TEST(ParamComms, RegularSweep) {
   e = error_of(bad, "param.log");
   EXPECT_EQ(e.rfind("param.log:4:", 0), 0u) << e;
   EXPECT_NE(e.find("increase"), std::string::npos) << e;
+  // Every row's size beyond int64: the error counts the dropped rows and names the first with its line.
+  std::string all_dropped = kParam;
+  for (const char* size : {"1024  ", "2048  "}) all_dropped.replace(all_dropped.find(size), 4, "-1");
+  e = error_of(all_dropped, "param.log");
+  EXPECT_NE(e.find("2 data row(s), every one dropped"), std::string::npos) << e;
+  EXPECT_NE(e.find("param.log:3: row dropped: size '-1'"), std::string::npos) << e;
 }
 
 const char* kParamSplit = R"(	COMMS-RES       size (B)         split   Latency(us):p50
