@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "model/alltoallv.h"
+#include "model/splitmix64.h"
 #include "model/text.h"
 
 namespace arfit::bench {

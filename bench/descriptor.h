@@ -65,7 +65,8 @@ using Limits = kernels::StrategyLimits;
 using kernels::ByteCounts;
 
 struct Descriptor : kernels::StrategyDescriptor {
-  // Workspace bytes per rank the case needs (0 when uses_workspace is false).
+  // Bytes each rank allocates for the case's workspace, signals and scratch included (0 when uses_workspace is
+  // false): one allocation per group, sized for its largest case (kernels::workspace_allocation_bytes).
   std::function<std::int64_t(const Case&)> workspace_bytes;
   // Further checks before anything runs (e.g. hidden a multiple of the vector width); nullopt when fine.
   std::function<std::optional<CaseIssue>(const Case&, const Limits&)> validate;

@@ -16,6 +16,7 @@
 #include "model/anchors.h"
 #include "model/checked.h"
 #include "model/json_input.h"
+#include "model/splitmix64.h"
 #include "model/text.h"
 
 namespace arfit::bench {
@@ -33,13 +34,6 @@ std::vector<std::int64_t> pow2_range(std::int64_t lo, std::int64_t hi) {
 }
 
 }  // namespace
-
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 // ---------------------------------------------------------------- plan
 
@@ -340,7 +334,9 @@ std::string GridSpec::to_json() const {
   } else {
     j["bytes"] = bytes;
   }
-  // Only grids with all-to-allv name their splits, so grids recorded before splits existed still compare equal.
+  // Only grids with all-to-allv name their splits, so grids without all-to-allv recorded before splits existed
+  // still compare equal. An older all-to-allv output differs (plan_cases fills in "cyclic"), and --resume refuses
+  // it: its cases' keys changed too.
   if (std::find(collectives.begin(), collectives.end(), Collective::AllToAllV) != collectives.end()) j["splits"] = splits;
   j["plan"] = plan.to_string();
   return j.dump();
@@ -549,6 +545,9 @@ PlannedGrid expand_grid(const GridSpec& spec, const std::function<std::vector<st
   out.planned_points = points.size();
   // Split patterns (all-to-allv only); "" stands for "no split" for every other collective.
   std::vector<std::string> a2av_splits = spec.splits.empty() ? std::vector<std::string>{"cyclic"} : spec.splits;
+  // A case with the key of an earlier one is the same measurement and would be indistinguishable in the output
+  // and on --resume: dlrm seeds that draw the same tables per rank, a split given twice.
+  std::set<std::string> keys;
   for (int tp : spec.tp)
     for (Collective c : spec.collectives) {
       const std::vector<std::string> strategies = spec.strategies.empty() ? strategies_for(c) : spec.strategies;
@@ -594,6 +593,11 @@ PlannedGrid expand_grid(const GridSpec& spec, const std::function<std::vector<st
                   k.count = message_count(c, elements, tp);
                 }
                 k.bytes = k.count * es;
+                if (!keys.insert(k.key()).second) {
+                  ++out.repeated_cases;
+                  if (by_tables) --out.full_cases;  // counted once per pattern above
+                  continue;
+                }
                 k.index = static_cast<int>(out.cases.size());
                 out.cases.push_back(k);
               }

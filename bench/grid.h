@@ -106,9 +106,6 @@ std::vector<std::int64_t> geometric_sizes(std::int64_t lo, std::int64_t hi, doub
 std::vector<int> parse_int_list(const std::string& text, const std::string& option);
 std::vector<std::string> split_list(const std::string& text);  // comma-separated, blanks dropped
 std::string format_bytes(std::int64_t bytes);                   // 1K, 64M, 1536 ...
-// splitmix64: a portable, well-mixed hash; std:: distributions differ between standard libraries, and the
-// random plan and the split generators must draw the same values everywhere for a given seed.
-std::uint64_t splitmix64(std::uint64_t x);
 
 // Presets: "trtllm" (tokens 1..16384 x hidden 128..8192, powers of two, TP 2/4/8, the four fusion ops,
 // all-reduce), "nccl-tests" (allreduce/allgather/reducescatter/alltoall, -b 8 -e 8G -f 2),
@@ -132,6 +129,7 @@ struct PlannedGrid {
   std::size_t full_points = 0;     // size points before the plan
   std::size_t planned_points = 0;  // size points the plan keeps
   std::size_t full_cases = 0;      // cases before the plan
+  std::size_t repeated_cases = 0;  // cases left out because an earlier case has the same key (Case::key)
 };
 
 PlannedGrid expand_grid(const GridSpec& spec, const std::function<std::vector<std::string>(Collective)>& strategies_for);

@@ -91,6 +91,7 @@ PlannedGrid plan_cases(GridSpec& spec, const PlanOptions& options, std::vector<s
   out.full_points = full.full_points;
   out.planned_points = full.planned_points;
   out.full_cases = full.full_cases;
+  out.repeated_cases = full.repeated_cases;
   std::set<std::string> dropped;
   std::size_t too_small = 0;
   for (Case& c : full.cases) {
@@ -130,7 +131,7 @@ PlannedGrid plan_cases(GridSpec& spec, const PlanOptions& options, std::vector<s
       if (auto issue = d->validate(c, lim)) throw GridError(issue->option, issue->what);
     if (options.memory_bytes > 0) {
       const ByteCounts bc = d->byte_counts(c.count, c.elem_size(), c.tp);
-      const std::int64_t ws = d->uses_workspace && d->workspace_bytes ? 2 * d->workspace_bytes(c) : 0;
+      const std::int64_t ws = d->uses_workspace && d->workspace_bytes ? d->workspace_bytes(c) : 0;
       const std::int64_t per_rank =
           bc.send_bytes * rotation_buffers(bc.send_bytes, options.buffers) + 3 * bc.recv_bytes + ws;
       const std::int64_t budget = options.memory_bytes / std::max(1, options.ranks_per_node) * 8 / 10;
@@ -148,6 +149,10 @@ PlannedGrid plan_cases(GridSpec& spec, const PlanOptions& options, std::vector<s
     if (too_small)
       notices->push_back("skipped " + std::to_string(too_small) +
                          " cases whose size is below one element per rank");
+    if (full.repeated_cases)
+      notices->push_back("measured once: " + std::to_string(full.repeated_cases) +
+                         " cases repeat an earlier case's measurement (the same all-to-allv split at the same "
+                         "size, e.g. dlrm seeds that draw the same tables per rank)");
   }
   if (out.cases.empty()) throw GridError(spec.option_for("strategies"), "the grid has no runnable case");
   return out;

@@ -177,6 +177,12 @@ void JsonReporter::finish(const RunSummary& s) {
                         {"bytes", x.bytes},          {"status", x.ok() ? "ok" : "failed"},
                         {"wrong", x.wrong},          {"note", r.note},
                         {"wall_s", r.wall_s}};
+    // all-to-allv: the pattern asked for and the split recorded (the CSV's `splits`), which tell apart the
+    // cases that share one size.
+    if (!x.splits.empty()) {
+      c["split"] = r.c.split;
+      c["splits"] = x.splits;
+    }
     if (x.ok()) {
       c["time_us"] = x.time_us;
       c["p10_us"] = x.p10_us;

@@ -49,7 +49,8 @@ struct TeamShape {
   std::int64_t max_bytes = 0;  // workspace limit per message
 };
 
-// Rank counts the custom kernels are instantiated for.
+// Rank counts the custom kernels are instantiated for (the descriptors' rank_counts).
+const std::vector<int>& custom_all_reduce_rank_counts();
 bool custom_all_reduce_supports_ranks(int nranks);
 // Fusion ops the custom kernels implement (NONE, RESIDUAL_RMS_NORM, RESIDUAL_RMS_NORM_QUANT_FP8).
 bool custom_all_reduce_supports_fusion(FusionOp fusion);

@@ -127,7 +127,6 @@ struct StrategyDescriptor {
   double bus_factor(int nranks) const;
   bool supports(FusionOp fusion) const;
   bool supports(const std::string& dtype) const;  // any name canonical_dtype understands
-  bool supports_ranks(int nranks) const;
 };
 
 // Every strategy compiled into this build (NCCL ones only when NCCL was found).

@@ -2,7 +2,7 @@
 // custom all-reduce kernels run on. Two ways to build one:
 //  * create_ipc: one rank per process and GPU. Each process allocates its workspace, exports it with
 //    cudaIpcGetMemHandle, the handles are exchanged through a HandleExchange (MPI in
-//    kernels/mpi_handle_exchange.h, so this library itself does not link MPI), and each process maps its
+//    kernels/team/mpi_handle_exchange.h, so this library itself does not link MPI), and each process maps its
 //    peers' workspaces with cudaIpcOpenMemHandle.
 //  * create_virtual: N "virtual ranks" in one process on one device (separate workspaces, peer pointers
 //    into the same device). One launch covers all ranks, so they are co-resident, and the kernels run the

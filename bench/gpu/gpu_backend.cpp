@@ -395,7 +395,10 @@ Descriptor device_descriptor(const StrategyDescriptor& k) {
   Descriptor d;
   static_cast<StrategyDescriptor&>(d) = k;
   const StrategyDescriptor* kp = &k;
-  d.workspace_bytes = [kp](const Case& c) { return kp->workspace(to_strategy_case(c)); };
+  d.workspace_bytes = [kp](const Case& c) -> std::int64_t {
+    const std::int64_t message = kp->workspace(to_strategy_case(c));
+    return message > 0 ? kernels::workspace_allocation_bytes(message) : 0;
+  };
   d.validate = [kp](const Case& c, const Limits& limits) -> std::optional<CaseIssue> {
     try {
       kp->validate_case(to_strategy_case(c), limits);

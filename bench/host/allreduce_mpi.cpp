@@ -11,7 +11,7 @@ class MpiAllReduce : public HostAllReduceBase<T> {
  protected:
   void setup() override {
     if (this->case_.fusion != FusionOp::None) {
-      reduced_ = AlignedBuffer(static_cast<std::size_t>(this->case_.count) * sizeof(T));
+      reduced_ = PageAlignedBuffer(static_cast<std::size_t>(this->case_.count) * sizeof(T));
     }
   }
 
@@ -35,7 +35,7 @@ class MpiAllReduce : public HostAllReduceBase<T> {
   }
 
  private:
-  AlignedBuffer reduced_;
+  PageAlignedBuffer reduced_;
 };
 
 }  // namespace
@@ -49,7 +49,18 @@ const Descriptor& allreduce_mpi_descriptor() {
     x.fusions = {FusionOp::None, FusionOp::ResidualRmsNorm};
     x.dtypes = host_dtypes();
     x.byte_counts = [](std::int64_t count, int elem, int) { return ByteCounts{count * elem, count * elem}; };
-    x.validate = validate_mpi_count;
+    // The epilogue is the kernels' residual + RMSNorm pass: its shape rules (hidden a multiple of one 16-byte
+    // pack) hold here too, refused before anything runs rather than failing every measurement.
+    x.validate = [](const Case& c, const Limits& limits) -> std::optional<CaseIssue> {
+      if (auto issue = validate_mpi_count(c, limits)) return issue;
+      if (c.fusion == FusionOp::None) return std::nullopt;
+      try {
+        kernels::validate_residual_rms_norm_shape(kernels::parse_dtype(c.dtype), c.fusion, c.count, c.hidden, kRmsEps, 1.0f);
+      } catch (const kernels::KernelError& e) {
+        return CaseIssue{option_for(e.parameter(), c), c.describe() + ": " + e.what()};
+      }
+      return std::nullopt;
+    };
     x.make = [](const Case& c) { return make_typed<MpiAllReduce>(c); };
     return x;
   }();

@@ -8,17 +8,6 @@
 
 namespace arfit::bench::host {
 
-// ---------------------------------------------------------------- storage
-
-AlignedBuffer::AlignedBuffer(std::size_t bytes) : size_(bytes) {
-  const std::size_t rounded = (std::max<std::size_t>(bytes, 1) + 4095) / 4096 * 4096;
-  void* p = std::aligned_alloc(4096, rounded);
-  if (!p) throw std::bad_alloc();
-  ptr_.reset(p);
-}
-
-void AlignedBuffer::Free::operator()(void* p) const { std::free(p); }
-
 // ---------------------------------------------------------------- shared window
 
 namespace {
@@ -89,7 +78,7 @@ std::uint64_t barrier_timeout_ns() {
 kernels::HostTeamView ShmWorkspace::view() const {
   kernels::HostTeamView v;
   v.shape = kernels::TeamShape{nranks_, 1, max_bytes_};
-  v.table = kernels::team_pointers(base_.data(), nranks_, rank_, 1, max_bytes_, 1, &abort_word_, barrier_timeout_ns());
+  v.table = kernels::team_pointers(base_.data(), nranks_, rank_, 1, max_bytes_, 1, nullptr, barrier_timeout_ns());
   v.max_blocks_per_rank = 1;
   return v;
 }

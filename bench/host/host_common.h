@@ -17,6 +17,7 @@
 #include "bench/descriptor.h"
 #include "kernels/all_reduce.h"
 #include "kernels/device/host_elements.h"
+#include "kernels/team/page_aligned_buffer.h"
 
 namespace arfit::bench::host {
 
@@ -78,20 +79,7 @@ inline float gamma_value(std::int64_t h) { return 1.0f + static_cast<float>(stat
 inline constexpr float kRmsEps = 1e-6f;
 
 // ---------------------------------------------------------------- aligned storage
-class AlignedBuffer {
- public:
-  AlignedBuffer() = default;
-  explicit AlignedBuffer(std::size_t bytes);
-  void* data() const { return ptr_.get(); }
-  std::size_t size() const { return size_; }
-
- private:
-  struct Free {
-    void operator()(void* p) const;
-  };
-  std::unique_ptr<void, Free> ptr_;
-  std::size_t size_ = 0;
-};
+using kernels::PageAlignedBuffer;
 
 // ---------------------------------------------------------------- shared-memory workspace
 // One MPI shared-memory window per TP group (MPI_Win_allocate_shared), allocated once like the GPU workspace is
@@ -120,9 +108,6 @@ class ShmWorkspace {
   int rank_ = 0, nranks_ = 1;
   std::int64_t max_bytes_ = 0;
   std::vector<void*> base_;
-  // Never raised: the host kernels' barrier waits poll it and, next to it, the runner's abort flag
-  // (LaunchOptions::external_abort).
-  std::uint32_t abort_word_ = 0;
 };
 
 // The host backend: owns the shared window of the current group.
@@ -160,14 +145,14 @@ class HostOpBase : public CollectiveOp {
     in_count_ = input_count();
     out_count_ = output_count();
     stride_ = (static_cast<std::size_t>(in_count_) * sizeof(T) + 4095) / 4096 * 4096;
-    inputs_ = AlignedBuffer(stride_ * static_cast<std::size_t>(ctx.buffers));
+    inputs_ = PageAlignedBuffer(stride_ * static_cast<std::size_t>(ctx.buffers));
     for (int b = 0; b < ctx.buffers; ++b) fill_input(b);
-    output_ = AlignedBuffer(std::max<std::size_t>(1, static_cast<std::size_t>(out_count_) * sizeof(T)));
+    output_ = PageAlignedBuffer(std::max<std::size_t>(1, static_cast<std::size_t>(out_count_) * sizeof(T)));
     if (c.fusion != FusionOp::None) {
       const std::size_t n = static_cast<std::size_t>(c.count);
-      residual_ = AlignedBuffer(n * sizeof(T));
-      residual_out_ = AlignedBuffer(n * sizeof(T));
-      gamma_ = AlignedBuffer(static_cast<std::size_t>(c.hidden) * sizeof(T));
+      residual_ = PageAlignedBuffer(n * sizeof(T));
+      residual_out_ = PageAlignedBuffer(n * sizeof(T));
+      gamma_ = PageAlignedBuffer(static_cast<std::size_t>(c.hidden) * sizeof(T));
       for (std::size_t i = 0; i < n; ++i) residual()[i] = from_float<T>(residual_value(static_cast<std::int64_t>(i)));
       for (std::int64_t h = 0; h < c.hidden; ++h) gamma()[h] = from_float<T>(gamma_value(h));
       std::memset(residual_out_.data(), 0, n * sizeof(T));
@@ -212,7 +197,7 @@ class HostOpBase : public CollectiveOp {
   RunContext ctx_;
   std::int64_t in_count_ = 0, out_count_ = 0;
   std::size_t stride_ = 0;
-  AlignedBuffer inputs_, output_, residual_, residual_out_, gamma_;
+  PageAlignedBuffer inputs_, output_, residual_, residual_out_, gamma_;
 };
 
 // Shared by the three all-reduce strategies: the reference check of the (possibly fused) result.

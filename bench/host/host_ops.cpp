@@ -33,7 +33,7 @@ Descriptor kernel_allreduce_descriptor(kernels::AllReduceAlgorithm algorithm) {
   x.strategy = kernels::to_string(algorithm);
   x.fusions = {FusionOp::None, FusionOp::ResidualRmsNorm};
   x.dtypes = host_dtypes();
-  x.rank_counts = {2, 4, 8};
+  x.rank_counts = kernels::custom_all_reduce_rank_counts();
   x.uses_workspace = true;
   x.byte_counts = [](std::int64_t count, int elem, int nranks) {
     return kernels::collective_byte_counts(Collective::AllReduce, count, elem, nranks);

@@ -1,5 +1,6 @@
 // Host-side checks of custom all-reduce requests: everything the kernels assume, checked before a launch,
 // each failure a KernelError that says what was asked and what is allowed, and names its parameter.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <sstream>
@@ -89,7 +90,15 @@ std::string to_string(AllReduceAlgorithm algorithm) {
   return algorithm == AllReduceAlgorithm::OneShot ? strategy::kOneShot : strategy::kTwoShot;
 }
 
-bool custom_all_reduce_supports_ranks(int nranks) { return nranks == 2 || nranks == 4 || nranks == 8; }
+const std::vector<int>& custom_all_reduce_rank_counts() {
+  static const std::vector<int> counts = {2, 4, 8};  // the kRanks dispatch_ranks_and_fusion instantiates (all_reduce_kernels.h)
+  return counts;
+}
+
+bool custom_all_reduce_supports_ranks(int nranks) {
+  const std::vector<int>& counts = custom_all_reduce_rank_counts();
+  return std::find(counts.begin(), counts.end(), nranks) != counts.end();
+}
 
 bool custom_all_reduce_supports_fusion(FusionOp fusion) {
   return fusion == FusionOp::None || fusion == FusionOp::ResidualRmsNorm || fusion == FusionOp::ResidualRmsNormQuantFp8;

@@ -1,4 +1,5 @@
 #include "kernels/device/host_executor.h"
+#include "model/splitmix64.h"
 
 #include <boost/context/fiber.hpp>
 #include <boost/context/protected_fixedsize_stack.hpp>
@@ -120,13 +121,6 @@ struct PooledStack {
   context::stack_context allocate() { return stack_pool().allocate(); }
   void deallocate(context::stack_context& s) noexcept { stack_pool().release(s); }
 };
-
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 void record_failure(Launch& launch, const std::string& what) {
   std::lock_guard<std::mutex> lock(launch.error_mutex);
@@ -329,7 +323,6 @@ void launch(int blocks, int threads, const LaunchOptions& options, const std::fu
   }
   Launch launch;
   launch.blocks = blocks;
-  launch.threads = threads;
   launch.options = options;
   std::vector<BlockState> states(static_cast<std::size_t>(blocks));
   for (int b = 0; b < blocks; ++b) {

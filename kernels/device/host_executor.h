@@ -85,7 +85,6 @@ struct ThreadContext {
 
 struct Launch {
   int blocks = 0;
-  int threads = 1;
   LaunchOptions options;
   std::atomic<bool> trapped{false};
   std::mutex error_mutex;

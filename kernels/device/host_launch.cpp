@@ -50,6 +50,11 @@ bool all_reduce_on_host(AllReduceAlgorithm algorithm, const HostTeamView& team, 
   validate_all_reduce(algorithm, team.shape, p);
   const AllReduceLaunch args = make_all_reduce_launch(p);
   TeamPointers table = team.table;
+  // The kernels poll their abort word only when the team has one, and the host's load of that word is also
+  // where the runner's external abort is seen (primitives.h): a team without a word polls this one, never
+  // raised, so an external abort still ends the launch. The launch is synchronous: the word outlives it.
+  std::uint32_t never_raised = 0;
+  if (!table.abort_flag && options.external_abort) table.abort_flag = &never_raised;
   table.blocks_per_rank = partition::blocks_per_rank_for(p.fusion, p.count, p.hidden, vector_width(p.dtype),
                                                          threads_per_block, team.max_blocks_per_rank);
   switch (threads_per_block) {

@@ -1,4 +1,5 @@
 #include "kernels/reference/reference.h"
+#include "model/splitmix64.h"
 
 #include <cmath>
 #include <cstring>
@@ -39,13 +40,6 @@ std::uint32_t encode_magnitude(double r, int mant_bits, int bias, int min_exp) {
   const int e = exp2 - 1;
   const auto mant = static_cast<std::uint32_t>(std::llround((r / std::ldexp(1.0, e) - 1.0) * std::ldexp(1.0, mant_bits)));
   return (static_cast<std::uint32_t>(e + bias) << mant_bits) | mant;
-}
-
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
 }
 
 }  // namespace

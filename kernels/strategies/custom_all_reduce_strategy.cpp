@@ -155,7 +155,7 @@ StrategyDescriptor custom_all_reduce_descriptor(AllReduceAlgorithm algorithm) {
   d.strategy = to_string(algorithm);
   d.fusions = {FusionOp::None, FusionOp::ResidualRmsNorm, FusionOp::ResidualRmsNormQuantFp8};
   d.dtypes = {"bf16", "fp16", "fp32"};
-  d.rank_counts = {2, 4, 8};
+  d.rank_counts = custom_all_reduce_rank_counts();
   d.uses_workspace = true;
   d.byte_counts = [](std::int64_t count, int elem, int nranks) {
     return collective_byte_counts(Collective::AllReduce, count, elem, nranks);

@@ -25,8 +25,4 @@ bool StrategyDescriptor::supports(const std::string& dtype) const {
   return std::find(dtypes.begin(), dtypes.end(), canonical_dtype(dtype)) != dtypes.end();
 }
 
-bool StrategyDescriptor::supports_ranks(int nranks) const {
-  return rank_counts.empty() || std::find(rank_counts.begin(), rank_counts.end(), nranks) != rank_counts.end();
-}
-
 }  // namespace arfit::kernels

@@ -17,17 +17,14 @@ HostTeam::HostTeam(int nranks, std::int64_t max_bytes, int max_blocks_per_rank)
   }
   const auto bytes = static_cast<std::size_t>(workspace_allocation_bytes(max_bytes_));
   for (int r = 0; r < nranks; ++r) {
-    void* p = std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
-    if (!p) throw std::bad_alloc();
-    workspace_.push_back(p);
-    std::memset(static_cast<char*>(p) + sizeof(RankSignals), 0xff, bytes - sizeof(RankSignals));
+    buffers_.emplace_back(bytes);
+    workspace_.push_back(buffers_.back().data());
+    std::memset(static_cast<char*>(workspace_.back()) + sizeof(RankSignals), 0xff, bytes - sizeof(RankSignals));
   }
   reset_signals();
 }
 
-HostTeam::~HostTeam() {
-  for (void* p : workspace_) std::free(p);
-}
+HostTeam::~HostTeam() = default;
 
 HostTeamView HostTeam::view() const {
   HostTeamView v;

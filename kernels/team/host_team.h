@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/all_reduce.h"
+#include "kernels/team/page_aligned_buffer.h"
 
 namespace arfit::kernels {
 
@@ -20,8 +21,6 @@ class HostTeam {
   HostTeam(const HostTeam&) = delete;
   HostTeam& operator=(const HostTeam&) = delete;
 
-  int nranks() const { return nranks_; }
-  std::int64_t max_bytes() const { return max_bytes_; }
   HostTeamView view() const;
   // Zeroes every flag and epoch (no launch may be running).
   void reset_signals();
@@ -35,7 +34,8 @@ class HostTeam {
   std::int64_t max_bytes_ = 0;
   int max_blocks_per_rank_ = 0;
   std::uint64_t barrier_timeout_ns_ = kDefaultBarrierTimeoutNs;
-  std::vector<void*> workspace_;
+  std::vector<PageAlignedBuffer> buffers_;
+  std::vector<void*> workspace_;  // buffers_' addresses, as team_pointers takes them
   std::uint32_t abort_word_ = 0;  // accessed atomically (__atomic builtins, like the kernels' flags)
 };
 

@@ -47,9 +47,18 @@ TEST(BenchAllToAllv, EverySplitPatternRunsCorrectlyOnTwoAndFourRanks) {
   TempDir d;
   const std::string grid = "--collective alltoallv --dtype fp32,bf16 --bytes 4K,64K -w 2 -n 5 -q ";
   CommandResult r = run_command(
-      arbench(grid + "--tp 2 --splits cyclic,even,zipf:1.2:3,hot:0.9:1,dlrm:96:13:8:5 -o " + d.file("two.csv"), 2));
+      arbench(grid + "--tp 2 --splits cyclic,even,zipf:1.2:3,hot:0.9:1,dlrm:96:13:8:5 -o " + d.file("two.csv") +
+                  " --json " + d.file("two.json"), 2));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   expect_valid_splits(d.file("two.csv"), 2, 2 * (4 * 2 + 1));
+  // The JSON records keep the pattern and the recorded split, as the CSV rows do.
+  const SampleFile csv = read_samples_csv(d.file("two.csv"));
+  const nlohmann::json j = nlohmann::json::parse(arfit::testing::slurp(d.file("two.json")));
+  ASSERT_EQ(j["cases"].size(), csv.samples.size());
+  for (std::size_t i = 0; i < csv.samples.size(); ++i) {
+    EXPECT_EQ(j["cases"][i]["splits"], csv.samples[i].splits) << i;
+    EXPECT_FALSE(j["cases"][i]["split"].get<std::string>().empty()) << i;
+  }
   // Oversubscribed on 4 ranks (correctness only: its timings are not stable on 2 cores, docs/model.md).
   r = run_command(arbench(grid + "--tp 4 --splits zipf:1.2:3,hot:0.9:3,dlrm:96:13:8:5 -o " + d.file("four.csv"), 4));
   ASSERT_EQ(r.exit_code, 0) << r.output;

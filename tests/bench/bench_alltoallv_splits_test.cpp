@@ -169,6 +169,31 @@ TEST(AllToAllvSplits, RecordedStringsParseBackAndSeparateTheModes) {
   }
 }
 
+// dlrm seeds that draw the same tables per rank are one measurement: measured once, with a notice, so that
+// the output has no two rows alike and --resume cannot mistake one seed's row for another's.
+TEST(AllToAllvSplits, SeedsDrawingTheSameTablesAreMeasuredOnce) {
+  Options o = arfit::bench::testing::parse({"--collective", "alltoallv", "--dtype", "fp32", "--tp", "2", "--splits",
+                                           "dlrm:64:16:16:1..6", "-o", "x"});
+  PlanOptions po;
+  po.limits.world = 2;
+  std::vector<std::string> notes;
+  PlannedGrid g = plan_cases(o.spec, po, &notes);
+  std::set<std::string> keys, splits;
+  for (const Case& c : g.cases) {
+    keys.insert(c.key());
+    splits.insert(alltoallv_recorded_splits(c));
+  }
+  EXPECT_EQ(keys.size(), g.cases.size());
+  EXPECT_EQ(splits.size(), g.cases.size());
+  // Six seeds over 16 tables on 2 ranks: some draw the same split (the case before this fix).
+  EXPECT_GT(g.repeated_cases, 0u);
+  EXPECT_EQ(g.cases.size() + g.repeated_cases, 6u);
+  EXPECT_EQ(g.full_cases, g.cases.size());
+  bool noted = false;
+  for (const auto& n : notes) noted = noted || n.find("measured once: " + std::to_string(g.repeated_cases)) == 0;
+  EXPECT_TRUE(noted);
+}
+
 TEST(AllToAllvSplits, GridExpandsSplitsAndKeysTellThemApart) {
   Options o = arfit::bench::testing::parse({"--collective", "alltoall,alltoallv", "--bytes", "16K,64K", "--dtype", "fp32",
                                            "--tp", "2", "--splits", "zipf:1,hot:0.8,dlrm:64:16:16:3..4", "-o", "x"});

@@ -206,6 +206,29 @@ TEST(BenchGrid, PresetDropsUnsupportedFusionsWithANotice) {
   EXPECT_FALSE(notes.empty());
 }
 
+// The MPI strategy's fused epilogue is the kernels' residual + RMSNorm pass: a hidden size that is not a whole
+// number of 16-byte packs is refused at plan time, naming --hidden, as ONESHOT/TWOSHOT are; a whole one plans.
+TEST(BenchGrid, MpiFusedEpilogueShapeIsCheckedBeforeAnythingRuns) {
+  for (const auto& [hidden, ok] : std::vector<std::pair<std::string, bool>>{{"100", false}, {"104", true}}) {
+    Options o = parse({"--strategy", "MPI", "--fusion", "RESIDUAL_RMS_NORM", "--dtype", "bf16", "--tp", "2",
+                       "--tokens", "4", "--hidden", hidden, "-o", "x"});
+    PlanOptions po;
+    po.limits.world = 2;
+    po.limits.workspace = o.workspace;
+    if (ok) {
+      EXPECT_EQ(plan_cases(o.spec, po, nullptr).cases.size(), 1u) << hidden;
+      continue;
+    }
+    try {
+      plan_cases(o.spec, po, nullptr);
+      ADD_FAILURE() << "hidden " << hidden << " was accepted";
+    } catch (const GridError& e) {
+      EXPECT_EQ(e.option(), "--hidden") << e.what();
+      EXPECT_NE(std::string(e.what()).find("multiple of 8"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(BenchGrid, RotationBuffersSpanTheCacheForSmallMessages) {
   EXPECT_EQ(rotation_buffers(512, 0), 16);
   EXPECT_EQ(rotation_buffers(8 << 20, 0), 8);

@@ -1,4 +1,5 @@
 #include "kernels_host_support.h"
+#include "model/splitmix64.h"
 
 #include <gtest/gtest.h>
 
@@ -9,13 +10,6 @@
 
 namespace arfit::kernels::testing {
 namespace {
-
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 std::uint64_t choose_seed() {
   std::uint64_t seed = 0;
@@ -46,12 +40,6 @@ bool quick_mode() {
   return text && std::string(text) == "1";
 }
 
-HostBuffer::HostBuffer(std::size_t bytes) : bytes_(bytes) {
-  void* p = std::aligned_alloc(4096, (std::max<std::size_t>(bytes, 1) + 4095) / 4096 * 4096);
-  if (!p) throw std::bad_alloc();
-  data_.reset(p);
-}
-
 std::string to_string(Placement p) {
   switch (p) {
     case Placement::OutOfPlace: return "out-of-place";
@@ -71,15 +59,15 @@ std::string HostCase::describe() const {
 namespace {
 
 struct RankBuffers {
-  HostBuffer input, output, residual_in, residual_out, gamma, fp8_out;
+  PageAlignedBuffer input, output, residual_in, residual_out, gamma, fp8_out;
 };
 
 bool output_in_place(Placement p) { return p == Placement::InPlace || p == Placement::BothInPlace; }
 bool residual_in_place(Placement p) { return p == Placement::FusedInPlace || p == Placement::BothInPlace; }
 
-void fill(HostBuffer& b, const std::vector<unsigned char>& values) { std::memcpy(b.get(), values.data(), values.size()); }
-std::vector<unsigned char> copy(const HostBuffer& b, std::size_t bytes) {
-  const auto* p = static_cast<const unsigned char*>(b.get());
+void fill(PageAlignedBuffer& b, const std::vector<unsigned char>& values) { std::memcpy(b.data(), values.data(), values.size()); }
+std::vector<unsigned char> copy(const PageAlignedBuffer& b, std::size_t bytes) {
+  const auto* p = static_cast<const unsigned char*>(b.data());
   return std::vector<unsigned char>(p, p + bytes);
 }
 
@@ -98,21 +86,21 @@ void run_and_check(HostTeam& team, const HostCase& c, int launches, std::uint64_
   p.rms_eps = static_cast<float>(c.rms_eps);
   p.fp8_scale = c.fp8_scale;
   for (RankBuffers& r : ranks) {
-    r.input = HostBuffer(bytes);
-    if (!output_in_place(c.placement)) r.output = HostBuffer(bytes);
+    r.input = PageAlignedBuffer(bytes);
+    if (!output_in_place(c.placement)) r.output = PageAlignedBuffer(bytes);
     AllReduceBuffers b;
-    b.input = r.input.get();
-    b.output = output_in_place(c.placement) ? r.input.get() : r.output.get();
+    b.input = r.input.data();
+    b.output = output_in_place(c.placement) ? r.input.data() : r.output.data();
     if (fused) {
-      r.residual_in = HostBuffer(bytes);
-      if (!residual_in_place(c.placement)) r.residual_out = HostBuffer(bytes);
-      r.gamma = HostBuffer(static_cast<std::size_t>(c.hidden * dtype_bytes(c.dtype)));
-      b.residual_in = r.residual_in.get();
-      b.residual_out = residual_in_place(c.placement) ? r.residual_in.get() : r.residual_out.get();
-      b.gamma = r.gamma.get();
+      r.residual_in = PageAlignedBuffer(bytes);
+      if (!residual_in_place(c.placement)) r.residual_out = PageAlignedBuffer(bytes);
+      r.gamma = PageAlignedBuffer(static_cast<std::size_t>(c.hidden * dtype_bytes(c.dtype)));
+      b.residual_in = r.residual_in.data();
+      b.residual_out = residual_in_place(c.placement) ? r.residual_in.data() : r.residual_out.data();
+      b.gamma = r.gamma.data();
       if (fp8) {
-        r.fp8_out = HostBuffer(static_cast<std::size_t>(c.count));
-        b.fp8_out = r.fp8_out.get();
+        r.fp8_out = PageAlignedBuffer(static_cast<std::size_t>(c.count));
+        b.fp8_out = r.fp8_out.data();
       }
     }
     p.buffers.push_back(b);
@@ -123,12 +111,12 @@ void run_and_check(HostTeam& team, const HostCase& c, int launches, std::uint64_
     for (int k = 0; k < c.nranks; ++k) {
       RankBuffers& r = ranks[static_cast<std::size_t>(k)];
       fill(r.input, detail::seeded_host(c.dtype, c.count, data_seed, InputRole::Data, k));
-      if (!output_in_place(c.placement)) std::memset(r.output.get(), detail::kPoisonByte, bytes);
+      if (!output_in_place(c.placement)) std::memset(r.output.data(), detail::kPoisonByte, bytes);
       if (fused) {
         fill(r.residual_in, detail::seeded_host(c.dtype, c.count, data_seed, InputRole::Residual, kReplicatedRank));
         fill(r.gamma, detail::seeded_host(c.dtype, c.hidden, data_seed, InputRole::Gamma, kReplicatedRank));
-        if (!residual_in_place(c.placement)) std::memset(r.residual_out.get(), detail::kPoisonByte, bytes);
-        if (fp8) std::memset(r.fp8_out.get(), detail::kPoisonByte, static_cast<std::size_t>(c.count));
+        if (!residual_in_place(c.placement)) std::memset(r.residual_out.data(), detail::kPoisonByte, bytes);
+        if (fp8) std::memset(r.fp8_out.data(), detail::kPoisonByte, static_cast<std::size_t>(c.count));
       }
     }
     device::host::LaunchOptions options;

@@ -11,6 +11,7 @@
 #include "kernels/all_reduce.h"
 #include "kernels/reference/check.h"
 #include "kernels/team/host_team.h"
+#include "kernels/team/page_aligned_buffer.h"
 
 namespace arfit::kernels::testing {
 
@@ -21,22 +22,6 @@ std::uint64_t run_seed();
 std::uint64_t derived_seed(std::uint64_t salt);
 // ARFIT_KERNELS_HOST_QUICK=1 (the tsan label): cap message sizes at 64 KiB.
 bool quick_mode();
-
-// 4 KiB-aligned host memory, freed on destruction.
-class HostBuffer {
- public:
-  HostBuffer() = default;
-  explicit HostBuffer(std::size_t bytes);
-  void* get() const { return data_.get(); }
-  std::size_t bytes() const { return bytes_; }
-
- private:
-  struct Free {
-    void operator()(void* p) const { std::free(p); }
-  };
-  std::unique_ptr<void, Free> data_;
-  std::size_t bytes_ = 0;
-};
 
 // Where the outputs go.
 enum class Placement {

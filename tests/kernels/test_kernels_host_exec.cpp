@@ -159,7 +159,7 @@ void desynchronise(HostTeam& team) {
   for (int b = 0; b < kMaxBlocksPerRank; ++b) t.signals[1]->barrier_epoch[b] = 100;
 }
 
-AllReduceParams params_for(const HostCase& c, std::vector<HostBuffer>& storage) {
+AllReduceParams params_for(const HostCase& c, std::vector<PageAlignedBuffer>& storage) {
   AllReduceParams p;
   p.dtype = c.dtype;
   p.count = c.count;
@@ -168,9 +168,9 @@ AllReduceParams params_for(const HostCase& c, std::vector<HostBuffer>& storage) 
     storage.emplace_back(bytes);
     storage.emplace_back(bytes);
     AllReduceBuffers b;
-    b.input = storage[storage.size() - 2].get();
-    b.output = storage.back().get();
-    std::memset(storage[storage.size() - 2].get(), 0, bytes);
+    b.input = storage[storage.size() - 2].data();
+    b.output = storage.back().data();
+    std::memset(storage[storage.size() - 2].data(), 0, bytes);
     p.buffers.push_back(b);
   }
   return p;
@@ -181,7 +181,7 @@ TEST(KernelsHostLifecycle, BarrierTimeoutIsAFailureNotAHang) {
   team.set_barrier_timeout_ns(200ull * 1000 * 1000);
   desynchronise(team);
   const HostCase c = desynchronised_case();
-  std::vector<HostBuffer> storage;
+  std::vector<PageAlignedBuffer> storage;
   const AllReduceParams p = params_for(c, storage);
   const auto t0 = Clock::now();
   try {
@@ -212,7 +212,7 @@ TEST(KernelsHostLifecycle, AbortStopsTheLaunchAndTheTeamRecovers) {
   team.set_barrier_timeout_ns(600ull * 1000 * 1000 * 1000);  // only the abort can end the wait
   desynchronise(team);
   HostCase c = desynchronised_case();
-  std::vector<HostBuffer> storage;
+  std::vector<PageAlignedBuffer> storage;
   const AllReduceParams p = params_for(c, storage);
   const auto t0 = Clock::now();
   bool completed = true;
@@ -234,7 +234,7 @@ TEST(KernelsHostLifecycle, AnExternalAbortFlagStopsTheLaunchToo) {
   team.set_barrier_timeout_ns(600ull * 1000 * 1000 * 1000);
   desynchronise(team);
   const HostCase c = desynchronised_case();
-  std::vector<HostBuffer> storage;
+  std::vector<PageAlignedBuffer> storage;
   const AllReduceParams p = params_for(c, storage);
   std::atomic<bool> watchdog{false};
   host::LaunchOptions options;
@@ -243,6 +243,28 @@ TEST(KernelsHostLifecycle, AnExternalAbortFlagStopsTheLaunchToo) {
   {
     DelayedRaise raise([&] { watchdog.store(true); }, std::chrono::milliseconds(150));
     completed = all_reduce_on_host(c.algorithm, team.view(), p, 1, options);
+  }
+  EXPECT_FALSE(completed);
+}
+
+// A team view without an abort word (the kernels then poll none of their own): the runner's external abort is
+// still seen, because the launch gives the kernels a word to poll that only the external flag raises.
+TEST(KernelsHostLifecycle, AnExternalAbortStopsALaunchWhoseTeamHasNoAbortWord) {
+  HostTeam team(2, 1 << 20, 1);
+  team.set_barrier_timeout_ns(600ull * 1000 * 1000 * 1000);
+  desynchronise(team);
+  const HostCase c = desynchronised_case();
+  std::vector<PageAlignedBuffer> storage;
+  const AllReduceParams p = params_for(c, storage);
+  HostTeamView view = team.view();
+  view.table.abort_flag = nullptr;
+  std::atomic<bool> watchdog{false};
+  host::LaunchOptions options;
+  options.external_abort = &watchdog;
+  bool completed = true;
+  {
+    DelayedRaise raise([&] { watchdog.store(true); }, std::chrono::milliseconds(150));
+    completed = all_reduce_on_host(c.algorithm, view, p, 1, options);
   }
   EXPECT_FALSE(completed);
 }
