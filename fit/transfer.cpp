@@ -159,13 +159,6 @@ MapFit fit_own(const std::vector<double>& x, const std::vector<double>& y) {
   return m;
 }
 
-// Two-sided 90 % quantile of Student's t with `dof` degrees of freedom (the normal's beyond the table): the
-// leave-one-out variance of K anchors is an estimate from K residuals.
-double student_t90(size_t dof) {
-  static const double q[] = {6.314, 6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812};
-  return dof < sizeof q / sizeof q[0] ? q[dof] : kZ90;
-}
-
 double own_base(double u, double c, double x) { return u + (std::isfinite(c) ? std::log1p(std::exp(x - c)) : 0.0); }
 
 }  // namespace

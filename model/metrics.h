@@ -1,6 +1,7 @@
 // Prediction-error metrics, as the DLRM performance-model paper reports them.
 #pragma once
 
+#include <cstddef>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -20,6 +21,11 @@ struct ErrorSummary {
 
 // Percentiles by linear interpolation between order statistics (numpy's default).
 double percentile(std::vector<double> values, double q);
+
+// Two-sided 90 % quantile of Student's t with `dof` degrees of freedom (dof 0 as 1; the normal's 1.645 beyond
+// 10): the half-width factor of an interval whose variance is estimated from few values (a transfer's K
+// anchors, a handful of other machines).
+double student_t90(std::size_t dof);
 
 // The value of one size measured several times: the upper median v[n/2] of the sorted values. This is the
 // reference evaluation's convention (../shared/reference/curves.py), and every curve arfit fits, plots and

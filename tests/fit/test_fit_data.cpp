@@ -127,6 +127,57 @@ TEST(PublicData, CrossNByNodes) {
   EXPECT_LE(a.coverage, 0.95);
 }
 
+// Across node boundaries on the public multi-node logs. The published logs hold one GPU count each, so no
+// family spans nodes as filed; built here as a user would label their machines: an A100 SXM machine measured at
+// 4 GPUs (Sheffield's HGX) and 8 (Azure ND96asr) on one node, and each public 2-node 16-GPU A100 log (Azure
+// InfiniBand x2, OCI RoCE, AWS EFA) as the count to predict, one family each; AWS p5's H100 at 8 GPUs on one
+// node and 16 on two is one more machine whose scale-out step is known. Each family's target is predicted from
+// its own counts and the other families' steps (scale-out prior), never from its own 2-node log.
+// Figures (docs/fit.md): auto 34.87 % GMAE, alphabeta 29.10, loglog 41.90, coverage 80.3 % — the bar
+// (auto below both, 85-95 %) is not met: the networks differ by more than any rule from other clusters knows.
+// The guards keep today's figures from getting worse.
+TEST(PublicData, CrossNAcrossNodesOnThePublicMultiNodeLogs) {
+  const std::string dir = arfit::testing::public_data_dir();
+  if (dir.empty()) GTEST_SKIP() << "public data folder absent";
+  auto read = [&](const std::string& stem, const std::string& machine, int nnodes) {
+    std::vector<Sample> v = ingest::ingest_file(dir + "/nccl-tests/" + stem + ".txt").samples;
+    for (Sample& x : v) {
+      x.extra["system"] = machine;
+      x.source = machine;  // crossn's families are per source: one per machine here
+      x.nnodes = nnodes;
+    }
+    return v;
+  };
+  std::vector<Sample> samples;
+  auto add = [&](std::vector<Sample> v) { samples.insert(samples.end(), v.begin(), v.end()); };
+  const std::vector<std::pair<std::string, std::string>> two_node = {
+      {"a100-azure-ib", "azure_nd96asrv4_a100_2node16gpu_ib_allreduce"},
+      {"a100-azure-ndm", "azure_ndmv4_a100_2node16gpu_ib_allreduce"},
+      {"a100-oci-roce", "oci_a100sxm40g_2node16gpu_roce_allreduce"},
+      {"a100-aws-efa", "aws_p4de_a100_2node16gpu_efa_allreduce"}};
+  for (const auto& [machine, stem] : two_node) {
+    add(read("sheffield_stanage_a100sxm80g_4gpu_allreduce", machine, 1));
+    add(read("azure_nd96asrv4_a100_1node8gpu_allreduce", machine, 1));
+    add(read(stem, machine, 2));
+  }
+  add(read("aws_p5_h100_1node8gpu_allreduce_batch", "h100-p5", 1));
+  add(read("aws_p5_h100_2node16gpu_efa_allreduce", "h100-p5", 2));
+  fit::EvalOptions o;
+  o.threads = 2;
+  const fit::EvalResult r = fit::eval_crossn(samples, o);
+  std::cout << r.to_table();
+  ASSERT_EQ(r.subsets.size(), 2u);
+  EXPECT_EQ(r.subsets[0].curves, 0);
+  const fit::EvalSubset& more = r.subsets[1];
+  EXPECT_EQ(more.name, "more");
+  EXPECT_EQ(more.curves, 4);
+  const auto& a = more.methods[0];
+  ASSERT_EQ(a.name, "auto");
+  EXPECT_EQ(a.errors.points, 122);
+  EXPECT_LE(a.errors.gmae * 100, 36.0);
+  EXPECT_GE(a.coverage, 0.80);
+}
+
 namespace {
 
 // crosshw:K on every public curve: auto beats the datasheet rule (and log-log interpolation of the same K
