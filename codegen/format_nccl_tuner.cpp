@@ -126,6 +126,7 @@ FormatOutput generate_nccl_tuner(const FormatInput& in) {
                                 "NCCL_RING_LL128 or NCCL_TREE_SIMPLE); nothing to write a tuner config from");
   PredictQuery base = engine_query(in.models, r);
   base.nnodes = r.nnodes;
+  base.across_nodes = false;  // rules only where the variants were measured on --nnodes nodes
   // NCCL's algorithm choice depends on bytes, not on the type: a variant measured in one type answers ("" asks for
   // the group's only type), else one of --dtype's element size.
   base.dtype.clear();

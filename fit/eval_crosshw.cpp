@@ -140,7 +140,7 @@ EvalResult eval_crosshw(const std::vector<Sample>& samples, int K, const EvalOpt
     Task t;
     t.curve = i;
     for (size_t j = 0; j < lib.sources.size(); ++j)
-      if (lib.sources[j].system() != c.hardware && transfer_matches(c.key, lib.sources[j].key())) t.sources.push_back(j);
+      if (lib.sources[j].system() != c.hardware && comparable_curves(c.key, lib.sources[j].key())) t.sources.push_back(j);
     if (t.sources.empty()) {
       ++res.unmatched_curves;
       continue;

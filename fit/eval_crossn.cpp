@@ -168,8 +168,8 @@ ScaleOutPrior scale_out_prior(const Family& fam, const std::vector<Curve>& curve
   std::map<std::string, const Curve*> from, to;
   for (const Curve& o : curves) {
     if (o.hardware == c.hardware) continue;
-    if (transfer_matches(c.key, o.key) && !from.count(o.hardware)) from[o.hardware] = &o;
-    if (transfer_matches(tk, o.key) && !to.count(o.hardware)) to[o.hardware] = &o;
+    if (comparable_curves(c.key, o.key) && !from.count(o.hardware)) from[o.hardware] = &o;
+    if (comparable_curves(tk, o.key) && !to.count(o.hardware)) to[o.hardware] = &o;
   }
   for (const auto& [sys, a] : from) {
     auto it = to.find(sys);
@@ -181,34 +181,6 @@ ScaleOutPrior scale_out_prior(const Family& fam, const std::vector<Curve>& curve
     p.to.push_back(GroupModel::from_json(fb.model));
   }
   return p;
-}
-
-// Across node boundaries without a prior: the bandwidth part may fall from the intra-node link to the
-// network's. Half-width (log) of that unknown: the datasheet interconnect over a 400 Gb/s NIC per GPU
-// (50 GB/s, the class of the public multi-node measurements: EFA, InfiniBand NDR, RoCE), or a factor 10
-// when the SM is not in the table.
-constexpr double kNetworkGBps = 50;
-double cross_node_half_width(int sm) {
-  const auto t = find_sm_target(sm);
-  return t && t->interconnect_gbps > kNetworkGBps ? std::log(t->interconnect_gbps / kNetworkGBps) : std::log(10.0);
-}
-
-// Half-width (log) of the scale-out step of a machine whose network nothing measured, from the steps other
-// machines measured: the target is one more draw from the machines' networks, so the prediction interval of a
-// new value from n values (Student's t with n − 1 degrees of freedom, the sample deviation, × sqrt(1 + 1/n)).
-// One machine says nothing about how networks differ: then the unknown network's width (cross_node_half_width).
-// On the public multi-node logs the networks differ by far more than a median deviation suggests (EFA's
-// latency is 2-4x InfiniBand's); the robust spread it replaced covered 75 % there (docs/fit.md).
-double new_machine_half_width(const std::vector<double>& steps, int sm) {
-  const std::size_t n = steps.size();
-  if (n < 2) return cross_node_half_width(sm);
-  double mean = 0;
-  for (double s : steps) mean += s;
-  mean /= static_cast<double>(n);
-  double ss = 0;
-  for (double s : steps) ss += (s - mean) * (s - mean);
-  const double sd = std::sqrt(ss / static_cast<double>(n - 1));
-  return student_t90(n - 1) * sd * std::sqrt(1.0 + 1.0 / static_cast<double>(n));
 }
 
 std::vector<Prediction> predict_joint(const Family& fam, const std::string& method, const std::vector<Curve>& curves) {
@@ -225,33 +197,19 @@ std::vector<Prediction> predict_joint(const Family& fam, const std::string& meth
   if (!fam.more_nodes) return preds;
   const ScaleOutPrior prior = scale_out_prior(fam, curves, method);
   const GroupModel& last = jm.members.back();
+  const int sm = datasheet_sm(last.sm, last.device, fam.target->hardware);
+  const double doublings = std::log2(static_cast<double>(fam.target->key.nranks) / last.key.nranks);
   for (size_t k = 0; k < preds.size(); ++k) {
-    Prediction& p = preds[k];
     const double x = fam.target->bytes[k];
-    if (!prior.systems.empty()) {
-      // The largest measured count carried by the other machines' scale-out step (median over machines).
-      std::vector<double> steps;
-      for (size_t i = 0; i < prior.systems.size(); ++i)
-        steps.push_back(std::log(prior.to[i].predict(x).time_us) - std::log(prior.from[i].predict(x).time_us));
-      const double step = percentile(steps, 50);
-      const Prediction base = last.predict(x);
-      const double h0 = 0.5 * (std::log(base.hi_us) - std::log(base.lo_us));
-      const double hs = new_machine_half_width(steps, datasheet_sm(last.sm, last.device, fam.target->hardware));
-      const double hd = kZ90 * kJointSigmaPerDoubling * std::log2(static_cast<double>(fam.target->key.nranks) / last.key.nranks);
-      const double h = std::sqrt(h0 * h0 + hs * hs + hd * hd);
-      p.time_us = base.time_us * std::exp(step);
-      p.lo_us = p.time_us * std::exp(-h);
-      p.hi_us = p.time_us * std::exp(h);
-      p.how = "scale-out prior from " + std::to_string(prior.systems.size()) + " machine(s)";
-    } else {
-      const double h0 = 0.5 * (std::log(p.hi_us) - std::log(p.lo_us));
-      const double hn = cross_node_half_width(datasheet_sm(last.sm, last.device, fam.target->hardware));
-      const double h = std::sqrt(h0 * h0 + hn * hn);
-      p.lo_us = p.time_us * std::exp(-h);
-      p.hi_us = p.time_us * std::exp(h);
-      p.how += " across nodes (no multi-node prior)";
+    if (prior.systems.empty()) {
+      preds[k] = widen_across_nodes(preds[k], sm);
+      continue;
     }
-    p.extrapolated = true;
+    // The largest measured count carried by the other machines' scale-out step (median over machines).
+    std::vector<double> steps;
+    for (size_t i = 0; i < prior.systems.size(); ++i)
+      steps.push_back(std::log(prior.to[i].predict(x).time_us) - std::log(prior.from[i].predict(x).time_us));
+    preds[k] = scale_out_by_prior(last.predict(x), steps, doublings, sm);
   }
   return preds;
 }

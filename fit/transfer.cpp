@@ -218,11 +218,6 @@ double TransferSource::log_time(double x) const {
   return y_[i - 1] + t * (y_[i] - y_[i - 1]);
 }
 
-bool transfer_matches(const GroupKey& t, const GroupKey& s) {
-  return t.collective == s.collective && t.strategy == s.strategy && t.fusion == s.fusion && t.nranks == s.nranks &&
-         t.nnodes == s.nnodes && dtype_size(t.dtype) == dtype_size(s.dtype);
-}
-
 double datasheet_distance(int sm_a, int sm_b) {
   const double a = interconnect(sm_a), b = interconnect(sm_b);
   return a > 0 && b > 0 ? std::fabs(std::log(a / b)) : std::numeric_limits<double>::infinity();
@@ -527,7 +522,7 @@ TransferCalibration transfer_calibration(const std::vector<TransferSource>& libr
     if (c.system() == exclude_system) continue;
     std::vector<const TransferSource*> src;
     for (const TransferSource& s : library)
-      if (s.system() != c.system() && s.system() != exclude_system && transfer_matches(c.key(), s.key())) src.push_back(&s);
+      if (s.system() != c.system() && s.system() != exclude_system && comparable_curves(c.key(), s.key())) src.push_back(&s);
     if (src.empty()) continue;
     const std::vector<double>& xs = c.measured_ln_bytes();
     const std::vector<size_t> held = anchor_indices(xs.size(), K);
@@ -575,7 +570,7 @@ TransferLibrary::TransferLibrary(const std::vector<ModelSet>& priors) {
 std::vector<const TransferSource*> TransferLibrary::matching(const GroupKey& target) const {
   std::vector<const TransferSource*> out;
   for (const TransferSource& s : sources_)
-    if (transfer_matches(target, s.key())) out.push_back(&s);
+    if (comparable_curves(target, s.key())) out.push_back(&s);
   return out;
 }
 

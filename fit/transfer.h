@@ -26,6 +26,7 @@
 
 #include "fit/fit.h"
 #include "model/group_model.h"
+#include "model/scale_out.h"
 
 namespace arfit::fit {
 
@@ -57,9 +58,6 @@ class TransferSource {
   std::vector<double> x_, y_;  // table: ln bytes ascending, ln t
   std::vector<double> measured_;
 };
-
-// Same collective, strategy, fusion, rank count, node count and element size (dtype_size).
-bool transfer_matches(const GroupKey& target, const GroupKey& source);
 
 // |ln| of the ratio of two SMs' datasheet interconnect bandwidths (model/sm_targets.h); infinity when either
 // is not in the table.
@@ -154,7 +152,7 @@ class Transfer {
   std::vector<TransferShare> shares_;
 };
 
-// `sources`: curves of other machines matching the target (transfer_matches); they must outlive the result.
+// `sources`: curves of other machines matching the target (comparable_curves); they must outlive the result.
 // Fails (ok() false, problem() says why) when there is no source and fewer than two anchors.
 Transfer transfer_curve(const TransferTarget& target, const std::vector<const TransferSource*>& sources,
                         const TransferOptions& options = {});

@@ -13,6 +13,7 @@
 #include "model/joint_model.h"
 #include "model/json_input.h"
 #include "model/alltoallv.h"
+#include "model/scale_out.h"
 #include "model/sm_targets.h"
 
 namespace arfit {
@@ -157,6 +158,56 @@ std::vector<std::string> ModelSet::strategies(const std::string& system, Collect
   return {s.begin(), s.end()};
 }
 
+namespace {
+
+// A count on more nodes than the query's machine measured (model/scale_out.h). `q` has its system and
+// collective resolved. From the machine's largest measured count on the most nodes it measured (at most the
+// query's count): other systems of the file that measured both that count and the query's count on the query's
+// nodes lend their scale-out step; without any, the joint-n answer (or the same count's own, one node fewer)
+// is kept, widened by the unknown network.
+std::optional<Prediction> predict_across_nodes(const std::vector<GroupModel>& groups, const std::vector<JointModel>& joint,
+                                               const PredictQuery& q, double bytes, int* measured_sm, double* latency_us) {
+  if (q.nranks <= 0 || !q.across_nodes) return std::nullopt;
+  const GroupModel* last = nullptr;
+  for (const GroupModel& m : groups) {
+    const GroupKey& k = m.key;
+    if (!m.ok || k.system != q.system || k.collective != q.collective || k.strategy != q.strategy || k.fusion != q.fusion ||
+        k.nnodes >= q.nnodes || k.nranks > q.nranks)
+      continue;
+    if (!q.dtype.empty() && canonical_dtype(q.dtype) != k.dtype) continue;
+    if (last && q.dtype.empty() && last->key.dtype != k.dtype) return std::nullopt;  // ambiguous dtype
+    if (!last || std::tie(k.nnodes, k.nranks) > std::tie(last->key.nnodes, last->key.nranks)) last = &m;
+  }
+  if (!last) return std::nullopt;
+  *measured_sm = last->sm;
+  *latency_us = last->predict(last->min_bytes).time_us;
+  const int sm = last->sm > 0 ? last->sm : sm_from_device(last->device);
+  GroupKey target = last->key;
+  target.nranks = q.nranks;
+  target.nnodes = q.nnodes;
+  std::vector<double> steps;
+  for (const GroupModel& from : groups) {
+    if (!from.ok || from.key.system == q.system || !comparable_curves(from.key, last->key)) continue;
+    for (const GroupModel& to : groups)
+      if (to.ok && to.key.system == from.key.system && comparable_curves(to.key, target)) {
+        steps.push_back(std::log(to.predict(bytes).time_us) - std::log(from.predict(bytes).time_us));
+        break;
+      }
+  }
+  if (!steps.empty())
+    return scale_out_by_prior(last->predict(bytes), steps, std::log2(static_cast<double>(q.nranks) / last->key.nranks), sm);
+  if (q.nranks == last->key.nranks) return widen_across_nodes(last->predict(bytes), sm);
+  for (const JointModel& jm : joint) {
+    const GroupKey& k = jm.key;
+    if (k.system == q.system && k.collective == q.collective && k.strategy == q.strategy && k.fusion == q.fusion &&
+        k.nnodes == last->key.nnodes && k.dtype == last->key.dtype)
+      return widen_across_nodes(jm.predict(q.nranks, bytes), sm);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<Prediction> ModelSet::predict(const PredictQuery& q0) const {
   PredictQuery q = q0;
   if (!parsed_) return std::nullopt;
@@ -221,8 +272,12 @@ std::optional<Prediction> ModelSet::predict(const PredictQuery& q0) const {
       break;
     }
   }
+  // 3) more nodes than the machine measured
+  if (!out) {
+    out = predict_across_nodes(parsed_->groups, parsed_->joint, q, bytes, &measured_sm, &latency_us);
+  }
   if (!out) return std::nullopt;
-  // 3) another SM target: scale by the per-generation bandwidth table
+  // 4) another SM target: scale by the per-generation bandwidth table
   if (q.sm != 0 && q.sm != measured_sm) {
     auto t = transfer_prediction(*out, latency_us, measured_sm, q.sm);
     if (!t) return std::nullopt;

@@ -42,6 +42,9 @@ GroupKey sample_group_key(const Sample& s, const std::string& system);
 
 struct PredictQuery {
   std::string system;  // empty: the only system in the set (error when several)
+  // More nodes than the machine measured: answered by the rule of model/scale_out.h (extrapolated) when true;
+  // false keeps to the measured node counts (a tuner's rules for NCCL's variants must not rest on a guess).
+  bool across_nodes = true;
   Collective collective = Collective::AllReduce;
   std::string strategy = "NCCL";
   FusionOp fusion = FusionOp::None;

@@ -146,14 +146,14 @@ TEST(FitTransfer, SaysSoWhenNothingIsComparable) {
   k.dtype = "bf16";
   k.nranks = 8;
   GroupKey other = k;
-  EXPECT_TRUE(fit::transfer_matches(k, other));
+  EXPECT_TRUE(comparable_curves(k, other));
   other.dtype = "fp16";
-  EXPECT_TRUE(fit::transfer_matches(k, other));  // same element size
+  EXPECT_TRUE(comparable_curves(k, other));  // same element size
   other.dtype = "fp32";
-  EXPECT_FALSE(fit::transfer_matches(k, other));
+  EXPECT_FALSE(comparable_curves(k, other));
   other = k;
   other.nnodes = 2;
-  EXPECT_FALSE(fit::transfer_matches(k, other));
+  EXPECT_FALSE(comparable_curves(k, other));
 }
 
 // K = 0: the bandwidth part scaled by the datasheet interconnect ratio (NVLink 4 -> 5: twice the bandwidth),
@@ -306,4 +306,63 @@ TEST(FitTransfer, CrossNAcrossNodesUsesOtherMachinesOrWidens) {
   for (const auto& p : w->points) EXPECT_NE(p.predicted.how.find("scale-out prior"), std::string::npos);
   EXPECT_LT(w->errors.gmae, a->errors.gmae);
   EXPECT_LT(w->errors.gmae, with.method("loglog")->errors.gmae);
+}
+
+// `arfit predict` across node boundaries from a models file: machine x measured 2, 4 and 8 GPUs on one node;
+// asked for 16 on two. Alone, the joint-n answer is kept, marked and widened to cover the network; with
+// machine y's 8 -> 16 step in the file, that step carries x's 8-GPU curve (the crossn rule, model/scale_out.h).
+TEST(FitTransfer, PredictAcrossNodesFromAModelsFile) {
+  const Machine x{"x", 10.0, 100e3, 1e30, 90};
+  Machine x_net = x;
+  x_net.busbw_bytes_per_us = 20e3;  // the network at a fifth of the bandwidth
+  const Machine y{"y", 9.0, 120e3, 1e30, 90};
+  Machine y_net = y;
+  y_net.busbw_bytes_per_us = 24e3;
+  PredictQuery q;
+  q.system = "x";
+  q.nranks = 16;
+  q.nnodes = 2;
+  auto covered = [](const Prediction& p, double truth) { return p.lo_us <= truth && truth <= p.hi_us; };
+  const std::vector<double> sizes = {1 << 12, 1 << 20, 1 << 26};
+
+  const ModelSet alone = fit::fit_model_set(measure(x, {2, 4, 8}, 10, 28, 0.005, 31));
+  for (double b : sizes) {
+    q.bytes = b;
+    const auto p = alone.predict(q);
+    ASSERT_TRUE(p.has_value()) << b;
+    EXPECT_TRUE(p->extrapolated);
+    EXPECT_NE(p->how.find("joint-n"), std::string::npos) << p->how;
+    EXPECT_NE(p->how.find("across nodes (no multi-node prior)"), std::string::npos) << p->how;
+    EXPECT_TRUE(covered(*p, x_net.time_us(Collective::AllReduce, 16, b))) << b;
+  }
+
+  std::vector<Sample> s = measure(x, {2, 4, 8}, 10, 28, 0.005, 31);
+  for (auto v : {measure(y, {8}, 10, 28, 0.005, 32), measure(y_net, {16}, 10, 28, 0.005, 33, 2)})
+    s.insert(s.end(), v.begin(), v.end());
+  const ModelSet with = fit::fit_model_set(s);
+  for (double b : sizes) {
+    q.bytes = b;
+    const auto p = with.predict(q);
+    const auto guess = alone.predict(q);
+    ASSERT_TRUE(p.has_value()) << b;
+    EXPECT_TRUE(p->extrapolated);
+    EXPECT_EQ(p->how, "scale-out prior from 1 machine(s)");
+    const double truth = x_net.time_us(Collective::AllReduce, 16, b);
+    EXPECT_TRUE(covered(*p, truth)) << b;
+    // Closer than the joint-n guess where the network dominates (the largest size).
+    if (b == sizes.back()) {
+      EXPECT_LT(std::fabs(std::log(p->time_us / truth)), std::fabs(std::log(guess->time_us / truth)));
+    }
+  }
+  // y's 16 GPUs on 4 nodes (the same count, more nodes): its own 2-node curve, widened.
+  q.system = "y";
+  q.nnodes = 4;
+  q.bytes = 1 << 20;
+  const auto y16 = with.predict(q);
+  ASSERT_TRUE(y16.has_value());
+  EXPECT_NE(y16->how.find("no multi-node prior"), std::string::npos) << y16->how;
+  // 32 GPUs on 4 nodes: y measured one count per node count (no joint-n fit to extend) and no other machine
+  // measured 32: nothing answers rather than a guess from one curve.
+  q.nranks = 32;
+  EXPECT_FALSE(with.predict(q).has_value());
 }

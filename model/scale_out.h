@@ -1,0 +1,41 @@
+// Across node boundaries: a GPU count on more nodes than any count its machine measured (docs/fit.md, "Across
+// node boundaries"). The inter-node network is in none of the machine's own measurements, so the answer comes
+// from other machines' scale-out steps when a models file (or crossn's training data) holds some, and otherwise
+// stays the joint-n guess, marked extrapolated, with an interval as wide as the unknown network. Shared by
+// `arfit predict` (ModelSet::predict) and `arfit eval --protocol crossn`.
+#pragma once
+
+#include <vector>
+
+#include "model/model_set.h"
+
+namespace arfit {
+
+// Same collective, strategy, fusion, rank count, node count and element size (dtype_size): curves of two
+// machines that measure the same thing (a transfer's sources, a scale-out step's ends).
+bool comparable_curves(const GroupKey& a, const GroupKey& b);
+
+// Bandwidth per GPU assumed for the network when nothing measured it: a 400 Gb/s NIC per GPU, the class of the
+// public multi-node measurements (EFA, InfiniBand NDR, RoCE).
+inline constexpr double kNetworkGBps = 50;
+
+// Half-width (log) of an unknown network's step: ln(datasheet interconnect / kNetworkGBps), the most the
+// bandwidth term can fall from the intra-node link to the network's, or ln 10 when the SM is not in the table.
+double cross_node_half_width(int sm);
+
+// Half-width (log) of the step of a machine whose network nothing measured, from the steps other machines
+// measured: the target is one more draw from their networks, so the prediction interval of a new value from n
+// values (Student's t with n − 1 degrees of freedom × the sample deviation × sqrt(1 + 1/n)), at most the width
+// of knowing nothing, cross_node_half_width(sm); one machine says nothing about how networks differ: that width.
+double new_machine_half_width(const std::vector<double>& steps, int sm);
+
+// The largest measured count's prediction carried by other machines' scale-out steps at one size (each
+// ln t(target count, target nodes) − ln t(that count, its nodes)): their median; the interval adds, in
+// quadrature, the count's own, new_machine_half_width and kJointSigmaPerDoubling per doubling of GPUs.
+Prediction scale_out_by_prior(const Prediction& largest_measured, const std::vector<double>& steps, double doublings, int sm);
+
+// A joint-n answer on the measured node count kept across nodes: extrapolated, its interval widened in
+// quadrature by cross_node_half_width(sm), `how` saying so.
+Prediction widen_across_nodes(Prediction joint_answer, int sm);
+
+}  // namespace arfit
