@@ -229,27 +229,10 @@ TEST(KernelsHostLifecycle, AbortStopsTheLaunchAndTheTeamRecovers) {
   run_and_check(team, c, 2, derived_seed(5));
 }
 
-TEST(KernelsHostLifecycle, AnExternalAbortFlagStopsTheLaunchToo) {
-  HostTeam team(2, 1 << 20, 1);
-  team.set_barrier_timeout_ns(600ull * 1000 * 1000 * 1000);
-  desynchronise(team);
-  const HostCase c = desynchronised_case();
-  std::vector<PageAlignedBuffer> storage;
-  const AllReduceParams p = params_for(c, storage);
-  std::atomic<bool> watchdog{false};
-  host::LaunchOptions options;
-  options.external_abort = &watchdog;
-  bool completed = true;
-  {
-    DelayedRaise raise([&] { watchdog.store(true); }, std::chrono::milliseconds(150));
-    completed = all_reduce_on_host(c.algorithm, team.view(), p, 1, options);
-  }
-  EXPECT_FALSE(completed);
-}
-
-// A team view without an abort word (the kernels then poll none of their own): the runner's external abort is
-// still seen, because the launch gives the kernels a word to poll that only the external flag raises.
-TEST(KernelsHostLifecycle, AnExternalAbortStopsALaunchWhoseTeamHasNoAbortWord) {
+// A desynchronised launch (one rank never arrives) that the runner's external abort flag stops after 150 ms;
+// the barrier timeout is 10 minutes, so only the abort can end it. `drop_abort_word`: a team view without an
+// abort word, so the kernels poll none of their own. Returns whether the launch completed.
+static bool launch_stopped_by_external_abort(bool drop_abort_word) {
   HostTeam team(2, 1 << 20, 1);
   team.set_barrier_timeout_ns(600ull * 1000 * 1000 * 1000);
   desynchronise(team);
@@ -257,16 +240,20 @@ TEST(KernelsHostLifecycle, AnExternalAbortStopsALaunchWhoseTeamHasNoAbortWord) {
   std::vector<PageAlignedBuffer> storage;
   const AllReduceParams p = params_for(c, storage);
   HostTeamView view = team.view();
-  view.table.abort_flag = nullptr;
+  if (drop_abort_word) view.table.abort_flag = nullptr;
   std::atomic<bool> watchdog{false};
   host::LaunchOptions options;
   options.external_abort = &watchdog;
-  bool completed = true;
-  {
-    DelayedRaise raise([&] { watchdog.store(true); }, std::chrono::milliseconds(150));
-    completed = all_reduce_on_host(c.algorithm, view, p, 1, options);
-  }
-  EXPECT_FALSE(completed);
+  DelayedRaise raise([&] { watchdog.store(true); }, std::chrono::milliseconds(150));
+  return all_reduce_on_host(c.algorithm, view, p, 1, options);
+}
+
+TEST(KernelsHostLifecycle, AnExternalAbortFlagStopsTheLaunchToo) { EXPECT_FALSE(launch_stopped_by_external_abort(false)); }
+
+// Without an abort word the external abort is still seen: the launch gives the kernels a word to poll that only
+// the external flag raises.
+TEST(KernelsHostLifecycle, AnExternalAbortStopsALaunchWhoseTeamHasNoAbortWord) {
+  EXPECT_FALSE(launch_stopped_by_external_abort(true));
 }
 
 // ---------------------------------------------------------------- element conversions
