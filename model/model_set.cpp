@@ -15,6 +15,7 @@
 #include "model/alltoallv.h"
 #include "model/scale_out.h"
 #include "model/sm_targets.h"
+#include "model/text.h"
 
 namespace arfit {
 
@@ -186,16 +187,21 @@ std::optional<Prediction> predict_across_nodes(const std::vector<GroupModel>& gr
   target.nranks = q.nranks;
   target.nnodes = q.nnodes;
   std::vector<double> steps;
+  std::vector<std::string> lenders;
   for (const GroupModel& from : groups) {
     if (!from.ok || from.key.system == q.system || !comparable_curves(from.key, last->key)) continue;
     for (const GroupModel& to : groups)
       if (to.ok && to.key.system == from.key.system && comparable_curves(to.key, target)) {
         steps.push_back(std::log(to.predict(bytes).time_us) - std::log(from.predict(bytes).time_us));
+        lenders.push_back(from.key.system);
         break;
       }
   }
-  if (!steps.empty())
-    return scale_out_by_prior(last->predict(bytes), steps, std::log2(static_cast<double>(q.nranks) / last->key.nranks), sm);
+  if (!steps.empty()) {
+    Prediction p = scale_out_by_prior(last->predict(bytes), steps, std::log2(static_cast<double>(q.nranks) / last->key.nranks), sm);
+    p.how += ": " + join(lenders, ", ");  // the machines whose step it took
+    return p;
+  }
   if (q.nranks == last->key.nranks) return widen_across_nodes(last->predict(bytes), sm);
   for (const JointModel& jm : joint) {
     const GroupKey& k = jm.key;

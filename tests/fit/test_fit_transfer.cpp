@@ -346,7 +346,7 @@ TEST(FitTransfer, PredictAcrossNodesFromAModelsFile) {
     const auto guess = alone.predict(q);
     ASSERT_TRUE(p.has_value()) << b;
     EXPECT_TRUE(p->extrapolated);
-    EXPECT_EQ(p->how, "scale-out prior from 1 machine(s)");
+    EXPECT_EQ(p->how, "scale-out prior from 1 machine(s): y");
     const double truth = x_net.time_us(Collective::AllReduce, 16, b);
     EXPECT_TRUE(covered(*p, truth)) << b;
     // Closer than the joint-n guess where the network dominates (the largest size).
