@@ -13,8 +13,6 @@
 #include "fit/fit.h"
 #include "model/bus_factor.h"
 #include "model/joint_model.h"
-#include "model/metrics.h"
-#include "model/sm_targets.h"
 #include "fit/transfer.h"
 
 namespace arfit::fit {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "model/group_model.h"
 #include "model/seed.h"
 
 namespace arfit {
@@ -45,7 +46,7 @@ double size_median(std::vector<double> values) {
 
 double student_t90(std::size_t dof) {
   static const double q[] = {6.314, 6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812};
-  return dof < sizeof q / sizeof q[0] ? q[dof] : 1.6448536269514722;
+  return dof < sizeof q / sizeof q[0] ? q[dof] : kZ90;
 }
 
 }  // namespace arfit

@@ -11,7 +11,8 @@ namespace arfit::bench::host {
 // ---------------------------------------------------------------- shared window
 
 namespace {
-constexpr std::uintptr_t kPage = 4096;
+// The window's segments start on pages, as PageAlignedBuffer's buffers do.
+constexpr std::uintptr_t kPage = kernels::PageAlignedBuffer::kPage;
 void* page_aligned(void* p) {
   const auto a = reinterpret_cast<std::uintptr_t>(p);
   return reinterpret_cast<void*>((a + kPage - 1) / kPage * kPage);
