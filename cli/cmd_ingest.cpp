@@ -1,4 +1,4 @@
-// arfit ingest FILES... [-o samples.csv] [--format F] [--collective C] [--nranks N]
+// arfit ingest FILES... [-o samples.csv] [--format F] [--collective C] [--nranks N] [--nnodes N] [--system NAME]
 // Reads measurements in any supported format (detected per file), writes arfit's sample CSV (atomically,
 // and only when every file read cleanly) and prints a summary: per file (format, rows, samples, failed,
 // duplicated sizes, warnings) and per group (points, size range).
@@ -27,6 +27,8 @@ struct IngestArgs {
   std::string format = "auto";
   std::string collective;
   int nranks = 0;
+  int nnodes = 0;
+  std::string system;
   bool quiet = false;
 };
 
@@ -62,6 +64,8 @@ void run_ingest(const IngestArgs& a) {
     }
   }
   if (a.nranks != 0) opt.nranks = a.nranks;  // 0: not given (the validator refuses an explicit 0)
+  if (a.nnodes != 0) opt.nnodes = a.nnodes;
+  if (!a.system.empty()) opt.system = a.system;
 
   SampleFile out;
   std::size_t total_rows = 0, total_failed = 0, total_dups = 0, total_dropped = 0;
@@ -144,6 +148,14 @@ void add_ingest(CLI::App& app) {
   cmd->add_option("--nranks", args->nranks,
                   "Rank count of every input, overriding what the files say (needed when a file does not say it)")
       ->check(CLI::Range(1, kMaxModelRanks));
+  cmd->add_option("--nnodes", args->nnodes,
+                  "Node count of every input, overriding what the files say (a multi-node log without per-rank "
+                  "host lines reads as 1 node); at most each sample's rank count")
+      ->check(CLI::Range(1, kMaxModelRanks));
+  cmd->add_option("--system", args->system,
+                  "Machine label of every input, overriding the file's (aiconfigurator's system, else the file "
+                  "name): what crosshw, --prior transfers and scale-out steps tell machines apart by")
+      ->check([](const std::string& v) { return v.empty() || v.find_first_of(",\n\r") != std::string::npos ? std::string("a label without commas or line breaks") : std::string(); });
   cmd->add_flag("-q,--quiet", args->quiet, "Print only the one-line summary");
   cmd->callback([args] { run_ingest(*args); });
 }

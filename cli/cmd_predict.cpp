@@ -200,7 +200,7 @@ void add_predict(CLI::App& app) {
   cmd->add_option("--dtype", a->dtype, "dtype (default: the group's, when there is only one)");
   cmd->add_option("--nranks", a->nranks, "GPU count; an unmeasured count uses the joint fit across counts")
       ->check(CLI::Range(1, kMaxModelRanks));
-  cmd->add_option("--nnodes", a->nnodes, "Node count (default 1); more than measured: other machines' scale-out step, else the widened joint-n answer")->check(CLI::Range(1, kMaxModelRanks));
+  cmd->add_option("--nnodes", a->nnodes, "Node count (default 1); more than measured: within the machine's measured network, else other machines' scale-out step, else the widened joint-n answer")->check(CLI::Range(1, kMaxModelRanks));
   cmd->add_option("--sm", a->sm, "Target SM version (80, 89, 90, 100, 103, 120): transfers the model, flagged extrapolated")
       ->check(known_sm_validator());
   cmd->add_option("--bytes", a->bytes, "Sizes: LIST (4096,64K,1M) or RANGE A:B[:FACTOR] (powers of FACTOR, default 2)");

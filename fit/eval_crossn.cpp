@@ -12,8 +12,9 @@
 #include "fit/family_fit.h"
 #include "fit/fit.h"
 #include "model/bus_factor.h"
-#include "model/joint_model.h"
 #include "fit/transfer.h"
+#include "model/joint_model.h"
+#include "model/scale_out.h"
 
 namespace arfit::fit {
 namespace {
@@ -193,6 +194,15 @@ std::vector<Prediction> predict_joint(const Family& fam, const std::string& meth
   const int N = fam.target->key.nranks;
   for (double x : fam.target->bytes) preds.push_back(jm.predict(N, x));
   if (!fam.more_nodes) return preds;
+  // The family measured its network: carried within it (its own network says more than other machines' do).
+  std::vector<GroupModel> multi_node;
+  for (const GroupModel& m : jm.members)
+    if (m.key.nnodes > 1) multi_node.push_back(m);
+  if (!multi_node.empty()) {
+    for (size_t k = 0; k < preds.size(); ++k)
+      preds[k] = carry_within_network(multi_node, N, fam.target->key.nnodes, fam.target->bytes[k]);
+    return preds;
+  }
   const ScaleOutPrior prior = scale_out_prior(fam, curves, method);
   const GroupModel& last = jm.members.back();
   const int sm = datasheet_sm(last.sm, last.device, fam.target->hardware);

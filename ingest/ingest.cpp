@@ -82,6 +82,23 @@ Format detect_format(const std::string& text, const std::string& name) {
                    "aiconfigurator CSV): pass --format");
 }
 
+namespace {
+
+// --nnodes and --system: facts the user knows and the file does not say, the same for every format.
+void apply_overrides(IngestResult& r, const std::string& name, const Options& options) {
+  for (Sample& s : r.samples) {
+    if (options.nnodes) {
+      if (*options.nnodes > s.nranks)
+        throw InputError(name, 0, "", "--nnodes " + std::to_string(*options.nnodes) + " is more than the " +
+                                          std::to_string(s.nranks) + " rank(s) of a sample at " + std::to_string(s.bytes) + " bytes");
+      s.nnodes = *options.nnodes;
+    }
+    if (options.system) s.extra["system"] = *options.system;
+  }
+}
+
+}  // namespace
+
 IngestResult ingest_as(Format format, const std::string& text, const std::string& name, const Options& options) {
   using namespace detail;
   if (format == Format::Auto) format = detect_format(text, name);
@@ -96,6 +113,7 @@ IngestResult ingest_as(Format format, const std::string& text, const std::string
     case Format::Auto: break;
   }
   r.format = format;
+  apply_overrides(r, name, options);
   // Every reader counts its data rows; none may give an empty result as if it had read measurements.
   if (r.rows == 0) {
     std::string first_dropped;

@@ -21,6 +21,11 @@ struct Options {
   Format format = Format::Auto;
   std::optional<Collective> collective;  // --collective: overrides/fills what the file does not say
   std::optional<int> nranks;             // --nranks
+  // Applied after reading, to every sample of every format: what a log cannot say (a 2-node run whose log has
+  // no per-rank host lines reads as 1 node; a file stem is not always the machine's name).
+  std::optional<int> nnodes;             // --nnodes: at most every sample's rank count (else InputError)
+  std::optional<std::string> system;     // --system: the machine label (extra "system") that crosshw,
+                                         // transfers and scale-out steps compare
 };
 
 struct IngestResult {

@@ -12,14 +12,6 @@ namespace {
 
 constexpr double kMadToSigma = 1.4826;  // sigma of a normal distribution per median absolute deviation
 
-// Smallest predicted time over a member's measured sizes (octave steps): its latency floor. Not the time at
-// the smallest size alone, because some strategies (eager custom all-reduce) are slower at tiny sizes.
-double latency_floor_us(const GroupModel& m) {
-  double best = m.predict(m.min_bytes).time_us;
-  for (double s = m.min_bytes * 2; s < m.max_bytes; s *= 2) best = std::min(best, m.predict(s).time_us);
-  return std::min(best, m.predict(m.max_bytes).time_us);
-}
-
 // The trend t_c / t_d at `bytes`: the median of ln(t_c / t_d) over sizes bytes·2^k, |k| <= octaves, that both
 // members measured (bytes itself always), so that one protocol switch between neighbouring sizes shifts the
 // ratio at a single size, not the trend; and the median absolute deviation of those logs, the trend's own
@@ -45,7 +37,37 @@ Trend smoothed_trend(const GroupModel& c, const GroupModel& d, double bytes, int
   return t;
 }
 
+// Sorts the members by rank count, refuses fewer than two or a repeated count (`fail` says why), and sets the
+// members' latency floors and the SM.
+template <typename Fail>
+void set_members(JointModel& m, std::vector<GroupModel> members, Fail fail) {
+  std::sort(members.begin(), members.end(), [](const GroupModel& a, const GroupModel& b) { return a.key.nranks < b.key.nranks; });
+  if (members.size() < 2) fail("a joint model needs >= 2 fitted rank counts");
+  for (std::size_t i = 1; i < members.size(); ++i)
+    if (members[i].key.nranks == members[i - 1].key.nranks)
+      fail("two members measured at " + std::to_string(members[i].key.nranks) + " ranks");
+  m.members = std::move(members);
+  m.latency_us.clear();
+  for (const GroupModel& g : m.members) m.latency_us.push_back(latency_floor_us(g));
+  m.sm = m.members.back().sm;
+}
+
 }  // namespace
+
+double latency_floor_us(const GroupModel& m) {
+  double best = m.predict(m.min_bytes).time_us;
+  for (double s = m.min_bytes * 2; s < m.max_bytes; s *= 2) best = std::min(best, m.predict(s).time_us);
+  return std::min(best, m.predict(m.max_bytes).time_us);
+}
+
+JointModel JointModel::of_members(const GroupKey& key, std::vector<GroupModel> members) {
+  JointModel m;
+  m.key = key;
+  m.key.nranks = 0;
+  m.sigma_excess_trend = kJointSigmaExcessTrend;
+  set_members(m, std::move(members), [](const std::string& why) { throw std::invalid_argument(why); });
+  return m;
+}
 
 JointModel JointModel::from_json(const nlohmann::json& j) { return from_json(JsonView(j)); }
 
@@ -61,17 +83,12 @@ JointModel JointModel::from_json(const JsonView& j) {
   if (const auto s = j.find("sigma_excess_trend")) m.sigma_excess_trend = s->number(0, 10);
   const JsonView members = j.at("members");
   m.members_json = members.json();
+  std::vector<GroupModel> fitted;
   for (std::size_t i = 0; i < members.size(); ++i) {
     GroupModel gm = GroupModel::from_json(members.at(i));
-    if (gm.ok) m.members.push_back(std::move(gm));
+    if (gm.ok) fitted.push_back(std::move(gm));
   }
-  std::sort(m.members.begin(), m.members.end(), [](const GroupModel& a, const GroupModel& b) { return a.key.nranks < b.key.nranks; });
-  if (m.members.size() < 2) members.fail("a joint model needs >= 2 fitted rank counts");
-  for (std::size_t i = 1; i < m.members.size(); ++i)
-    if (m.members[i].key.nranks == m.members[i - 1].key.nranks)
-      members.fail("two members measured at " + std::to_string(m.members[i].key.nranks) + " ranks");
-  for (const GroupModel& g : m.members) m.latency_us.push_back(latency_floor_us(g));
-  m.sm = m.members.back().sm;
+  set_members(m, std::move(fitted), [&](const std::string& why) { members.fail(why); });
   return m;
 }
 

@@ -56,10 +56,17 @@ struct JointModel {
   // Throws JsonError (a std::invalid_argument naming the JSON pointer) on bad or absurd content.
   static JointModel from_json(const nlohmann::json& j);
   static JointModel from_json(const JsonView& j);
+  // The rule over members already in memory (>= 2 distinct rank counts, any order), with the defaults above;
+  // members_json stays empty (such a model is evaluated, never written). Throws std::invalid_argument.
+  static JointModel of_members(const GroupKey& key, std::vector<GroupModel> members);
   static nlohmann::json make_json(const GroupKey& key, const std::vector<nlohmann::json>& member_groups, double kappa,
                                   double sigma_per_doubling, int smooth_octaves = kJointSmoothOctaves,
                                   double sigma_excess_trend = kJointSigmaExcessTrend);
   Prediction predict(int nranks, double bytes) const;
 };
+
+// Smallest predicted time over a member's measured sizes (octave steps): its latency floor. Not the time at
+// the smallest size alone, because some strategies (eager custom all-reduce) are slower at tiny sizes.
+double latency_floor_us(const GroupModel& m);
 
 }  // namespace arfit

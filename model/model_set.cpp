@@ -163,7 +163,8 @@ namespace {
 
 // A count on more nodes than the query's machine measured (model/scale_out.h). `q` has its system and
 // collective resolved. From the machine's largest measured count on the most nodes it measured (at most the
-// query's count): other systems of the file that measured both that count and the query's count on the query's
+// query's count): when that is on more than one node, the network is measured and the answer is carried within
+// it; otherwise other systems of the file that measured both that count and the query's count on the query's
 // nodes lend their scale-out step; without any, the joint-n answer (or the same count's own, one node fewer)
 // is kept, widened by the unknown network.
 std::optional<Prediction> predict_across_nodes(const std::vector<GroupModel>& groups, const std::vector<JointModel>& joint,
@@ -183,6 +184,16 @@ std::optional<Prediction> predict_across_nodes(const std::vector<GroupModel>& gr
   *measured_sm = last->sm;
   *latency_us = last->predict(last->min_bytes).time_us;
   const int sm = last->sm > 0 ? last->sm : sm_from_device(last->device);
+  if (last->key.nnodes > 1) {
+    // The machine measured its network: carried within it, from its counts on more than one node.
+    std::vector<GroupModel> multi_node;
+    for (const GroupModel& m : groups)
+      if (m.ok && m.key.system == q.system && m.key.collective == q.collective && m.key.strategy == q.strategy &&
+          m.key.fusion == q.fusion && m.key.dtype == last->key.dtype && m.key.nnodes > 1 && m.key.nnodes < q.nnodes &&
+          m.key.nranks <= q.nranks)
+        multi_node.push_back(m);
+    return carry_within_network(multi_node, q.nranks, q.nnodes, bytes);
+  }
   GroupKey target = last->key;
   target.nranks = q.nranks;
   target.nnodes = q.nnodes;

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <string>
+#include <tuple>
 
+#include "model/bus_factor.h"
 #include "model/group_model.h"
 #include "model/joint_model.h"
 #include "model/metrics.h"
@@ -48,6 +51,59 @@ Prediction scale_out_by_prior(const Prediction& largest_measured, const std::vec
   p.extrapolated = true;
   p.how = "scale-out prior from " + std::to_string(steps.size()) + " machine(s)";
   p.bytes = largest_measured.bytes;
+  return p;
+}
+
+namespace {
+
+// One measured count c on the network carried to n GPUs on `nnodes` nodes (carry_within_network).
+Prediction carry_one_count(const GroupModel& c, int n, int nnodes, double bytes) {
+  const Prediction at_c = c.predict(bytes);
+  const int nc = c.key.nranks;
+  const double fc = bus_factor(c.key.collective, nc), fn = bus_factor(c.key.collective, n);
+  const double bw_ratio = fc > 0 && fn > 0 ? fn / fc : 1.0;
+  const double peers_ratio = nc > 1 ? static_cast<double>(n - 1) / (nc - 1) : static_cast<double>(n);
+  const double lambda = std::clamp(latency_floor_us(c) / at_c.time_us, 0.0, 1.0);
+  const double low = lambda * std::min(1.0, peers_ratio) + (1 - lambda) * bw_ratio;
+  const double high = lambda * std::max(1.0, peers_ratio) + (1 - lambda) * bw_ratio;
+  const double doublings = std::max({std::log2(static_cast<double>(n) / nc),
+                                     std::log2(static_cast<double>(nnodes) / c.key.nnodes), 0.5});
+  const double h0 = 0.5 * (std::log(at_c.hi_us) - std::log(at_c.lo_us));
+  const double h_latency = 0.5 * std::log(high / low);
+  const double h_doublings = kZ90 * kJointSigmaPerDoubling * doublings;
+  const double h = std::sqrt(h0 * h0 + h_latency * h_latency + h_doublings * h_doublings);
+  Prediction p;
+  p.time_us = at_c.time_us * std::sqrt(low * high);
+  p.lo_us = p.time_us * std::exp(-h);
+  p.hi_us = p.time_us * std::exp(h);
+  p.bytes = at_c.bytes;
+  p.how = "from " + std::to_string(nc) + " GPUs on " + std::to_string(c.key.nnodes) + " nodes";
+  return p;
+}
+
+}  // namespace
+
+Prediction carry_within_network(const std::vector<GroupModel>& multi_node, int nranks, int nnodes, double bytes) {
+  if (multi_node.empty()) throw std::invalid_argument("carry_within_network: no count measured on the network");
+  const GroupModel* largest = &multi_node.front();
+  for (const GroupModel& m : multi_node)
+    if (std::tie(m.key.nranks, m.key.nnodes) > std::tie(largest->key.nranks, largest->key.nnodes)) largest = &m;
+  Prediction p;
+  std::vector<GroupModel> counts;  // one per rank count: the one on the most nodes
+  for (const GroupModel& m : multi_node) {
+    auto same = std::find_if(counts.begin(), counts.end(), [&](const GroupModel& g) { return g.key.nranks == m.key.nranks; });
+    if (same == counts.end()) counts.push_back(m);
+    else if (m.key.nnodes > same->key.nnodes) *same = m;
+  }
+  // The joint-n rule extends the network's own trend to a larger count; the same count on more nodes (and a
+  // single measured count) has no trend to extend.
+  if (counts.size() >= 2 && nranks > largest->key.nranks) {
+    p = JointModel::of_members(largest->key, counts).predict(nranks, bytes);
+  } else {
+    p = carry_one_count(*largest, nranks, nnodes, bytes);
+  }
+  p.extrapolated = true;
+  p.how = "within the measured network: " + p.how;
   return p;
 }
 

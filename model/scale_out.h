@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "model/group_model.h"
 #include "model/model_set.h"
 
 namespace arfit {
@@ -33,6 +34,16 @@ double new_machine_half_width(const std::vector<double>& steps, int sm);
 // ln t(target count, target nodes) − ln t(that count, its nodes)): their median; the interval adds, in
 // quadrature, the count's own, new_machine_half_width and kJointSigmaPerDoubling per doubling of GPUs.
 Prediction scale_out_by_prior(const Prediction& largest_measured, const std::vector<double>& steps, double doublings, int sm);
+
+// A machine that measured its network (a count on more than one node) asked for a count on more nodes still:
+// carried within that network from `multi_node`, its measured counts on more than one node (any order, at most
+// the asked count). Two or more: the joint-n rule on them (their trend is the network's; a trend that crosses
+// from one node to several is not). One, count c: its bus bandwidth held — nccl-tests' bus bandwidth does not
+// depend on the rank count where one link bounds it, here the network — and its latency share λ between
+// unchanged and grown with the ring's peers, (n − 1)/(c − 1): the geometric middle of the two, the interval
+// spanning both, in quadrature with c's own and kJointSigmaPerDoubling per doubling of GPUs or of nodes.
+// Extrapolated; `how` says "within the measured network". Throws std::invalid_argument on an empty list.
+Prediction carry_within_network(const std::vector<GroupModel>& multi_node, int nranks, int nnodes, double bytes);
 
 // A joint-n answer on the measured node count kept across nodes: extrapolated, its interval widened in
 // quadrature by cross_node_half_width(sm), `how` saying so.

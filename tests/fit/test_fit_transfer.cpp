@@ -12,6 +12,7 @@
 #include "model/anchors.h"
 #include "model/bus_factor.h"
 #include "model/group_model.h"
+#include "model/scale_out.h"
 
 using namespace arfit;
 
@@ -354,15 +355,67 @@ TEST(FitTransfer, PredictAcrossNodesFromAModelsFile) {
       EXPECT_LT(std::fabs(std::log(p->time_us / truth)), std::fabs(std::log(guess->time_us / truth)));
     }
   }
-  // y's 16 GPUs on 4 nodes (the same count, more nodes): its own 2-node curve, widened.
+  // y measured its network (16 GPUs on 2 nodes): 16 on 4 nodes and 32 on 4 are carried within it, from that
+  // count, not widened by an unknown network.
   q.system = "y";
   q.nnodes = 4;
-  q.bytes = 1 << 20;
-  const auto y16 = with.predict(q);
-  ASSERT_TRUE(y16.has_value());
-  EXPECT_NE(y16->how.find("no multi-node prior"), std::string::npos) << y16->how;
-  // 32 GPUs on 4 nodes: y measured one count per node count (no joint-n fit to extend) and no other machine
-  // measured 32: nothing answers rather than a guess from one curve.
-  q.nranks = 32;
-  EXPECT_FALSE(with.predict(q).has_value());
+  for (int n : {16, 32})
+    for (double b : sizes) {
+      q.nranks = n;
+      q.bytes = b;
+      const auto p = with.predict(q);
+      ASSERT_TRUE(p.has_value()) << n << " " << b;
+      EXPECT_TRUE(p->extrapolated);
+      EXPECT_EQ(p->how, "within the measured network: from 16 GPUs on 2 nodes");
+      EXPECT_TRUE(covered(*p, y_net.time_us(Collective::AllReduce, n, b))) << n << " " << b;
+      EXPECT_LT(std::log(p->hi_us / p->lo_us), 2 * cross_node_half_width(90)) << n << " " << b;
+    }
+  // x never left one node: 8 GPUs on 2 nodes has no network to carry within, and y's step is for 16.
+  q.system = "x";
+  q.nranks = 8;
+  q.nnodes = 2;
+  const auto x8 = with.predict(q);
+  ASSERT_TRUE(x8.has_value());
+  EXPECT_NE(x8->how.find("no multi-node prior"), std::string::npos) << x8->how;
+}
+
+// crossn where the family measured its network: 2, 4, 8 GPUs on one node and 16 on two (a fifth of the
+// bandwidth, three times the latency) predict 32 on four from the 16-GPU count alone; with 32 on four measured
+// too, 64 on eight from the network's own 16 -> 32 trend. Both beat log-log (bus bandwidth held) and α-β, and
+// the intervals cover without the unknown network's width.
+TEST(FitTransfer, CrossNAcrossNodesWithinTheMeasuredNetwork) {
+  const Machine node{"x", 10.0, 100e3, 1e30, 90};
+  Machine net = node;
+  net.alpha_us = 30.0;
+  net.busbw_bytes_per_us = 20e3;
+  for (int largest_measured : {16, 32}) {
+    std::vector<Sample> s = measure(node, {2, 4, 8}, 10, 28, 0.005, 41);
+    for (int n = 16; n <= 2 * largest_measured; n *= 2) {
+      auto v = measure(net, {n}, 10, 28, 0.005, 42 + n, n / 8);
+      s.insert(s.end(), v.begin(), v.end());
+    }
+    fit::EvalOptions o;
+    o.methods = {"auto", "loglog", "alphabeta"};
+    o.keep_points = true;
+    const fit::EvalResult r = fit::eval_crossn(s, o);
+    ASSERT_EQ(r.subsets.size(), 2u);
+    EXPECT_EQ(r.subsets[1].curves, 1) << largest_measured;
+    const auto* a = r.method("auto");
+    ASSERT_NE(a, nullptr);
+    ASSERT_FALSE(a->points.empty());
+    double mean_half_width = 0;
+    for (const auto& p : a->points) {
+      EXPECT_TRUE(p.predicted.extrapolated);
+      EXPECT_EQ(p.predicted.how.rfind("within the measured network: ", 0), 0u) << p.predicted.how;
+      mean_half_width += 0.5 * std::log(p.predicted.hi_us / p.predicted.lo_us) / a->points.size();
+    }
+    EXPECT_NE(a->points[0].predicted.how.find(largest_measured == 16 ? "from 16 GPUs on 2 nodes" : "joint-n 16,32->64"),
+              std::string::npos)
+        << a->points[0].predicted.how;
+    EXPECT_LT(a->errors.gmae, r.method("loglog")->errors.gmae) << largest_measured;
+    EXPECT_LT(a->errors.gmae, r.method("alphabeta")->errors.gmae) << largest_measured;
+    EXPECT_LT(a->errors.gmae, 0.10) << largest_measured;
+    EXPECT_GE(a->coverage, 0.85) << largest_measured;
+    EXPECT_LT(mean_half_width, 0.5 * cross_node_half_width(90)) << largest_measured;
+  }
 }

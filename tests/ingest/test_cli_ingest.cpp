@@ -78,3 +78,39 @@ TEST(CliIngest, MissingRankCountAsksForTheFlag) {
   auto ok = run_command(arfit_bin() + " ingest " + in + " --nranks 4 -q");
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
 }
+
+// A 2-node log without per-rank host lines reads as one node; --nnodes and --system say what it cannot, for
+// every sample; --nnodes beyond the rank count is bad input (exit 1, naming the file) and writes nothing.
+TEST(CliIngest, NodeCountAndSystemOverrides) {
+  TempDir d;
+  std::string text = "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+                     "         1024           256     float     sum      -1    40.00    0.03    0.05      0    41.00    0.02    0.05      0\n"
+                     "         2048           512     float     sum      -1    42.00    0.05    0.09      0    43.00    0.05    0.09      0\n";
+  std::string in = d.write("posted_2node_allreduce.txt", text);
+  std::string out = d.file("samples.csv");
+  auto plain = run_command(arfit_bin() + " ingest " + in + " --nranks 16 -o " + out);
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  for (const auto& s : arfit::read_samples_csv(out).samples) {
+    EXPECT_EQ(s.nnodes, 1);
+    EXPECT_EQ(s.extra.at("system"), "posted_2node_allreduce");
+  }
+  auto r = run_command(arfit_bin() + " ingest " + in + " --nranks 16 --nnodes 2 --system a100-ib -o " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("a100-ib"), std::string::npos) << r.output;
+  const auto file = arfit::read_samples_csv(out);
+  ASSERT_EQ(file.samples.size(), 4u);
+  for (const auto& s : file.samples) {
+    EXPECT_EQ(s.nranks, 16);
+    EXPECT_EQ(s.nnodes, 2);
+    EXPECT_EQ(s.extra.at("system"), "a100-ib");
+  }
+  std::filesystem::remove(out);
+  auto too_many = run_command(arfit_bin() + " ingest " + in + " --nranks 16 --nnodes 32 -o " + out);
+  EXPECT_EQ(too_many.exit_code, 1) << too_many.output;
+  EXPECT_NE(too_many.output.find("posted_2node_allreduce.txt: --nnodes 32 is more than the 16 rank(s)"), std::string::npos)
+      << too_many.output;
+  EXPECT_FALSE(std::filesystem::exists(out));
+  EXPECT_EQ(run_command(arfit_bin() + " ingest " + in + " --nranks 16 --nnodes 0").exit_code, 2);
+  EXPECT_EQ(run_command(arfit_bin() + " ingest " + in + " --nranks 16 --system 'a,b'").exit_code, 2);
+  EXPECT_EQ(run_command(arfit_bin() + " ingest " + in + " --nranks 16 --system ''").exit_code, 2);
+}
