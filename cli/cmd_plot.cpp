@@ -295,13 +295,16 @@ void run_plot(const PlotArgs& a) {
       std::optional<plots::StrategyGrid> m;
       if (!in.samples.empty()) m = plots::grid_from_samples(in.samples);
       bool two = m && m->strategies.size() >= 2;
-      bool predicted = !in.tables.empty() || in.models;
       PlotArgs ga = a;
       ga.tp.clear();  // --tp names the TP sizes to extrapolate to (cross); the grids use the modelled ones
+      // A models file of other collectives only (all-to-all, say) has no strategy grid to draw.
+      bool predicted = !predicted_grids(in, ga).empty();
       if (predicted || two) {
         plot_grids("heatmap", in, ga, r);
         plot_grids("best", in, ga, r);
         plot_grids("diff", in, ga, r);
+      } else if (!in.tables.empty() || in.models) {
+        std::cerr << "arfit plot all: no all-reduce strategy grid in the inputs; heatmap, best and diff skipped\n";
       }
       if (predicted && two) plot_grids("regret", in, ga, r);
     }

@@ -114,4 +114,12 @@ TEST(AllToAllvFigure, PlotCommandDrawsItFromSamplesAndModels) {
   r = run_command(arfit + " plot alltoallv " + tmp.file("s.csv") + " -o " + tmp.file("fig"));
   EXPECT_EQ(r.exit_code, 2) << r.output;  // no models.json
   EXPECT_TRUE(has(r.output, "plot alltoallv needs")) << r.output;
+  // `plot all` over all-to-all data alone (the main job's second models file): the fits and the all-to-allv
+  // figure, the strategy grids skipped with a note, an index; not a usage error for the grid it cannot draw.
+  r = run_command(arfit + " plot all " + tmp.file("s.csv") + " " + tmp.file("m.json") + " -o " + tmp.file("all") +
+                  " --index " + tmp.file("all/index.html"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "heatmap, best and diff skipped")) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(tmp.file("all/alltoallv_toy-cpu_alltoallv_MPI_NONE_fp32_n2.png"))) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(tmp.file("all/index.html"))) << r.output;
 }
