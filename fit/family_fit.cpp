@@ -241,9 +241,14 @@ struct LogisticResidual {
   double x, y;
   template <typename T>
   bool operator()(const T* p, T* r) const {
-    // p = (L, x0, k, b): y = L / (1 + e^(−k (x − x0))) + b
+    // p = (L, x0, k, b): y = L / (1 + e^(−k (x − x0))) + b. Far on the flat side (z = −k (x − x0) > 30) the
+    // same value as e^−z / (1 + e^−z): e^z would overflow there once the fit walks x0 and k far out (a host
+    // all-to-all curve does), and its Jacobian (inf / inf) would end the solve at NaN. Below 30 the form is
+    // the reference's, bit for bit.
     using std::exp;
-    r[0] = p[0] / (T(1.0) + exp(-p[2] * (T(x) - p[1]))) + p[3] - T(y);
+    const T z = -p[2] * (T(x) - p[1]);
+    const T level = z > T(30.0) ? p[0] * exp(-z) / (T(1.0) + exp(-z)) : p[0] / (T(1.0) + exp(z));
+    r[0] = level + p[3] - T(y);
     return true;
   }
 };
