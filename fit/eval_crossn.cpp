@@ -29,28 +29,42 @@ struct Family {
   bool more_nodes = false;           // the target spans more nodes than any measured count
 };
 
-// Families: the same source, collective, strategy, fusion and dtype at >= 3 GPU counts (whatever their node
-// counts, so that a count on more nodes is predicted from those on fewer); a family that measured one count
-// on several node counts is split by node count instead.
+// Families: one machine's curves (its label, Curve::hardware) of the same collective, strategy, fusion and dtype
+// at >= 3 GPU counts, whatever their node counts (so that a count on more nodes is predicted from those on
+// fewer), from one file or several (a log per count, labelled as one machine with `arfit ingest --system`).
+// Where the machine measured a count twice (several files or versions of one table) the families are per file
+// instead, and a file that measured one count on several node counts is split by node count.
 std::vector<Family> crossn_families(const std::vector<Curve>& curves) {
-  std::map<GroupKey, std::vector<const Curve*>> fams;
-  for (const Curve& c : curves) {
-    GroupKey k = c.key;
-    k.nranks = 0;
-    k.nnodes = 0;
-    fams[k].push_back(&c);
-  }
-  std::vector<std::vector<const Curve*>> groups;
-  for (auto& [k, v] : fams) {
+  auto distinct_counts = [](const std::vector<const Curve*>& v) {
     std::set<int> counts;
     for (const Curve* c : v) counts.insert(c->key.nranks);
-    if (counts.size() == v.size()) {
+    return counts.size() == v.size();
+  };
+  std::map<GroupKey, std::vector<const Curve*>> machines;
+  for (const Curve& c : curves) {
+    GroupKey k = c.key;
+    k.system = c.hardware;
+    k.nranks = 0;
+    k.nnodes = 0;
+    machines[k].push_back(&c);
+  }
+  std::vector<std::vector<const Curve*>> groups;
+  for (auto& [k, v] : machines) {
+    if (distinct_counts(v)) {
       groups.push_back(v);
       continue;
     }
-    std::map<int, std::vector<const Curve*>> by_nodes;
-    for (const Curve* c : v) by_nodes[c->key.nnodes].push_back(c);
-    for (auto& [n, w] : by_nodes) groups.push_back(w);
+    std::map<std::string, std::vector<const Curve*>> by_source;
+    for (const Curve* c : v) by_source[c->key.system].push_back(c);
+    for (auto& [source, w] : by_source) {
+      if (distinct_counts(w)) {
+        groups.push_back(w);
+        continue;
+      }
+      std::map<int, std::vector<const Curve*>> by_nodes;
+      for (const Curve* c : w) by_nodes[c->key.nnodes].push_back(c);
+      for (auto& [n, x] : by_nodes) groups.push_back(x);
+    }
   }
   std::vector<Family> out;
   for (auto& v : groups) {

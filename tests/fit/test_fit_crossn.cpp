@@ -63,3 +63,36 @@ TEST(FitCrossN, RecoversASyntheticFamilysLargestCount) {
     EXPECT_EQ(p.predicted.how, "joint-n 2,4->8");
   }
 }
+
+// Families are per machine label: a log per GPU count of one machine (`arfit ingest --system`) is one family,
+// predicted like a single file's; two files that both measured every count (two versions of one table) stay
+// two families, one per file; files of other labels never join.
+TEST(FitCrossN, FamiliesAreOneMachinesCountsAcrossFiles) {
+  std::vector<Sample> per_count = synthetic_family(Collective::AllReduce, 17);
+  for (Sample& s : per_count) {
+    s.source = "mycluster_" + std::to_string(s.nranks) + "gpu.txt";
+    s.extra["system"] = "mycluster";
+  }
+  fit::EvalOptions o;
+  o.methods = {"auto"};
+  fit::EvalResult r = fit::eval_crossn(per_count, o);
+  EXPECT_EQ(r.curves, 1);
+  ASSERT_NE(r.method("auto"), nullptr);
+  EXPECT_EQ(r.method("auto")->errors.points, 21);
+  EXPECT_LT(r.method("auto")->errors.gmae, 0.025);
+  // Unlabelled, each file is its own machine (the file stem) with one count: no family.
+  std::vector<Sample> unlabelled = per_count;
+  for (Sample& s : unlabelled) s.extra.erase("system");
+  EXPECT_EQ(fit::eval_crossn(unlabelled, o).curves, 0);
+  // Two versions of the whole table, both labelled "mycluster": one family per file.
+  std::vector<Sample> versions;
+  for (unsigned v = 1; v <= 2; ++v)
+    for (Sample s : synthetic_family(Collective::AllReduce, 20 + v)) {
+      s.source = "mycluster_v" + std::to_string(v) + ".txt";
+      s.extra["system"] = "mycluster";
+      versions.push_back(s);
+    }
+  r = fit::eval_crossn(versions, o);
+  EXPECT_EQ(r.curves, 2);
+  EXPECT_EQ(r.method("auto")->errors.points, 2 * 21);
+}
