@@ -168,7 +168,8 @@ std::vector<Prediction> predict_alphabeta(const Family& fam) {
 
 // Other machines' scale-out step: for every other system that measured both the family's largest measured
 // count c (on its node count) and the target's count on the target's node count (same collective, strategy,
-// fusion, element size), ln t(target count) − ln t(c) at each size, from their fitted models.
+// fusion, element size), of the target's intra-node fabric when any (same_fabric_lenders), ln t(target count)
+// − ln t(c) at each size, from their fitted models.
 struct ScaleOutPrior {
   std::vector<std::string> systems;
   std::vector<GroupModel> from, to;  // per system
@@ -184,9 +185,19 @@ ScaleOutPrior scale_out_prior(const Family& fam, const std::vector<Curve>& curve
     if (comparable_curves(c.key, o.key) && !from.count(o.hardware)) from[o.hardware] = &o;
     if (comparable_curves(tk, o.key) && !to.count(o.hardware)) to[o.hardware] = &o;
   }
-  for (const auto& [sys, a] : from) {
-    auto it = to.find(sys);
-    if (it == to.end()) continue;
+  // Only the machines with the target's intra-node fabric, when any (model/scale_out.h).
+  std::vector<std::string> both;
+  std::vector<int> sms;
+  for (const auto& [sys, a] : from)
+    if (to.count(sys)) {
+      both.push_back(sys);
+      sms.push_back(datasheet_sm(a->sm, a->device, a->hardware));
+    }
+  std::vector<std::string> lenders;
+  for (std::size_t i : same_fabric_lenders(sms, datasheet_sm(c.sm, c.device, c.hardware))) lenders.push_back(both[i]);
+  for (const std::string& sys : lenders) {
+    const Curve* a = from.at(sys);
+    const auto it = to.find(sys);
     const GroupFit fa = fit_curve(*a, detail::method_fit_options(method)), fb = fit_curve(*it->second, detail::method_fit_options(method));
     if (!fa.ok || !fb.ok) continue;
     p.systems.push_back(sys);

@@ -197,16 +197,24 @@ std::optional<Prediction> predict_across_nodes(const std::vector<GroupModel>& gr
   GroupKey target = last->key;
   target.nranks = q.nranks;
   target.nnodes = q.nnodes;
-  std::vector<double> steps;
-  std::vector<std::string> lenders;
+  std::vector<double> all_steps, steps;
+  std::vector<std::string> all_lenders, lenders;
+  std::vector<int> lender_sms;
   for (const GroupModel& from : groups) {
     if (!from.ok || from.key.system == q.system || !comparable_curves(from.key, last->key)) continue;
+    if (std::find(all_lenders.begin(), all_lenders.end(), from.key.system) != all_lenders.end()) continue;
     for (const GroupModel& to : groups)
       if (to.ok && to.key.system == from.key.system && comparable_curves(to.key, target)) {
-        steps.push_back(std::log(to.predict(bytes).time_us) - std::log(from.predict(bytes).time_us));
-        lenders.push_back(from.key.system);
+        all_steps.push_back(std::log(to.predict(bytes).time_us) - std::log(from.predict(bytes).time_us));
+        all_lenders.push_back(from.key.system);
+        lender_sms.push_back(from.sm > 0 ? from.sm : sm_from_device(from.device));
         break;
       }
+  }
+  // Only the machines with the target's intra-node fabric, when any (model/scale_out.h).
+  for (std::size_t i : same_fabric_lenders(lender_sms, sm)) {
+    steps.push_back(all_steps[i]);
+    lenders.push_back(all_lenders[i]);
   }
   if (!steps.empty()) {
     Prediction p = scale_out_by_prior(last->predict(bytes), steps, std::log2(static_cast<double>(q.nranks) / last->key.nranks), sm);

@@ -24,6 +24,18 @@ double cross_node_half_width(int sm) {
   return t && t->interconnect_gbps > kNetworkGBps ? std::log(t->interconnect_gbps / kNetworkGBps) : std::log(10.0);
 }
 
+std::vector<std::size_t> same_fabric_lenders(const std::vector<int>& lender_sms, int target_sm) {
+  std::vector<std::size_t> all(lender_sms.size()), same;
+  for (std::size_t i = 0; i < lender_sms.size(); ++i) all[i] = i;
+  const auto target = find_sm_target(target_sm);
+  if (!target) return all;
+  for (std::size_t i = 0; i < lender_sms.size(); ++i) {
+    const auto lender = find_sm_target(lender_sms[i]);
+    if (lender && lender->interconnect_gbps == target->interconnect_gbps) same.push_back(i);
+  }
+  return same.empty() ? all : same;
+}
+
 double new_machine_half_width(const std::vector<double>& steps, int sm) {
   const std::size_t n = steps.size();
   if (n < 2) return cross_node_half_width(sm);
@@ -32,10 +44,16 @@ double new_machine_half_width(const std::vector<double>& steps, int sm) {
   mean /= static_cast<double>(n);
   double ss = 0;
   for (double s : steps) ss += (s - mean) * (s - mean);
-  const double sd = std::sqrt(ss / static_cast<double>(n - 1));
-  // Capped at the width of knowing nothing about the network: two or three machines that disagree (Student's t
-  // is 6.3 for two) would otherwise give an interval wider than having no prior at all.
-  return std::min(student_t90(n - 1) * sd * std::sqrt(1.0 + 1.0 / static_cast<double>(n)), cross_node_half_width(sm));
+  // The spread of networks before any was measured, as a normal sigma: the unknown network's width is its 90 %
+  // half-width. It weighs as one machine (kPriorMachines) in the pooled variance, so that a few machines that
+  // happen to agree (three InfiniBand clusters) do not promise a new network their narrow spread.
+  const double prior_sd = cross_node_half_width(sm) / kZ90;
+  const double dof = kPriorMachines + static_cast<double>(n - 1);
+  const double sd = std::sqrt((kPriorMachines * prior_sd * prior_sd + ss) / dof);
+  // Capped at the width of knowing nothing about the network: two or three machines that disagree would
+  // otherwise give an interval wider than having no prior at all.
+  return std::min(student_t90(static_cast<std::size_t>(dof)) * sd * std::sqrt(1.0 + 1.0 / static_cast<double>(n)),
+                  cross_node_half_width(sm));
 }
 
 Prediction scale_out_by_prior(const Prediction& largest_measured, const std::vector<double>& steps, double doublings, int sm) {

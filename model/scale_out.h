@@ -24,10 +24,23 @@ inline constexpr double kNetworkGBps = 50;
 // bandwidth term can fall from the intra-node link to the network's, or ln 10 when the SM is not in the table.
 double cross_node_half_width(int sm);
 
+// Which machines lend a target their scale-out step: those whose intra-node fabric has the target's datasheet
+// bandwidth (model/sm_targets.h), when the target's SM is in the table and any lender matches; else all. A step
+// ln t(more nodes) − ln t(one node) has the intra-node fabric in its second term: only machines with the same
+// fabric show the difference of networks alone (an H100's NVLink 4 step is not an A100's). Indices into
+// `lender_sms`, ascending.
+std::vector<std::size_t> same_fabric_lenders(const std::vector<int>& lender_sms, int target_sm);
+
+// Pseudo-machines the unknown network's spread counts as in new_machine_half_width: one, the least that keeps
+// agreeing lenders from narrowing the interval below what a new kind of network needs.
+inline constexpr double kPriorMachines = 1;
+
 // Half-width (log) of the step of a machine whose network nothing measured, from the steps other machines
 // measured: the target is one more draw from their networks, so the prediction interval of a new value from n
-// values (Student's t with n − 1 degrees of freedom × the sample deviation × sqrt(1 + 1/n)), at most the width
-// of knowing nothing, cross_node_half_width(sm); one machine says nothing about how networks differ: that width.
+// values — Student's t × the deviation × sqrt(1 + 1/n) — with the deviation pooled with a prior one, the unknown
+// network's (cross_node_half_width(sm) / z90, weighing kPriorMachines machines; kPriorMachines + n − 1 degrees
+// of freedom); at most the width of knowing nothing, cross_node_half_width(sm); one machine says nothing about
+// how networks differ: that width.
 double new_machine_half_width(const std::vector<double>& steps, int sm);
 
 // The largest measured count's prediction carried by other machines' scale-out steps at one size (each

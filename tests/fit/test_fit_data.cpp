@@ -132,10 +132,11 @@ TEST(PublicData, CrossNByNodes) {
 // 4 GPUs (Sheffield's HGX) and 8 (Azure ND96asr) on one node, and each public 2-node 16-GPU A100 log (Azure
 // InfiniBand x2, OCI RoCE, AWS EFA) as the count to predict, one family each; AWS p5's H100 at 8 GPUs on one
 // node and 16 on two is one more machine whose scale-out step is known. Each family's target is predicted from
-// its own counts and the other families' steps (scale-out prior), never from its own 2-node log.
-// Figures (docs/fit.md): auto 34.87 % GMAE, alphabeta 29.10, loglog 41.90, coverage 80.3 % — the bar
-// (auto below both, 85-95 %) is not met: the networks differ by more than any rule from other clusters knows.
-// The guards keep today's figures from getting worse.
+// its own counts and the other families' steps (scale-out prior: the A100s lend to each other, the H100 only
+// where no A100 could), never from its own 2-node log.
+// Figures (docs/fit.md): auto 7.08 % GMAE, alphabeta 29.10, loglog 41.90; coverage 100 %, above the issue's
+// 85-95 %: the three InfiniBand/RoCE clusters agree, the EFA one lies 4x beyond them at small sizes, and three
+// agreeing machines do not narrow a new network's interval much (model/scale_out.h).
 TEST(PublicData, CrossNAcrossNodesOnThePublicMultiNodeLogs) {
   const std::string dir = arfit::testing::public_data_dir();
   if (dir.empty()) GTEST_SKIP() << "public data folder absent";
@@ -174,8 +175,13 @@ TEST(PublicData, CrossNAcrossNodesOnThePublicMultiNodeLogs) {
   const auto& a = more.methods[0];
   ASSERT_EQ(a.name, "auto");
   EXPECT_EQ(a.errors.points, 122);
-  EXPECT_LE(a.errors.gmae * 100, 36.0);
-  EXPECT_GE(a.coverage, 0.80);
+  for (const auto& m : more.methods) {
+    if (m.name == "alphabeta" || m.name == "loglog") {
+      EXPECT_LT(a.errors.gmae, m.errors.gmae) << m.name;
+    }
+  }
+  EXPECT_LE(a.errors.gmae * 100, 8.0);
+  EXPECT_GE(a.coverage, 0.85);  // every family covered, the EFA one too
 }
 
 namespace {

@@ -340,6 +340,13 @@ TEST(FitTransfer, PredictAcrossNodesFromAModelsFile) {
   std::vector<Sample> s = measure(x, {2, 4, 8}, 10, 28, 0.005, 31);
   for (auto v : {measure(y, {8}, 10, 28, 0.005, 32), measure(y_net, {16}, 10, 28, 0.005, 33, 2)})
     s.insert(s.end(), v.begin(), v.end());
+  // z measured the step too, but on another intra-node fabric (an A100's NVLink 3 against x's and y's SM 90):
+  // it lends nothing while y shares x's fabric (model/scale_out.h, same_fabric_lenders).
+  const Machine z{"z", 9.0, 60e3, 1e30, 80};
+  Machine z_net = z;
+  z_net.busbw_bytes_per_us = 5e3;
+  for (auto v : {measure(z, {8}, 10, 28, 0.005, 34), measure(z_net, {16}, 10, 28, 0.005, 35, 2)})
+    s.insert(s.end(), v.begin(), v.end());
   const ModelSet with = fit::fit_model_set(s);
   for (double b : sizes) {
     q.bytes = b;
