@@ -1,10 +1,12 @@
 // arfit predict models.json --collective C --strategy S [--system X] [--fusion F] [--dtype D] [--nranks N]
 //   [--nnodes N] [--sm V] (--bytes LIST|RANGE | --tokens LIST --hidden LIST | --splits SPLIT...) [--json]
 // Prints predicted time, bus bandwidth and the 90 % interval per size.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <sstream>
 
 #include "cli/cli_inputs.h"
@@ -14,6 +16,7 @@
 #include "model/alltoallv.h"
 #include "model/bus_factor.h"
 #include "model/model_set.h"
+#include "model/text.h"
 
 namespace arfit::cli {
 namespace {
@@ -97,6 +100,31 @@ std::vector<double> parse_sizes(const std::string& s) {
   }
   if (out.empty()) throw UsageError("--bytes: no sizes given");
   return out;
+}
+
+// Why nothing answered a query on more nodes than its machine measured: what the machine measured and what the
+// rule across node boundaries (model/scale_out.h) would need. Empty when that is not why.
+std::string across_nodes_hint(const ModelSet& set, const PredictQuery& q) {
+  std::string system = q.system;
+  if (system.empty()) {
+    const auto systems = set.systems();
+    if (systems.size() != 1) return {};
+    system = systems.front();
+  }
+  std::set<int> counts;
+  int max_nodes = 0;
+  for (const auto& g : set.groups())
+    if (g.key.system == system && g.key.collective == q.collective && g.key.strategy == q.strategy && g.key.fusion == q.fusion) {
+      counts.insert(g.key.nranks);
+      max_nodes = std::max(max_nodes, g.key.nnodes);
+    }
+  // A machine that measured a count on several nodes is answered within its network (model/scale_out.h).
+  if (counts.empty() || max_nodes != 1 || q.nnodes <= 1 || q.nranks <= 0) return {};
+  return ": " + system + " measured " + to_string(q.collective) + " " + q.strategy + " at " + join(counts, ", ") +
+         " GPU(s) on one node, and more nodes need two GPU counts on one node " +
+         "count (a joint-n fit), a count measured on more than one node, or another machine in the file that measured " +
+         "the step to " + std::to_string(q.nranks) + " GPUs on " + std::to_string(q.nnodes) + " nodes (docs/fit.md, "
+         "\"Across node boundaries\")";
 }
 
 void run_predict(const PredictArgs& a) {
@@ -185,8 +213,11 @@ void run_predict(const PredictArgs& a) {
     }
   }
   if (a.json) std::cout << out.dump(1) << "\n";
-  if (missing == static_cast<int>(qs.size()))
-    throw std::runtime_error("no model in " + a.models + " answers the query (check --system, --collective, --strategy, --fusion, --dtype, --nnodes)");
+  if (missing == static_cast<int>(qs.size())) {
+    const std::string why = across_nodes_hint(set, base);
+    throw std::runtime_error("no model in " + a.models + " answers the query" +
+                             (why.empty() ? " (check --system, --collective, --strategy, --fusion, --dtype, --nnodes)" : why));
+  }
 }
 
 void add_predict(CLI::App& app) {

@@ -186,3 +186,37 @@ TEST(FitCli, FitWithPriorTransfersAQuickCalibration) {
   EXPECT_EQ(run_command(arfit::testing::arfit_bin() + " eval " + prior + " --protocol crosshw").exit_code, 2);
   EXPECT_EQ(run_command(arfit::testing::arfit_bin() + " eval " + prior + " --protocol interp2:3").exit_code, 2);
 }
+
+// A machine measured at one GPU count on one node, asked for more GPUs on more nodes: nothing in the file can
+// carry it there, and the error says what would (exit 1, the file named).
+TEST(FitCli, PredictAcrossNodesSaysWhatIsMissing) {
+  TempDir dir;
+  SampleFile f;
+  for (int e = 10; e <= 28; ++e) {
+    Sample s;
+    s.collective = Collective::AllReduce;
+    s.strategy = "NCCL";
+    s.nranks = 8;
+    s.sm = 100;
+    s.bytes = std::int64_t{1} << e;
+    s.dtype = "bf16";
+    s.time_us = 12.0 + bus_factor(s.collective, 8) * s.bytes / 700e3;
+    s.source = "one_node";
+    s.extra["system"] = "b200box";
+    f.samples.push_back(s);
+  }
+  write_samples_csv(dir.file("s.csv"), f);
+  const std::string models = dir.file("models.json");
+  auto r = run_command(arfit::testing::arfit_bin() + " fit " + dir.file("s.csv") + " -o " + models);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run_command(arfit::testing::arfit_bin() + " predict " + models + " --collective allreduce --nranks 32 --nnodes 4 --bytes 1M");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("b200box measured allreduce NCCL at 8 GPU(s) on one node"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("the step to 32 GPUs on 4 nodes"), std::string::npos) << r.output;
+  // The same machine on its own node count answers; a query that is not across nodes keeps the general advice.
+  r = run_command(arfit::testing::arfit_bin() + " predict " + models + " --collective allreduce --nranks 8 --bytes 1M");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  r = run_command(arfit::testing::arfit_bin() + " predict " + models + " --collective allgather --nranks 8 --bytes 1M");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("(check --system"), std::string::npos) << r.output;
+}
