@@ -169,24 +169,36 @@ void plot_cross(const Inputs& in, const PlotArgs& a, Renderer& r) {
   for (const auto& f : figs) r.draw(plots::fit_figure(f.data, r.stem(f.name)), "cross");
 }
 
-void plot_grids(const std::string& kind, const Inputs& in, const PlotArgs& a, Renderer& r) {
-  std::vector<plots::StrategyGrid> grids = predicted_grids(in, a);
-  std::optional<plots::StrategyGrid> measured;
-  if (!in.samples.empty()) measured = plots::grid_from_samples(in.samples);
-  if (measured && measured->cells.empty()) measured.reset();
+// The strategy grids the inputs give: the predicted ones (codegen JSON, else a models file) and the measured one
+// (samples of the strategies), built once for every kind drawn from them.
+struct InputGrids {
+  std::vector<plots::StrategyGrid> predicted;
+  std::optional<plots::StrategyGrid> measured;  // absent without measured cells
+};
+
+InputGrids input_grids(const Inputs& in, const PlotArgs& a) {
+  InputGrids g;
+  g.predicted = predicted_grids(in, a);
+  if (!in.samples.empty()) g.measured = plots::grid_from_samples(in.samples);
+  if (g.measured && g.measured->cells.empty()) g.measured.reset();
+  return g;
+}
+
+void plot_grids(const std::string& kind, const InputGrids& in, Renderer& r) {
   if (kind == "regret") {
-    if (grids.empty() || !measured)
+    if (in.predicted.empty() || !in.measured)
       throw UsageError("plot regret needs a strategy table (codegen JSON or models.json) and measured samples of "
                        "two or more strategies, or a select-eval JSON with per-cell records");
-    for (const auto& g : grids)
-      for (const auto& h : plots::regret_maps(g, *measured)) r.draw(plots::heatmap_figure(h.data, r.stem(h.name), "regret"));
+    for (const auto& g : in.predicted)
+      for (const auto& h : plots::regret_maps(g, *in.measured)) r.draw(plots::heatmap_figure(h.data, r.stem(h.name), "regret"));
     return;
   }
+  std::vector<plots::StrategyGrid> grids = in.predicted;
   if (grids.empty()) {
-    if (!measured) throw UsageError("plot " + kind + " needs a codegen JSON, a models.json or samples of all-reduce strategies");
-    grids.push_back(*measured);
-  } else if (measured) {
-    for (auto& g : grids) plots::mark_measured(g, *measured);
+    if (!in.measured) throw UsageError("plot " + kind + " needs a codegen JSON, a models.json or samples of all-reduce strategies");
+    grids.push_back(*in.measured);
+  } else if (in.measured) {
+    for (auto& g : grids) plots::mark_measured(g, *in.measured);
   }
   for (const auto& g : grids) {
     if (kind == "heatmap")
@@ -280,7 +292,7 @@ void run_plot(const PlotArgs& a) {
   fs::create_directories(a.out_dir);
   if (a.kind == "fit") plot_fit(in, a, r);
   else if (a.kind == "cross") plot_cross(in, a, r);
-  else if (a.kind == "heatmap" || a.kind == "best" || a.kind == "diff" || a.kind == "regret") plot_grids(a.kind, in, a, r);
+  else if (a.kind == "heatmap" || a.kind == "best" || a.kind == "diff" || a.kind == "regret") plot_grids(a.kind, input_grids(in, a), r);
   else if (a.kind == "errors") plot_errors(in, a, r);
   else if (a.kind == "alltoallv") {
     if (plot_alltoallv(in, r) == 0)
@@ -290,23 +302,21 @@ void run_plot(const PlotArgs& a) {
     // Everything the inputs allow.
     if (!in.samples.empty() || in.models) plot_fit(in, a, r);
     if (in.models && !a.tp.empty()) plot_cross(in, a, r);
-    bool grids = !in.tables.empty() || in.models || !in.samples.empty();
-    if (grids) {
-      std::optional<plots::StrategyGrid> m;
-      if (!in.samples.empty()) m = plots::grid_from_samples(in.samples);
-      bool two = m && m->strategies.size() >= 2;
+    if (!in.tables.empty() || in.models || !in.samples.empty()) {
       PlotArgs ga = a;
       ga.tp.clear();  // --tp names the TP sizes to extrapolate to (cross); the grids use the modelled ones
+      const InputGrids grids = input_grids(in, ga);
+      const bool two = grids.measured && grids.measured->strategies.size() >= 2;
       // A models file of other collectives only (all-to-all, say) has no strategy grid to draw.
-      bool predicted = !predicted_grids(in, ga).empty();
+      const bool predicted = !grids.predicted.empty();
       if (predicted || two) {
-        plot_grids("heatmap", in, ga, r);
-        plot_grids("best", in, ga, r);
-        plot_grids("diff", in, ga, r);
+        plot_grids("heatmap", grids, r);
+        plot_grids("best", grids, r);
+        plot_grids("diff", grids, r);
       } else if (!in.tables.empty() || in.models) {
         std::cerr << "arfit plot all: no all-reduce strategy grid in the inputs; heatmap, best and diff skipped\n";
       }
-      if (predicted && two) plot_grids("regret", in, ga, r);
+      if (predicted && two) plot_grids("regret", grids, r);
     }
     if (!in.samples.empty() && in.models) plot_alltoallv(in, r);
     if (!in.evals.empty()) {

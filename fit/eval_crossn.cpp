@@ -185,22 +185,25 @@ ScaleOutPrior scale_out_prior(const Family& fam, const std::vector<Curve>& curve
     if (comparable_curves(c.key, o.key) && !from.count(o.hardware)) from[o.hardware] = &o;
     if (comparable_curves(tk, o.key) && !to.count(o.hardware)) to[o.hardware] = &o;
   }
-  // Only the machines with the target's intra-node fabric, when any (model/scale_out.h).
-  std::vector<std::string> both;
+  // Machines with both ends of the step; only those with the target's intra-node fabric lend, when any
+  // (model/scale_out.h).
+  struct Ends {
+    std::string system;
+    const Curve *from, *to;
+  };
+  std::vector<Ends> both;
   std::vector<int> sms;
-  for (const auto& [sys, a] : from)
-    if (to.count(sys)) {
-      both.push_back(sys);
-      sms.push_back(datasheet_sm(a->sm, a->device, a->hardware));
-    }
-  std::vector<std::string> lenders;
-  for (std::size_t i : same_fabric_lenders(sms, datasheet_sm(c.sm, c.device, c.hardware))) lenders.push_back(both[i]);
-  for (const std::string& sys : lenders) {
-    const Curve* a = from.at(sys);
+  for (const auto& [sys, a] : from) {
     const auto it = to.find(sys);
-    const GroupFit fa = fit_curve(*a, detail::method_fit_options(method)), fb = fit_curve(*it->second, detail::method_fit_options(method));
+    if (it == to.end()) continue;
+    both.push_back({sys, a, it->second});
+    sms.push_back(datasheet_sm(a->sm, a->device, a->hardware));
+  }
+  for (std::size_t i : same_fabric_lenders(sms, datasheet_sm(c.sm, c.device, c.hardware))) {
+    const Ends& e = both[i];
+    const GroupFit fa = fit_curve(*e.from, detail::method_fit_options(method)), fb = fit_curve(*e.to, detail::method_fit_options(method));
     if (!fa.ok || !fb.ok) continue;
-    p.systems.push_back(sys);
+    p.systems.push_back(e.system);
     p.from.push_back(GroupModel::from_json(fa.model));
     p.to.push_back(GroupModel::from_json(fb.model));
   }
@@ -217,32 +220,32 @@ std::vector<Prediction> predict_joint(const Family& fam, const std::string& meth
   if (members.size() < 2) return preds;
   const JointModel jm = JointModel::from_json(JointModel::make_json(fam.key, members, kJointKappa, kJointSigmaPerDoubling));
   const int N = fam.target->key.nranks;
-  for (double x : fam.target->bytes) preds.push_back(jm.predict(N, x));
-  if (!fam.more_nodes) return preds;
+  if (!fam.more_nodes) {
+    for (double x : fam.target->bytes) preds.push_back(jm.predict(N, x));
+    return preds;
+  }
   // The family measured its network: carried within it (its own network says more than other machines' do).
   std::vector<GroupModel> multi_node;
   for (const GroupModel& m : jm.members)
     if (m.key.nnodes > 1) multi_node.push_back(m);
   if (!multi_node.empty()) {
-    for (size_t k = 0; k < preds.size(); ++k)
-      preds[k] = carry_within_network(multi_node, N, fam.target->key.nnodes, fam.target->bytes[k]);
+    for (double x : fam.target->bytes) preds.push_back(carry_within_network(multi_node, N, fam.target->key.nnodes, x));
     return preds;
   }
   const ScaleOutPrior prior = scale_out_prior(fam, curves, method);
   const GroupModel& last = jm.members.back();
   const int sm = datasheet_sm(last.sm, last.device, fam.target->hardware);
   const double doublings = std::log2(static_cast<double>(fam.target->key.nranks) / last.key.nranks);
-  for (size_t k = 0; k < preds.size(); ++k) {
-    const double x = fam.target->bytes[k];
+  for (double x : fam.target->bytes) {
     if (prior.systems.empty()) {
-      preds[k] = widen_across_nodes(preds[k], sm);
+      preds.push_back(widen_across_nodes(jm.predict(N, x), sm));
       continue;
     }
     // The largest measured count carried by the other machines' scale-out step (median over machines).
     std::vector<double> steps;
     for (size_t i = 0; i < prior.systems.size(); ++i)
       steps.push_back(std::log(prior.to[i].predict(x).time_us) - std::log(prior.from[i].predict(x).time_us));
-    preds[k] = scale_out_by_prior(last.predict(x), steps, doublings, sm);
+    preds.push_back(scale_out_by_prior(last.predict(x), steps, doublings, sm));
   }
   return preds;
 }

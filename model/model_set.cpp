@@ -170,12 +170,14 @@ namespace {
 std::optional<Prediction> predict_across_nodes(const std::vector<GroupModel>& groups, const std::vector<JointModel>& joint,
                                                const PredictQuery& q, double bytes, int* measured_sm, double* latency_us) {
   if (q.nranks <= 0 || !q.across_nodes) return std::nullopt;
+  // The query's machine, collective, strategy and fusion.
+  auto queried = [&](const GroupKey& k) {
+    return k.system == q.system && k.collective == q.collective && k.strategy == q.strategy && k.fusion == q.fusion;
+  };
   const GroupModel* last = nullptr;
   for (const GroupModel& m : groups) {
     const GroupKey& k = m.key;
-    if (!m.ok || k.system != q.system || k.collective != q.collective || k.strategy != q.strategy || k.fusion != q.fusion ||
-        k.nnodes >= q.nnodes || k.nranks > q.nranks)
-      continue;
+    if (!m.ok || !queried(k) || k.nnodes >= q.nnodes || k.nranks > q.nranks) continue;
     if (!q.dtype.empty() && canonical_dtype(q.dtype) != k.dtype) continue;
     if (last && q.dtype.empty() && last->key.dtype != k.dtype) return std::nullopt;  // ambiguous dtype
     if (!last || std::tie(k.nnodes, k.nranks) > std::tie(last->key.nnodes, last->key.nranks)) last = &m;
@@ -183,13 +185,12 @@ std::optional<Prediction> predict_across_nodes(const std::vector<GroupModel>& gr
   if (!last) return std::nullopt;
   *measured_sm = last->sm;
   *latency_us = last->predict(last->min_bytes).time_us;
-  const int sm = last->sm > 0 ? last->sm : sm_from_device(last->device);
+  const int sm = last->sm;  // GroupModel::from_json already fell back to the device name
   if (last->key.nnodes > 1) {
     // The machine measured its network: carried within it, from its counts on more than one node.
     std::vector<GroupModel> multi_node;
     for (const GroupModel& m : groups)
-      if (m.ok && m.key.system == q.system && m.key.collective == q.collective && m.key.strategy == q.strategy &&
-          m.key.fusion == q.fusion && m.key.dtype == last->key.dtype && m.key.nnodes > 1 && m.key.nnodes < q.nnodes &&
+      if (m.ok && queried(m.key) && m.key.dtype == last->key.dtype && m.key.nnodes > 1 && m.key.nnodes < q.nnodes &&
           m.key.nranks <= q.nranks)
         multi_node.push_back(m);
     return carry_within_network(multi_node, q.nranks, q.nnodes, bytes);
@@ -207,7 +208,7 @@ std::optional<Prediction> predict_across_nodes(const std::vector<GroupModel>& gr
       if (to.ok && to.key.system == from.key.system && comparable_curves(to.key, target)) {
         all_steps.push_back(std::log(to.predict(bytes).time_us) - std::log(from.predict(bytes).time_us));
         all_lenders.push_back(from.key.system);
-        lender_sms.push_back(from.sm > 0 ? from.sm : sm_from_device(from.device));
+        lender_sms.push_back(from.sm);
         break;
       }
   }
@@ -223,9 +224,7 @@ std::optional<Prediction> predict_across_nodes(const std::vector<GroupModel>& gr
   }
   if (q.nranks == last->key.nranks) return widen_across_nodes(last->predict(bytes), sm);
   for (const JointModel& jm : joint) {
-    const GroupKey& k = jm.key;
-    if (k.system == q.system && k.collective == q.collective && k.strategy == q.strategy && k.fusion == q.fusion &&
-        k.nnodes == last->key.nnodes && k.dtype == last->key.dtype)
+    if (queried(jm.key) && jm.key.nnodes == last->key.nnodes && jm.key.dtype == last->key.dtype)
       return widen_across_nodes(jm.predict(q.nranks, bytes), sm);
   }
   return std::nullopt;

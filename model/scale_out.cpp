@@ -4,7 +4,6 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
-#include <tuple>
 
 #include "model/bus_factor.h"
 #include "model/group_model.h"
@@ -103,23 +102,19 @@ Prediction carry_one_count(const GroupModel& c, int n, int nnodes, double bytes)
 
 Prediction carry_within_network(const std::vector<GroupModel>& multi_node, int nranks, int nnodes, double bytes) {
   if (multi_node.empty()) throw std::invalid_argument("carry_within_network: no count measured on the network");
-  const GroupModel* largest = &multi_node.front();
-  for (const GroupModel& m : multi_node)
-    if (std::tie(m.key.nranks, m.key.nnodes) > std::tie(largest->key.nranks, largest->key.nnodes)) largest = &m;
-  Prediction p;
-  std::vector<GroupModel> counts;  // one per rank count: the one on the most nodes
+  std::vector<GroupModel> counts;  // one per rank count: the one on the most nodes; ascending rank counts
   for (const GroupModel& m : multi_node) {
     auto same = std::find_if(counts.begin(), counts.end(), [&](const GroupModel& g) { return g.key.nranks == m.key.nranks; });
     if (same == counts.end()) counts.push_back(m);
     else if (m.key.nnodes > same->key.nnodes) *same = m;
   }
+  std::sort(counts.begin(), counts.end(), [](const GroupModel& a, const GroupModel& b) { return a.key.nranks < b.key.nranks; });
+  const GroupModel& largest = counts.back();
   // The joint-n rule extends the network's own trend to a larger count; the same count on more nodes (and a
   // single measured count) has no trend to extend.
-  if (counts.size() >= 2 && nranks > largest->key.nranks) {
-    p = JointModel::of_members(largest->key, counts).predict(nranks, bytes);
-  } else {
-    p = carry_one_count(*largest, nranks, nnodes, bytes);
-  }
+  Prediction p = counts.size() >= 2 && nranks > largest.key.nranks
+                     ? JointModel::of_members(largest.key, counts).predict(nranks, bytes)
+                     : carry_one_count(largest, nranks, nnodes, bytes);
   p.extrapolated = true;
   p.how = "within the measured network: " + p.how;
   return p;
