@@ -1,4 +1,5 @@
 // arfit ingest FILES... [-o samples.csv] [--format F] [--collective C] [--nranks N] [--nnodes N] [--system NAME]
+//              [--dtype T]
 // Reads measurements in any supported format (detected per file), writes arfit's sample CSV (atomically,
 // and only when every file read cleanly) and prints a summary: per file (format, rows, samples, failed,
 // duplicated sizes, warnings) and per group (points, size range).
@@ -29,6 +30,7 @@ struct IngestArgs {
   int nranks = 0;
   int nnodes = 0;
   std::string system;
+  std::string dtype;
   bool quiet = false;
 };
 
@@ -66,6 +68,7 @@ void run_ingest(const IngestArgs& a) {
   if (a.nranks != 0) opt.nranks = a.nranks;  // 0: not given (the validator refuses an explicit 0)
   if (a.nnodes != 0) opt.nnodes = a.nnodes;
   if (!a.system.empty()) opt.system = a.system;
+  if (!a.dtype.empty()) opt.dtype = a.dtype;
 
   SampleFile out;
   std::size_t total_rows = 0, total_failed = 0, total_dups = 0, total_dropped = 0;
@@ -156,6 +159,11 @@ void add_ingest(CLI::App& app) {
                   "Machine label of every input, overriding the file's (aiconfigurator's system, else the file "
                   "name): what crosshw, --prior transfers and scale-out steps tell machines apart by")
       ->check([](const std::string& v) { return v.empty() || v.find_first_of(",\n\r") != std::string::npos ? std::string("a label without commas or line breaks") : std::string(); });
+  cmd->add_option("--dtype", args->dtype,
+                  "Element type of inputs that do not state one (a framework benchmark's busbw table): bf16, fp16, "
+                  "fp32, fp64, int8, fp8, ...; curves compare across machines only at one element size. A file "
+                  "that states another type is bad input")
+      ->check([](const std::string& v) { return dtype_size(v) > 0 ? std::string() : std::string("a known element type (bf16, fp16, fp32, fp64, int8, fp8, ...)"); });
   cmd->add_flag("-q,--quiet", args->quiet, "Print only the one-line summary");
   cmd->callback([args] { run_ingest(*args); });
 }

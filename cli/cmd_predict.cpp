@@ -121,10 +121,11 @@ std::string across_nodes_hint(const ModelSet& set, const PredictQuery& q) {
   // A machine that measured a count on several nodes is answered within its network (model/scale_out.h).
   if (counts.empty() || max_nodes != 1 || q.nnodes <= 1 || q.nranks <= 0) return {};
   return ": " + system + " measured " + to_string(q.collective) + " " + q.strategy + " at " + join(counts, ", ") +
-         " GPU(s) on one node, and more nodes need two GPU counts on one node " +
-         "count (a joint-n fit), a count measured on more than one node, or another machine in the file that measured " +
-         "the step to " + std::to_string(q.nranks) + " GPUs on " + std::to_string(q.nnodes) + " nodes (docs/fit.md, "
-         "\"Across node boundaries\")";
+         " GPU(s) on one node, and more nodes need a second GPU count on one node (a joint-n fit), a count measured on "
+         "more than one node, or another machine in the file that measured such a count on one node and either the step "
+         "to " + std::to_string(q.nranks) + " GPUs on " + std::to_string(q.nnodes) + " nodes or its own network within "
+         "that (more than one node, at most " + std::to_string(q.nranks) + " GPUs on " + std::to_string(q.nnodes) +
+         " nodes) (docs/fit.md, \"Across node boundaries\")";
 }
 
 void run_predict(const PredictArgs& a) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <ceres/ceres.h>
@@ -14,7 +15,9 @@
 #include "model/bus_factor.h"
 #include "fit/transfer.h"
 #include "model/joint_model.h"
+#include "model/metrics.h"
 #include "model/scale_out.h"
+#include "model/sm_targets.h"
 
 namespace arfit::fit {
 namespace {
@@ -166,13 +169,18 @@ std::vector<Prediction> predict_alphabeta(const Family& fam) {
 
 // ---- arfit: the joint-n rule, and across node boundaries
 
-// Other machines' scale-out step: for every other system that measured both the family's largest measured
-// count c (on its node count) and the target's count on the target's node count (same collective, strategy,
-// fusion, element size), of the target's intra-node fabric when any (same_fabric_lenders), ln t(target count)
-// − ln t(c) at each size, from their fitted models.
+// Other machines' scale-out step, as `arfit predict` takes it (model/scale_out.h): every other system that
+// measured the family's largest measured count c (on its node count; same collective, strategy, fusion, element
+// size) and either the target's count on the target's node count (a measured step, ln t(target) − ln t(c)) or
+// counts on more than one node within the target's (a step bridged through its own network, bridged_step); of
+// the target's intra-node fabric when any (same_fabric_lenders), measured steps when any. From their fitted
+// models.
 struct ScaleOutPrior {
+  bool measured = true;
   std::vector<std::string> systems;
-  std::vector<GroupModel> from, to;  // per system
+  std::vector<int> sms;                        // per system
+  std::vector<GroupModel> from, to;            // per system; `to` for measured steps
+  std::vector<std::vector<GroupModel>> network;  // per system, for bridged steps
 };
 
 ScaleOutPrior scale_out_prior(const Family& fam, const std::vector<Curve>& curves, const std::string& method) {
@@ -180,32 +188,51 @@ ScaleOutPrior scale_out_prior(const Family& fam, const std::vector<Curve>& curve
   const Curve& c = *fam.train.back();
   const GroupKey& tk = fam.target->key;
   std::map<std::string, const Curve*> from, to;
+  std::map<std::string, std::vector<const Curve*>> network;
   for (const Curve& o : curves) {
     if (o.hardware == c.hardware) continue;
     if (comparable_curves(c.key, o.key) && !from.count(o.hardware)) from[o.hardware] = &o;
-    if (comparable_curves(tk, o.key) && !to.count(o.hardware)) to[o.hardware] = &o;
+    if (comparable_curves(tk, o.key)) {
+      if (!to.count(o.hardware)) to[o.hardware] = &o;
+    } else if (comparable_kinds(tk, o.key) && o.key.nnodes > 1 && o.key.nnodes <= tk.nnodes && o.key.nranks <= tk.nranks) {
+      network[o.hardware].push_back(&o);
+    }
   }
-  // Machines with both ends of the step; only those with the target's intra-node fabric lend, when any
-  // (model/scale_out.h).
   struct Ends {
     std::string system;
-    const Curve *from, *to;
+    const Curve *from, *to;                // `to` null: a bridged step
+    std::vector<const Curve*> network;
   };
-  std::vector<Ends> both;
+  std::vector<Ends> lenders;
   std::vector<int> sms;
   for (const auto& [sys, a] : from) {
-    const auto it = to.find(sys);
-    if (it == to.end()) continue;
-    both.push_back({sys, a, it->second});
+    if (const auto it = to.find(sys); it != to.end()) lenders.push_back({sys, a, it->second, {}});
+    else if (const auto nw = network.find(sys); nw != network.end()) lenders.push_back({sys, a, nullptr, nw->second});
+    else continue;
     sms.push_back(datasheet_sm(a->sm, a->device, a->hardware));
   }
-  for (std::size_t i : same_fabric_lenders(sms, datasheet_sm(c.sm, c.device, c.hardware))) {
-    const Ends& e = both[i];
-    const GroupFit fa = fit_curve(*e.from, detail::method_fit_options(method)), fb = fit_curve(*e.to, detail::method_fit_options(method));
-    if (!fa.ok || !fb.ok) continue;
+  const std::vector<std::size_t> fabric = same_fabric_lenders(sms, datasheet_sm(c.sm, c.device, c.hardware));
+  p.measured = std::any_of(fabric.begin(), fabric.end(), [&](std::size_t i) { return lenders[i].to != nullptr; });
+  const FitOptions options = detail::method_fit_options(method);
+  auto fitted = [&](const Curve& curve) -> std::optional<GroupModel> {
+    const GroupFit g = fit_curve(curve, options);
+    if (!g.ok) return std::nullopt;
+    return GroupModel::from_json(g.model);
+  };
+  for (std::size_t i : fabric) {
+    const Ends& e = lenders[i];
+    if ((e.to != nullptr) != p.measured) continue;
+    const auto fa = fitted(*e.from);
+    if (!fa) continue;
+    std::vector<GroupModel> ends;
+    for (const Curve* b : e.to ? std::vector<const Curve*>{e.to} : e.network)
+      if (const auto fb = fitted(*b)) ends.push_back(*fb);
+    if (ends.empty()) continue;
     p.systems.push_back(e.system);
-    p.from.push_back(GroupModel::from_json(fa.model));
-    p.to.push_back(GroupModel::from_json(fb.model));
+    p.sms.push_back(sms[i]);
+    p.from.push_back(*fa);
+    if (p.measured) p.to.push_back(ends.front());
+    else p.network.push_back(ends);
   }
   return p;
 }
@@ -242,10 +269,20 @@ std::vector<Prediction> predict_joint(const Family& fam, const std::string& meth
       continue;
     }
     // The largest measured count carried by the other machines' scale-out step (median over machines).
-    std::vector<double> steps;
-    for (size_t i = 0; i < prior.systems.size(); ++i)
-      steps.push_back(std::log(prior.to[i].predict(x).time_us) - std::log(prior.from[i].predict(x).time_us));
-    preds.push_back(scale_out_by_prior(last.predict(x), steps, doublings, sm));
+    std::vector<double> steps, bridge_half_widths;
+    for (size_t i = 0; i < prior.systems.size(); ++i) {
+      if (prior.measured) {
+        const double step = std::log(prior.to[i].predict(x).time_us) - std::log(prior.from[i].predict(x).time_us);
+        steps.push_back(fabric_adjusted_step(step, prior.sms[i], sm, last, x));
+        continue;
+      }
+      const BridgedStep b = bridged_step(prior.from[i], prior.network[i], N, fam.target->key.nnodes, x);
+      steps.push_back(fabric_adjusted_step(b.log_step, prior.sms[i], sm, last, x));
+      bridge_half_widths.push_back(b.half_width);
+    }
+    preds.push_back(scale_out_by_prior(last.predict(x), steps, doublings, sm,
+                                       bridge_half_widths.empty() ? 0 : percentile(bridge_half_widths, 50)));
+    if (!prior.measured) preds.back().how += " (bridged through their own networks)";
   }
   return preds;
 }

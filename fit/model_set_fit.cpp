@@ -11,6 +11,7 @@
 #include "model/group_model.h"
 #include "model/joint_model.h"
 #include "model/metrics.h"
+#include "model/sm_targets.h"
 #include "model/text.h"
 
 namespace arfit::fit {

@@ -223,12 +223,6 @@ double datasheet_distance(int sm_a, int sm_b) {
   return a > 0 && b > 0 ? std::fabs(std::log(a / b)) : std::numeric_limits<double>::infinity();
 }
 
-int datasheet_sm(int sm, const std::string& device, const std::string& system) {
-  if (sm > 0) return sm;
-  if (int d = sm_from_device(device)) return d;
-  return sm_from_device(system);
-}
-
 // ---------------------------------------------------------------- the transfer
 
 double Transfer::Candidate::base(double x) const { return source ? u + source->log_time(x + v) : own_base(u, v, x); }

@@ -63,9 +63,6 @@ class TransferSource {
 // is not in the table.
 double datasheet_distance(int sm_a, int sm_b);
 
-// The datasheet SM of a machine: `sm` when known, else from the device name, else from the system label.
-int datasheet_sm(int sm, const std::string& device, const std::string& system);
-
 struct TransferTarget {
   GroupKey key;
   int sm = 0;                          // datasheet SM, 0 = unknown

@@ -94,6 +94,14 @@ void apply_overrides(IngestResult& r, const std::string& name, const Options& op
       s.nnodes = *options.nnodes;
     }
     if (options.system) s.extra["system"] = *options.system;
+    if (options.dtype) {
+      // Fill only: a stated element type decided how the reader turned element counts into bytes.
+      const std::string want = canonical_dtype(*options.dtype);
+      if (dtype_size(s.dtype) > 0 && canonical_dtype(s.dtype) != want)
+        throw InputError(name, 0, "dtype", "the file states " + s.dtype + " (a sample at " + std::to_string(s.bytes) +
+                                               " bytes); --dtype " + *options.dtype + " only fills an element type a file does not state");
+      s.dtype = want;
+    }
   }
 }
 

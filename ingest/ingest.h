@@ -26,6 +26,8 @@ struct Options {
   std::optional<int> nnodes;             // --nnodes: at most every sample's rank count (else InputError)
   std::optional<std::string> system;     // --system: the machine label (extra "system") that crosshw,
                                          // transfers and scale-out steps compare
+  std::optional<std::string> dtype;      // --dtype: the element type where a file does not state one (a
+                                         // framework's busbw table); a stated other type is an InputError
 };
 
 struct IngestResult {

@@ -183,7 +183,7 @@ GroupModel GroupModel::from_json(const JsonView& j) {
   }
   g.device = j.string_or("device", "");
   if (const auto sm = j.find("sm")) g.sm = sm->integer<int>(0, kMaxSmVersion);
-  if (g.sm == 0) g.sm = sm_from_device(g.device);
+  g.sm = datasheet_sm(g.sm, g.device, g.key.system);
   // A diagnostic: a cross-validation that could not run is non-finite in memory and null in the file.
   if (const auto cv = j.find("cv_gmae"); cv && !(cv->json().is_number() && !std::isfinite(cv->json().get<double>())))
     g.cv_gmae = cv->number(0, std::numeric_limits<double>::max());

@@ -64,7 +64,7 @@ struct GroupModel {
   double min_bytes = 0, max_bytes = 0;
   int points = 0;
   double z = kZ90, sigma_in = 0.02, sigma_out_per_octave = 0.03;
-  int sm = 0;  // measured SM; from the device name when the samples did not say
+  int sm = 0;  // measured SM; when the samples did not say, from the device name, else the system label (datasheet_sm)
   std::string device;
   double cv_gmae = 0;
   // Tail regime above the measured range: t = tail_a_us + tail_b_us_per_byte · s (has_tail).

@@ -12,6 +12,7 @@
 #include "model/group_model.h"
 #include "model/joint_model.h"
 #include "model/json_input.h"
+#include "model/metrics.h"
 #include "model/alltoallv.h"
 #include "model/scale_out.h"
 #include "model/sm_targets.h"
@@ -164,9 +165,10 @@ namespace {
 // A count on more nodes than the query's machine measured (model/scale_out.h). `q` has its system and
 // collective resolved. From the machine's largest measured count on the most nodes it measured (at most the
 // query's count): when that is on more than one node, the network is measured and the answer is carried within
-// it; otherwise other systems of the file that measured both that count and the query's count on the query's
-// nodes lend their scale-out step; without any, the joint-n answer (or the same count's own, one node fewer)
-// is kept, widened by the unknown network.
+// it; otherwise other systems of the file that measured that count lend their scale-out step — measured where
+// they measured the query's count on the query's nodes, else bridged through their own network — carried to the
+// machine's fabric; without any, the joint-n answer (or the same count's own, one node fewer) is kept, widened
+// by the unknown network.
 std::optional<Prediction> predict_across_nodes(const std::vector<GroupModel>& groups, const std::vector<JointModel>& joint,
                                                const PredictQuery& q, double bytes, int* measured_sm, double* latency_us) {
   if (q.nranks <= 0 || !q.across_nodes) return std::nullopt;
@@ -185,7 +187,7 @@ std::optional<Prediction> predict_across_nodes(const std::vector<GroupModel>& gr
   if (!last) return std::nullopt;
   *measured_sm = last->sm;
   *latency_us = last->predict(last->min_bytes).time_us;
-  const int sm = last->sm;  // GroupModel::from_json already fell back to the device name
+  const int sm = last->sm;  // GroupModel::from_json already resolved it (datasheet_sm)
   if (last->key.nnodes > 1) {
     // The machine measured its network: carried within it, from its counts on more than one node.
     std::vector<GroupModel> multi_node;
@@ -198,28 +200,53 @@ std::optional<Prediction> predict_across_nodes(const std::vector<GroupModel>& gr
   GroupKey target = last->key;
   target.nranks = q.nranks;
   target.nnodes = q.nnodes;
-  std::vector<double> all_steps, steps;
-  std::vector<std::string> all_lenders, lenders;
-  std::vector<int> lender_sms;
+  // Other machines that measured the machine's count: their step to the query's count, measured where they
+  // measured that count on the query's nodes, else bridged through their own network (bridged_step).
+  struct Lender {
+    std::string system;
+    int sm;
+    bool measured;
+    double step, bridge_half_width;
+  };
+  std::vector<Lender> all;
   for (const GroupModel& from : groups) {
     if (!from.ok || from.key.system == q.system || !comparable_curves(from.key, last->key)) continue;
-    if (std::find(all_lenders.begin(), all_lenders.end(), from.key.system) != all_lenders.end()) continue;
-    for (const GroupModel& to : groups)
-      if (to.ok && to.key.system == from.key.system && comparable_curves(to.key, target)) {
-        all_steps.push_back(std::log(to.predict(bytes).time_us) - std::log(from.predict(bytes).time_us));
-        all_lenders.push_back(from.key.system);
-        lender_sms.push_back(from.sm);
-        break;
-      }
+    if (std::any_of(all.begin(), all.end(), [&](const Lender& l) { return l.system == from.key.system; })) continue;
+    const GroupModel* to = nullptr;
+    std::vector<GroupModel> network;  // its counts on more than one node, within the query's
+    for (const GroupModel& g : groups) {
+      if (!g.ok || g.key.system != from.key.system || !comparable_kinds(g.key, target)) continue;
+      if (comparable_curves(g.key, target)) to = &g;
+      else if (g.key.nnodes > 1 && g.key.nnodes <= q.nnodes && g.key.nranks <= q.nranks) network.push_back(g);
+    }
+    if (to) {
+      const double step = std::log(to->predict(bytes).time_us) - std::log(from.predict(bytes).time_us);
+      all.push_back({from.key.system, from.sm, true, fabric_adjusted_step(step, from.sm, sm, *last, bytes), 0});
+    } else if (!network.empty()) {
+      const BridgedStep b = bridged_step(from, network, q.nranks, q.nnodes, bytes);
+      all.push_back({from.key.system, from.sm, false, fabric_adjusted_step(b.log_step, from.sm, sm, *last, bytes), b.half_width});
+    }
   }
-  // Only the machines with the target's intra-node fabric, when any (model/scale_out.h).
-  for (std::size_t i : same_fabric_lenders(lender_sms, sm)) {
-    steps.push_back(all_steps[i]);
-    lenders.push_back(all_lenders[i]);
+  // The machines with the target's intra-node fabric, when any (model/scale_out.h); of those, the measured steps
+  // when any.
+  std::vector<int> lender_sms;
+  for (const Lender& l : all) lender_sms.push_back(l.sm);
+  std::vector<const Lender*> fabric;
+  for (std::size_t i : same_fabric_lenders(lender_sms, sm)) fabric.push_back(&all[i]);
+  const bool measured = std::any_of(fabric.begin(), fabric.end(), [](const Lender* l) { return l->measured; });
+  std::vector<double> steps, bridge_half_widths;
+  std::vector<std::string> lenders;
+  for (const Lender* l : fabric) {
+    if (l->measured != measured) continue;
+    steps.push_back(l->step);
+    bridge_half_widths.push_back(l->bridge_half_width);
+    lenders.push_back(l->system);
   }
   if (!steps.empty()) {
-    Prediction p = scale_out_by_prior(last->predict(bytes), steps, std::log2(static_cast<double>(q.nranks) / last->key.nranks), sm);
+    Prediction p = scale_out_by_prior(last->predict(bytes), steps, std::log2(static_cast<double>(q.nranks) / last->key.nranks), sm,
+                                      percentile(bridge_half_widths, 50));
     p.how += ": " + join(lenders, ", ");  // the machines whose step it took
+    if (!measured) p.how += " (bridged through their own networks)";
     return p;
   }
   if (q.nranks == last->key.nranks) return widen_across_nodes(last->predict(bytes), sm);

@@ -13,9 +13,13 @@
 
 namespace arfit {
 
+bool comparable_kinds(const GroupKey& a, const GroupKey& b) {
+  return a.collective == b.collective && a.strategy == b.strategy && a.fusion == b.fusion &&
+         dtype_size(a.dtype) == dtype_size(b.dtype);
+}
+
 bool comparable_curves(const GroupKey& a, const GroupKey& b) {
-  return a.collective == b.collective && a.strategy == b.strategy && a.fusion == b.fusion && a.nranks == b.nranks &&
-         a.nnodes == b.nnodes && dtype_size(a.dtype) == dtype_size(b.dtype);
+  return comparable_kinds(a, b) && a.nranks == b.nranks && a.nnodes == b.nnodes;
 }
 
 double cross_node_half_width(int sm) {
@@ -55,12 +59,13 @@ double new_machine_half_width(const std::vector<double>& steps, int sm) {
                   cross_node_half_width(sm));
 }
 
-Prediction scale_out_by_prior(const Prediction& largest_measured, const std::vector<double>& steps, double doublings, int sm) {
+Prediction scale_out_by_prior(const Prediction& largest_measured, const std::vector<double>& steps, double doublings, int sm,
+                              double bridge_half_width) {
   const double step = percentile(steps, 50);
   const double h0 = 0.5 * (std::log(largest_measured.hi_us) - std::log(largest_measured.lo_us));
   const double hs = new_machine_half_width(steps, sm);
   const double hd = kZ90 * kJointSigmaPerDoubling * doublings;
-  const double h = std::sqrt(h0 * h0 + hs * hs + hd * hd);
+  const double h = std::sqrt(h0 * h0 + hs * hs + hd * hd + bridge_half_width * bridge_half_width);
   Prediction p;
   p.time_us = largest_measured.time_us * std::exp(step);
   p.lo_us = p.time_us * std::exp(-h);
@@ -73,6 +78,22 @@ Prediction scale_out_by_prior(const Prediction& largest_measured, const std::vec
 
 namespace {
 
+// The latency share λ of a count's time at `bytes` (its latency floor over its time), in [0, 1].
+double latency_share(const GroupModel& m, const Prediction& at) {
+  return std::clamp(latency_floor_us(m) / at.time_us, 0.0, 1.0);
+}
+
+}  // namespace
+
+double fabric_adjusted_step(double step, int lender_sm, int target_sm, const GroupModel& target_count, double bytes) {
+  const auto lender = find_sm_target(lender_sm), target = find_sm_target(target_sm);
+  if (!lender || !target || lender->interconnect_gbps <= 0 || target->interconnect_gbps <= 0) return step;
+  const double bandwidth_share = 1 - latency_share(target_count, target_count.predict(bytes));
+  return step + bandwidth_share * std::log(target->interconnect_gbps / lender->interconnect_gbps);
+}
+
+namespace {
+
 // One measured count c on the network carried to n GPUs on `nnodes` nodes (carry_within_network).
 Prediction carry_one_count(const GroupModel& c, int n, int nnodes, double bytes) {
   const Prediction at_c = c.predict(bytes);
@@ -80,7 +101,7 @@ Prediction carry_one_count(const GroupModel& c, int n, int nnodes, double bytes)
   const double fc = bus_factor(c.key.collective, nc), fn = bus_factor(c.key.collective, n);
   const double bw_ratio = fc > 0 && fn > 0 ? fn / fc : 1.0;
   const double peers_ratio = nc > 1 ? static_cast<double>(n - 1) / (nc - 1) : static_cast<double>(n);
-  const double lambda = std::clamp(latency_floor_us(c) / at_c.time_us, 0.0, 1.0);
+  const double lambda = latency_share(c, at_c);
   const double low = lambda * std::min(1.0, peers_ratio) + (1 - lambda) * bw_ratio;
   const double high = lambda * std::max(1.0, peers_ratio) + (1 - lambda) * bw_ratio;
   const double doublings = std::max({std::log2(static_cast<double>(n) / nc),
@@ -118,6 +139,15 @@ Prediction carry_within_network(const std::vector<GroupModel>& multi_node, int n
   p.extrapolated = true;
   p.how = "within the measured network: " + p.how;
   return p;
+}
+
+BridgedStep bridged_step(const GroupModel& from, const std::vector<GroupModel>& lender_multi_node, int nranks, int nnodes,
+                         double bytes) {
+  const Prediction carried = carry_within_network(lender_multi_node, nranks, nnodes, bytes);
+  BridgedStep s;
+  s.log_step = std::log(carried.time_us) - std::log(from.predict(bytes).time_us);
+  s.half_width = 0.5 * (std::log(carried.hi_us) - std::log(carried.lo_us));
+  return s;
 }
 
 Prediction widen_across_nodes(Prediction p, int sm) {

@@ -12,8 +12,11 @@
 
 namespace arfit {
 
-// Same collective, strategy, fusion, rank count, node count and element size (dtype_size): curves of two
-// machines that measure the same thing (a transfer's sources, a scale-out step's ends).
+// Same collective, strategy, fusion and element size (dtype_size): the same measurement, at any rank and node
+// count.
+bool comparable_kinds(const GroupKey& a, const GroupKey& b);
+// comparable_kinds at the same rank and node count: curves of two machines that measure the same thing (a
+// transfer's sources, a scale-out step's ends).
 bool comparable_curves(const GroupKey& a, const GroupKey& b);
 
 // Bandwidth per GPU assumed for the network when nothing measured it: a 400 Gb/s NIC per GPU, the class of the
@@ -31,6 +34,14 @@ double cross_node_half_width(int sm);
 // `lender_sms`, ascending.
 std::vector<std::size_t> same_fabric_lenders(const std::vector<int>& lender_sms, int target_sm);
 
+// A lender's step ln t(more nodes) − ln t(one node) as the target's intra-node fabric would show it: the network
+// term is taken as the lender's, the one-node term's bandwidth share (1 − λ of the target's count, λ its latency
+// share at `bytes`) scales with the datasheet bandwidths, so the step grows by (1 − λ)·ln(target / lender
+// bandwidth). A B200 node (NVLink 5) is twice as fast as an H100 node at large sizes and reaches the same network,
+// so its step is twice the H100's there. The step as is when either SM is not in the table (and for lenders of
+// the target's fabric, where the term is 0).
+double fabric_adjusted_step(double step, int lender_sm, int target_sm, const GroupModel& target_count, double bytes);
+
 // Pseudo-machines the unknown network's spread counts as in new_machine_half_width: one, the least that keeps
 // agreeing lenders from narrowing the interval below what a new kind of network needs.
 inline constexpr double kPriorMachines = 1;
@@ -45,8 +56,22 @@ double new_machine_half_width(const std::vector<double>& steps, int sm);
 
 // The largest measured count's prediction carried by other machines' scale-out steps at one size (each
 // ln t(target count, target nodes) − ln t(that count, its nodes)): their median; the interval adds, in
-// quadrature, the count's own, new_machine_half_width and kJointSigmaPerDoubling per doubling of GPUs.
-Prediction scale_out_by_prior(const Prediction& largest_measured, const std::vector<double>& steps, double doublings, int sm);
+// quadrature, the count's own, new_machine_half_width, kJointSigmaPerDoubling per doubling of GPUs and
+// `bridge_half_width` (bridged steps' carry, below; 0 for measured steps).
+Prediction scale_out_by_prior(const Prediction& largest_measured, const std::vector<double>& steps, double doublings, int sm,
+                              double bridge_half_width = 0);
+
+// A lender's step to a count it did not measure, bridged through its own network: it measured the machine's
+// count on one node (`from`) and other counts on more than one node (`lender_multi_node`, each at most the target's
+// count and nodes), so its own network carried to the target (carry_within_network) over its one-node time is its
+// step, ln(carried / from). A user's 8-GPU node asked for 32 GPUs on 4 nodes borrows that way from a cluster
+// that measured 8 on one node and 16 on two. `half_width`: the carry's 90 % half-width (log), for the interval.
+struct BridgedStep {
+  double log_step = 0;
+  double half_width = 0;
+};
+BridgedStep bridged_step(const GroupModel& from, const std::vector<GroupModel>& lender_multi_node, int nranks, int nnodes,
+                         double bytes);
 
 // A machine that measured its network (a count on more than one node) asked for a count on more nodes still:
 // carried within that network from `multi_node`, its measured counts on more than one node (any order, at most

@@ -33,6 +33,12 @@ int sm_from_device(const std::string& device) {
   return 0;
 }
 
+int datasheet_sm(int sm, const std::string& device, const std::string& system) {
+  if (sm > 0) return sm;
+  if (int d = sm_from_device(device)) return d;
+  return sm_from_device(system);
+}
+
 std::optional<SmTarget> find_sm_target(int sm) {
   for (const auto& t : sm_targets())
     if (t.sm == sm) return t;

@@ -30,6 +30,9 @@ struct SmTarget {
 const std::vector<SmTarget>& sm_targets();
 // SM version from a device name ("NVIDIA H100 80GB HBM3" -> 90, "NVIDIA B200" -> 100, ...); 0 when unknown.
 int sm_from_device(const std::string& device);
+// The datasheet SM of a machine: `sm` when known, else from its device name, else from its system label
+// ("h100_sxm"): every reader of a machine's SM (fit, eval, a models file's groups) resolves it this way.
+int datasheet_sm(int sm, const std::string& device, const std::string& system);
 std::optional<SmTarget> find_sm_target(int sm);
 
 // Extra log half-width added (in quadrature) to a transferred prediction's interval: ratios of datasheet

@@ -16,6 +16,7 @@
 #include "model/anchors.h"
 #include "ingest/ingest.h"
 #include "model/group_model.h"
+#include "model/sm_targets.h"
 
 using namespace arfit;
 
@@ -143,7 +144,7 @@ void BM_FitGroupWithPriorPublicMedian(benchmark::State& state) {
     if (c.hardware != machine) continue;
     fit::TransferTarget t;
     t.key = c.key;
-    t.sm = fit::datasheet_sm(c.sm, c.device, c.hardware);
+    t.sm = datasheet_sm(c.sm, c.device, c.hardware);
     for (size_t i : anchor_indices(c.bytes.size(), 3)) {
       t.bytes.push_back(c.bytes[i]);
       t.time_us.push_back(c.time_us[i]);

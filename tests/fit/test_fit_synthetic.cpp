@@ -45,6 +45,16 @@ Curve make_curve(const std::vector<double>& s, const std::vector<double>& t, int
   return cv;
 }
 
+// A query for the NCCL all-reduce of `nranks` GPUs at `bytes` (system: the set's only one).
+PredictQuery nccl_allreduce_query(int nranks, double bytes) {
+  PredictQuery q;
+  q.collective = Collective::AllReduce;
+  q.strategy = "NCCL";
+  q.nranks = nranks;
+  q.bytes = bytes;
+  return q;
+}
+
 std::vector<Sample> curve_samples(const std::vector<double>& s, const std::vector<double>& t, int nranks,
                                   const std::string& strategy = "NCCL", int sm = 90) {
   std::vector<Sample> out;
@@ -296,11 +306,7 @@ TEST(ModelSet, RoundTripsExactlyAndPredicts) {
   EXPECT_EQ(back.to_json().dump(1), text);
   EXPECT_EQ(set.groups().size(), 3u);
   EXPECT_EQ(set.systems(), std::vector<std::string>{"synthetic"});
-  PredictQuery q;
-  q.collective = Collective::AllReduce;
-  q.strategy = "NCCL";
-  q.nranks = 8;
-  q.bytes = 1 << 20;
+  PredictQuery q = nccl_allreduce_query(8, 1 << 20);
   const auto p = set.predict(q);
   ASSERT_TRUE(p.has_value());
   const double truth = 13.0 + 1.75 * (1 << 20) / 200e3;
@@ -337,6 +343,34 @@ TEST(ModelSet, RoundTripsExactlyAndPredicts) {
   // unknown strategy: nothing answers
   q.strategy = "NOPE";
   EXPECT_FALSE(set.predict(q).has_value());
+}
+
+// A machine whose samples name neither an SM nor a known device (a log labelled with `arfit ingest --system
+// h100_sxm`): its models file's groups take the SM from the label, as fit and eval do (datasheet_sm), so
+// `predict --sm` can carry it to another generation instead of answering nothing.
+TEST(ModelSet, SmFromTheSystemLabelWhenTheSamplesSayNone) {
+  const FamilySpec spec = parse_family("alphabeta");
+  const auto s = sizes_pow2(10, 28);
+  std::vector<Sample> samples;
+  for (int n : {2, 4, 8}) {
+    const auto t = synth(spec, {std::log(5.0 + n), std::log(200.0)}, s, bus_factor(Collective::AllReduce, n), 0.005, 7 + n);
+    for (Sample x : curve_samples(s, t, n, "NCCL", 0)) {
+      x.extra["system"] = "h100_sxm";
+      x.device = "cluster-a";
+      samples.push_back(x);
+    }
+  }
+  const ModelSet set = ModelSet::from_json(fit_model_set(samples, {}, {}).to_json());
+  ASSERT_EQ(set.raw().at("groups").size(), 3u);
+  for (const auto& j : set.raw().at("groups")) EXPECT_EQ(GroupModel::from_json(j).sm, 90) << j.at("key").dump();
+  PredictQuery q = nccl_allreduce_query(8, 64 << 20);
+  const auto own = set.predict(q);
+  ASSERT_TRUE(own.has_value());
+  q.sm = 100;  // NVLink 5: twice NVLink 4's bandwidth, so a bandwidth-bound size runs faster
+  const auto b200 = set.predict(q);
+  ASSERT_TRUE(b200.has_value());
+  EXPECT_TRUE(b200->extrapolated);
+  EXPECT_LT(b200->time_us, 0.75 * own->time_us);
 }
 
 TEST(ModelSet, RejectsBadFiles) {

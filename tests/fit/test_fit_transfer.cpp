@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iostream>
 #include <random>
 
 #include "fit/eval.h"
@@ -425,4 +426,64 @@ TEST(FitTransfer, CrossNAcrossNodesWithinTheMeasuredNetwork) {
     EXPECT_GE(a->coverage, 0.85) << largest_measured;
     EXPECT_LT(mean_half_width, 0.5 * cross_node_half_width(90)) << largest_measured;
   }
+}
+
+// Across nodes to a count no other machine measured: x measured 2, 4 and 8 GPUs on one node and is asked for 32
+// on four nodes; y measured 8 on one node and its network at 16 on two, not 32 on four. y's step is bridged
+// through its own network (model/scale_out.h, bridged_step): its 16-on-2 curve carried to 32 on 4 over its
+// 8-GPU one. Both `arfit predict` and crossn take it, and it beats keeping x's own joint-n guess.
+TEST(FitTransfer, AcrossNodesBridgedThroughALendersNetwork) {
+  const Machine x{"x", 10.0, 100e3, 1e30, 90};
+  Machine x_net = x;
+  x_net.alpha_us = 30.0;
+  x_net.busbw_bytes_per_us = 20e3;
+  const Machine y{"y", 9.0, 120e3, 1e30, 90};
+  Machine y_net = y;
+  y_net.alpha_us = 27.0;
+  y_net.busbw_bytes_per_us = 24e3;
+  std::vector<Sample> s = measure(x, {2, 4, 8}, 10, 28, 0.005, 51);
+  for (auto v : {measure(y, {8}, 10, 28, 0.005, 52), measure(y_net, {16}, 10, 28, 0.005, 53, 2)})
+    s.insert(s.end(), v.begin(), v.end());
+  auto truth = [&](double b) { return x_net.time_us(Collective::AllReduce, 32, b); };
+
+  const ModelSet alone = fit::fit_model_set(measure(x, {2, 4, 8}, 10, 28, 0.005, 51));
+  const ModelSet with = fit::fit_model_set(s);
+  PredictQuery q;
+  q.system = "x";
+  q.nranks = 32;
+  q.nnodes = 4;
+  double err_bridged = 0, err_alone = 0;
+  for (int e = 10; e <= 28; e += 3) {
+    q.bytes = std::ldexp(1.0, e);
+    const auto p = with.predict(q);
+    const auto guess = alone.predict(q);
+    ASSERT_TRUE(p.has_value()) << e;
+    ASSERT_TRUE(guess.has_value()) << e;
+    EXPECT_EQ(p->how, "scale-out prior from 1 machine(s): y (bridged through their own networks)");
+    EXPECT_TRUE(p->extrapolated);
+    EXPECT_LE(p->lo_us, truth(q.bytes)) << e;
+    EXPECT_GE(p->hi_us, truth(q.bytes)) << e;
+    err_bridged += std::fabs(std::log(p->time_us / truth(q.bytes)));
+    err_alone += std::fabs(std::log(guess->time_us / truth(q.bytes)));
+  }
+  std::cout << "mean |ln error| at 32 GPUs on 4 nodes: bridged " << err_bridged / 7 << ", joint-n kept " << err_alone / 7 << "\n";
+  EXPECT_LT(err_bridged, 0.5 * err_alone);
+
+  // crossn: x's 32 GPUs on four nodes as the held-out count, predicted from 2, 4, 8 and y's bridged step.
+  auto x32 = measure(x_net, {32}, 10, 28, 0.005, 54, 4);
+  s.insert(s.end(), x32.begin(), x32.end());
+  fit::EvalOptions o;
+  o.methods = {"auto", "loglog", "alphabeta"};
+  o.keep_points = true;
+  const fit::EvalResult r = fit::eval_crossn(s, o);
+  std::cout << r.to_table();
+  ASSERT_EQ(r.subsets.size(), 2u);
+  EXPECT_EQ(r.subsets[1].curves, 1);
+  const auto* a = r.method("auto");
+  ASSERT_NE(a, nullptr);
+  ASSERT_FALSE(a->points.empty());
+  for (const auto& p : a->points) EXPECT_NE(p.predicted.how.find("bridged through their own networks"), std::string::npos);
+  EXPECT_LT(a->errors.gmae, r.method("loglog")->errors.gmae);
+  EXPECT_LT(a->errors.gmae, r.method("alphabeta")->errors.gmae);
+  EXPECT_GE(a->coverage, 0.9);
 }

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "ingest/ingest.h"
+#include "model/sample.h"
 #include "model/sample_csv.h"
 #include "test_support.h"
 
@@ -113,4 +114,40 @@ TEST(CliIngest, NodeCountAndSystemOverrides) {
   EXPECT_EQ(run_command(arfit_bin() + " ingest " + in + " --nranks 16 --nnodes 0").exit_code, 2);
   EXPECT_EQ(run_command(arfit_bin() + " ingest " + in + " --nranks 16 --system 'a,b'").exit_code, 2);
   EXPECT_EQ(run_command(arfit_bin() + " ingest " + in + " --nranks 16 --system ''").exit_code, 2);
+}
+
+// A framework benchmark's busbw table (ml-engineering's all_reduce_bench: fp32) does not state its element
+// type, and curves compare across machines only at one element size: --dtype fills it. A file that states
+// another type is bad input (exit 1, naming the file, nothing written): its reader turned element counts into
+// bytes with its own. An unknown type is a usage error.
+TEST(CliIngest, DtypeFillsWhatTheFileDoesNotState) {
+  TempDir d;
+  const std::string table = d.write("p6_busbw.txt",
+                                    "# HARDWARE: 8 GPUs per node. Column \"1 node\" = 8 GPUs; column \"4 nodes\" = 32 GPUs\n"
+                                    "# COLLECTIVE: all_reduce via torch.distributed (NCCL); busbw only (GBps)\n"
+                                    "| payload | 1 node     | 4 nodes    | slowdown |\n"
+                                    "| ------: | ---------: | ---------: | -------: |\n"
+                                    "|   32KiB |   1.20GBps |   0.01GBps |   120.0x |\n"
+                                    "|   64KiB |   2.17GBps |   0.04GBps |    54.2x |\n");
+  const std::string out = d.file("samples.csv");
+  ASSERT_EQ(run_command(arfit_bin() + " ingest " + table + " -o " + out).exit_code, 0);
+  for (const auto& s : arfit::read_samples_csv(out).samples) EXPECT_EQ(arfit::dtype_size(s.dtype), 0) << s.dtype;
+  auto r = run_command(arfit_bin() + " ingest " + table + " --dtype float32 -o " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto file = arfit::read_samples_csv(out);
+  ASSERT_EQ(file.samples.size(), 4u);
+  for (const auto& s : file.samples) EXPECT_EQ(s.dtype, "fp32");
+
+  const std::string log = d.write("float_allreduce.txt",
+                                  "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+                                  "         1024           256     float     sum      -1    40.00    0.03    0.05      0    41.00    0.02    0.05      0\n");
+  const std::string out2 = d.file("log.csv");
+  EXPECT_EQ(run_command(arfit_bin() + " ingest " + log + " --nranks 8 --dtype fp32 -o " + out2).exit_code, 0);
+  std::filesystem::remove(out2);
+  auto clash = run_command(arfit_bin() + " ingest " + log + " --nranks 8 --dtype fp16 -o " + out2);
+  EXPECT_EQ(clash.exit_code, 1) << clash.output;
+  EXPECT_NE(clash.output.find("float_allreduce.txt: column 'dtype': the file states"), std::string::npos) << clash.output;
+  EXPECT_FALSE(std::filesystem::exists(out2));
+  EXPECT_EQ(run_command(arfit_bin() + " ingest " + table + " --dtype nibble -o " + out2).exit_code, 2);
+  EXPECT_FALSE(std::filesystem::exists(out2));
 }

@@ -1,10 +1,12 @@
-// The across-node rules of model/scale_out.h that need no fit: which machines lend a scale-out step, and how
-// wide the interval of a new machine's step is from theirs.
+// The across-node rules of model/scale_out.h that need no fit: which machines lend a scale-out step, how wide
+// the interval of a new machine's step is from theirs, and how a step is carried to another intra-node fabric.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
 
+#include "model/bus_factor.h"
+#include "model/group_model.h"
 #include "model/metrics.h"
 #include "model/scale_out.h"
 
@@ -41,4 +43,37 @@ TEST(ScaleOut, NewMachineWidthPoolsTheUnknownNetworksSpread) {
   EXPECT_NEAR(twenty, expected, 1e-12);
   // Machines that disagree: capped at knowing nothing.
   EXPECT_DOUBLE_EQ(new_machine_half_width({0.6, 2.1, 0.6}, sm), nothing);
+}
+
+// A lender's step carried to the target's fabric: unchanged between machines of one fabric, or when either SM is
+// not in the table; from an H100 (NVLink 4) to a B200 (NVLink 5, twice the bandwidth) it grows by nearly ln 2
+// where the target's one-node time is bandwidth (1 GiB) and hardly at all where it is latency (1 KiB).
+TEST(ScaleOut, FabricTermScalesTheOneNodeBandwidthShare) {
+  GroupKey k;
+  k.system = "b200";
+  k.collective = Collective::AllReduce;
+  k.strategy = "NCCL";
+  k.dtype = "fp16";
+  k.nranks = 8;
+  k.nnodes = 1;
+  const GroupModel node = GroupModel::from_json({{"key", group_key_to_json(k)},
+                                                 {"ok", true},
+                                                 {"family", "alphabeta"},
+                                                 {"params", {std::log(20.0), std::log(700.0)}},  // 20 µs, 700 GB/s
+                                                 {"bus_factor", bus_factor(k.collective, 8)},
+                                                 {"range", {{"min_bytes", 1024}, {"max_bytes", 1 << 30}, {"points", 21}}},
+                                                 {"interval", {{"sigma_in", 0.02}, {"sigma_out_per_octave", 0.03}}}});
+  ASSERT_TRUE(node.ok);
+  const double step = 0.8;
+  EXPECT_DOUBLE_EQ(fabric_adjusted_step(step, 100, 100, node, 1 << 30), step);  // B200 from a B200
+  EXPECT_DOUBLE_EQ(fabric_adjusted_step(step, 0, 100, node, 1 << 30), step);    // lender's SM unknown
+  EXPECT_DOUBLE_EQ(fabric_adjusted_step(step, 90, 0, node, 1 << 30), step);     // target's SM unknown
+  const double large = fabric_adjusted_step(step, 90, 100, node, 1 << 30) - step;
+  const double small = fabric_adjusted_step(step, 90, 100, node, 1024) - step;
+  EXPECT_GT(large, 0.9 * std::log(2.0));
+  EXPECT_LE(large, std::log(2.0) + 1e-12);
+  EXPECT_GE(small, 0.0);
+  EXPECT_LT(small, 0.1 * std::log(2.0));
+  // An A100 target (NVLink 3, half the H100's bandwidth) from an H100: the step shrinks.
+  EXPECT_LT(fabric_adjusted_step(step, 90, 80, node, 1 << 30), step);
 }
