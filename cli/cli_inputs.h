@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "fit/fit.h"
 #include "ingest/ingest.h"
 #include "model/atomic_file.h"
 #include "model/json_input.h"
@@ -76,6 +77,25 @@ inline std::optional<ModelSet> load_if_models_file(const std::string& path) {
   const std::optional<nlohmann::json> j = json_object_of(text, path);
   if (!j || !is_models_document(*j)) return std::nullopt;
   return ModelSet::from_document(*j, text, path);
+}
+
+// Other machines given with --prior (`arfit fit`, `arfit predict`): a models file as is, sample files fitted
+// like `arfit fit` would (one set for all sample files given, so their machines' siblings pool as usual).
+inline std::vector<ModelSet> load_priors(const std::vector<std::string>& paths, const std::string& format, int threads) {
+  std::vector<ModelSet> sets;
+  std::vector<std::string> sample_paths;
+  for (const std::string& p : paths) {
+    if (auto m = load_if_models_file(p))
+      sets.push_back(std::move(*m));
+    else
+      sample_paths.push_back(p);
+  }
+  if (!sample_paths.empty()) {
+    fit::FitOptions fo;
+    fo.threads = threads;
+    sets.push_back(fit::fit_model_set(load_samples_option(sample_paths, format), fo, sample_paths));
+  }
+  return sets;
 }
 
 }  // namespace arfit::cli

@@ -31,25 +31,6 @@ struct FitArgs {
   std::vector<std::string> priors;  // other machines: models files or samples (fitted here)
 };
 
-// The priors as models files: a models file as is, samples fitted like `arfit fit` would (one set for all
-// sample files given, so their machines' siblings pool as usual).
-std::vector<ModelSet> load_priors(const FitArgs& a) {
-  std::vector<ModelSet> sets;
-  std::vector<std::string> sample_paths;
-  for (const std::string& p : a.priors) {
-    if (auto m = load_if_models_file(p))
-      sets.push_back(std::move(*m));
-    else
-      sample_paths.push_back(p);
-  }
-  if (!sample_paths.empty()) {
-    fit::FitOptions fo;
-    fo.threads = a.threads;
-    sets.push_back(fit::fit_model_set(load_samples_option(sample_paths, a.format), fo, sample_paths));
-  }
-  return sets;
-}
-
 void run_fit(const FitArgs& a) {
   fit::FitOptions fo;
   fo.family = a.family;
@@ -61,7 +42,7 @@ void run_fit(const FitArgs& a) {
   if (a.threads < 1) throw UsageError("--threads must be at least 1");
   if (a.min_points < 2) throw UsageError("--min-points must be at least 2");
   if (!a.priors.empty()) {
-    fo.prior = std::make_shared<fit::TransferLibrary>(load_priors(a));
+    fo.prior = std::make_shared<fit::TransferLibrary>(load_priors(a.priors, a.format, a.threads));
     if (fo.prior->sources().empty()) throw std::runtime_error("--prior: no fitted group in " + std::to_string(a.priors.size()) + " file(s)");
   }
   const std::vector<Sample> samples = load_samples_option(a.files, a.format);

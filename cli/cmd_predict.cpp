@@ -1,5 +1,6 @@
 // arfit predict models.json --collective C --strategy S [--system X] [--fusion F] [--dtype D] [--nranks N]
-//   [--nnodes N] [--sm V] (--bytes LIST|RANGE | --tokens LIST --hidden LIST | --splits SPLIT...) [--json]
+//   [--nnodes N [--prior MODELS_OR_SAMPLES...]] [--sm V] (--bytes LIST|RANGE | --tokens LIST --hidden LIST |
+//   --splits SPLIT...) [--json]
 // Prints predicted time, bus bandwidth and the 90 % interval per size.
 #include <algorithm>
 #include <cmath>
@@ -27,6 +28,7 @@ struct PredictArgs {
   int nranks = 0, nnodes = 1, sm = 0;
   std::string bytes, tokens, hidden;
   std::vector<std::string> splits;
+  std::vector<std::string> priors;  // other machines, lending scale-out steps only
   bool json = false;
 };
 
@@ -122,7 +124,7 @@ std::string across_nodes_hint(const ModelSet& set, const PredictQuery& q) {
   if (counts.empty() || max_nodes != 1 || q.nnodes <= 1 || q.nranks <= 0) return {};
   return ": " + system + " measured " + to_string(q.collective) + " " + q.strategy + " at " + join(counts, ", ") +
          " GPU(s) on one node, and more nodes need a second GPU count on one node (a joint-n fit), a count measured on "
-         "more than one node, or another machine in the file that measured such a count on one node and either the step "
+         "more than one node, or another machine (in the file, or given with --prior) that measured such a count on one node and either the step "
          "to " + std::to_string(q.nranks) + " GPUs on " + std::to_string(q.nnodes) + " nodes or its own network within "
          "that (more than one node, at most " + std::to_string(q.nranks) + " GPUs on " + std::to_string(q.nnodes) +
          " nodes) (docs/fit.md, \"Across node boundaries\")";
@@ -146,6 +148,7 @@ void run_predict(const PredictArgs& a) {
   base.nnodes = a.nnodes;
   base.sm = a.sm;
   const ModelSet set = ModelSet::load(a.models);
+  const std::vector<ModelSet> lenders = load_priors(a.priors, "auto", 1);
   std::vector<PredictQuery> qs;
   if (!a.bytes.empty()) {
     for (double b : parse_sizes(a.bytes)) {
@@ -179,7 +182,7 @@ void run_predict(const PredictArgs& a) {
                 "busbw_GBps", "how");
   int missing = 0;
   for (const auto& q : qs) {
-    const auto p = set.predict(q);
+    const auto p = set.predict(q, lenders);
     if (!p) {
       ++missing;
       // No model, so no dtype to size tokens × hidden or a split with: the query as given.
@@ -233,6 +236,11 @@ void add_predict(CLI::App& app) {
   cmd->add_option("--nranks", a->nranks, "GPU count; an unmeasured count uses the joint fit across counts")
       ->check(CLI::Range(1, kMaxModelRanks));
   cmd->add_option("--nnodes", a->nnodes, "Node count (default 1); more than measured: within the machine's measured network, else other machines' scale-out step, else the widened joint-n answer")->check(CLI::Range(1, kMaxModelRanks));
+  cmd->add_option("--prior", a->priors,
+                  "Other machines (models files from `arfit fit`, or samples in any format, fitted here) whose "
+                  "scale-out steps a query on more nodes than its machine measured may borrow, as if they were in the "
+                  "models file; they answer nothing else (docs/fit.md, \"Across node boundaries\")")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--sm", a->sm, "Target SM version (80, 89, 90, 100, 103, 120): transfers the model, flagged extrapolated")
       ->check(known_sm_validator());
   cmd->add_option("--bytes", a->bytes, "Sizes: LIST (4096,64K,1M) or RANGE A:B[:FACTOR] (powers of FACTOR, default 2)");

@@ -169,8 +169,10 @@ namespace {
 // they measured the query's count on the query's nodes, else bridged through their own network — carried to the
 // machine's fabric; without any, the joint-n answer (or the same count's own, one node fewer) is kept, widened
 // by the unknown network.
+// `lender_pool`: the groups other machines' steps may come from (the set's own, then those of --prior files).
 std::optional<Prediction> predict_across_nodes(const std::vector<GroupModel>& groups, const std::vector<JointModel>& joint,
-                                               const PredictQuery& q, double bytes, int* measured_sm, double* latency_us) {
+                                               const std::vector<const GroupModel*>& lender_pool, const PredictQuery& q,
+                                               double bytes, int* measured_sm, double* latency_us) {
   if (q.nranks <= 0 || !q.across_nodes) return std::nullopt;
   // The query's machine, collective, strategy and fusion.
   auto queried = [&](const GroupKey& k) {
@@ -209,12 +211,14 @@ std::optional<Prediction> predict_across_nodes(const std::vector<GroupModel>& gr
     double step, bridge_half_width;
   };
   std::vector<Lender> all;
-  for (const GroupModel& from : groups) {
+  for (const GroupModel* lender : lender_pool) {
+    const GroupModel& from = *lender;
     if (!from.ok || from.key.system == q.system || !comparable_curves(from.key, last->key)) continue;
     if (std::any_of(all.begin(), all.end(), [&](const Lender& l) { return l.system == from.key.system; })) continue;
     const GroupModel* to = nullptr;
     std::vector<GroupModel> network;  // its counts on more than one node, within the query's
-    for (const GroupModel& g : groups) {
+    for (const GroupModel* other : lender_pool) {
+      const GroupModel& g = *other;
       if (!g.ok || g.key.system != from.key.system || !comparable_kinds(g.key, target)) continue;
       if (comparable_curves(g.key, target)) to = &g;
       else if (g.key.nnodes > 1 && g.key.nnodes <= q.nnodes && g.key.nranks <= q.nranks) network.push_back(g);
@@ -259,7 +263,9 @@ std::optional<Prediction> predict_across_nodes(const std::vector<GroupModel>& gr
 
 }  // namespace
 
-std::optional<Prediction> ModelSet::predict(const PredictQuery& q0) const {
+std::optional<Prediction> ModelSet::predict(const PredictQuery& q) const { return predict(q, {}); }
+
+std::optional<Prediction> ModelSet::predict(const PredictQuery& q0, const std::vector<ModelSet>& lenders) const {
   PredictQuery q = q0;
   if (!parsed_) return std::nullopt;
   // An all-to-allv split is predicted through the uniform all-to-all model at its effective size.
@@ -325,7 +331,12 @@ std::optional<Prediction> ModelSet::predict(const PredictQuery& q0) const {
   }
   // 3) more nodes than the machine measured
   if (!out) {
-    out = predict_across_nodes(parsed_->groups, parsed_->joint, q, bytes, &measured_sm, &latency_us);
+    std::vector<const GroupModel*> lender_pool;
+    for (const GroupModel& g : parsed_->groups) lender_pool.push_back(&g);
+    for (const ModelSet& l : lenders)
+      if (l.parsed_)
+        for (const GroupModel& g : l.parsed_->groups) lender_pool.push_back(&g);
+    out = predict_across_nodes(parsed_->groups, parsed_->joint, lender_pool, q, bytes, &measured_sm, &latency_us);
   }
   if (!out) return std::nullopt;
   // 4) another SM target: scale by the per-generation bandwidth table

@@ -96,6 +96,9 @@ class ModelSet {
 
   // nullopt when nothing in the set can answer the query.
   std::optional<Prediction> predict(const PredictQuery& q) const;
+  // The same, where a query on more nodes than its machine measured may also borrow the scale-out steps of the
+  // machines in `lenders` (other models files: `arfit predict --prior`); they answer nothing else.
+  std::optional<Prediction> predict(const PredictQuery& q, const std::vector<ModelSet>& lenders) const;
 
   const nlohmann::json& raw() const { return json_; }
 

@@ -188,23 +188,30 @@ TEST(FitCli, FitWithPriorTransfersAQuickCalibration) {
 }
 
 // A machine measured at one GPU count on one node, asked for more GPUs on more nodes: nothing in the file can
-// carry it there, and the error says what would (exit 1, the file named).
-TEST(FitCli, PredictAcrossNodesSaysWhatIsMissing) {
+// carry it there, and the error says what would (exit 1, the file named). `--prior` brings another machine that
+// measured that count on one node and its network on two: its step, bridged through its network, answers, the
+// same as with both machines in one models file.
+TEST(FitCli, PredictAcrossNodesSaysWhatIsMissingAndPriorMachinesLendIt) {
   TempDir dir;
-  SampleFile f;
-  for (int e = 10; e <= 28; ++e) {
-    Sample s;
-    s.collective = Collective::AllReduce;
-    s.strategy = "NCCL";
-    s.nranks = 8;
-    s.sm = 100;
-    s.bytes = std::int64_t{1} << e;
-    s.dtype = "bf16";
-    s.time_us = 12.0 + bus_factor(s.collective, 8) * s.bytes / 700e3;
-    s.source = "one_node";
-    s.extra["system"] = "b200box";
-    f.samples.push_back(s);
-  }
+  auto curve = [](const std::string& system, int sm, int nranks, int nnodes, double alpha_us, double busbw_bytes_per_us) {
+    SampleFile f;
+    for (int e = 10; e <= 28; ++e) {
+      Sample s;
+      s.collective = Collective::AllReduce;
+      s.strategy = "NCCL";
+      s.nranks = nranks;
+      s.nnodes = nnodes;
+      s.sm = sm;
+      s.bytes = std::int64_t{1} << e;
+      s.dtype = "bf16";
+      s.time_us = alpha_us + bus_factor(s.collective, nranks) * s.bytes / busbw_bytes_per_us;
+      s.source = system;
+      s.extra["system"] = system;
+      f.samples.push_back(s);
+    }
+    return f;
+  };
+  const SampleFile f = curve("b200box", 100, 8, 1, 12.0, 700e3);
   write_samples_csv(dir.file("s.csv"), f);
   const std::string models = dir.file("models.json");
   auto r = run_command(arfit::testing::arfit_bin() + " fit " + dir.file("s.csv") + " -o " + models);
@@ -219,4 +226,33 @@ TEST(FitCli, PredictAcrossNodesSaysWhatIsMissing) {
   r = run_command(arfit::testing::arfit_bin() + " predict " + models + " --collective allgather --nranks 8 --bytes 1M");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("(check --system"), std::string::npos) << r.output;
+
+  SampleFile lender = curve("b200cluster", 100, 8, 1, 11.0, 720e3);
+  const SampleFile network = curve("b200cluster", 100, 16, 2, 30.0, 45e3);
+  lender.samples.insert(lender.samples.end(), network.samples.begin(), network.samples.end());
+  write_samples_csv(dir.file("lender.csv"), lender);
+  const std::string query = " --collective allreduce --nranks 32 --nnodes 4 --bytes 1K,1M,256M --json";
+  auto with_samples = run_command(arfit::testing::arfit_bin() + " predict " + models + query + " --prior " + dir.file("lender.csv"));
+  ASSERT_EQ(with_samples.exit_code, 0) << with_samples.output;
+  const auto answers = nlohmann::json::parse(with_samples.output);
+  ASSERT_EQ(answers.size(), 3u);
+  for (const auto& a : answers) {
+    EXPECT_EQ(a["how"], "scale-out prior from 1 machine(s): b200cluster (bridged through their own networks)") << a.dump();
+    EXPECT_TRUE(a["extrapolated"].get<bool>());
+  }
+  // The lender as a models file, and both machines in one models file, answer alike.
+  const std::string lender_models = dir.file("lender.json"), both = dir.file("both.json");
+  ASSERT_EQ(run_command(arfit::testing::arfit_bin() + " fit " + dir.file("lender.csv") + " -o " + lender_models + " -q").exit_code, 0);
+  ASSERT_EQ(run_command(arfit::testing::arfit_bin() + " fit " + dir.file("s.csv") + " " + dir.file("lender.csv") + " -o " + both + " -q").exit_code, 0);
+  auto with_models = run_command(arfit::testing::arfit_bin() + " predict " + models + query + " --prior " + lender_models);
+  ASSERT_EQ(with_models.exit_code, 0) << with_models.output;
+  auto together = run_command(arfit::testing::arfit_bin() + " predict " + both + query + " --system b200box");
+  ASSERT_EQ(together.exit_code, 0) << together.output;
+  EXPECT_EQ(nlohmann::json::parse(with_models.output), answers);
+  EXPECT_EQ(nlohmann::json::parse(together.output), answers);
+  // A prior lends steps only: it answers no query of its own machine through this models file.
+  r = run_command(arfit::testing::arfit_bin() + " predict " + models + " --system b200cluster --collective allreduce "
+                  "--nranks 16 --nnodes 2 --bytes 1M --prior " + lender_models);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(run_command(arfit::testing::arfit_bin() + " predict " + models + query + " --prior " + dir.file("absent.json")).exit_code, 2);
 }
