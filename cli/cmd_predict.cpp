@@ -235,7 +235,7 @@ void add_predict(CLI::App& app) {
   cmd->add_option("--dtype", a->dtype, "dtype (default: the group's, when there is only one)");
   cmd->add_option("--nranks", a->nranks, "GPU count; an unmeasured count uses the joint fit across counts")
       ->check(CLI::Range(1, kMaxModelRanks));
-  cmd->add_option("--nnodes", a->nnodes, "Node count (default 1); more than measured: within the machine's measured network, else other machines' scale-out step, else the widened joint-n answer")->check(CLI::Range(1, kMaxModelRanks));
+  cmd->add_option("--nnodes", a->nnodes, "Node count (default 1); more than measured: within the machine's measured network, else other machines' scale-out step (measured, or bridged through their own network; from this file or --prior), else the widened joint-n answer")->check(CLI::Range(1, kMaxModelRanks));
   cmd->add_option("--prior", a->priors,
                   "Other machines (models files from `arfit fit`, or samples in any format, fitted here) whose "
                   "scale-out steps a query on more nodes than its machine measured may borrow, as if they were in the "
