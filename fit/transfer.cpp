@@ -72,12 +72,6 @@ double interconnect(int sm) {
   return t ? t->interconnect_gbps : 0.0;
 }
 
-// The distance a K <= 1 transfer is calibrated by: across nodes the table describes no link the collective
-// uses (the network decides), so such curves form the "unknown" class whatever their SM.
-double calibration_distance(double datasheet_distance, int nnodes) {
-  return nnodes > 1 ? std::numeric_limits<double>::infinity() : datasheet_distance;
-}
-
 // The bandwidth ratio a·b (log) a source is carried with when nothing judges it: the datasheet
 // interconnect ratio (time scales inversely with bandwidth) within one node, where the table describes the
 // link the collective uses; 1 otherwise.
@@ -359,7 +353,9 @@ void Transfer::carry_nearest(const TransferTarget& target, const std::vector<con
   }
   for (auto& c : cands_) c.weight = 1.0 / cands_.size();
   median_ = true;
-  const double tau = options.calibration ? options.calibration->for_distance(calibration_distance(best, target.key.nnodes)) : -1;
+  const double tau = options.calibration
+                         ? options.calibration->for_class(TransferCalibration::calibration_class(best, target.key.nnodes, target.sm))
+                         : -1;
   tau_ = tau >= 0 ? tau : kSmTransferLogSigma;
 }
 
@@ -466,14 +462,17 @@ double used_distance(const Transfer& tr, const std::vector<const TransferSource*
 }
 }  // namespace
 
-int TransferCalibration::distance_class(double d) {
-  if (!std::isfinite(d)) return 3;
+int TransferCalibration::calibration_class(double d, int nnodes, int target_sm) {
+  // Across nodes the table describes no link the collective uses (the network decides): "unknown", whatever
+  // the SM.
+  if (nnodes > 1 || !std::isfinite(d)) return 3;
+  if (const auto t = find_sm_target(target_sm); t && t->pcie) return 4;
   if (d < 1e-9) return 0;
   return d <= kLn2 + 1e-9 ? 1 : 2;
 }
 
-double TransferCalibration::for_distance(double d) const {
-  const double t = tau[distance_class(d)];
+double TransferCalibration::for_class(int c) const {
+  const double t = tau[c];
   return t >= 0 ? t : overall;
 }
 
@@ -511,7 +510,7 @@ TransferCalibration transfer_calibration(const std::vector<TransferSource>& libr
   for (const auto& s : library)
     if (s.system() != exclude_system) systems.insert(s.system());
   if (systems.size() < 2) return cal;
-  std::vector<CalibrationPoint> pts[4], all;
+  std::vector<CalibrationPoint> pts[TransferCalibration::kClasses], all;
   for (const TransferSource& c : library) {
     if (c.system() == exclude_system) continue;
     std::vector<const TransferSource*> src;
@@ -537,7 +536,7 @@ TransferCalibration transfer_calibration(const std::vector<TransferSource>& libr
     const Transfer tr = transfer_curve(t, src, o);
     if (!tr.ok()) continue;
     std::vector<CalibrationPoint>& e =
-        pts[TransferCalibration::distance_class(calibration_distance(used_distance(tr, src, t.sm), t.key.nnodes))];
+        pts[TransferCalibration::calibration_class(used_distance(tr, src, t.sm), t.key.nnodes, t.sm)];
     for (size_t i = 0; i < xs.size(); ++i) {
       if (std::find(held.begin(), held.end(), i) != held.end()) continue;
       const double b = std::exp(xs[i]);
@@ -545,7 +544,7 @@ TransferCalibration transfer_calibration(const std::vector<TransferSource>& libr
       all.push_back(e.back());
     }
   }
-  for (int k = 0; k < 4; ++k)
+  for (int k = 0; k < TransferCalibration::kClasses; ++k)
     if (pts[k].size() >= kMinCalibrationErrors) cal.tau[k] = calibrate_tau(pts[k]);
   if (!all.empty()) cal.overall = calibrate_tau(all);
   return cal;

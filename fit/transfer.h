@@ -74,15 +74,20 @@ struct TransferTarget {
 
 // The K <= 1 rule's own errors on machines of the prior (transfer_calibration()). Its interval is the
 // sources' spread in quadrature with a term τ, the smallest for which 90 % of the other machines' points
-// fall inside, by how near in datasheet interconnect bandwidth the nearest other machine was (a machine with
-// a twin in the prior is predicted far better than one without).
+// fall inside, by class: how near in datasheet interconnect bandwidth the nearest other machine was (a machine
+// with a twin in the prior is predicted far better than one without), and whether the datasheet describes the
+// link the collective uses at all.
 struct TransferCalibration {
-  // Classes: 0 the same interconnect bandwidth, 1 within a factor 2, 2 further, 3 unknown (not in the table).
-  static int distance_class(double datasheet_distance);
-  double tau[4] = {-1, -1, -1, -1};  // σ (log) per class; -1: too few points in the class
-  double overall = -1;               // all classes together; -1: fewer than two machines
+  // Classes: 0 the same interconnect bandwidth, 1 within a factor 2, 2 further, 3 unknown (not in the table,
+  // or across nodes: the network decides), 4 a PCIe machine (no NVLink) on one node: its slot's figure says
+  // little of what a collective gets (peer-to-peer or not, the switch topology, staging through the host), so
+  // it is calibrated on PCIe machines only, and NVLink machines never on PCIe ones.
+  static constexpr int kClasses = 5;
+  static int calibration_class(double datasheet_distance, int nnodes, int target_sm);
+  double tau[kClasses] = {-1, -1, -1, -1, -1};  // σ (log) per class; -1: too few points in the class
+  double overall = -1;                          // all classes together; -1: fewer than two machines
   // The class's τ, else the overall one, else -1.
-  double for_distance(double datasheet_distance) const;
+  double for_class(int calibration_class) const;
 };
 
 struct TransferOptions {
@@ -156,7 +161,7 @@ Transfer transfer_curve(const TransferTarget& target, const std::vector<const Tr
 
 // Calibration of the K <= 1 rule (K = 0 or 1): every curve of `library` whose system is not
 // `exclude_system` is predicted by the same rule from the curves of the other systems (also not
-// `exclude_system`), at its measured sizes; τ per datasheet-distance class of the sources it used.
+// `exclude_system`), at its measured sizes; τ per calibration class (TransferCalibration) of the sources it used.
 TransferCalibration transfer_calibration(const std::vector<TransferSource>& library, int K,
                                          const std::string& exclude_system = "");
 

@@ -10,12 +10,12 @@ namespace arfit {
 
 const std::vector<SmTarget>& sm_targets() {
   static const std::vector<SmTarget> v = {
-      {80, "A100 SXM4 80GB", 300, 2039, "NVIDIA A100 Tensor Core GPU datasheet"},
-      {89, "L40S / RTX 4090 (PCIe 4.0)", 32, 864, "NVIDIA L40S datasheet"},
-      {90, "H100 SXM5 80GB", 450, 3350, "NVIDIA H100 Tensor Core GPU datasheet"},
-      {100, "B200 (HGX B200)", 900, 8000, "NVIDIA DGX B200 / HGX B200 datasheet"},
-      {103, "B300 / GB300", 900, 8000, "NVIDIA GB300 NVL72 product page"},
-      {120, "RTX PRO 6000 Blackwell Server (PCIe 5.0)", 64, 1792, "NVIDIA RTX PRO 6000 Blackwell datasheet"},
+      {80, "A100 SXM4 80GB", 300, false, 2039, "NVIDIA A100 Tensor Core GPU datasheet"},
+      {89, "L40S / RTX 4090 (PCIe 4.0)", 32, true, 864, "NVIDIA L40S datasheet"},
+      {90, "H100 SXM5 80GB", 450, false, 3350, "NVIDIA H100 Tensor Core GPU datasheet"},
+      {100, "B200 (HGX B200)", 900, false, 8000, "NVIDIA DGX B200 / HGX B200 datasheet"},
+      {103, "B300 / GB300", 900, false, 8000, "NVIDIA GB300 NVL72 product page"},
+      {120, "RTX PRO 6000 Blackwell Server (PCIe 5.0)", 64, true, 1792, "NVIDIA RTX PRO 6000 Blackwell datasheet"},
   };
   return v;
 }

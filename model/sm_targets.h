@@ -23,6 +23,7 @@ struct SmTarget {
   int sm;
   const char* example;
   double interconnect_gbps;
+  bool pcie;  // no NVLink: the interconnect figure is the PCIe slot's
   double memory_gbps;
   const char* source;
 };

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <iostream>
+#include <limits>
 #include <random>
 
 #include "fit/eval.h"
@@ -486,4 +487,41 @@ TEST(FitTransfer, AcrossNodesBridgedThroughALendersNetwork) {
   EXPECT_LT(a->errors.gmae, r.method("loglog")->errors.gmae);
   EXPECT_LT(a->errors.gmae, r.method("alphabeta")->errors.gmae);
   EXPECT_GE(a->coverage, 0.9);
+}
+
+// The K <= 1 rule's calibration classes: by the datasheet distance to the nearest source on one node, the
+// network's "unknown" across nodes, and PCIe machines (no NVLink) apart, whatever their distance. Two PCIe
+// machines whose slots differ 2x but whose collectives differ 12x (the public L40S and RTX PRO 6000 differ 17x)
+// widen the PCIe class only: an NVLink machine's interval is calibrated as if they were absent.
+TEST(FitTransfer, ZeroShotCalibrationKeepsPcieMachinesApart) {
+  using C = fit::TransferCalibration;
+  EXPECT_EQ(C::calibration_class(0, 1, 90), 0);
+  EXPECT_EQ(C::calibration_class(std::log(1.5), 1, 80), 1);
+  EXPECT_EQ(C::calibration_class(std::log(3.0), 1, 100), 2);
+  EXPECT_EQ(C::calibration_class(std::numeric_limits<double>::infinity(), 1, 90), 3);
+  EXPECT_EQ(C::calibration_class(0, 2, 90), 3);   // across nodes the network decides
+  EXPECT_EQ(C::calibration_class(std::log(2.0), 1, 89), 4);
+  EXPECT_EQ(C::calibration_class(0, 1, 120), 4);
+  EXPECT_EQ(C::calibration_class(0, 2, 89), 3);
+
+  const std::vector<Machine> nvlink = {{"h1", 10.0, 100e3, 1e30, 90}, {"h2", 11.0, 105e3, 1e30, 90},
+                                       {"b1", 9.0, 200e3, 1e30, 100}, {"b2", 9.5, 190e3, 1e30, 100},
+                                       {"a1", 12.0, 70e3, 1e30, 80}};  // its nearest: the H100s, 1.5x
+  const std::vector<Machine> pcie = {{"p1", 20.0, 5e3, 1e30, 89}, {"p2", 25.0, 60e3, 1e30, 120}};
+  std::vector<fit::TransferSource> library;
+  unsigned seed = 60;
+  auto add = [&](const std::vector<Machine>& machines) {
+    for (const Machine& m : machines)
+      for (int n : {2, 4, 8}) library.push_back(source_of(measure(m, {n}, 10, 28, 0.01, ++seed)));
+  };
+  add(nvlink);
+  const C without = fit::transfer_calibration(library, 0);
+  add(pcie);
+  const C with = fit::transfer_calibration(library, 0);
+  ASSERT_GE(without.tau[1], 0);  // the A100's class, where a 2x PCIe pair would have fallen
+  for (int c = 0; c < 4; ++c) EXPECT_DOUBLE_EQ(with.tau[c], without.tau[c]) << c;
+  EXPECT_LT(without.tau[4], 0);  // no PCIe machine: no class of its own
+  ASSERT_GE(with.tau[4], 0);
+  EXPECT_GT(with.tau[4], 1.0);  // 12x against a 2x slot: ln 6 off at large sizes
+  EXPECT_GT(with.tau[4], 5 * std::max(with.tau[0], 0.01));
 }
