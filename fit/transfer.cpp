@@ -225,11 +225,26 @@ double Transfer::Candidate::log_time(double x, const std::vector<double>& anchor
   return base(x) + linear_hold_at(anchor_x, resid, x);
 }
 
+bool Transfer::Candidate::measured_at(double x) const {
+  if (!source) return false;
+  const double at = x + v;  // the source is read at ln bytes + its size scale
+  return at >= std::log(source->min_bytes()) - 1e-9 && at <= std::log(source->max_bytes()) + 1e-9;
+}
+
+std::vector<const Transfer::Candidate*> Transfer::median_candidates(double x) const {
+  std::vector<const Candidate*> measured, all;
+  for (const Candidate& c : cands_) {
+    all.push_back(&c);
+    if (c.measured_at(x)) measured.push_back(&c);
+  }
+  return measured.empty() ? all : measured;
+}
+
 double Transfer::log_time(double bytes) const {
   const double x = std::log(bytes);
   if (median_) {
     std::vector<double> v;
-    for (const Candidate& c : cands_) v.push_back(c.log_time(x, anchor_x_));
+    for (const Candidate* c : median_candidates(x)) v.push_back(c->log_time(x, anchor_x_));
     return percentile(v, 50);
   }
   double acc = 0;
@@ -243,7 +258,7 @@ double Transfer::log_sigma(double bytes) const {
   double spread2 = 0;
   if (median_) {
     std::vector<double> dev;
-    for (const Candidate& c : cands_) dev.push_back(std::fabs(c.log_time(x, anchor_x_) - centre));
+    for (const Candidate* c : median_candidates(x)) dev.push_back(std::fabs(c->log_time(x, anchor_x_) - centre));
     const double s = kMadToSigma * percentile(dev, 50);
     spread2 = s * s;
     return std::sqrt(kAnchorSigma * kAnchorSigma + spread2 + tau_ * tau_);

@@ -177,6 +177,33 @@ TEST(FitTransfer, ZeroShotScalesByTheDatasheetAndOneAnchorFixesTheLatency) {
   EXPECT_NEAR(k1.predict(big).time_us / tgt.time_us(Collective::AllReduce, 8, big), 1.0, 0.05);
 }
 
+// K = 0 from two equally near machines: at a size only one of them measured, the answer is that one's (the
+// other's shape there is its own model's extrapolation, 4x off in latency here); where both measured, their
+// median. A source is read at the size scaled by the datasheet ratio (here half the size: NVLink 4 -> 5), so
+// "measured" is from 2 KiB of the target's sizes.
+TEST(FitTransfer, ZeroShotTakesTheSourcesThatMeasuredTheSize) {
+  const Machine wide{"h1", 10.0, 100e3, 1e30, 90};
+  const Machine narrow{"h2", 40.0, 110e3, 1e30, 90};
+  const Machine tgt{"b", 14.0, 200e3, 1e30, 100};
+  const fit::TransferSource s1 = source_of(measure(wide, {8}, 10, 30, 0.0, 5));
+  const fit::TransferSource s2 = source_of(measure(narrow, {8}, 24, 30, 0.0, 6));  // 16 MiB and up only
+  const fit::Transfer both = fit::transfer_curve(anchors_of(tgt, 0, 10, 30), {&s1, &s2});
+  const fit::Transfer first = fit::transfer_curve(anchors_of(tgt, 0, 10, 30), {&s1});
+  const fit::Transfer second = fit::transfer_curve(anchors_of(tgt, 0, 10, 30), {&s2});
+  ASSERT_TRUE(both.ok() && first.ok() && second.ok());
+  for (int e : {11, 14, 18}) {
+    const double b = std::ldexp(1.0, e);
+    EXPECT_NEAR(both.predict(b).time_us / first.predict(b).time_us, 1.0, 1e-12) << e;
+    EXPECT_NEAR(both.predict(b).lo_us / first.predict(b).lo_us, 1.0, 1e-12) << e;
+    EXPECT_GT(second.predict(b).time_us, 1.5 * first.predict(b).time_us) << e;  // h2's latency, extrapolated
+  }
+  const double b = std::ldexp(1.0, 28);  // both measured: the median of two, between them
+  const double lo = std::min(first.predict(b).time_us, second.predict(b).time_us);
+  const double hi = std::max(first.predict(b).time_us, second.predict(b).time_us);
+  EXPECT_GT(both.predict(b).time_us, lo * (1 + 1e-6));
+  EXPECT_LT(both.predict(b).time_us, hi * (1 - 1e-6));
+}
+
 // The models-file group of a transfer: what predict, codegen and plot read. It answers what the transfer
 // answers at its grid, names the sources in `how`, and round-trips through a models file.
 TEST(FitTransfer, TransferredGroupIsAnOrdinaryGroupThatSaysWhereItCameFrom) {
