@@ -15,7 +15,6 @@
 #include "model/bus_factor.h"
 #include "fit/transfer.h"
 #include "model/joint_model.h"
-#include "model/metrics.h"
 #include "model/scale_out.h"
 #include "model/sm_targets.h"
 
@@ -169,22 +168,12 @@ std::vector<Prediction> predict_alphabeta(const Family& fam) {
 
 // ---- arfit: the joint-n rule, and across node boundaries
 
-// Other machines' scale-out step, as `arfit predict` takes it (model/scale_out.h): every other system that
-// measured the family's largest measured count c (on its node count; same collective, strategy, fusion, element
-// size) and either the target's count on the target's node count (a measured step, ln t(target) − ln t(c)) or
-// counts on more than one node within the target's (a step bridged through its own network, bridged_step); of
-// the target's intra-node fabric when any (same_fabric_lenders), measured steps when any. From their fitted
-// models.
-struct ScaleOutPrior {
-  bool measured = true;
-  std::vector<std::string> systems;
-  std::vector<int> sms;                        // per system
-  std::vector<GroupModel> from, to;            // per system; `to` for measured steps
-  std::vector<std::vector<GroupModel>> network;  // per system, for bridged steps
-};
-
-ScaleOutPrior scale_out_prior(const Family& fam, const std::vector<Curve>& curves, const std::string& method) {
-  ScaleOutPrior p;
+// The lenders of the family's scale-out step, as `arfit predict` takes them (model/scale_out.h): every other
+// system that measured the family's largest measured count c (on its node count; same collective, strategy,
+// fusion, element size) and either the target's count on the target's node count (a measured step) or counts on
+// more than one node within the target's (a step bridged through its own network), as chosen_lenders chooses
+// them. Only the chosen ones are fitted.
+std::vector<ScaleOutLender> scale_out_lenders(const Family& fam, const std::vector<Curve>& curves, const std::string& method) {
   const Curve& c = *fam.train.back();
   const GroupKey& tk = fam.target->key;
   std::map<std::string, const Curve*> from, to;
@@ -203,38 +192,39 @@ ScaleOutPrior scale_out_prior(const Family& fam, const std::vector<Curve>& curve
     const Curve *from, *to;                // `to` null: a bridged step
     std::vector<const Curve*> network;
   };
-  std::vector<Ends> lenders;
+  std::vector<Ends> candidates;
   std::vector<int> sms;
+  std::vector<bool> measured;
   for (const auto& [sys, a] : from) {
-    if (const auto it = to.find(sys); it != to.end()) lenders.push_back({sys, a, it->second, {}});
-    else if (const auto nw = network.find(sys); nw != network.end()) lenders.push_back({sys, a, nullptr, nw->second});
+    if (const auto it = to.find(sys); it != to.end()) candidates.push_back({sys, a, it->second, {}});
+    else if (const auto nw = network.find(sys); nw != network.end()) candidates.push_back({sys, a, nullptr, nw->second});
     else continue;
     sms.push_back(datasheet_sm(a->sm, a->device, a->hardware));
+    measured.push_back(candidates.back().to != nullptr);
   }
-  const std::vector<std::size_t> fabric = same_fabric_lenders(sms, datasheet_sm(c.sm, c.device, c.hardware));
-  p.measured = std::any_of(fabric.begin(), fabric.end(), [&](std::size_t i) { return lenders[i].to != nullptr; });
   const FitOptions options = detail::method_fit_options(method);
   auto fitted = [&](const Curve& curve) -> std::optional<GroupModel> {
     const GroupFit g = fit_curve(curve, options);
     if (!g.ok) return std::nullopt;
     return GroupModel::from_json(g.model);
   };
-  for (std::size_t i : fabric) {
-    const Ends& e = lenders[i];
-    if ((e.to != nullptr) != p.measured) continue;
+  std::vector<ScaleOutLender> lenders;
+  for (std::size_t i : chosen_lenders(sms, measured, datasheet_sm(c.sm, c.device, c.hardware))) {
+    const Ends& e = candidates[i];
     const auto fa = fitted(*e.from);
     if (!fa) continue;
-    std::vector<GroupModel> ends;
-    for (const Curve* b : e.to ? std::vector<const Curve*>{e.to} : e.network)
-      if (const auto fb = fitted(*b)) ends.push_back(*fb);
-    if (ends.empty()) continue;
-    p.systems.push_back(e.system);
-    p.sms.push_back(sms[i]);
-    p.from.push_back(*fa);
-    if (p.measured) p.to.push_back(ends.front());
-    else p.network.push_back(ends);
+    ScaleOutLender l{e.system, sms[i], *fa, std::nullopt, {}};
+    if (e.to) {
+      l.to = fitted(*e.to);
+      if (!l.to) continue;
+    } else {
+      for (const Curve* b : e.network)
+        if (const auto fb = fitted(*b)) l.network.push_back(*fb);
+      if (l.network.empty()) continue;
+    }
+    lenders.push_back(std::move(l));
   }
-  return p;
+  return lenders;
 }
 
 std::vector<Prediction> predict_joint(const Family& fam, const std::string& method, const std::vector<Curve>& curves) {
@@ -259,31 +249,14 @@ std::vector<Prediction> predict_joint(const Family& fam, const std::string& meth
     for (double x : fam.target->bytes) preds.push_back(carry_within_network(multi_node, N, fam.target->key.nnodes, x));
     return preds;
   }
-  const ScaleOutPrior prior = scale_out_prior(fam, curves, method);
+  const std::vector<ScaleOutLender> lenders = scale_out_lenders(fam, curves, method);
+  std::vector<const ScaleOutLender*> chosen;
+  for (const ScaleOutLender& l : lenders) chosen.push_back(&l);
   const GroupModel& last = jm.members.back();
   const int sm = datasheet_sm(last.sm, last.device, fam.target->hardware);
-  const double doublings = std::log2(static_cast<double>(fam.target->key.nranks) / last.key.nranks);
-  for (double x : fam.target->bytes) {
-    if (prior.systems.empty()) {
-      preds.push_back(widen_across_nodes(jm.predict(N, x), sm));
-      continue;
-    }
-    // The largest measured count carried by the other machines' scale-out step (median over machines).
-    std::vector<double> steps, bridge_half_widths;
-    for (size_t i = 0; i < prior.systems.size(); ++i) {
-      if (prior.measured) {
-        const double step = std::log(prior.to[i].predict(x).time_us) - std::log(prior.from[i].predict(x).time_us);
-        steps.push_back(fabric_adjusted_step(step, prior.sms[i], sm, last, x));
-        continue;
-      }
-      const BridgedStep b = bridged_step(prior.from[i], prior.network[i], N, fam.target->key.nnodes, x);
-      steps.push_back(fabric_adjusted_step(b.log_step, prior.sms[i], sm, last, x));
-      bridge_half_widths.push_back(b.half_width);
-    }
-    preds.push_back(scale_out_by_prior(last.predict(x), steps, doublings, sm,
-                                       bridge_half_widths.empty() ? 0 : percentile(bridge_half_widths, 50)));
-    if (!prior.measured) preds.back().how += " (bridged through their own networks)";
-  }
+  for (double x : fam.target->bytes)
+    preds.push_back(chosen.empty() ? widen_across_nodes(jm.predict(N, x), sm)
+                                   : scale_out_by_lenders(last, sm, chosen, N, fam.target->key.nnodes, x, false));
   return preds;
 }
 

@@ -231,22 +231,18 @@ bool Transfer::Candidate::measured_at(double x) const {
   return at >= std::log(source->min_bytes()) - 1e-9 && at <= std::log(source->max_bytes()) + 1e-9;
 }
 
-std::vector<const Transfer::Candidate*> Transfer::median_candidates(double x) const {
-  std::vector<const Candidate*> measured, all;
+std::vector<double> Transfer::median_log_times(double x) const {
+  std::vector<double> measured, all;
   for (const Candidate& c : cands_) {
-    all.push_back(&c);
-    if (c.measured_at(x)) measured.push_back(&c);
+    all.push_back(c.log_time(x, anchor_x_));
+    if (c.measured_at(x)) measured.push_back(all.back());
   }
   return measured.empty() ? all : measured;
 }
 
 double Transfer::log_time(double bytes) const {
   const double x = std::log(bytes);
-  if (median_) {
-    std::vector<double> v;
-    for (const Candidate* c : median_candidates(x)) v.push_back(c->log_time(x, anchor_x_));
-    return percentile(v, 50);
-  }
+  if (median_) return percentile(median_log_times(x), 50);
   double acc = 0;
   for (const Candidate& c : cands_) acc += c.weight * c.log_time(x, anchor_x_);
   return acc;
@@ -254,15 +250,16 @@ double Transfer::log_time(double bytes) const {
 
 double Transfer::log_sigma(double bytes) const {
   const double x = std::log(bytes);
+  if (median_) {
+    // The median's candidates, read once for the centre and their deviations from it.
+    std::vector<double> dev = median_log_times(x);
+    const double centre = percentile(dev, 50);
+    for (double& d : dev) d = std::fabs(d - centre);
+    const double s = kMadToSigma * percentile(dev, 50);
+    return std::sqrt(kAnchorSigma * kAnchorSigma + s * s + tau_ * tau_);
+  }
   const double centre = log_time(bytes);
   double spread2 = 0;
-  if (median_) {
-    std::vector<double> dev;
-    for (const Candidate* c : median_candidates(x)) dev.push_back(std::fabs(c->log_time(x, anchor_x_) - centre));
-    const double s = kMadToSigma * percentile(dev, 50);
-    spread2 = s * s;
-    return std::sqrt(kAnchorSigma * kAnchorSigma + spread2 + tau_ * tau_);
-  }
   for (const Candidate& c : cands_) {
     const double d = c.log_time(x, anchor_x_) - centre;
     spread2 += c.weight * d * d;

@@ -133,8 +133,9 @@ class Transfer {
     // Whether its source measured the size it is read at for ln bytes (its shape there is not an extrapolation).
     bool measured_at(double ln_bytes) const;
   };
-  // K <= 1: the candidates the median takes at ln bytes x: those whose source measured that size, when any.
-  std::vector<const Candidate*> median_candidates(double x) const;
+  // K <= 1: ln t at ln bytes x of the candidates the median takes: those whose source measured that size, when
+  // any, else all.
+  std::vector<double> median_log_times(double x) const;
   // K <= 1: the sources of the machines nearest in datasheet interconnect bandwidth, their median.
   void carry_nearest(const TransferTarget& target, const std::vector<const TransferSource*>& sources,
                      const TransferOptions& options);

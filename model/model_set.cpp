@@ -12,7 +12,6 @@
 #include "model/group_model.h"
 #include "model/joint_model.h"
 #include "model/json_input.h"
-#include "model/metrics.h"
 #include "model/alltoallv.h"
 #include "model/scale_out.h"
 #include "model/sm_targets.h"
@@ -203,56 +202,31 @@ std::optional<Prediction> predict_across_nodes(const std::vector<GroupModel>& gr
   target.nranks = q.nranks;
   target.nnodes = q.nnodes;
   // Other machines that measured the machine's count: their step to the query's count, measured where they
-  // measured that count on the query's nodes, else bridged through their own network (bridged_step).
-  struct Lender {
-    std::string system;
-    int sm;
-    bool measured;
-    double step, bridge_half_width;
-  };
-  std::vector<Lender> all;
+  // measured that count on the query's nodes, else bridged through their own network (model/scale_out.h).
+  std::vector<ScaleOutLender> candidates;
   for (const GroupModel* lender : lender_pool) {
     const GroupModel& from = *lender;
     if (!from.ok || from.key.system == q.system || !comparable_curves(from.key, last->key)) continue;
-    if (std::any_of(all.begin(), all.end(), [&](const Lender& l) { return l.system == from.key.system; })) continue;
-    const GroupModel* to = nullptr;
-    std::vector<GroupModel> network;  // its counts on more than one node, within the query's
+    if (std::any_of(candidates.begin(), candidates.end(), [&](const ScaleOutLender& l) { return l.system == from.key.system; }))
+      continue;
+    ScaleOutLender l{from.key.system, from.sm, from, std::nullopt, {}};
     for (const GroupModel* other : lender_pool) {
       const GroupModel& g = *other;
       if (!g.ok || g.key.system != from.key.system || !comparable_kinds(g.key, target)) continue;
-      if (comparable_curves(g.key, target)) to = &g;
-      else if (g.key.nnodes > 1 && g.key.nnodes <= q.nnodes && g.key.nranks <= q.nranks) network.push_back(g);
+      if (comparable_curves(g.key, target)) l.to = g;
+      else if (g.key.nnodes > 1 && g.key.nnodes <= q.nnodes && g.key.nranks <= q.nranks) l.network.push_back(g);
     }
-    if (to) {
-      const double step = std::log(to->predict(bytes).time_us) - std::log(from.predict(bytes).time_us);
-      all.push_back({from.key.system, from.sm, true, fabric_adjusted_step(step, from.sm, sm, *last, bytes), 0});
-    } else if (!network.empty()) {
-      const BridgedStep b = bridged_step(from, network, q.nranks, q.nnodes, bytes);
-      all.push_back({from.key.system, from.sm, false, fabric_adjusted_step(b.log_step, from.sm, sm, *last, bytes), b.half_width});
-    }
+    if (l.to || !l.network.empty()) candidates.push_back(std::move(l));
   }
-  // The machines with the target's intra-node fabric, when any (model/scale_out.h); of those, the measured steps
-  // when any.
-  std::vector<int> lender_sms;
-  for (const Lender& l : all) lender_sms.push_back(l.sm);
-  std::vector<const Lender*> fabric;
-  for (std::size_t i : same_fabric_lenders(lender_sms, sm)) fabric.push_back(&all[i]);
-  const bool measured = std::any_of(fabric.begin(), fabric.end(), [](const Lender* l) { return l->measured; });
-  std::vector<double> steps, bridge_half_widths;
-  std::vector<std::string> lenders;
-  for (const Lender* l : fabric) {
-    if (l->measured != measured) continue;
-    steps.push_back(l->step);
-    bridge_half_widths.push_back(l->bridge_half_width);
-    lenders.push_back(l->system);
+  std::vector<int> sms;
+  std::vector<bool> measured;
+  for (const ScaleOutLender& l : candidates) {
+    sms.push_back(l.sm);
+    measured.push_back(l.to.has_value());
   }
-  if (!steps.empty()) {
-    Prediction p = scale_out_by_prior(last->predict(bytes), steps, std::log2(static_cast<double>(q.nranks) / last->key.nranks), sm,
-                                      percentile(bridge_half_widths, 50));
-    p.how += ": " + join(lenders, ", ");  // the machines whose step it took
-    if (!measured) p.how += " (bridged through their own networks)";
-    return p;
-  }
+  std::vector<const ScaleOutLender*> lenders;
+  for (std::size_t i : chosen_lenders(sms, measured, sm)) lenders.push_back(&candidates[i]);
+  if (!lenders.empty()) return scale_out_by_lenders(*last, sm, lenders, q.nranks, q.nnodes, bytes, true);
   if (q.nranks == last->key.nranks) return widen_across_nodes(last->predict(bytes), sm);
   for (const JointModel& jm : joint) {
     if (queried(jm.key) && jm.key.nnodes == last->key.nnodes && jm.key.dtype == last->key.dtype)

@@ -10,6 +10,7 @@
 #include "model/joint_model.h"
 #include "model/metrics.h"
 #include "model/sm_targets.h"
+#include "model/text.h"
 
 namespace arfit {
 
@@ -148,6 +149,39 @@ BridgedStep bridged_step(const GroupModel& from, const std::vector<GroupModel>& 
   s.log_step = std::log(carried.time_us) - std::log(from.predict(bytes).time_us);
   s.half_width = 0.5 * (std::log(carried.hi_us) - std::log(carried.lo_us));
   return s;
+}
+
+std::vector<std::size_t> chosen_lenders(const std::vector<int>& sms, const std::vector<bool>& measured, int target_sm) {
+  const std::vector<std::size_t> fabric = same_fabric_lenders(sms, target_sm);
+  const bool any_measured = std::any_of(fabric.begin(), fabric.end(), [&](std::size_t i) { return measured[i]; });
+  std::vector<std::size_t> out;
+  for (std::size_t i : fabric)
+    if (measured[i] == any_measured) out.push_back(i);
+  return out;
+}
+
+Prediction scale_out_by_lenders(const GroupModel& largest, int sm, const std::vector<const ScaleOutLender*>& lenders,
+                                int nranks, int nnodes, double bytes, bool name_lenders) {
+  if (lenders.empty()) throw std::invalid_argument("scale_out_by_lenders: no lender");
+  std::vector<double> steps, bridge_half_widths;
+  std::vector<std::string> names;
+  for (const ScaleOutLender* l : lenders) {
+    names.push_back(l->system);
+    if (l->to) {
+      const double step = std::log(l->to->predict(bytes).time_us) - std::log(l->from.predict(bytes).time_us);
+      steps.push_back(fabric_adjusted_step(step, l->sm, sm, largest, bytes));
+      continue;
+    }
+    const BridgedStep b = bridged_step(l->from, l->network, nranks, nnodes, bytes);
+    steps.push_back(fabric_adjusted_step(b.log_step, l->sm, sm, largest, bytes));
+    bridge_half_widths.push_back(b.half_width);
+  }
+  const double doublings = std::log2(static_cast<double>(nranks) / largest.key.nranks);
+  Prediction p = scale_out_by_prior(largest.predict(bytes), steps, doublings, sm,
+                                    bridge_half_widths.empty() ? 0 : percentile(bridge_half_widths, 50));
+  if (name_lenders) p.how += ": " + join(names, ", ");
+  if (!bridge_half_widths.empty()) p.how += " (bridged through their own networks)";
+  return p;
 }
 
 Prediction widen_across_nodes(Prediction p, int sm) {

@@ -5,6 +5,8 @@
 // `arfit predict` (ModelSet::predict) and `arfit eval --protocol crossn`.
 #pragma once
 
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "model/group_model.h"
@@ -82,6 +84,31 @@ BridgedStep bridged_step(const GroupModel& from, const std::vector<GroupModel>& 
 // spanning both, in quadrature with c's own and kJointSigmaPerDoubling per doubling of GPUs or of nodes.
 // Extrapolated; `how` says "within the measured network". Throws std::invalid_argument on an empty list.
 Prediction carry_within_network(const std::vector<GroupModel>& multi_node, int nranks, int nnodes, double bytes);
+
+// A machine that may lend a one-node machine its scale-out step to a count on more nodes: it measured the
+// machine's count on one node (`from`), and either the asked count on the asked nodes (`to`: a measured step)
+// or counts on more than one node within them (`network`: a step bridged through its own network).
+struct ScaleOutLender {
+  std::string system;
+  int sm = 0;  // datasheet SM (datasheet_sm)
+  GroupModel from;
+  std::optional<GroupModel> to;
+  std::vector<GroupModel> network;
+};
+
+// Which of the candidate lenders lend (lender i: datasheet SM `sms[i]`, `measured[i]` its step): those with the
+// target's intra-node fabric when any (same_fabric_lenders), and of those the measured steps when any, bridged
+// ones otherwise. Indices, ascending. The same choice for `arfit predict` and crossn, which describe their
+// candidates before fitting any.
+std::vector<std::size_t> chosen_lenders(const std::vector<int>& sms, const std::vector<bool>& measured, int target_sm);
+
+// The machine's largest measured count `largest` (on one node; SM `sm`) carried to `nranks` GPUs on `nnodes`
+// nodes at one size by `lenders` as chosen_lenders chose them (all measured or all bridged, at least one): each
+// lender's step, measured or bridged, carried to the machine's fabric (fabric_adjusted_step), then
+// scale_out_by_prior with the bridged steps' median half-width. `how` names the lenders when `name_lenders`
+// (`arfit predict`; crossn's points keep the count alone) and says when the steps were bridged.
+Prediction scale_out_by_lenders(const GroupModel& largest, int sm, const std::vector<const ScaleOutLender*>& lenders,
+                                int nranks, int nnodes, double bytes, bool name_lenders);
 
 // A joint-n answer on the measured node count kept across nodes: extrapolated, its interval widened in
 // quadrature by cross_node_half_width(sm), `how` saying so.

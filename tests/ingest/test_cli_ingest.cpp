@@ -24,6 +24,12 @@ const char* kGood = R"(# Collective test starting: all_reduce_perf
          2048           512     float     sum      -1    12.00    0.17    0.17      0    13.00    0.16    0.16      0
          2048           512     float     sum      -1    12.50    0.16    0.16      0    13.50    0.15    0.15      0
 )";
+
+// A posted all-reduce log as most are: no per-rank host lines (so no rank or node count), float elements.
+const char* kHostlessFloatAllReduce =
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+    "         1024           256     float     sum      -1    40.00    0.03    0.05      0    41.00    0.02    0.05      0\n"
+    "         2048           512     float     sum      -1    42.00    0.05    0.09      0    43.00    0.05    0.09      0\n";
 }  // namespace
 
 TEST(CliIngest, WritesSamplesAndPrintsSummary) {
@@ -84,10 +90,7 @@ TEST(CliIngest, MissingRankCountAsksForTheFlag) {
 // every sample; --nnodes beyond the rank count is bad input (exit 1, naming the file) and writes nothing.
 TEST(CliIngest, NodeCountAndSystemOverrides) {
   TempDir d;
-  std::string text = "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
-                     "         1024           256     float     sum      -1    40.00    0.03    0.05      0    41.00    0.02    0.05      0\n"
-                     "         2048           512     float     sum      -1    42.00    0.05    0.09      0    43.00    0.05    0.09      0\n";
-  std::string in = d.write("posted_2node_allreduce.txt", text);
+  std::string in = d.write("posted_2node_allreduce.txt", kHostlessFloatAllReduce);
   std::string out = d.file("samples.csv");
   auto plain = run_command(arfit_bin() + " ingest " + in + " --nranks 16 -o " + out);
   ASSERT_EQ(plain.exit_code, 0) << plain.output;
@@ -138,9 +141,7 @@ TEST(CliIngest, DtypeFillsWhatTheFileDoesNotState) {
   ASSERT_EQ(file.samples.size(), 4u);
   for (const auto& s : file.samples) EXPECT_EQ(s.dtype, "fp32");
 
-  const std::string log = d.write("float_allreduce.txt",
-                                  "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
-                                  "         1024           256     float     sum      -1    40.00    0.03    0.05      0    41.00    0.02    0.05      0\n");
+  const std::string log = d.write("float_allreduce.txt", kHostlessFloatAllReduce);
   const std::string out2 = d.file("log.csv");
   EXPECT_EQ(run_command(arfit_bin() + " ingest " + log + " --nranks 8 --dtype fp32 -o " + out2).exit_code, 0);
   std::filesystem::remove(out2);
