@@ -104,30 +104,15 @@ std::vector<double> parse_sizes(const std::string& s) {
   return out;
 }
 
-// Why nothing answered a query on more nodes than its machine measured: what the machine measured and what the
-// rule across node boundaries (model/scale_out.h) would need. Empty when that is not why.
-std::string across_nodes_hint(const ModelSet& set, const PredictQuery& q) {
-  std::string system = q.system;
-  if (system.empty()) {
-    const auto systems = set.systems();
-    if (systems.size() != 1) return {};
-    system = systems.front();
-  }
-  std::set<int> counts;
-  int max_nodes = 0;
-  for (const auto& g : set.groups())
-    if (g.key.system == system && g.key.collective == q.collective && g.key.strategy == q.strategy && g.key.fusion == q.fusion) {
-      counts.insert(g.key.nranks);
-      max_nodes = std::max(max_nodes, g.key.nnodes);
-    }
-  // A machine that measured a count on several nodes is answered within its network (model/scale_out.h).
-  if (counts.empty() || max_nodes != 1 || q.nnodes <= 1 || q.nranks <= 0) return {};
-  return ": " + system + " measured " + to_string(q.collective) + " " + q.strategy + " at " + join(counts, ", ") +
-         " GPU(s) on one node, and more nodes need a second GPU count on one node (a joint-n fit), a count measured on "
-         "more than one node, or another machine (in the file, or given with --prior) that measured such a count on one node and either the step "
-         "to " + std::to_string(q.nranks) + " GPUs on " + std::to_string(q.nnodes) + " nodes or its own network within "
-         "that (more than one node, at most " + std::to_string(q.nranks) + " GPUs on " + std::to_string(q.nnodes) +
-         " nodes) (docs/fit.md, \"Across node boundaries\")";
+// What would narrow an answer on more nodes than its machine measured when no machine lent it a scale-out step
+// (model/scale_out.h): its interval is then that of an unknown network.
+std::string across_nodes_note(const PredictQuery& q) {
+  return "note: no machine in the models file or --prior lent " + (q.system.empty() ? std::string("this machine") : q.system) +
+         " a scale-out step to " + std::to_string(q.nranks) + " GPUs on " + std::to_string(q.nnodes) +
+         " nodes, so its interval is that of an unknown network. A count of its own measured on more than one node "
+         "narrows it, or another machine (in the file, or given with --prior) that measured its largest count on one node "
+         "(or a log of the same GPU that did) and either that step or its own network within it (docs/fit.md, "
+         "\"Across node boundaries\")\n";
 }
 
 void run_predict(const PredictArgs& a) {
@@ -181,8 +166,10 @@ void run_predict(const PredictArgs& a) {
     std::printf("%14s %8s %8s %12s %12s %12s %10s  %s\n", "bytes", "tokens", "hidden", "time_us", "lo90_us", "hi90_us",
                 "busbw_GBps", "how");
   int missing = 0;
+  bool unknown_network = false;
   for (const auto& q : qs) {
     const auto p = set.predict(q, lenders);
+    if (p && p->how.find("(no multi-node prior)") != std::string::npos) unknown_network = true;
     if (!p) {
       ++missing;
       // No model, so no dtype to size tokens × hidden or a split with: the query as given.
@@ -217,11 +204,10 @@ void run_predict(const PredictArgs& a) {
     }
   }
   if (a.json) std::cout << out.dump(1) << "\n";
-  if (missing == static_cast<int>(qs.size())) {
-    const std::string why = across_nodes_hint(set, base);
-    throw std::runtime_error("no model in " + a.models + " answers the query" +
-                             (why.empty() ? " (check --system, --collective, --strategy, --fusion, --dtype, --nnodes)" : why));
-  }
+  if (unknown_network) std::cerr << across_nodes_note(base);
+  if (missing == static_cast<int>(qs.size()))
+    throw std::runtime_error("no model in " + a.models +
+                             " answers the query (check --system, --collective, --strategy, --fusion, --dtype, --nnodes)");
 }
 
 void add_predict(CLI::App& app) {
@@ -235,7 +221,7 @@ void add_predict(CLI::App& app) {
   cmd->add_option("--dtype", a->dtype, "dtype (default: the group's, when there is only one)");
   cmd->add_option("--nranks", a->nranks, "GPU count; an unmeasured count uses the joint fit across counts")
       ->check(CLI::Range(1, kMaxModelRanks));
-  cmd->add_option("--nnodes", a->nnodes, "Node count (default 1); more than measured: within the machine's measured network, else other machines' scale-out step (measured, or bridged through their own network; from this file or --prior), else the widened joint-n answer")->check(CLI::Range(1, kMaxModelRanks));
+  cmd->add_option("--nnodes", a->nnodes, "Node count (default 1); more than measured: within the machine's measured network, else other machines' scale-out step (measured, or bridged through their own network; a two-node log paired with a one-node log of its GPU; from this file or --prior), else the machine's own answer widened by an unknown network (with a note)")->check(CLI::Range(1, kMaxModelRanks));
   cmd->add_option("--prior", a->priors,
                   "Other machines (models files from `arfit fit`, or samples in any format, fitted here) whose "
                   "scale-out steps a query on more nodes than its machine measured may borrow, as if they were in the "

@@ -1,4 +1,5 @@
-// crossn: for families measured at >= 3 GPU counts, fit all but the largest count and predict the largest.
+// crossn: for families measured at >= 3 GPU counts (2 where the largest spans more nodes), fit all but the
+// largest count and predict the largest.
 // Four parts: choosing the families (crossn_families), predicting one family with one method
 // (predict_family), scoring per node-count subset, reporting (eval_crossn).
 #include <algorithm>
@@ -32,7 +33,7 @@ struct Family {
 };
 
 // Families: one machine's curves (its label, Curve::hardware) of the same collective, strategy, fusion and dtype
-// at >= 3 GPU counts, whatever their node counts (so that a count on more nodes is predicted from those on
+// at >= 3 GPU counts (or 2 where the larger is on more nodes), whatever their node counts (so that a count on more nodes is predicted from those on
 // fewer), from one file or several (a log per count, labelled as one machine with `arfit ingest --system`).
 // Where the machine measured a count twice (several files or versions of one table) the families are per file
 // instead, and a file that measured one count on several node counts is split by node count.
@@ -71,7 +72,10 @@ std::vector<Family> crossn_families(const std::vector<Curve>& curves) {
   std::vector<Family> out;
   for (auto& v : groups) {
     std::sort(v.begin(), v.end(), [](const Curve* a, const Curve* b) { return a->key.nranks < b->key.nranks; });
-    if (v.size() < 3) continue;
+    // Two counts make a task only when the larger lies on more nodes: across nodes the answer is the largest
+    // measured count carried by other machines' steps, where the joint-n rule needs two counts to fit.
+    const bool across_nodes = v.size() == 2 && v[1]->key.nnodes > v[0]->key.nnodes;
+    if (v.size() < 3 && !across_nodes) continue;
     Family f;
     f.train.assign(v.begin(), v.end() - 1);
     f.target = v.back();
@@ -168,61 +172,40 @@ std::vector<Prediction> predict_alphabeta(const Family& fam) {
 
 // ---- arfit: the joint-n rule, and across node boundaries
 
-// The lenders of the family's scale-out step, as `arfit predict` takes them (model/scale_out.h): every other
-// system that measured the family's largest measured count c (on its node count; same collective, strategy,
-// fusion, element size) and either the target's count on the target's node count (a measured step) or counts on
-// more than one node within the target's (a step bridged through its own network), as chosen_lenders chooses
-// them. Only the chosen ones are fitted.
+// The lenders of the family's scale-out step, planned as `arfit predict` plans them (model/scale_out.h,
+// plan_scale_out_lenders) over the other machines' curves; only the chosen ones are fitted, each once.
 std::vector<ScaleOutLender> scale_out_lenders(const Family& fam, const std::vector<Curve>& curves, const std::string& method) {
   const Curve& c = *fam.train.back();
-  const GroupKey& tk = fam.target->key;
-  std::map<std::string, const Curve*> from, to;
-  std::map<std::string, std::vector<const Curve*>> network;
+  GroupKey largest = c.key, target = fam.target->key;
+  largest.system = target.system = c.hardware;
+  std::vector<LenderCurve> pool;
   for (const Curve& o : curves) {
-    if (o.hardware == c.hardware) continue;
-    if (comparable_curves(c.key, o.key) && !from.count(o.hardware)) from[o.hardware] = &o;
-    if (comparable_curves(tk, o.key)) {
-      if (!to.count(o.hardware)) to[o.hardware] = &o;
-    } else if (comparable_kinds(tk, o.key) && o.key.nnodes > 1 && o.key.nnodes <= tk.nnodes && o.key.nranks <= tk.nranks) {
-      network[o.hardware].push_back(&o);
-    }
-  }
-  struct Ends {
-    std::string system;
-    const Curve *from, *to;                // `to` null: a bridged step
-    std::vector<const Curve*> network;
-  };
-  std::vector<Ends> candidates;
-  std::vector<int> sms;
-  std::vector<bool> measured;
-  for (const auto& [sys, a] : from) {
-    if (const auto it = to.find(sys); it != to.end()) candidates.push_back({sys, a, it->second, {}});
-    else if (const auto nw = network.find(sys); nw != network.end()) candidates.push_back({sys, a, nullptr, nw->second});
-    else continue;
-    sms.push_back(datasheet_sm(a->sm, a->device, a->hardware));
-    measured.push_back(candidates.back().to != nullptr);
+    GroupKey k = o.key;
+    k.system = o.hardware;
+    pool.push_back({k, datasheet_sm(o.sm, o.device, o.hardware), o.device});
   }
   const FitOptions options = detail::method_fit_options(method);
-  auto fitted = [&](const Curve& curve) -> std::optional<GroupModel> {
-    const GroupFit g = fit_curve(curve, options);
-    if (!g.ok) return std::nullopt;
-    return GroupModel::from_json(g.model);
+  std::map<std::size_t, std::optional<GroupModel>> fits;
+  auto fitted = [&](std::size_t i) -> const std::optional<GroupModel>& {
+    auto it = fits.find(i);
+    if (it == fits.end()) {
+      const GroupFit g = fit_curve(curves[i], options);
+      it = fits.emplace(i, g.ok ? std::optional<GroupModel>(GroupModel::from_json(g.model)) : std::nullopt).first;
+    }
+    return it->second;
   };
   std::vector<ScaleOutLender> lenders;
-  for (std::size_t i : chosen_lenders(sms, measured, datasheet_sm(c.sm, c.device, c.hardware))) {
-    const Ends& e = candidates[i];
-    const auto fa = fitted(*e.from);
-    if (!fa) continue;
-    ScaleOutLender l{e.system, sms[i], *fa, std::nullopt, {}};
-    if (e.to) {
-      l.to = fitted(*e.to);
-      if (!l.to) continue;
+  for (const LenderPlan& plan : plan_scale_out_lenders(pool, largest, target, datasheet_sm(c.sm, c.device, c.hardware))) {
+    ScaleOutLender l{plan.system, plan.sm, {}, std::nullopt, {}, plan.paired};
+    for (std::size_t i : plan.from)
+      if (const auto& f = fitted(i)) l.from.push_back(*f);
+    if (plan.to) {
+      if (const auto& t = fitted(*plan.to)) l.to = *t;
     } else {
-      for (const Curve* b : e.network)
-        if (const auto fb = fitted(*b)) l.network.push_back(*fb);
-      if (l.network.empty()) continue;
+      for (std::size_t i : plan.network)
+        if (const auto& f = fitted(i)) l.network.push_back(*f);
     }
-    lenders.push_back(std::move(l));
+    if (!l.from.empty() && (l.to || !l.network.empty())) lenders.push_back(std::move(l));
   }
   return lenders;
 }
@@ -234,16 +217,18 @@ std::vector<Prediction> predict_joint(const Family& fam, const std::string& meth
     if (g.ok) members.push_back(g.model);
   }
   std::vector<Prediction> preds;
-  if (members.size() < 2) return preds;
-  const JointModel jm = JointModel::from_json(JointModel::make_json(fam.key, members, kJointKappa, kJointSigmaPerDoubling));
+  if (members.empty() || (members.size() < 2 && !fam.more_nodes)) return preds;
+  std::optional<JointModel> jm;
+  if (members.size() >= 2) jm = JointModel::from_json(JointModel::make_json(fam.key, members, kJointKappa, kJointSigmaPerDoubling));
   const int N = fam.target->key.nranks;
   if (!fam.more_nodes) {
-    for (double x : fam.target->bytes) preds.push_back(jm.predict(N, x));
+    for (double x : fam.target->bytes) preds.push_back(jm->predict(N, x));
     return preds;
   }
+  const std::vector<GroupModel> counts = jm ? jm->members : std::vector<GroupModel>{GroupModel::from_json(members.front())};
   // The family measured its network: carried within it (its own network says more than other machines' do).
   std::vector<GroupModel> multi_node;
-  for (const GroupModel& m : jm.members)
+  for (const GroupModel& m : counts)
     if (m.key.nnodes > 1) multi_node.push_back(m);
   if (!multi_node.empty()) {
     for (double x : fam.target->bytes) preds.push_back(carry_within_network(multi_node, N, fam.target->key.nnodes, x));
@@ -252,11 +237,14 @@ std::vector<Prediction> predict_joint(const Family& fam, const std::string& meth
   const std::vector<ScaleOutLender> lenders = scale_out_lenders(fam, curves, method);
   std::vector<const ScaleOutLender*> chosen;
   for (const ScaleOutLender& l : lenders) chosen.push_back(&l);
-  const GroupModel& last = jm.members.back();
+  const GroupModel& last = counts.back();
   const int sm = datasheet_sm(last.sm, last.device, fam.target->hardware);
-  for (double x : fam.target->bytes)
-    preds.push_back(chosen.empty() ? widen_across_nodes(jm.predict(N, x), sm)
-                                   : scale_out_by_lenders(last, sm, chosen, N, fam.target->key.nnodes, x, false));
+  const int nnodes = fam.target->key.nnodes;
+  for (double x : fam.target->bytes) {
+    if (!chosen.empty()) preds.push_back(scale_out_by_lenders(last, sm, chosen, N, nnodes, x, false));
+    else if (jm) preds.push_back(widen_across_nodes(jm->predict(N, x), sm));
+    else preds.push_back(one_count_across_nodes(last, N, nnodes, x, sm));
+  }
   return preds;
 }
 

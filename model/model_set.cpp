@@ -201,38 +201,32 @@ std::optional<Prediction> predict_across_nodes(const std::vector<GroupModel>& gr
   GroupKey target = last->key;
   target.nranks = q.nranks;
   target.nnodes = q.nnodes;
-  // Other machines that measured the machine's count: their step to the query's count, measured where they
-  // measured that count on the query's nodes, else bridged through their own network (model/scale_out.h).
-  std::vector<ScaleOutLender> candidates;
-  for (const GroupModel* lender : lender_pool) {
-    const GroupModel& from = *lender;
-    if (!from.ok || from.key.system == q.system || !comparable_curves(from.key, last->key)) continue;
-    if (std::any_of(candidates.begin(), candidates.end(), [&](const ScaleOutLender& l) { return l.system == from.key.system; }))
-      continue;
-    ScaleOutLender l{from.key.system, from.sm, from, std::nullopt, {}};
-    for (const GroupModel* other : lender_pool) {
-      const GroupModel& g = *other;
-      if (!g.ok || g.key.system != from.key.system || !comparable_kinds(g.key, target)) continue;
-      if (comparable_curves(g.key, target)) l.to = g;
-      else if (g.key.nnodes > 1 && g.key.nnodes <= q.nnodes && g.key.nranks <= q.nranks) l.network.push_back(g);
+  // Other machines' steps to the query's count (model/scale_out.h): measured, or bridged through their own
+  // network, from their own one-node count or paired with one-node machines of their GPU.
+  std::vector<LenderCurve> pool;
+  std::vector<const GroupModel*> fitted;  // pool[i] is fitted[i]
+  for (const GroupModel* g : lender_pool)
+    if (g->ok) {
+      pool.push_back({g->key, g->sm, g->device});
+      fitted.push_back(g);
     }
-    if (l.to || !l.network.empty()) candidates.push_back(std::move(l));
-  }
-  std::vector<int> sms;
-  std::vector<bool> measured;
-  for (const ScaleOutLender& l : candidates) {
-    sms.push_back(l.sm);
-    measured.push_back(l.to.has_value());
+  std::vector<ScaleOutLender> chosen;
+  for (const LenderPlan& plan : plan_scale_out_lenders(pool, last->key, target, sm)) {
+    ScaleOutLender l{plan.system, plan.sm, {}, std::nullopt, {}, plan.paired};
+    for (std::size_t i : plan.from) l.from.push_back(*fitted[i]);
+    if (plan.to) l.to = *fitted[*plan.to];
+    for (std::size_t i : plan.network) l.network.push_back(*fitted[i]);
+    chosen.push_back(std::move(l));
   }
   std::vector<const ScaleOutLender*> lenders;
-  for (std::size_t i : chosen_lenders(sms, measured, sm)) lenders.push_back(&candidates[i]);
+  for (const ScaleOutLender& l : chosen) lenders.push_back(&l);
   if (!lenders.empty()) return scale_out_by_lenders(*last, sm, lenders, q.nranks, q.nnodes, bytes, true);
   if (q.nranks == last->key.nranks) return widen_across_nodes(last->predict(bytes), sm);
   for (const JointModel& jm : joint) {
     if (queried(jm.key) && jm.key.nnodes == last->key.nnodes && jm.key.dtype == last->key.dtype)
       return widen_across_nodes(jm.predict(q.nranks, bytes), sm);
   }
-  return std::nullopt;
+  return one_count_across_nodes(*last, q.nranks, q.nnodes, bytes, sm);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <stdexcept>
 #include <string>
 
@@ -21,6 +22,11 @@ bool comparable_kinds(const GroupKey& a, const GroupKey& b) {
 
 bool comparable_curves(const GroupKey& a, const GroupKey& b) {
   return comparable_kinds(a, b) && a.nranks == b.nranks && a.nnodes == b.nnodes;
+}
+
+bool comparable_steps(const GroupKey& a, const GroupKey& b) {
+  const int sa = dtype_size(a.dtype), sb = dtype_size(b.dtype);
+  return a.collective == b.collective && a.strategy == b.strategy && a.fusion == b.fusion && (sa == sb || sa == 0 || sb == 0);
 }
 
 double cross_node_half_width(int sm) {
@@ -142,45 +148,96 @@ Prediction carry_within_network(const std::vector<GroupModel>& multi_node, int n
   return p;
 }
 
-BridgedStep bridged_step(const GroupModel& from, const std::vector<GroupModel>& lender_multi_node, int nranks, int nnodes,
+BridgedStep bridged_step(double one_node_log_us, const std::vector<GroupModel>& lender_multi_node, int nranks, int nnodes,
                          double bytes) {
   const Prediction carried = carry_within_network(lender_multi_node, nranks, nnodes, bytes);
   BridgedStep s;
-  s.log_step = std::log(carried.time_us) - std::log(from.predict(bytes).time_us);
+  s.log_step = std::log(carried.time_us) - one_node_log_us;
   s.half_width = 0.5 * (std::log(carried.hi_us) - std::log(carried.lo_us));
   return s;
 }
 
-std::vector<std::size_t> chosen_lenders(const std::vector<int>& sms, const std::vector<bool>& measured, int target_sm) {
+std::vector<LenderPlan> plan_scale_out_lenders(const std::vector<LenderCurve>& pool, const GroupKey& largest,
+                                               const GroupKey& target, int target_sm) {
+  std::map<std::string, LenderPlan> networks;    // by machine: what it measured beyond one node
+  std::map<std::string, std::size_t> one_node;  // by machine: its `largest` count on one node (the first)
+  std::map<std::string, std::string> device;     // by lending machine: its GPU's name
+  for (std::size_t i = 0; i < pool.size(); ++i) {
+    const GroupKey& k = pool[i].key;
+    if (k.system == largest.system || !comparable_steps(k, largest)) continue;
+    if (k.nranks == largest.nranks && k.nnodes == largest.nnodes) {
+      one_node.emplace(k.system, i);
+      continue;
+    }
+    const bool to = k.nranks == target.nranks && k.nnodes == target.nnodes;
+    const bool within = k.nnodes > 1 && k.nnodes <= target.nnodes && k.nranks <= target.nranks;
+    if (!to && !within) continue;
+    LenderPlan& p = networks[k.system];
+    p.system = k.system;
+    p.sm = pool[i].sm;
+    if (device.find(k.system) == device.end()) device[k.system] = pool[i].device;
+    if (to && !p.to) p.to = i;
+    else if (!to) p.network.push_back(i);
+  }
+  std::vector<LenderPlan> candidates;
+  for (auto& [system, p] : networks) {
+    if (const auto own = one_node.find(system); own != one_node.end()) {
+      p.from = {own->second};
+    } else if (const std::string& gpu = device[system]; !gpu.empty()) {
+      for (const auto& [other, i] : one_node)
+        if (pool[i].device == gpu) p.from.push_back(i);
+      p.paired = true;
+    }
+    if (!p.from.empty()) candidates.push_back(std::move(p));
+  }
+  std::vector<int> sms;
+  for (const LenderPlan& p : candidates) sms.push_back(p.sm);
   const std::vector<std::size_t> fabric = same_fabric_lenders(sms, target_sm);
-  const bool any_measured = std::any_of(fabric.begin(), fabric.end(), [&](std::size_t i) { return measured[i]; });
-  std::vector<std::size_t> out;
+  auto any_of_fabric = [&](auto pred) {
+    return std::any_of(fabric.begin(), fabric.end(), [&](std::size_t i) { return pred(candidates[i]); });
+  };
+  const bool any_own = any_of_fabric([](const LenderPlan& p) { return !p.paired; });
+  const bool any_measured = any_of_fabric([&](const LenderPlan& p) { return p.paired != any_own && p.to.has_value(); });
+  std::vector<LenderPlan> out;
   for (std::size_t i : fabric)
-    if (measured[i] == any_measured) out.push_back(i);
+    if (candidates[i].paired != any_own && candidates[i].to.has_value() == any_measured) out.push_back(candidates[i]);
   return out;
 }
 
 Prediction scale_out_by_lenders(const GroupModel& largest, int sm, const std::vector<const ScaleOutLender*>& lenders,
                                 int nranks, int nnodes, double bytes, bool name_lenders) {
   if (lenders.empty()) throw std::invalid_argument("scale_out_by_lenders: no lender");
-  std::vector<double> steps, bridge_half_widths;
+  std::vector<double> steps, carry_half_widths;
   std::vector<std::string> names;
+  bool bridged = false, paired = false;
   for (const ScaleOutLender* l : lenders) {
+    if (l->from.empty()) throw std::invalid_argument("scale_out_by_lenders: lender " + l->system + " has no one-node count");
     names.push_back(l->system);
+    // The one-node end: the lender's own, or the median of the paired machines', the half of their range joining
+    // the interval (machines of one GPU differ in their one-node times too).
+    std::vector<double> one_node;
+    for (const GroupModel& f : l->from) one_node.push_back(std::log(f.predict(bytes).time_us));
+    const double one_node_log_us = percentile(one_node, 50);
+    const double pair_half_width =
+        0.5 * (*std::max_element(one_node.begin(), one_node.end()) - *std::min_element(one_node.begin(), one_node.end()));
+    paired = paired || l->paired;
+    double step = 0, carry = 0;
     if (l->to) {
-      const double step = std::log(l->to->predict(bytes).time_us) - std::log(l->from.predict(bytes).time_us);
-      steps.push_back(fabric_adjusted_step(step, l->sm, sm, largest, bytes));
-      continue;
+      step = std::log(l->to->predict(bytes).time_us) - one_node_log_us;
+    } else {
+      const BridgedStep b = bridged_step(one_node_log_us, l->network, nranks, nnodes, bytes);
+      step = b.log_step;
+      carry = b.half_width;
+      bridged = true;
     }
-    const BridgedStep b = bridged_step(l->from, l->network, nranks, nnodes, bytes);
-    steps.push_back(fabric_adjusted_step(b.log_step, l->sm, sm, largest, bytes));
-    bridge_half_widths.push_back(b.half_width);
+    steps.push_back(fabric_adjusted_step(step, l->sm, sm, largest, bytes));
+    carry_half_widths.push_back(std::hypot(carry, pair_half_width));
   }
   const double doublings = std::log2(static_cast<double>(nranks) / largest.key.nranks);
-  Prediction p = scale_out_by_prior(largest.predict(bytes), steps, doublings, sm,
-                                    bridge_half_widths.empty() ? 0 : percentile(bridge_half_widths, 50));
+  Prediction p = scale_out_by_prior(largest.predict(bytes), steps, doublings, sm, percentile(carry_half_widths, 50));
   if (name_lenders) p.how += ": " + join(names, ", ");
-  if (!bridge_half_widths.empty()) p.how += " (bridged through their own networks)";
+  if (bridged) p.how += " (bridged through their own networks)";
+  if (paired) p.how += " (paired with one-node machines of their GPU)";
   return p;
 }
 
@@ -193,6 +250,10 @@ Prediction widen_across_nodes(Prediction p, int sm) {
   p.extrapolated = true;
   p.how += " across nodes (no multi-node prior)";
   return p;
+}
+
+Prediction one_count_across_nodes(const GroupModel& count, int nranks, int nnodes, double bytes, int sm) {
+  return widen_across_nodes(carry_one_count(count, nranks, nnodes, bytes), sm);
 }
 
 }  // namespace arfit

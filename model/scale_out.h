@@ -20,6 +20,10 @@ bool comparable_kinds(const GroupKey& a, const GroupKey& b);
 // comparable_kinds at the same rank and node count: curves of two machines that measure the same thing (a
 // transfer's sources, a scale-out step's ends).
 bool comparable_curves(const GroupKey& a, const GroupKey& b);
+// The kinds a scale-out step may pass between: comparable_kinds, except that a curve that states no element
+// type (dtype_size 0: a bus-bandwidth table) meets any. A step is the ratio of two times of one machine at the
+// same bytes; the element type changes the reduction's arithmetic, not the bytes that cross the network.
+bool comparable_steps(const GroupKey& a, const GroupKey& b);
 
 // Bandwidth per GPU assumed for the network when nothing measured it: a 400 Gb/s NIC per GPU, the class of the
 // public multi-node measurements (EFA, InfiniBand NDR, RoCE).
@@ -64,15 +68,16 @@ Prediction scale_out_by_prior(const Prediction& largest_measured, const std::vec
                               double bridge_half_width = 0);
 
 // A lender's step to a count it did not measure, bridged through its own network: it measured the machine's
-// count on one node (`from`) and other counts on more than one node (`lender_multi_node`, each at most the target's
-// count and nodes), so its own network carried to the target (carry_within_network) over its one-node time is its
-// step, ln(carried / from). A user's 8-GPU node asked for 32 GPUs on 4 nodes borrows that way from a cluster
-// that measured 8 on one node and 16 on two. `half_width`: the carry's 90 % half-width (log), for the interval.
+// count on one node (its time at `bytes`, `one_node_log_us` = ln µs) and other counts on more than one node
+// (`lender_multi_node`, each at most the target's count and nodes), so its own network carried to the target
+// (carry_within_network) over its one-node time is its step. A user's 8-GPU node asked for 32 GPUs on 4 nodes
+// borrows that way from a cluster that measured 8 on one node and 16 on two. `half_width`: the carry's 90 %
+// half-width (log), for the interval.
 struct BridgedStep {
   double log_step = 0;
   double half_width = 0;
 };
-BridgedStep bridged_step(const GroupModel& from, const std::vector<GroupModel>& lender_multi_node, int nranks, int nnodes,
+BridgedStep bridged_step(double one_node_log_us, const std::vector<GroupModel>& lender_multi_node, int nranks, int nnodes,
                          double bytes);
 
 // A machine that measured its network (a count on more than one node) asked for a count on more nodes still:
@@ -85,30 +90,63 @@ BridgedStep bridged_step(const GroupModel& from, const std::vector<GroupModel>& 
 // Extrapolated; `how` says "within the measured network". Throws std::invalid_argument on an empty list.
 Prediction carry_within_network(const std::vector<GroupModel>& multi_node, int nranks, int nnodes, double bytes);
 
-// A machine that may lend a one-node machine its scale-out step to a count on more nodes: it measured the
-// machine's count on one node (`from`), and either the asked count on the asked nodes (`to`: a measured step)
-// or counts on more than one node within them (`network`: a step bridged through its own network).
+// A curve of another machine, as lenders are planned before anything is fitted.
+struct LenderCurve {
+  GroupKey key;        // key.system: the machine that measured it
+  int sm = 0;          // datasheet SM (datasheet_sm); 0 unknown
+  std::string device;  // the GPU's name as the measurement reported it; empty unknown
+};
+
+// A machine that may lend a one-node machine its scale-out step, as indices into the planner's pool: its network
+// — the asked count on the asked nodes (`to`: a measured step) or counts on more than one node within them
+// (`network`: a step bridged through its own network) — and the machine's count on one node (`from`). `from` is
+// the lender's own; where the lender measured no such count it is `paired`: that count of every other machine
+// whose GPU has the lender's name (an SM is not enough: an A100 on PCIe and one on NVLink are both SM 80, and
+// a one-node step has the fabric in it). Published logs are filed a configuration each, so a cluster's
+// two-node log and a one-node log of the same GPU arrive as two machines; paired, they make the step neither
+// could lend alone.
+struct LenderPlan {
+  std::string system;
+  int sm = 0;
+  std::vector<std::size_t> from;
+  std::optional<std::size_t> to;
+  std::vector<std::size_t> network;
+  bool paired = false;
+};
+
+// The lenders of a step from the machine's count `largest` (on one node; its key.system is the machine, whose
+// own curves never lend) to `target` (the same kind on more nodes), `target_sm` the machine's datasheet SM.
+// Steps pass between comparable_steps kinds. Of the candidates, in this order: those with the machine's
+// intra-node fabric when any (same_fabric_lenders); of those, the ones with their own one-node count when any,
+// paired ones otherwise; of those, measured steps when any, bridged ones otherwise. One plan per lending
+// machine, in name order. `arfit predict` and crossn plan alike, before fitting anything.
+std::vector<LenderPlan> plan_scale_out_lenders(const std::vector<LenderCurve>& pool, const GroupKey& largest,
+                                               const GroupKey& target, int target_sm);
+
+// A planned lender with its curves fitted (LenderPlan's fields as models).
 struct ScaleOutLender {
   std::string system;
   int sm = 0;  // datasheet SM (datasheet_sm)
-  GroupModel from;
+  std::vector<GroupModel> from;
   std::optional<GroupModel> to;
   std::vector<GroupModel> network;
+  bool paired = false;
 };
 
-// Which of the candidate lenders lend (lender i: datasheet SM `sms[i]`, `measured[i]` its step): those with the
-// target's intra-node fabric when any (same_fabric_lenders), and of those the measured steps when any, bridged
-// ones otherwise. Indices, ascending. The same choice for `arfit predict` and crossn, which describe their
-// candidates before fitting any.
-std::vector<std::size_t> chosen_lenders(const std::vector<int>& sms, const std::vector<bool>& measured, int target_sm);
-
 // The machine's largest measured count `largest` (on one node; SM `sm`) carried to `nranks` GPUs on `nnodes`
-// nodes at one size by `lenders` as chosen_lenders chose them (all measured or all bridged, at least one): each
-// lender's step, measured or bridged, carried to the machine's fabric (fabric_adjusted_step), then
-// scale_out_by_prior with the bridged steps' median half-width. `how` names the lenders when `name_lenders`
-// (`arfit predict`; crossn's points keep the count alone) and says when the steps were bridged.
+// nodes at one size by `lenders` as plan_scale_out_lenders chose them (at least one): each lender's step, measured
+// or bridged, from its one-node time (its own, or the paired machines' median), carried to the machine's fabric
+// (fabric_adjusted_step), then scale_out_by_prior with the lenders' median half-width of what their steps add
+// (a bridged step's carry; paired machines' half range, in quadrature). `how` names the lenders when
+// `name_lenders` (`arfit predict`; crossn's points keep the count alone) and says when the steps were bridged or
+// paired. Throws std::invalid_argument on no lender or a lender without a one-node count.
 Prediction scale_out_by_lenders(const GroupModel& largest, int sm, const std::vector<const ScaleOutLender*>& lenders,
                                 int nranks, int nnodes, double bytes, bool name_lenders);
+
+// One measured count on one node (`count`), and nothing that measured a network: the count's bus bandwidth held
+// and its latency share between unchanged and grown with the ring's peers (the within-network rule for one
+// count, carry_within_network), then widened across nodes (widen_across_nodes). "(no multi-node prior)".
+Prediction one_count_across_nodes(const GroupModel& count, int nranks, int nnodes, double bytes, int sm);
 
 // A joint-n answer on the measured node count kept across nodes: extrapolated, its interval widened in
 // quadrature by cross_node_half_width(sm), `how` saying so.

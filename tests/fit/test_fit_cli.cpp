@@ -191,7 +191,7 @@ TEST(FitCli, FitWithPriorTransfersAQuickCalibration) {
 // carry it there, and the error says what would (exit 1, the file named). `--prior` brings another machine that
 // measured that count on one node and its network on two: its step, bridged through its network, answers, the
 // same as with both machines in one models file.
-TEST(FitCli, PredictAcrossNodesSaysWhatIsMissingAndPriorMachinesLendIt) {
+TEST(FitCli, PredictAcrossNodesSaysWhatWouldNarrowItAndPriorMachinesLendIt) {
   TempDir dir;
   auto curve = [](const std::string& system, int sm, int nranks, int nnodes, double alpha_us, double busbw_bytes_per_us) {
     SampleFile f;
@@ -206,6 +206,7 @@ TEST(FitCli, PredictAcrossNodesSaysWhatIsMissingAndPriorMachinesLendIt) {
       s.dtype = "bf16";
       s.time_us = alpha_us + bus_factor(s.collective, nranks) * s.bytes / busbw_bytes_per_us;
       s.source = system;
+      s.device = "NVIDIA B200";
       s.extra["system"] = system;
       f.samples.push_back(s);
     }
@@ -216,10 +217,16 @@ TEST(FitCli, PredictAcrossNodesSaysWhatIsMissingAndPriorMachinesLendIt) {
   const std::string models = dir.file("models.json");
   auto r = run_command(arfit::testing::arfit_bin() + " fit " + dir.file("s.csv") + " -o " + models);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  r = run_command(arfit::testing::arfit_bin() + " predict " + models + " --collective allreduce --nranks 32 --nnodes 4 --bytes 1M");
-  EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_NE(r.output.find("b200box measured allreduce NCCL at 8 GPU(s) on one node"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("the step to 32 GPUs on 4 nodes"), std::string::npos) << r.output;
+  // Alone, one count on one node: its bus bandwidth held across nodes, the interval an unknown network's, and a
+  // note on what would narrow it.
+  r = run_command(arfit::testing::arfit_bin() + " predict " + models + " --collective allreduce --nranks 32 --nnodes 4 --bytes 1M --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("note: no machine in the models file or --prior lent this machine a scale-out step to 32 GPUs on 4 nodes"),
+            std::string::npos) << r.output;
+  const auto alone = nlohmann::json::parse(r.output.substr(0, r.output.find("note:")));
+  ASSERT_EQ(alone.size(), 1u);
+  EXPECT_NE(alone[0]["how"].get<std::string>().find("across nodes (no multi-node prior)"), std::string::npos) << alone.dump();
+  EXPECT_GT(alone[0]["hi_us"].get<double>() / alone[0]["lo_us"].get<double>(), 100.0);  // NVLink 5 to a NIC: ln 18 each way
   // The same machine on its own node count answers; a query that is not across nodes keeps the general advice.
   r = run_command(arfit::testing::arfit_bin() + " predict " + models + " --collective allreduce --nranks 8 --bytes 1M");
   EXPECT_EQ(r.exit_code, 0) << r.output;
@@ -239,6 +246,23 @@ TEST(FitCli, PredictAcrossNodesSaysWhatIsMissingAndPriorMachinesLendIt) {
   for (const auto& a : answers) {
     EXPECT_EQ(a["how"], "scale-out prior from 1 machine(s): b200cluster (bridged through their own networks)") << a.dump();
     EXPECT_TRUE(a["extrapolated"].get<bool>());
+  }
+  EXPECT_LT(answers[1]["hi_us"].get<double>() / answers[1]["lo_us"].get<double>(),
+            alone[0]["hi_us"].get<double>() / alone[0]["lo_us"].get<double>());
+  // The cluster's two logs filed as two machines (a two-node log and a one-node log of the same GPU): paired,
+  // they lend the same step.
+  write_samples_csv(dir.file("node.csv"), curve("b200node", 100, 8, 1, 11.0, 720e3));
+  write_samples_csv(dir.file("net.csv"), curve("b200net", 100, 16, 2, 30.0, 45e3));
+  auto paired = run_command(arfit::testing::arfit_bin() + " predict " + models + query + " --prior " + dir.file("node.csv") +
+                            " " + dir.file("net.csv"));
+  ASSERT_EQ(paired.exit_code, 0) << paired.output;
+  const auto paired_answers = nlohmann::json::parse(paired.output);
+  ASSERT_EQ(paired_answers.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(paired_answers[i]["how"], "scale-out prior from 1 machine(s): b200net (bridged through their own networks) "
+                                        "(paired with one-node machines of their GPU)") << paired_answers[i].dump();
+    EXPECT_NEAR(paired_answers[i]["time_us"].get<double>(), answers[i]["time_us"].get<double>(),
+                1e-6 * answers[i]["time_us"].get<double>());
   }
   // The lender as a models file, and both machines in one models file, answer alike.
   const std::string lender_models = dir.file("lender.json"), both = dir.file("both.json");

@@ -108,42 +108,55 @@ TEST(PublicData, CeilingsOfSharedInformation) {
 TEST(PublicData, Extrap) { check_protocol("extrap", 6.0, 6.0); }
 TEST(PublicData, CrossN) { check_protocol("crossn", 8.0, 7.0); }
 
-// crossn by node count (fit/eval.h): on the public families every held-out count lies on nodes that were
-// measured (no family of the public files spans more nodes with >= 3 counts), so `same` holds all of them and
-// auto beats the baselines there; `more` is exercised on synthetic machines (test_fit_transfer.cpp).
+// crossn by node count (fit/eval.h). As filed, one public family spans nodes: the p6-b200 table (8 B200s on one
+// node, 32 on four), a family of two counts; the rest of the held-out counts lie on nodes that were measured.
+// The p6's lender is GCP's A3 Mega log (16 H100s on two nodes over TCPXO), paired with AWS p5's one-node H100 log
+// (another file, the same GPU), its network carried to 32 on four and its step to NVLink 5: auto 59.5 % GMAE,
+// alphabeta 61.0, loglog 69.4; one lender says nothing of how networks differ, so the interval is the unknown
+// network's and covers all 20 sizes (docs/fit.md). Auto beats the baselines on both subsets.
 TEST(PublicData, CrossNByNodes) {
   if (arfit::testing::public_data_dir().empty()) GTEST_SKIP() << "public data folder absent";
   fit::EvalOptions o;
   o.threads = 2;
+  o.keep_points = true;
   const fit::EvalResult r = fit::eval_crossn(public_samples(), o);
   std::cout << r.to_table();
   ASSERT_EQ(r.subsets_key, "by_nodes");
   ASSERT_EQ(r.subsets.size(), 2u);
-  const fit::EvalSubset& same = r.subsets[0];
-  EXPECT_EQ(same.name, "same");
-  EXPECT_EQ(same.curves + r.subsets[1].curves, r.curves);
-  ASSERT_EQ(same.methods.size(), r.methods.size());
-  const auto& a = same.methods[0];
-  ASSERT_EQ(a.name, "auto");
-  for (size_t i = 1; i < same.methods.size(); ++i) {
-    if (same.methods[i].name == "loglog" || same.methods[i].name == "alphabeta") {
-      EXPECT_LT(a.errors.gmae, same.methods[i].errors.gmae) << same.methods[i].name;
+  EXPECT_EQ(r.subsets[0].name, "same");
+  EXPECT_EQ(r.subsets[1].name, "more");
+  EXPECT_EQ(r.subsets[0].curves + r.subsets[1].curves, r.curves);
+  EXPECT_EQ(r.subsets[1].curves, 1);
+  for (const fit::EvalSubset& subset : r.subsets) {
+    ASSERT_EQ(subset.methods.size(), r.methods.size());
+    const auto& a = subset.methods[0];
+    ASSERT_EQ(a.name, "auto");
+    for (size_t i = 1; i < subset.methods.size(); ++i) {
+      if (subset.methods[i].name == "loglog" || subset.methods[i].name == "alphabeta") {
+        EXPECT_LT(a.errors.gmae, subset.methods[i].errors.gmae) << subset.name << " " << subset.methods[i].name;
+      }
     }
+    EXPECT_GE(a.coverage, 0.85) << subset.name;
   }
-  EXPECT_GE(a.coverage, 0.85);
-  EXPECT_LE(a.coverage, 0.95);
+  EXPECT_LE(r.subsets[0].methods[0].coverage, 0.95);
+  int paired = 0;
+  for (const auto& p : r.method("auto")->points)
+    if (p.key.nnodes == 4) {
+      EXPECT_EQ(p.key.nranks, 32);
+      paired += p.predicted.how.find("(paired with one-node machines of their GPU)") != std::string::npos;
+    }
+  EXPECT_EQ(paired, 20);
 }
 
-// Across node boundaries on the public multi-node logs. The published logs hold one GPU count each, so no
-// family spans nodes as filed; built here as a user would label their machines: an A100 SXM machine measured at
-// 4 GPUs (Sheffield's HGX) and 8 (Azure ND96asr) on one node, and each public 2-node 16-GPU A100 log (Azure
-// InfiniBand x2, OCI RoCE, AWS EFA) as the count to predict, one family each; AWS p5's H100 at 8 GPUs on one
-// node and 16 on two is one more machine whose scale-out step is known. Each family's target is predicted from
-// its own counts and the other families' steps (scale-out prior: the A100s lend to each other, the H100 only
-// where no A100 could), never from its own 2-node log.
-// Figures (docs/fit.md): auto 7.08 % GMAE, alphabeta 29.10, loglog 41.90; coverage 100 %, above the issue's
-// 85-95 %: the three InfiniBand/RoCE clusters agree, the EFA one lies 4x beyond them at small sizes, and three
-// agreeing machines do not narrow a new network's interval much (model/scale_out.h).
+// Across node boundaries on the public multi-node logs, labelled as a user would label their machines: an A100
+// SXM machine measured at 4 GPUs (Sheffield's HGX) and 8 (Azure ND96asr) on one node, and each public 2-node
+// 16-GPU A100 log (Azure InfiniBand x2, OCI RoCE, AWS EFA) as the count to predict, one family each; AWS p5's H100
+// at 8 GPUs on one node and 16 on two (EFA) a fifth family, of two counts. Each family's target is predicted
+// from its own counts and the other families' steps (the A100s lend to each other; the H100 borrows the A100s',
+// carried to NVLink 4), never from its own 2-node log.
+// Figures (docs/fit.md): auto 10.41 % GMAE (the A100s 7.08), alphabeta 31.25, loglog 38.95; coverage 100 %,
+// above the 85-95 %: the three InfiniBand/RoCE clusters agree, the EFA ones lie 4x beyond them at small
+// sizes, and three agreeing machines do not narrow a new network's interval much (model/scale_out.h).
 TEST(PublicData, CrossNAcrossNodesOnThePublicMultiNodeLogs) {
   const std::string dir = arfit::testing::public_data_dir();
   if (dir.empty()) GTEST_SKIP() << "public data folder absent";
@@ -172,22 +185,36 @@ TEST(PublicData, CrossNAcrossNodesOnThePublicMultiNodeLogs) {
   add(read("aws_p5_h100_2node16gpu_efa_allreduce", "h100-p5", 2));
   fit::EvalOptions o;
   o.threads = 2;
+  o.keep_points = true;
   const fit::EvalResult r = fit::eval_crossn(samples, o);
   std::cout << r.to_table();
   ASSERT_EQ(r.subsets.size(), 2u);
   EXPECT_EQ(r.subsets[0].curves, 0);
   const fit::EvalSubset& more = r.subsets[1];
   EXPECT_EQ(more.name, "more");
-  EXPECT_EQ(more.curves, 4);
+  EXPECT_EQ(more.curves, 5);
   const auto& a = more.methods[0];
   ASSERT_EQ(a.name, "auto");
-  EXPECT_EQ(a.errors.points, 122);
+  EXPECT_EQ(a.errors.points, 154);
   for (const auto& m : more.methods) {
     if (m.name == "alphabeta" || m.name == "loglog") {
       EXPECT_LT(a.errors.gmae, m.errors.gmae) << m.name;
     }
   }
-  EXPECT_LE(a.errors.gmae * 100, 8.0);
+  for (const auto& m : r.methods) {  // by family, for docs/fit.md
+    std::map<std::string, std::vector<double>> by_family;
+    for (const auto& p : m.points) by_family[p.key.system].push_back(relative_error(p.predicted.time_us, p.measured));
+    std::cout << m.name << ":";
+    for (const auto& [family, e] : by_family) std::cout << " " << family << " " << 100 * gmae(e) << " %";
+    std::cout << "\n";
+  }
+  // The A100 families, each from the other A100 clusters' steps; the H100 from theirs, carried to NVLink 4.
+  std::vector<double> a100;
+  for (const auto& p : r.method("auto")->points)
+    if (p.key.system.rfind("a100", 0) == 0) a100.push_back(relative_error(p.predicted.time_us, p.measured));
+  EXPECT_EQ(a100.size(), 122u);
+  EXPECT_LE(gmae(a100) * 100, 8.0);
+  EXPECT_LE(a.errors.gmae * 100, 12.0);
   EXPECT_GE(a.coverage, 0.85);  // every family covered, the EFA one too
 }
 

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "model/bus_factor.h"
@@ -21,6 +23,77 @@ TEST(ScaleOut, LendersShareTheTargetsIntraNodeFabric) {
   EXPECT_EQ(same_fabric_lenders({90, 80}, 0), (V{0, 1}));       // the target's fabric is unknown: all
   EXPECT_EQ(same_fabric_lenders({100, 103, 90}, 100), (V{0, 1}));  // B200 and B300 share NVLink 5's bandwidth
   EXPECT_TRUE(same_fabric_lenders({}, 80).empty());
+}
+
+namespace {
+
+LenderCurve lender_curve(const std::string& system, int nranks, int nnodes, int sm, const std::string& device,
+                         const std::string& dtype = "fp32") {
+  LenderCurve c;
+  c.key.system = system;
+  c.key.collective = Collective::AllReduce;
+  c.key.strategy = "NCCL";
+  c.key.dtype = dtype;
+  c.key.nranks = nranks;
+  c.key.nnodes = nnodes;
+  c.sm = sm;
+  c.device = device;
+  return c;
+}
+
+}  // namespace
+
+// Which machines lend a B200 node's step from 8 GPUs on one node to 32 on four. A machine that measured no one-node
+// count lends paired with the one-node logs of its GPU's name (never of its SM alone: an A100 on PCIe is no A100
+// on NVLink); a lender with its own one-node count goes first; a table that states no element type borrows from
+// any.
+TEST(ScaleOut, LendersPairANetworkLogWithOneNodeLogsOfItsGpu) {
+  const std::string h100 = "NVIDIA H100 80GB HBM3", a100_sxm = "NVIDIA A100-SXM4-80GB", a100_pcie = "NVIDIA A100-PCIE-40GB";
+  GroupKey largest = lender_curve("p6", 8, 1, 100, "").key, target = largest;
+  largest.dtype = target.dtype = "unknown";
+  target.nranks = 32;
+  target.nnodes = 4;
+  std::vector<LenderCurve> pool = {
+      lender_curve("p6", 16, 2, 100, ""),                     // the machine's own: never lends
+      lender_curve("h100-1node-a", 8, 1, 90, h100),
+      lender_curve("h100-1node-b", 8, 1, 90, h100),
+      lender_curve("h100-2node", 16, 2, 90, h100),            // paired with both H100 one-node logs
+      lender_curve("a100-pcie-2node", 2, 2, 80, a100_pcie),   // no one-node log of its GPU: no lender
+      lender_curve("a100-1node", 8, 1, 80, a100_sxm),
+      lender_curve("h100-other-op", 16, 2, 90, h100, "fp32"),
+  };
+  pool.back().key.collective = Collective::AllGather;  // another collective: no step
+  auto plans = plan_scale_out_lenders(pool, largest, target, 100);
+  ASSERT_EQ(plans.size(), 1u);
+  EXPECT_EQ(plans[0].system, "h100-2node");
+  EXPECT_TRUE(plans[0].paired);
+  EXPECT_EQ(plans[0].from, (std::vector<std::size_t>{1, 2}));
+  EXPECT_FALSE(plans[0].to.has_value());
+  EXPECT_EQ(plans[0].network, (std::vector<std::size_t>{3}));
+
+  // A cluster with its own one-node count goes before the paired one; a measured step before a bridged one.
+  auto add_machine = [&](const std::string& system, int nranks, int nnodes) {
+    pool.push_back(lender_curve(system, 8, 1, 90, h100));
+    pool.push_back(lender_curve(system, nranks, nnodes, 90, h100));
+    const auto chosen = plan_scale_out_lenders(pool, largest, target, 100);
+    EXPECT_EQ(chosen.size(), 1u) << system;
+    return chosen.empty() ? LenderPlan{} : chosen.front();
+  };
+  const LenderPlan own = add_machine("h100-cluster", 16, 2);
+  EXPECT_EQ(own.system, "h100-cluster");
+  EXPECT_FALSE(own.paired);
+  EXPECT_EQ(own.from, (std::vector<std::size_t>{7}));
+  const LenderPlan measured = add_machine("h100-pod", 32, 4);
+  EXPECT_EQ(measured.system, "h100-pod");
+  EXPECT_EQ(measured.to, std::optional<std::size_t>(10));
+
+  // Element types: a stated one meets the same size only; an unstated one meets any.
+  GroupKey fp16 = largest, fp32 = largest, unknown = largest;
+  fp16.dtype = "fp16";
+  fp32.dtype = "fp32";
+  EXPECT_FALSE(comparable_steps(fp16, fp32));
+  EXPECT_TRUE(comparable_steps(unknown, fp16));
+  EXPECT_TRUE(comparable_steps(fp32, unknown));
 }
 
 // A new machine's step: machines that agree narrow the interval only as their number grows (the unknown
