@@ -161,7 +161,7 @@ std::vector<LenderPlan> plan_scale_out_lenders(const std::vector<LenderCurve>& p
                                                const GroupKey& target, int target_sm) {
   std::map<std::string, LenderPlan> networks;    // by machine: what it measured beyond one node
   std::map<std::string, std::size_t> one_node;  // by machine: its `largest` count on one node (the first)
-  std::map<std::string, std::string> device;     // by lending machine: its GPU's name
+  std::map<std::string, std::string> device;     // by lending machine: its GPU (gpu_model_name)
   for (std::size_t i = 0; i < pool.size(); ++i) {
     const GroupKey& k = pool[i].key;
     if (k.system == largest.system || !comparable_steps(k, largest)) continue;
@@ -175,7 +175,7 @@ std::vector<LenderPlan> plan_scale_out_lenders(const std::vector<LenderCurve>& p
     LenderPlan& p = networks[k.system];
     p.system = k.system;
     p.sm = pool[i].sm;
-    if (device.find(k.system) == device.end()) device[k.system] = pool[i].device;
+    if (device.find(k.system) == device.end()) device[k.system] = gpu_model_name(pool[i].device);
     if (to && !p.to) p.to = i;
     else if (!to) p.network.push_back(i);
   }
@@ -185,7 +185,7 @@ std::vector<LenderPlan> plan_scale_out_lenders(const std::vector<LenderCurve>& p
       p.from = {own->second};
     } else if (const std::string& gpu = device[system]; !gpu.empty()) {
       for (const auto& [other, i] : one_node)
-        if (pool[i].device == gpu) p.from.push_back(i);
+        if (gpu_model_name(pool[i].device) == gpu) p.from.push_back(i);
       p.paired = true;
     }
     if (!p.from.empty()) candidates.push_back(std::move(p));

@@ -101,8 +101,8 @@ struct LenderCurve {
 // — the asked count on the asked nodes (`to`: a measured step) or counts on more than one node within them
 // (`network`: a step bridged through its own network) — and the machine's count on one node (`from`). `from` is
 // the lender's own; where the lender measured no such count it is `paired`: that count of every other machine
-// whose GPU has the lender's name (an SM is not enough: an A100 on PCIe and one on NVLink are both SM 80, and
-// a one-node step has the fabric in it). Published logs are filed a configuration each, so a cluster's
+// whose GPU is the lender's (gpu_model_name: the name without its memory; an SM is not enough, an A100 on PCIe
+// and one on NVLink are both SM 80, and a one-node time has the fabric in it). Published logs are filed a configuration each, so a cluster's
 // two-node log and a one-node log of the same GPU arrive as two machines; paired, they make the step neither
 // could lend alone.
 struct LenderPlan {

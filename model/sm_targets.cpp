@@ -1,6 +1,7 @@
 #include "model/sm_targets.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 #include "model/group_model.h"
@@ -31,6 +32,30 @@ int sm_from_device(const std::string& device) {
   if (has("L40") || has("4090") || has("L4") || has("ADA")) return 89;
   if (has("A100") || has("A800") || has("A30")) return 80;
   return 0;
+}
+
+std::string gpu_model_name(const std::string& device) {
+  // Words split at spaces, hyphens and underscores; a capacity ("40GB", "80G", "141GB") or a memory kind ("HBM3",
+  // "HBM2E", "GDDR6") is dropped.
+  const std::string d = upper(device);
+  std::string out, word;
+  auto memory = [](const std::string& w) {
+    if (w.rfind("HBM", 0) == 0 || w.rfind("GDDR", 0) == 0) return true;
+    std::size_t digits = 0;
+    while (digits < w.size() && std::isdigit(static_cast<unsigned char>(w[digits]))) ++digits;
+    const std::string unit = w.substr(digits);
+    return digits > 0 && (unit == "GB" || unit == "G" || unit == "GIB");
+  };
+  auto flush = [&] {
+    if (!word.empty() && !memory(word)) out += (out.empty() ? "" : " ") + word;
+    word.clear();
+  };
+  for (char ch : d) {
+    if (ch == ' ' || ch == '-' || ch == '_') flush();
+    else word += ch;
+  }
+  flush();
+  return out;
 }
 
 int datasheet_sm(int sm, const std::string& device, const std::string& system) {

@@ -31,6 +31,10 @@ struct SmTarget {
 const std::vector<SmTarget>& sm_targets();
 // SM version from a device name ("NVIDIA H100 80GB HBM3" -> 90, "NVIDIA B200" -> 100, ...); 0 when unknown.
 int sm_from_device(const std::string& device);
+// A GPU's name without its memory (capacity and kind: "NVIDIA A100-SXM4-40GB" -> "NVIDIA A100 SXM4", "NVIDIA H100
+// 80GB HBM3" -> "NVIDIA H100"), upper case, the words joined by single spaces: the GPU and its form factor (SXM,
+// PCIe, NVL), which decide its intra-node fabric, where the memory does not. Empty for an empty name.
+std::string gpu_model_name(const std::string& device);
 // The datasheet SM of a machine: `sm` when known, else from its device name, else from its system label
 // ("h100_sxm"): every reader of a machine's SM (fit, eval, a models file's groups) resolves it this way.
 int datasheet_sm(int sm, const std::string& device, const std::string& system);

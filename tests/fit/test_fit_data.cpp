@@ -110,10 +110,11 @@ TEST(PublicData, CrossN) { check_protocol("crossn", 8.0, 7.0); }
 
 // crossn by node count (fit/eval.h). As filed, one public family spans nodes: the p6-b200 table (8 B200s on one
 // node, 32 on four), a family of two counts; the rest of the held-out counts lie on nodes that were measured.
-// The p6's lender is GCP's A3 Mega log (16 H100s on two nodes over TCPXO), paired with AWS p5's one-node H100 log
-// (another file, the same GPU), its network carried to 32 on four and its step to NVLink 5: auto 59.5 % GMAE,
-// alphabeta 61.0, loglog 69.4; one lender says nothing of how networks differ, so the interval is the unknown
-// network's and covers all 20 sizes (docs/fit.md). Auto beats the baselines on both subsets.
+// The p6's lenders are the two-node logs that say their node count and whose GPU has a one-node log of 8:
+// GCP's A3 Mega (16 H100s over TCPXO) and OCI's A100s (RoCE), each paired with aiconfigurator's NCCL table of
+// its GPU (another file, the same GPU), their networks carried to 32 on four and their steps to NVLink 5: auto
+// 41.3 % GMAE, alphabeta 61.0, loglog 69.4; two lenders that disagree leave the interval the unknown network's,
+// 19 of 20 sizes covered (docs/fit.md). Auto beats the baselines on both subsets, each covered 85-95 %.
 TEST(PublicData, CrossNByNodes) {
   if (arfit::testing::public_data_dir().empty()) GTEST_SKIP() << "public data folder absent";
   fit::EvalOptions o;
@@ -137,13 +138,14 @@ TEST(PublicData, CrossNByNodes) {
       }
     }
     EXPECT_GE(a.coverage, 0.85) << subset.name;
+    EXPECT_LE(a.coverage, 0.95) << subset.name;
   }
-  EXPECT_LE(r.subsets[0].methods[0].coverage, 0.95);
   int paired = 0;
   for (const auto& p : r.method("auto")->points)
     if (p.key.nnodes == 4) {
       EXPECT_EQ(p.key.nranks, 32);
-      paired += p.predicted.how.find("(paired with one-node machines of their GPU)") != std::string::npos;
+      paired += p.predicted.how == "scale-out prior from 2 machine(s) (bridged through their own networks) (paired with "
+                                   "one-node machines of their GPU)";
     }
   EXPECT_EQ(paired, 20);
 }

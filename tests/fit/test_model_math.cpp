@@ -228,6 +228,18 @@ TEST(SmTargets, TransferScalesTheBandwidthPartAndWidens) {
   EXPECT_EQ(sm_from_device("some cpu"), 0);
 }
 
+// The GPU without its memory: one model and form factor across capacities, not across form factors.
+TEST(SmTargets, GpuModelNameDropsTheMemoryOnly) {
+  EXPECT_EQ(gpu_model_name("NVIDIA A100-SXM4-40GB"), "NVIDIA A100 SXM4");
+  EXPECT_EQ(gpu_model_name("NVIDIA A100-SXM4-80GB"), gpu_model_name("NVIDIA A100-SXM4-40GB"));
+  EXPECT_NE(gpu_model_name("NVIDIA A100-PCIE-40GB"), gpu_model_name("NVIDIA A100-SXM4-40GB"));
+  EXPECT_EQ(gpu_model_name("NVIDIA H100 80GB HBM3"), "NVIDIA H100");
+  EXPECT_NE(gpu_model_name("NVIDIA H100 NVL"), gpu_model_name("NVIDIA H100 80GB HBM3"));
+  EXPECT_NE(gpu_model_name("NVIDIA H200"), gpu_model_name("NVIDIA H100 80GB HBM3"));
+  EXPECT_EQ(gpu_model_name("nvidia  l40s 48G gddr6"), "NVIDIA L40S");
+  EXPECT_EQ(gpu_model_name(""), "");
+}
+
 TEST(Families, EvaluateKnownValues) {
   // alphabeta: α = 5 µs, β = 100 GB/s, f = 1.75, s = 1e6: t = 5 + 1.75e6/1e5 = 22.5
   const FamilySpec ab = parse_family("alphabeta");

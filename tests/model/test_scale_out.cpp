@@ -44,8 +44,8 @@ LenderCurve lender_curve(const std::string& system, int nranks, int nnodes, int 
 }  // namespace
 
 // Which machines lend a B200 node's step from 8 GPUs on one node to 32 on four. A machine that measured no one-node
-// count lends paired with the one-node logs of its GPU's name (never of its SM alone: an A100 on PCIe is no A100
-// on NVLink); a lender with its own one-node count goes first; a table that states no element type borrows from
+// count lends paired with the one-node logs of its GPU (gpu_model_name; never of its SM alone: an A100 on PCIe is
+// no A100 on NVLink); a lender with its own one-node count goes first; a table that states no element type borrows from
 // any.
 TEST(ScaleOut, LendersPairANetworkLogWithOneNodeLogsOfItsGpu) {
   const std::string h100 = "NVIDIA H100 80GB HBM3", a100_sxm = "NVIDIA A100-SXM4-80GB", a100_pcie = "NVIDIA A100-PCIE-40GB";
@@ -60,16 +60,19 @@ TEST(ScaleOut, LendersPairANetworkLogWithOneNodeLogsOfItsGpu) {
       lender_curve("h100-2node", 16, 2, 90, h100),            // paired with both H100 one-node logs
       lender_curve("a100-pcie-2node", 2, 2, 80, a100_pcie),   // no one-node log of its GPU: no lender
       lender_curve("a100-1node", 8, 1, 80, a100_sxm),
+      lender_curve("a100-40g-2node", 16, 2, 80, "NVIDIA A100-SXM4-40GB"),  // the same GPU, less memory: paired
       lender_curve("h100-other-op", 16, 2, 90, h100, "fp32"),
   };
   pool.back().key.collective = Collective::AllGather;  // another collective: no step
   auto plans = plan_scale_out_lenders(pool, largest, target, 100);
-  ASSERT_EQ(plans.size(), 1u);
-  EXPECT_EQ(plans[0].system, "h100-2node");
-  EXPECT_TRUE(plans[0].paired);
-  EXPECT_EQ(plans[0].from, (std::vector<std::size_t>{1, 2}));
-  EXPECT_FALSE(plans[0].to.has_value());
-  EXPECT_EQ(plans[0].network, (std::vector<std::size_t>{3}));
+  ASSERT_EQ(plans.size(), 2u);
+  EXPECT_EQ(plans[0].system, "a100-40g-2node");
+  EXPECT_EQ(plans[0].from, (std::vector<std::size_t>{5}));
+  EXPECT_EQ(plans[1].system, "h100-2node");
+  EXPECT_TRUE(plans[1].paired);
+  EXPECT_EQ(plans[1].from, (std::vector<std::size_t>{1, 2}));
+  EXPECT_FALSE(plans[1].to.has_value());
+  EXPECT_EQ(plans[1].network, (std::vector<std::size_t>{3}));
 
   // A cluster with its own one-node count goes before the paired one; a measured step before a bridged one.
   auto add_machine = [&](const std::string& system, int nranks, int nnodes) {
@@ -82,10 +85,10 @@ TEST(ScaleOut, LendersPairANetworkLogWithOneNodeLogsOfItsGpu) {
   const LenderPlan own = add_machine("h100-cluster", 16, 2);
   EXPECT_EQ(own.system, "h100-cluster");
   EXPECT_FALSE(own.paired);
-  EXPECT_EQ(own.from, (std::vector<std::size_t>{7}));
+  EXPECT_EQ(own.from, (std::vector<std::size_t>{8}));
   const LenderPlan measured = add_machine("h100-pod", 32, 4);
   EXPECT_EQ(measured.system, "h100-pod");
-  EXPECT_EQ(measured.to, std::optional<std::size_t>(10));
+  EXPECT_EQ(measured.to, std::optional<std::size_t>(11));
 
   // Element types: a stated one meets the same size only; an unstated one meets any.
   GroupKey fp16 = largest, fp32 = largest, unknown = largest;
