@@ -106,12 +106,14 @@ std::vector<double> parse_sizes(const std::string& s) {
 
 // What would narrow an answer on more nodes than its machine measured when no machine lent it a scale-out step
 // (model/scale_out.h): its interval is then that of an unknown network.
-std::string across_nodes_note(const PredictQuery& q) {
-  return "note: no machine in the models file or --prior lent " + (q.system.empty() ? std::string("this machine") : q.system) +
+std::string across_nodes_note(const ModelSet& set, const PredictQuery& q) {
+  std::string system = q.system;
+  if (system.empty() && set.systems().size() == 1) system = set.systems().front();
+  return "note: no machine (in the models file or --prior) lent " + (system.empty() ? std::string("the machine") : system) +
          " a scale-out step to " + std::to_string(q.nranks) + " GPUs on " + std::to_string(q.nnodes) +
-         " nodes, so its interval is that of an unknown network. A count of its own measured on more than one node "
-         "narrows it, or another machine (in the file, or given with --prior) that measured its largest count on one node "
-         "(or a log of the same GPU that did) and either that step or its own network within it (docs/fit.md, "
+         " nodes, so the interval is an unknown network's. It narrows with a count of the machine's own measured on more "
+         "than one node, or another machine that measured its largest count on one node (or a two-node log of the same "
+         "GPU, paired with a one-node log that did) and either that step or its own network within it (docs/fit.md, "
          "\"Across node boundaries\")\n";
 }
 
@@ -204,7 +206,7 @@ void run_predict(const PredictArgs& a) {
     }
   }
   if (a.json) std::cout << out.dump(1) << "\n";
-  if (unknown_network) std::cerr << across_nodes_note(base);
+  if (unknown_network) std::cerr << across_nodes_note(set, base);
   if (missing == static_cast<int>(qs.size()))
     throw std::runtime_error("no model in " + a.models +
                              " answers the query (check --system, --collective, --strategy, --fusion, --dtype, --nnodes)");

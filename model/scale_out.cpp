@@ -25,8 +25,7 @@ bool comparable_curves(const GroupKey& a, const GroupKey& b) {
 }
 
 bool comparable_steps(const GroupKey& a, const GroupKey& b) {
-  const int sa = dtype_size(a.dtype), sb = dtype_size(b.dtype);
-  return a.collective == b.collective && a.strategy == b.strategy && a.fusion == b.fusion && (sa == sb || sa == 0 || sb == 0);
+  return a.collective == b.collective && a.strategy == b.strategy && a.fusion == b.fusion;
 }
 
 double cross_node_half_width(int sm) {
@@ -122,7 +121,7 @@ Prediction carry_one_count(const GroupModel& c, int n, int nnodes, double bytes)
   p.lo_us = p.time_us * std::exp(-h);
   p.hi_us = p.time_us * std::exp(h);
   p.bytes = at_c.bytes;
-  p.how = "from " + std::to_string(nc) + " GPUs on " + std::to_string(c.key.nnodes) + " nodes";
+  p.how = "from " + std::to_string(nc) + " GPUs on " + std::to_string(c.key.nnodes) + (c.key.nnodes == 1 ? " node" : " nodes");
   return p;
 }
 
@@ -159,25 +158,41 @@ BridgedStep bridged_step(double one_node_log_us, const std::vector<GroupModel>& 
 
 std::vector<LenderPlan> plan_scale_out_lenders(const std::vector<LenderCurve>& pool, const GroupKey& largest,
                                                const GroupKey& target, int target_sm) {
+  // The curves a step may use: the machine's count on one node, the target's count on its nodes, counts on more
+  // than one node within them.
+  auto one_node_count = [&](const GroupKey& k) { return k.nranks == largest.nranks && k.nnodes == largest.nnodes; };
+  auto target_count = [&](const GroupKey& k) { return k.nranks == target.nranks && k.nnodes == target.nnodes; };
+  auto within = [&](const GroupKey& k) { return k.nnodes > 1 && k.nnodes <= target.nnodes && k.nranks <= target.nranks; };
+  auto usable = [&](const GroupKey& k) {
+    return k.system != largest.system && comparable_steps(k, largest) && (one_node_count(k) || target_count(k) || within(k));
+  };
+  // Each machine's element size: the target's where it measured that, else the first it measured.
+  const int wanted = dtype_size(largest.dtype);
+  std::map<std::string, int> element_size;
+  for (const LenderCurve& c : pool)
+    if (usable(c.key)) {
+      const auto [it, fresh] = element_size.emplace(c.key.system, dtype_size(c.key.dtype));
+      if (!fresh && dtype_size(c.key.dtype) == wanted) it->second = wanted;
+    }
   std::map<std::string, LenderPlan> networks;    // by machine: what it measured beyond one node
   std::map<std::string, std::size_t> one_node;  // by machine: its `largest` count on one node (the first)
   std::map<std::string, std::string> device;     // by lending machine: its GPU (gpu_model_name)
   for (std::size_t i = 0; i < pool.size(); ++i) {
     const GroupKey& k = pool[i].key;
-    if (k.system == largest.system || !comparable_steps(k, largest)) continue;
-    if (k.nranks == largest.nranks && k.nnodes == largest.nnodes) {
+    if (!usable(k) || dtype_size(k.dtype) != element_size.at(k.system)) continue;
+    if (one_node_count(k)) {
       one_node.emplace(k.system, i);
       continue;
     }
-    const bool to = k.nranks == target.nranks && k.nnodes == target.nnodes;
-    const bool within = k.nnodes > 1 && k.nnodes <= target.nnodes && k.nranks <= target.nranks;
-    if (!to && !within) continue;
     LenderPlan& p = networks[k.system];
     p.system = k.system;
     p.sm = pool[i].sm;
     if (device.find(k.system) == device.end()) device[k.system] = gpu_model_name(pool[i].device);
-    if (to && !p.to) p.to = i;
-    else if (!to) p.network.push_back(i);
+    if (target_count(k)) {
+      if (!p.to) p.to = i;
+    } else {
+      p.network.push_back(i);
+    }
   }
   std::vector<LenderPlan> candidates;
   for (auto& [system, p] : networks) {

@@ -20,9 +20,11 @@ bool comparable_kinds(const GroupKey& a, const GroupKey& b);
 // comparable_kinds at the same rank and node count: curves of two machines that measure the same thing (a
 // transfer's sources, a scale-out step's ends).
 bool comparable_curves(const GroupKey& a, const GroupKey& b);
-// The kinds a scale-out step may pass between: comparable_kinds, except that a curve that states no element
-// type (dtype_size 0: a bus-bandwidth table) meets any. A step is the ratio of two times of one machine at the
-// same bytes; the element type changes the reduction's arithmetic, not the bytes that cross the network.
+// The kinds a scale-out step may pass between: the same collective, strategy and fusion, any element type. A
+// step is the ratio of two times at the same bytes; the element type changes the reduction's arithmetic, not the
+// bytes that cross the network (the public H100 tables at equal bytes: fp32 against int8 within ±20 %, where
+// networks differ up to 4×), and a bus-bandwidth table rarely states its type. Where a machine measured several,
+// plan_scale_out_lenders takes the target's.
 bool comparable_steps(const GroupKey& a, const GroupKey& b);
 
 // Bandwidth per GPU assumed for the network when nothing measured it: a 400 Gb/s NIC per GPU, the class of the
@@ -116,7 +118,8 @@ struct LenderPlan {
 
 // The lenders of a step from the machine's count `largest` (on one node; its key.system is the machine, whose
 // own curves never lend) to `target` (the same kind on more nodes), `target_sm` the machine's datasheet SM.
-// Steps pass between comparable_steps kinds. Of the candidates, in this order: those with the machine's
+// Steps pass between comparable_steps kinds, each machine's curves of one element size: the target's where it
+// measured that, else the first it measured. Of the candidates, in this order: those with the machine's
 // intra-node fabric when any (same_fabric_lenders); of those, the ones with their own one-node count when any,
 // paired ones otherwise; of those, measured steps when any, bridged ones otherwise. One plan per lending
 // machine, in name order. `arfit predict` and crossn plan alike, before fitting anything.

@@ -221,7 +221,7 @@ TEST(FitCli, PredictAcrossNodesSaysWhatWouldNarrowItAndPriorMachinesLendIt) {
   // note on what would narrow it.
   r = run_command(arfit::testing::arfit_bin() + " predict " + models + " --collective allreduce --nranks 32 --nnodes 4 --bytes 1M --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("note: no machine in the models file or --prior lent this machine a scale-out step to 32 GPUs on 4 nodes"),
+  EXPECT_NE(r.output.find("note: no machine (in the models file or --prior) lent b200box a scale-out step to 32 GPUs on 4 nodes"),
             std::string::npos) << r.output;
   const auto alone = nlohmann::json::parse(r.output.substr(0, r.output.find("note:")));
   ASSERT_EQ(alone.size(), 1u);

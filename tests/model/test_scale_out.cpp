@@ -90,13 +90,27 @@ TEST(ScaleOut, LendersPairANetworkLogWithOneNodeLogsOfItsGpu) {
   EXPECT_EQ(measured.system, "h100-pod");
   EXPECT_EQ(measured.to, std::optional<std::size_t>(11));
 
-  // Element types: a stated one meets the same size only; an unstated one meets any.
-  GroupKey fp16 = largest, fp32 = largest, unknown = largest;
+  // Element types: a step passes between any; a machine that measured several lends in the target's.
+  GroupKey fp16 = largest, fp32 = largest;
   fp16.dtype = "fp16";
   fp32.dtype = "fp32";
+  EXPECT_TRUE(comparable_steps(fp16, fp32));
+  fp16.fusion = FusionOp::ResidualRmsNorm;
   EXPECT_FALSE(comparable_steps(fp16, fp32));
-  EXPECT_TRUE(comparable_steps(unknown, fp16));
-  EXPECT_TRUE(comparable_steps(fp32, unknown));
+  std::vector<LenderCurve> typed = {lender_curve("b200-pod", 8, 1, 100, "NVIDIA B200", "fp16"),
+                                    lender_curve("b200-pod", 32, 4, 100, "NVIDIA B200", "fp16"),
+                                    lender_curve("b200-pod", 8, 1, 100, "NVIDIA B200", "fp32"),
+                                    lender_curve("b200-pod", 32, 4, 100, "NVIDIA B200", "fp32")};
+  GroupKey typed_largest = largest, typed_target = target;
+  typed_largest.dtype = typed_target.dtype = "fp32";
+  plans = plan_scale_out_lenders(typed, typed_largest, typed_target, 100);
+  ASSERT_EQ(plans.size(), 1u);
+  EXPECT_EQ(plans[0].from, (std::vector<std::size_t>{2}));
+  EXPECT_EQ(plans[0].to, std::optional<std::size_t>(3));
+  typed_largest.dtype = typed_target.dtype = "bf16";  // the same size as fp16
+  plans = plan_scale_out_lenders(typed, typed_largest, typed_target, 100);
+  ASSERT_EQ(plans.size(), 1u);
+  EXPECT_EQ(plans[0].from, (std::vector<std::size_t>{0}));
 }
 
 // A new machine's step: machines that agree narrow the interval only as their number grows (the unknown
