@@ -121,6 +121,9 @@ void run_predict(const PredictArgs& a) {
   const int modes = !a.bytes.empty() + (!a.tokens.empty() || !a.hidden.empty()) + !a.splits.empty();
   if (modes != 1) throw UsageError("give exactly one of --bytes, --tokens/--hidden, --splits");
   if (!a.tokens.empty() != !a.hidden.empty()) throw UsageError("--tokens and --hidden go together");
+  if (a.nranks > 0 && a.nnodes > a.nranks)
+    throw UsageError("--nnodes " + std::to_string(a.nnodes) + " is more nodes than --nranks " + std::to_string(a.nranks) +
+                     " has GPUs");
   PredictQuery base;
   try {
     base.collective = parse_collective(a.collective);

@@ -279,4 +279,7 @@ TEST(FitCli, PredictAcrossNodesSaysWhatWouldNarrowItAndPriorMachinesLendIt) {
                   "--nranks 16 --nnodes 2 --bytes 1M --prior " + lender_models);
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_EQ(run_command(arfit::testing::arfit_bin() + " predict " + models + query + " --prior " + dir.file("absent.json")).exit_code, 2);
+  r = run_command(arfit::testing::arfit_bin() + " predict " + models + " --collective allreduce --nranks 2 --nnodes 4 --bytes 1M");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--nnodes 4 is more nodes than --nranks 2 has GPUs"), std::string::npos) << r.output;
 }
