@@ -33,8 +33,8 @@ struct Family {
 };
 
 // Families: one machine's curves (its label, Curve::hardware) of the same collective, strategy, fusion and dtype
-// at >= 3 GPU counts (or 2 where the larger is on more nodes), whatever their node counts (so that a count on more nodes is predicted from those on
-// fewer), from one file or several (a log per count, labelled as one machine with `arfit ingest --system`).
+// at >= 3 GPU counts (or 2 where the larger is on more nodes), whatever their node counts (so that a count on
+// more nodes is predicted from those on fewer), from one file or several (a log per count, labelled as one machine with `arfit ingest --system`).
 // Where the machine measured a count twice (several files or versions of one table) the families are per file
 // instead, and a file that measured one count on several node counts is split by node count.
 std::vector<Family> crossn_families(const std::vector<Curve>& curves) {
@@ -199,12 +199,11 @@ std::vector<ScaleOutLender> scale_out_lenders(const Family& fam, const std::vect
     ScaleOutLender l{plan.system, plan.sm, {}, std::nullopt, {}, plan.paired};
     for (std::size_t i : plan.from)
       if (const auto& f = fitted(i)) l.from.push_back(*f);
-    if (plan.to) {
+    if (plan.to)
       if (const auto& t = fitted(*plan.to)) l.to = *t;
-    } else {
+    if (!l.to)  // a bridged step, or the measured one's curve could not be fitted
       for (std::size_t i : plan.network)
         if (const auto& f = fitted(i)) l.network.push_back(*f);
-    }
     if (!l.from.empty() && (l.to || !l.network.empty())) lenders.push_back(std::move(l));
   }
   return lenders;

@@ -164,9 +164,10 @@ namespace {
 // A count on more nodes than the query's machine measured (model/scale_out.h). `q` has its system and
 // collective resolved. From the machine's largest measured count on the most nodes it measured (at most the
 // query's count): when that is on more than one node, the network is measured and the answer is carried within
-// it; otherwise other systems of the file that measured that count lend their scale-out step — measured where
-// they measured the query's count on the query's nodes, else bridged through their own network — carried to the
-// machine's fabric; without any, the joint-n answer (or the same count's own, one node fewer) is kept, widened
+// it; otherwise other systems lend their scale-out step as plan_scale_out_lenders chooses them — measured where
+// they measured the query's count on the query's nodes, else bridged through their own network; from their own
+// one-node count, else paired with one-node logs of their GPU — carried to the machine's fabric; without any, the
+// same count's own answer, the joint-n answer, or the one count carried (one_count_across_nodes) is kept, widened
 // by the unknown network.
 // `lender_pool`: the groups other machines' steps may come from (the set's own, then those of --prior files).
 std::optional<Prediction> predict_across_nodes(const std::vector<GroupModel>& groups, const std::vector<JointModel>& joint,
