@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
-#include <set>
 #include <sstream>
 
 #include "cli/cli_inputs.h"
@@ -17,6 +16,7 @@
 #include "model/alltoallv.h"
 #include "model/bus_factor.h"
 #include "model/model_set.h"
+#include "model/scale_out.h"
 #include "model/text.h"
 
 namespace arfit::cli {
@@ -174,7 +174,7 @@ void run_predict(const PredictArgs& a) {
   bool unknown_network = false;
   for (const auto& q : qs) {
     const auto p = set.predict(q, lenders);
-    if (p && p->how.find("(no multi-node prior)") != std::string::npos) unknown_network = true;
+    if (p && p->how.find(kNoMultiNodePrior) != std::string::npos) unknown_network = true;
     if (!p) {
       ++missing;
       // No model, so no dtype to size tokens × hidden or a split with: the query as given.

@@ -234,13 +234,11 @@ std::vector<Prediction> predict_joint(const Family& fam, const std::string& meth
     return preds;
   }
   const std::vector<ScaleOutLender> lenders = scale_out_lenders(fam, curves, method);
-  std::vector<const ScaleOutLender*> chosen;
-  for (const ScaleOutLender& l : lenders) chosen.push_back(&l);
   const GroupModel& last = counts.back();
   const int sm = datasheet_sm(last.sm, last.device, fam.target->hardware);
   const int nnodes = fam.target->key.nnodes;
   for (double x : fam.target->bytes) {
-    if (!chosen.empty()) preds.push_back(scale_out_by_lenders(last, sm, chosen, N, nnodes, x, false));
+    if (!lenders.empty()) preds.push_back(scale_out_by_lenders(last, sm, lenders, N, nnodes, x, false));
     else if (jm) preds.push_back(widen_across_nodes(jm->predict(N, x), sm));
     else preds.push_back(one_count_across_nodes(last, N, nnodes, x, sm));
   }

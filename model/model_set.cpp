@@ -219,9 +219,7 @@ std::optional<Prediction> predict_across_nodes(const std::vector<GroupModel>& gr
     for (std::size_t i : plan.network) l.network.push_back(*fitted[i]);
     chosen.push_back(std::move(l));
   }
-  std::vector<const ScaleOutLender*> lenders;
-  for (const ScaleOutLender& l : chosen) lenders.push_back(&l);
-  if (!lenders.empty()) return scale_out_by_lenders(*last, sm, lenders, q.nranks, q.nnodes, bytes, true);
+  if (!chosen.empty()) return scale_out_by_lenders(*last, sm, chosen, q.nranks, q.nnodes, bytes, true);
   if (q.nranks == last->key.nranks) return widen_across_nodes(last->predict(bytes), sm);
   for (const JointModel& jm : joint) {
     if (queried(jm.key) && jm.key.nnodes == last->key.nnodes && jm.key.dtype == last->key.dtype)

@@ -176,7 +176,6 @@ std::vector<LenderPlan> plan_scale_out_lenders(const std::vector<LenderCurve>& p
     }
   std::map<std::string, LenderPlan> networks;    // by machine: what it measured beyond one node
   std::map<std::string, std::size_t> one_node;  // by machine: its `largest` count on one node (the first)
-  std::map<std::string, std::string> device;     // by lending machine: its GPU (gpu_model_name)
   for (std::size_t i = 0; i < pool.size(); ++i) {
     const GroupKey& k = pool[i].key;
     if (!usable(k) || dtype_size(k.dtype) != element_size.at(k.system)) continue;
@@ -187,18 +186,21 @@ std::vector<LenderPlan> plan_scale_out_lenders(const std::vector<LenderCurve>& p
     LenderPlan& p = networks[k.system];
     p.system = k.system;
     p.sm = pool[i].sm;
-    if (device.find(k.system) == device.end()) device[k.system] = gpu_model_name(pool[i].device);
     if (target_count(k)) {
       if (!p.to) p.to = i;
     } else {
       p.network.push_back(i);
     }
   }
+  // A lender's GPU is that of its first curve beyond one node.
+  auto first_curve = [](const LenderPlan& p) {
+    return p.network.empty() ? *p.to : p.to ? std::min(*p.to, p.network.front()) : p.network.front();
+  };
   std::vector<LenderPlan> candidates;
   for (auto& [system, p] : networks) {
     if (const auto own = one_node.find(system); own != one_node.end()) {
       p.from = {own->second};
-    } else if (const std::string& gpu = device[system]; !gpu.empty()) {
+    } else if (const std::string gpu = gpu_model_name(pool[first_curve(p)].device); !gpu.empty()) {
       for (const auto& [other, i] : one_node)
         if (gpu_model_name(pool[i].device) == gpu) p.from.push_back(i);
       p.paired = true;
@@ -219,33 +221,33 @@ std::vector<LenderPlan> plan_scale_out_lenders(const std::vector<LenderCurve>& p
   return out;
 }
 
-Prediction scale_out_by_lenders(const GroupModel& largest, int sm, const std::vector<const ScaleOutLender*>& lenders,
+Prediction scale_out_by_lenders(const GroupModel& largest, int sm, const std::vector<ScaleOutLender>& lenders,
                                 int nranks, int nnodes, double bytes, bool name_lenders) {
   if (lenders.empty()) throw std::invalid_argument("scale_out_by_lenders: no lender");
   std::vector<double> steps, carry_half_widths;
   std::vector<std::string> names;
   bool bridged = false, paired = false;
-  for (const ScaleOutLender* l : lenders) {
-    if (l->from.empty()) throw std::invalid_argument("scale_out_by_lenders: lender " + l->system + " has no one-node count");
-    names.push_back(l->system);
+  for (const ScaleOutLender& l : lenders) {
+    if (l.from.empty()) throw std::invalid_argument("scale_out_by_lenders: lender " + l.system + " has no one-node count");
+    names.push_back(l.system);
     // The one-node end: the lender's own, or the median of the paired machines', the half of their range joining
     // the interval (machines of one GPU differ in their one-node times too).
     std::vector<double> one_node;
-    for (const GroupModel& f : l->from) one_node.push_back(std::log(f.predict(bytes).time_us));
+    for (const GroupModel& f : l.from) one_node.push_back(std::log(f.predict(bytes).time_us));
     const double one_node_log_us = percentile(one_node, 50);
     const double pair_half_width =
         0.5 * (*std::max_element(one_node.begin(), one_node.end()) - *std::min_element(one_node.begin(), one_node.end()));
-    paired = paired || l->paired;
+    paired = paired || l.paired;
     double step = 0, carry = 0;
-    if (l->to) {
-      step = std::log(l->to->predict(bytes).time_us) - one_node_log_us;
+    if (l.to) {
+      step = std::log(l.to->predict(bytes).time_us) - one_node_log_us;
     } else {
-      const BridgedStep b = bridged_step(one_node_log_us, l->network, nranks, nnodes, bytes);
+      const BridgedStep b = bridged_step(one_node_log_us, l.network, nranks, nnodes, bytes);
       step = b.log_step;
       carry = b.half_width;
       bridged = true;
     }
-    steps.push_back(fabric_adjusted_step(step, l->sm, sm, largest, bytes));
+    steps.push_back(fabric_adjusted_step(step, l.sm, sm, largest, bytes));
     carry_half_widths.push_back(std::hypot(carry, pair_half_width));
   }
   const double doublings = std::log2(static_cast<double>(nranks) / largest.key.nranks);
@@ -263,7 +265,7 @@ Prediction widen_across_nodes(Prediction p, int sm) {
   p.lo_us = p.time_us * std::exp(-h);
   p.hi_us = p.time_us * std::exp(h);
   p.extrapolated = true;
-  p.how += " across nodes (no multi-node prior)";
+  p.how += std::string(" across nodes ") + kNoMultiNodePrior;
   return p;
 }
 

@@ -143,16 +143,19 @@ struct ScaleOutLender {
 // (a bridged step's carry; paired machines' half range, in quadrature). `how` names the lenders when
 // `name_lenders` (`arfit predict`; crossn's points keep the count alone) and says when the steps were bridged or
 // paired. Throws std::invalid_argument on no lender or a lender without a one-node count.
-Prediction scale_out_by_lenders(const GroupModel& largest, int sm, const std::vector<const ScaleOutLender*>& lenders,
+Prediction scale_out_by_lenders(const GroupModel& largest, int sm, const std::vector<ScaleOutLender>& lenders,
                                 int nranks, int nnodes, double bytes, bool name_lenders);
 
 // One measured count on one node (`count`), and nothing that measured a network: the count's bus bandwidth held
 // and its latency share between unchanged and grown with the ring's peers (the within-network rule for one
-// count, carry_within_network), then widened across nodes (widen_across_nodes). "(no multi-node prior)".
+// count, carry_within_network), then widened across nodes (widen_across_nodes).
 Prediction one_count_across_nodes(const GroupModel& count, int nranks, int nnodes, double bytes, int sm);
 
+// What `how` says of an answer across nodes that no machine lent a step: its interval is an unknown network's.
+inline constexpr const char* kNoMultiNodePrior = "(no multi-node prior)";
+
 // A joint-n answer on the measured node count kept across nodes: extrapolated, its interval widened in
-// quadrature by cross_node_half_width(sm), `how` saying so.
+// quadrature by cross_node_half_width(sm), `how` saying so (kNoMultiNodePrior).
 Prediction widen_across_nodes(Prediction joint_answer, int sm);
 
 }  // namespace arfit
