@@ -8,6 +8,7 @@
 #include "model/atomic_file.h"
 #include "model/errors.h"
 #include "model/sample_csv.h"
+#include "model/text.h"
 
 namespace arfit::ingest {
 
@@ -105,6 +106,21 @@ void apply_overrides(IngestResult& r, const std::string& name, const Options& op
   }
 }
 
+// The names a sample carries into models files, generated tables and figures (machine, strategy, element
+// type, device) hold no control characters, whatever the format or the file name they came from (name_problem).
+void check_names(const IngestResult& r, const std::string& name) {
+  for (const Sample& s : r.samples) {
+    const auto system = s.extra.find("system");
+    for (const auto& [field, value] : {std::pair<const char*, const std::string*>{"strategy", &s.strategy},
+                                       {"dtype", &s.dtype},
+                                       {"device", &s.device},
+                                       {"system", system == s.extra.end() ? nullptr : &system->second}})
+      if (value)
+        if (const std::string why = name_problem(*value); !why.empty())
+          throw InputError(name, 0, field, why + (std::string(field) == "system" ? " (the machine label: --system, the file's, or its name)" : ""));
+  }
+}
+
 }  // namespace
 
 IngestResult ingest_as(Format format, const std::string& text, const std::string& name, const Options& options) {
@@ -122,6 +138,7 @@ IngestResult ingest_as(Format format, const std::string& text, const std::string
   }
   r.format = format;
   apply_overrides(r, name, options);
+  check_names(r, name);
   // Every reader counts its data rows; none may give an empty result as if it had read measurements.
   if (r.rows == 0) {
     std::string first_dropped;

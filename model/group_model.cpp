@@ -17,18 +17,18 @@ nlohmann::json group_key_to_json(const GroupKey& k) {
 
 GroupKey group_key_from_json(const JsonView& j, int min_nranks) {
   GroupKey k;
-  k.system = j.at("system").string();
+  k.system = j.at("system").name();
   const JsonView c = j.at("collective");
   const auto collective = try_parse_collective(c.string());
   if (!collective) c.fail("unknown collective '" + c.string() + "'");
   k.collective = *collective;
-  k.strategy = j.at("strategy").string();
+  k.strategy = j.at("strategy").name();
   if (k.strategy.empty()) j.at("strategy").fail("empty strategy name");
   const JsonView f = j.at("fusion");
   const auto fusion = try_parse_fusion(f.string());
   if (!fusion) f.fail("unknown fusion op '" + f.string() + "'");
   k.fusion = *fusion;
-  k.dtype = j.at("dtype").string();
+  k.dtype = j.at("dtype").name();
   k.nranks = j.at("nranks").integer<int>(min_nranks, kMaxModelRanks);
   k.nnodes = j.at("nnodes").integer<int>(1, kMaxModelRanks);
   return k;
@@ -181,7 +181,7 @@ GroupModel GroupModel::from_json(const JsonView& j) {
     // The tail carries the time above the measured range: it never falls with size.
     g.tail_b_us_per_byte = t->at("b_us_per_byte").number(0, 1e3);  // up to 1 ms per byte
   }
-  g.device = j.string_or("device", "");
+  if (const auto d = j.find("device")) g.device = d->name();
   if (const auto sm = j.find("sm")) g.sm = sm->integer<int>(0, kMaxSmVersion);
   g.sm = datasheet_sm(g.sm, g.device, g.key.system);
   // A diagnostic: a cross-validation that could not run is non-finite in memory and null in the file.

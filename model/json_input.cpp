@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "model/atomic_file.h"
+#include "model/text.h"
 
 namespace arfit {
 
@@ -286,6 +287,12 @@ JsonView JsonView::at(std::size_t index) const {
 std::string JsonView::string() const {
   if (!j_->is_string()) fail("expected a string, got " + describe());
   return j_->get<std::string>();
+}
+
+std::string JsonView::name() const {
+  std::string s = string();
+  if (const std::string why = name_problem(s); !why.empty()) fail(why);
+  return s;
 }
 
 bool JsonView::boolean() const {

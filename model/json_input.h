@@ -76,6 +76,8 @@ class JsonView {
   void expect_object() const;
   void expect_array() const;
   std::string string() const;
+  // A string that is a name (a machine, strategy, device, element type): no control characters (name_problem).
+  std::string name() const;
   bool boolean() const;
   // A finite number, optionally within [lo, hi].
   double number() const;

@@ -238,6 +238,12 @@ SampleFile parse_samples_csv(const std::string& text, const std::string& name) {
     if (auto v = get("source")) s.source = *v;
     if (auto v = get("splits")) s.splits = *v;
     for (const auto& e : result.extra_columns) s.extra[e] = f[col[e]];
+    // Names travel into models files, generated tables and figure scripts: no control characters there.
+    for (const auto& [c, v] : {std::pair<const char*, const std::string*>{"strategy", &s.strategy}, {"dtype", &s.dtype},
+                               {"device", &s.device}, {"backend", &s.backend}})
+      if (const std::string why = name_problem(*v); !why.empty()) p.fail(c, why);
+    if (auto it = s.extra.find("system"); it != s.extra.end())
+      if (const std::string why = name_problem(it->second); !why.empty()) p.fail("system", why);
     result.samples.push_back(std::move(s));
   }
   return result;

@@ -44,4 +44,26 @@ std::string fnv1a64_hex(std::string_view bytes) {
   return buf;
 }
 
+std::size_t find_control_char(std::string_view s) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7f) return i;
+  }
+  return std::string_view::npos;
+}
+
+std::string name_problem(std::string_view s) {
+  const std::size_t at = find_control_char(s);
+  if (at == std::string_view::npos) return "";
+  static const char* const kEscapes[] = {"\\0", "", "", "", "", "", "", "\\a", "\\b", "\\t", "\\n", "\\v", "\\f", "\\r"};
+  const auto c = static_cast<unsigned char>(s[at]);
+  std::string shown = c < 14 && *kEscapes[c] ? kEscapes[c] : "";
+  if (shown.empty()) {
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "\\x%02x", c);
+    shown = hex;
+  }
+  return "control character " + shown + " at offset " + std::to_string(at) + " (names hold printable text only)";
+}
+
 }  // namespace arfit

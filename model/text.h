@@ -16,6 +16,13 @@ bool is_space(char c);
 // string it views alive (assign it to a std::string to keep a copy).
 std::string_view trim(std::string_view s);
 
+// Where the first ASCII control character (0x00–0x1f, 0x7f) of `s` is, or npos. Names read from files (machines,
+// strategies, devices, element types) may hold none: a line break in a name would end a comment of a generated
+// table or a gnuplot script and let the rest of the name run as code there.
+std::size_t find_control_char(std::string_view s);
+// Why `s` is not a name ("control character \n at offset 3"), or "" when it is one (find_control_char).
+std::string name_problem(std::string_view s);
+
 // ASCII case mapping; other bytes (UTF-8 included) are kept as they are.
 std::string lower(std::string_view s);
 std::string upper(std::string_view s);
