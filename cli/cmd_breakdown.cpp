@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/trace_inputs.h"
+#include "model/atomic_file.h"
 #include "model/errors.h"
 #include "trace/breakdown.h"
 #include "trace/classify.h"
@@ -38,6 +39,7 @@ void run_breakdown(const BreakdownArgs& a) {
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
+  check_output_directory(a.out_dir);  // refused now (a file, /dev/null), not after reading the profile
   trace::RuleTable rules = a.rules.empty() ? trace::RuleTable::defaults() : trace::RuleTable::load_user(a.rules);
   trace::Profile prof = load_profile_phases(a.profile, a.format, a.nvtx, a.phases);
   for (const auto& f : a.fold)

@@ -48,6 +48,7 @@ fit::EvalOptions fit_eval_options(const EvalArgs& a) {
   o.threads = a.threads;
   o.keep_points = !a.points.empty();
   if (!a.methods.empty()) {
+    o.methods_chosen = true;
     o.methods.clear();
     std::stringstream ss(a.methods);
     std::string m;
@@ -97,10 +98,13 @@ std::vector<EvalProtocol> protocols() {
 #ifdef ARFIT_HAVE_SELECT_EVAL
   // Strategy-selection quality (codegen/select_eval.h).
   v.push_back({"select", false, [](const std::vector<Sample>& s, const EvalArgs& a) {
+                 if (!a.points.empty()) throw UsageError("--points is not available for --protocol select");
+                 if (!a.methods.empty())
+                   throw UsageError("--methods is not available for --protocol select (it scores the model's choice "
+                                    "against fixed baselines; docs/codegen.md)");
                  codegen::SelectOptions o;
                  o.plan = a.plan;
                  const codegen::SelectReport r = codegen::evaluate_select(s, o);
-                 if (!a.points.empty()) throw UsageError("--points is not available for --protocol select");
                  return ProtocolOutput{codegen::format_select_report(r), codegen::select_report_json(r), {}};
                }});
 #endif
@@ -123,10 +127,18 @@ void run_eval(const EvalArgs& a) {
     throw UsageError("--json and --points name the same file '" + a.json + "'; give two files");
   const std::vector<Sample> samples = load_samples_option(a.files, a.format);
   for (const std::string* out : {&a.json, &a.points})
-    if (!out->empty()) check_output_path(*out);  // refused now, not after the evaluation
+    if (!out->empty()) {
+      // Refused now, not after the evaluation; the folders too, so that --points in a missing folder does not
+      // fail after --json was written.
+      check_output_path(*out);
+      check_output_folder(*out);
+    }
   ProtocolOutput out;
   try {
     out = fn(samples, a);
+  } catch (const JsonError& e) {
+    // A model fitted here that its own reader refuses: the samples drove a fit out of bounds (a failed run).
+    throw std::runtime_error(std::string("a model fitted from the samples is out of bounds: ") + e.what());
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
@@ -138,7 +150,7 @@ void run_eval(const EvalArgs& a) {
 void add_eval(CLI::App& app) {
   auto a = std::make_shared<EvalArgs>();
   auto* cmd = app.add_subcommand("eval", "Evaluate predictions against held-out measurements (arfit vs baselines)");
-  cmd->add_option("samples", a->files, "Sample files (any format `arfit ingest` reads) or folders' files")->required()->check(CLI::ExistingFile);
+  cmd->add_option("samples", a->files, "Sample files (any format `arfit ingest` reads; pass a folder's files with a glob)")->required()->check(CLI::ExistingFile);
   cmd->add_option("--protocol", a->protocol,
                   "interp2 (fit even-indexed sizes, predict odd), sparse4 (every 4th size + largest), extrap (fit <= 64 MiB, "
                   "predict larger), crossn (fit all but the largest GPU count, predict it; also by node count), crosshw:K "
@@ -152,7 +164,8 @@ void add_eval(CLI::App& app) {
                   "Also write every held-out point as CSV (method, group, bytes, measured, predicted, 90 % interval, how); "
                   "not for select");
   cmd->add_option("--methods", a->methods,
-                  "Comma-separated methods (default auto,seed,alphabeta,loglog); also any family name, FAMILY+c for the "
+                  "Comma-separated methods (default auto,seed,alphabeta,loglog; crosshw: auto,loglog,scale, loglog from K = 2; "
+                  "alltoallv: auto,seed,seed-paper; select takes none); also any family name, FAMILY+c for the "
                   "family with the residual correction, auto-nc, auto-solo (no sibling pooling); size protocols also "
                   "take the diagnostics ceiling-others / ceiling-otherhw (auto times the median held-out error of the "
                   "other files / other machines at the same collective, strategy, ranks and size: not predictors, "

@@ -3,6 +3,7 @@
 //   --splits SPLIT...) [--json]
 // Prints predicted time, bus bandwidth and the 90 % interval per size.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -37,7 +38,10 @@ constexpr std::size_t kMaxPredictPoints = 100000;
 
 // "4096", "64K", "1M", "2G" (binary multiples), "1.5M". Errors name `option`.
 double parse_size(const std::string& s, const std::string& option) {
-  if (s.empty()) throw UsageError(option + ": empty size");
+  if (s.empty()) throw UsageError(option + ": empty size (two separators in a row, or one at an end)");
+  // stod would skip leading blanks; a size is written without them, like the suffix after it.
+  if (!std::isdigit(static_cast<unsigned char>(s.front())) && s.front() != '.')
+    throw UsageError(option + ": bad size '" + s + "'");
   size_t pos = 0;
   double v = 0;
   try {
@@ -58,18 +62,25 @@ double parse_size(const std::string& s, const std::string& option) {
 
 // A count (tokens, hidden size): a size that is a whole number within int64, never converted by wrapping.
 std::int64_t parse_count(const std::string& s, const std::string& option) {
-  const auto n = checked_narrow<std::int64_t>(parse_size(s, option));
+  // Sizes are read as doubles, exact for whole numbers up to 2^53 (far beyond any token count or hidden size).
+  const double v = parse_size(s, option);
+  if (v > 9007199254740992.0) throw UsageError(option + ": '" + s + "' is above 2^53, the largest count arfit reads exactly");
+  const auto n = checked_narrow<std::int64_t>(v);
   if (!n) throw UsageError(option + ": " + narrow_failure<std::int64_t>(s));
   return *n;
 }
 
+// Every item between separators, empty ones included ("1,,2" and "1:2:" are refused by the parsers, not read
+// as "1,2" and "1:2").
 std::vector<std::string> split_list(const std::string& s, char sep) {
   std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string x;
-  while (std::getline(ss, x, sep))
-    if (!x.empty()) out.push_back(x);
-  return out;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t end = s.find(sep, start);
+    out.push_back(s.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    if (end == std::string::npos) return out;
+    start = end + 1;
+  }
 }
 
 // LIST "a,b,c" or RANGE "A:B[:F]" (A, A·F, A·F², ... up to B; F = 2 by default).
@@ -87,7 +98,7 @@ std::vector<double> parse_sizes(const std::string& s) {
       } catch (const std::exception&) {
         used = 0;
       }
-      if (used != p[2].size()) throw UsageError("--bytes: range factor '" + p[2] + "' is not a number");
+      if (p[2].empty() || used != p[2].size()) throw UsageError("--bytes: range factor '" + p[2] + "' is not a number");
     }
     if (!(f > 1) || !std::isfinite(f)) throw UsageError("--bytes: range factor must be a finite number > 1");
     if (b < a) throw UsageError("--bytes: range end is below its start");

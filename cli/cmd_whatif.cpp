@@ -27,6 +27,8 @@ struct WhatIfArgs {
 
 void run_whatif(const WhatIfArgs& a) {
   if (a.tp <= 0) throw UsageError("--tp must be a positive rank count");
+  if (a.nnodes > a.tp)
+    throw UsageError("--nnodes " + std::to_string(a.nnodes) + " is more nodes than --tp " + std::to_string(a.tp) + " has GPUs");
   if (dtype_size(a.dtype) <= 0) throw UsageError("unknown --dtype '" + a.dtype + "'");
   if (a.prompt_len > 0 && a.batch_size <= 0) throw UsageError("--prompt-len needs --batch-size (prefill tokens = batch x prompt_len)");
   trace::RuleTable rules = a.rules.empty() ? trace::RuleTable::defaults() : trace::RuleTable::load_user(a.rules);

@@ -411,7 +411,7 @@ int crosshw_anchors(const std::string& arg) {
 
 // crosshw's own default methods where the generic ones were left: auto, loglog (K >= 2) and scale.
 EvalOptions crosshw_options(EvalOptions o) {
-  if (o.methods == EvalOptions{}.methods) {
+  if (!o.methods_chosen) {
     o.methods = {"auto", "scale"};
     if (crosshw_anchors(o.protocol_arg) >= 2) o.methods.insert(o.methods.begin() + 1, "loglog");
   }

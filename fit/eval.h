@@ -77,6 +77,9 @@ struct EvalOptions {
   // what sharing structure across curves could add to auto, rather than predict. Unknown names throw
   // std::invalid_argument.
   std::vector<std::string> methods = {"auto", "seed", "alphabeta", "loglog"};
+  // False when the caller chose `methods`: a protocol with methods of its own (crosshw) replaces the generic
+  // list only while it is the default, never a list asked for that happens to equal it.
+  bool methods_chosen = false;
   int threads = 1;
   int min_sizes = 12;
   bool keep_points = false;  // fill EvalMethodResult::points

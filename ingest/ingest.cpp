@@ -106,9 +106,10 @@ void apply_overrides(IngestResult& r, const std::string& name, const Options& op
   }
 }
 
-// The names a sample carries into models files, generated tables and figures (machine, strategy, element
-// type, device) hold no control characters, whatever the format or the file name they came from (name_problem).
-void check_names(const IngestResult& r, const std::string& name) {
+// Every sample within the bounds arfit models (sample_bound_problem), whatever the format; the names it carries
+// into models files, generated tables and figures (machine, strategy, element type, device) hold no control
+// characters, whatever the file or the file name they came from (name_problem).
+void check_samples(const IngestResult& r, const std::string& name) {
   for (const Sample& s : r.samples) {
     const auto system = s.extra.find("system");
     for (const auto& [field, value] : {std::pair<const char*, const std::string*>{"strategy", &s.strategy},
@@ -118,6 +119,7 @@ void check_names(const IngestResult& r, const std::string& name) {
       if (value)
         if (const std::string why = name_problem(*value); !why.empty())
           throw InputError(name, 0, field, why + (std::string(field) == "system" ? " (the machine label: --system, the file's, or its name)" : ""));
+    if (const auto b = sample_bound_problem(s)) throw InputError(name, 0, b->field, b->reason + " (a sample at " + std::to_string(s.bytes) + " bytes)");
   }
 }
 
@@ -138,7 +140,7 @@ IngestResult ingest_as(Format format, const std::string& text, const std::string
   }
   r.format = format;
   apply_overrides(r, name, options);
-  check_names(r, name);
+  check_samples(r, name);
   // Every reader counts its data rows; none may give an empty result as if it had read measurements.
   if (r.rows == 0) {
     std::string first_dropped;

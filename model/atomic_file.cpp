@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cerrno>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -198,6 +199,7 @@ std::string file_kind(mode_t m) {
   if (S_ISBLK(m)) return "a block device";
   if (S_ISFIFO(m)) return "a FIFO";
   if (S_ISSOCK(m)) return "a socket";
+  if (S_ISREG(m)) return "a regular file";
   return "not a regular file";
 }
 
@@ -259,7 +261,8 @@ std::string read_bytes(const std::string& path, bool is_input) {
   struct stat st {};
   if (::fstat(fd, &st) == 0) {
     if (is_input) remember_input(st, path);
-    if (S_ISREG(st.st_mode) && st.st_size > 0) out.reserve(static_cast<std::size_t>(st.st_size));
+    if (S_ISREG(st.st_mode) && st.st_size > 0 && static_cast<std::uint64_t>(st.st_size) <= kMaxInputBytes)
+      out.reserve(static_cast<std::size_t>(st.st_size));
   }
   std::vector<char> buf(1 << 16);
   while (true) {
@@ -271,6 +274,11 @@ std::string read_bytes(const std::string& path, bool is_input) {
       ::close(fd);
       throw std::runtime_error(path + ": cannot read: " + sys_reason(err));
     }
+    if (out.size() + static_cast<std::size_t>(n) > kMaxInputBytes) {
+      ::close(fd);
+      throw std::runtime_error(path + ": larger than " + std::to_string(kMaxInputBytes >> 20) +
+                               " MiB, more than any measurement or models file (a device or an endless stream?)");
+    }
     out.append(buf.data(), static_cast<std::size_t>(n));
   }
   ::close(fd);
@@ -280,6 +288,35 @@ std::string read_bytes(const std::string& path, bool is_input) {
 }  // namespace
 
 void check_output_path(const std::string& path) { resolve_output(path); }
+
+void check_output_directory(const std::string& dir) {
+  if (dir.empty()) throw OutputPathError("empty output folder name");
+  // The folder itself when it exists, else its nearest existing ancestor, in which it will be created.
+  std::filesystem::path at = std::filesystem::path(dir);
+  struct stat st {};
+  while (::stat(at.c_str(), &st) != 0) {
+    // ENOTDIR: a file stands where a folder of the path would be (file.csv/sub): its parent shows which.
+    if (errno != ENOENT && errno != ENOTDIR) throw OutputPathError(dir + ": cannot check the output folder: " + sys_reason(errno));
+    const std::filesystem::path up = at.parent_path();
+    at = up.empty() || up == at ? std::filesystem::path(".") : up;
+  }
+  if (!S_ISDIR(st.st_mode))
+    throw OutputPathError(dir + ": " + (at == std::filesystem::path(dir) ? std::string("is ") : at.string() + " is ") +
+                          file_kind(st.st_mode) + ", not a folder; name a folder for the outputs");
+  if (::access(at.c_str(), W_OK | X_OK) != 0)
+    throw OutputPathError(dir + ": cannot create files in " + at.string() + " (" + sys_reason(errno) + ")");
+}
+
+void check_output_folder(const std::string& path) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  const std::string folder = parent.empty() ? "." : parent.string();
+  struct stat st {};
+  if (::stat(folder.c_str(), &st) != 0)
+    throw OutputPathError(path + ": the folder " + folder + " does not exist (" + sys_reason(errno) + ")");
+  if (!S_ISDIR(st.st_mode)) throw OutputPathError(path + ": " + folder + " is " + file_kind(st.st_mode) + ", not a folder");
+  if (::access(folder.c_str(), W_OK | X_OK) != 0)
+    throw OutputPathError(path + ": cannot create files in the folder " + folder + " (" + sys_reason(errno) + ")");
+}
 
 namespace {
 
@@ -356,7 +393,10 @@ std::string read_input_file(const std::string& path) {
   try {
     return read_file(path);
   } catch (const std::runtime_error& e) {
-    throw InputError(path, 0, "", e.what());
+    // The reader's message starts with the path; the InputError names it once.
+    std::string why = e.what();
+    if (why.rfind(path + ": ", 0) == 0) why.erase(0, path.size() + 2);
+    throw InputError(path, 0, "", why);
   }
 }
 

@@ -15,6 +15,7 @@
 // signal with its default action).
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <ostream>
 #include <string>
@@ -31,6 +32,15 @@ void write_string_atomically(const std::string& path, const std::string& content
 // Throws OutputPathError when `path` may not be written (the rule above). Every write checks it; commands also
 // call it right after reading their inputs, to refuse before long work rather than after.
 void check_output_path(const std::string& path);
+
+// Throws OutputPathError unless `path`'s folder exists and this user may create files in it. For commands
+// that write several outputs and create no folders: all are checked before the first is written, so a bad
+// second path leaves the first output as it was.
+void check_output_folder(const std::string& path);
+
+// Throws OutputPathError unless `dir` can hold a command's outputs: an existing folder this user may create
+// files in, or a missing one whose nearest existing ancestor is such a folder (it is created then).
+void check_output_directory(const std::string& dir);
 
 // Moves a file written elsewhere (a staging folder of the same file system) over `path`, which must pass the
 // rule; the mode of a replaced file is kept. For outputs assembled in a folder before they all appear.
@@ -60,6 +70,10 @@ class TemporaryOutput {
 // editor shows; CRLF is kept. Records the file as an input of this process. Throws std::runtime_error naming
 // the path and the system's reason.
 std::string read_file(const std::string& path);
+// Largest file the readers take: 1 GiB, some hundred times the largest measurement log or models file; past it
+// a read stops with an error naming the path instead of filling the memory (an input of /dev/zero, a FIFO fed
+// forever).
+inline constexpr std::size_t kMaxInputBytes = std::size_t{1} << 30;
 // read_file for a command's input: a file that cannot be read is bad input (InputError naming the path, exit 1).
 std::string read_input_file(const std::string& path);
 // The bytes as they are, of the output a writer continues (arbench --resume measures and appends to it): not

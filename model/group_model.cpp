@@ -158,7 +158,10 @@ GroupModel GroupModel::from_json(const JsonView& j) {
   g.bus_factor = j.at("bus_factor").number();
   if (!(g.bus_factor > 0 && g.bus_factor <= 2))
     j.at("bus_factor").fail("the bus factor must lie in (0, 2], got " + j.at("bus_factor").json().dump());
-  if (const auto c = j.find("correction"); c && c->json().is_object()) {
+  // Optional parts are absent (or null), else what they say they are: a correction that is not an object is a
+  // broken file, not a fit without a correction.
+  if (const auto c = j.find("correction")) {
+    c->expect_object();
     g.correction = read_correction(*c);
     read_spike_residuals(*c, g);
   }
@@ -175,7 +178,8 @@ GroupModel GroupModel::from_json(const JsonView& j) {
     if (const auto s = iv->find("sigma_in")) g.sigma_in = s->number(0, kMaxLogSigma);
     if (const auto s = iv->find("sigma_out_per_octave")) g.sigma_out_per_octave = s->number(0, kMaxLogSigma);
   }
-  if (const auto t = j.find("tail"); t && t->json().is_object()) {
+  if (const auto t = j.find("tail")) {
+    t->expect_object();
     g.has_tail = true;
     g.tail_a_us = t->at("a_us").number(-kMaxModelTimeUs, kMaxModelTimeUs);
     // The tail carries the time above the measured range: it never falls with size.
@@ -187,7 +191,10 @@ GroupModel GroupModel::from_json(const JsonView& j) {
   // A diagnostic: a cross-validation that could not run is non-finite in memory and null in the file.
   if (const auto cv = j.find("cv_gmae"); cv && !(cv->json().is_number() && !std::isfinite(cv->json().get<double>())))
     g.cv_gmae = cv->number(0, std::numeric_limits<double>::max());
-  if (const auto t = j.find("transfer"); t && t->json().is_object()) read_transfer(*t, g);
+  if (const auto t = j.find("transfer")) {
+    t->expect_object();
+    read_transfer(*t, g);
+  }
   return g;
 }
 

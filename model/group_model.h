@@ -24,6 +24,7 @@
 #include "model/interp.h"
 #include "model/json_input.h"
 #include "model/model_set.h"
+#include "model/sample.h"
 #include "model/seed.h"
 
 namespace arfit {
@@ -31,14 +32,14 @@ namespace arfit {
 nlohmann::json group_key_to_json(const GroupKey& k);
 // Largest rank/node count and SM version a models file may name (beyond them a value is a hand edit or a
 // wrapped integer, not a machine).
-inline constexpr int kMaxModelRanks = 1 << 20;
+inline constexpr int kMaxModelRanks = kMaxSampleRanks;
 inline constexpr int kMaxSmVersion = 1000;
 // Bounds of the other values a models file holds, far beyond anything fitted (the public data's largest
 // sigma_out_per_octave is 5.5; the seed family, unbounded by design, needs log residuals beyond 30) but short
 // of overflowing the prediction arithmetic in range: sizes up to 1e18 bytes, times up to 1e9 us, log-space
 // sigmas up to 50, log residual corrections whose exponential is a double.
-inline constexpr double kMaxModelBytes = 1e18;
-inline constexpr double kMaxModelTimeUs = 1e9;
+inline constexpr double kMaxModelBytes = kMaxSampleBytes;
+inline constexpr double kMaxModelTimeUs = kMaxSampleTimeUs;
 inline constexpr double kMaxLogSigma = 50;
 inline constexpr double kMaxLogResidual = 700;
 

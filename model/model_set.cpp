@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <cmath>
+#include <map>
 #include <set>
 #include <tuple>
 
@@ -79,7 +80,15 @@ ModelSet ModelSet::parse_checked(const nlohmann::json& j) {
   if (version.integer<std::int64_t>() != 1) version.fail("unsupported version " + version.json().dump() + " (this arfit reads 1)");
   auto parsed = std::make_shared<Parsed>();
   const JsonView groups = root.at("groups");
-  for (std::size_t i = 0; i < groups.size(); ++i) parsed->groups.push_back(GroupModel::from_json(groups.at(i)));
+  // One group per key: a second one would be shadowed by the first without a word (a hand edit or two
+  // files pasted together).
+  std::map<std::string, std::size_t> first_of_key;
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    parsed->groups.push_back(GroupModel::from_json(groups.at(i)));
+    const auto [it, fresh] = first_of_key.emplace(parsed->groups.back().key.id(), i);
+    if (!fresh)
+      groups.at(i).at("key").fail("the same group as /groups/" + std::to_string(it->second) + " (" + it->first + "): one group per key");
+  }
   if (const auto joint = root.find("joint"))
     for (std::size_t i = 0; i < joint->size(); ++i) parsed->joint.push_back(JointModel::from_json(joint->at(i)));
   if (const auto mode = root.find("alltoallv_mode")) {

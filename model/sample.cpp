@@ -4,6 +4,8 @@
 #include <cctype>
 #include <stdexcept>
 
+#include "model/text.h"
+
 namespace arfit {
 namespace {
 
@@ -112,6 +114,20 @@ int dtype_size(const std::string& dtype) {
   if (c == "fp64" || c == "int64" || c == "uint64") return 8;
   if (c == "int8" || c == "uint8" || c == "fp8_e4m3") return 1;
   return 0;
+}
+
+std::optional<SampleBoundProblem> sample_bound_problem(const Sample& s) {
+  auto number = [](double v) { return format_number(v, "%.6g"); };
+  if (s.nranks > kMaxSampleRanks)
+    return SampleBoundProblem{"nranks", std::to_string(s.nranks) + " ranks, more than the " + std::to_string(kMaxSampleRanks) + " arfit models"};
+  if (s.nnodes > s.nranks && s.nranks > 0)
+    return SampleBoundProblem{"nnodes", std::to_string(s.nnodes) + " nodes for " + std::to_string(s.nranks) + " ranks"};
+  if (static_cast<double>(s.bytes) > kMaxSampleBytes)
+    return SampleBoundProblem{"bytes", std::to_string(s.bytes) + " bytes, more than the " + number(kMaxSampleBytes) + " arfit models"};
+  if (s.ok() && !(s.time_us >= kMinSampleTimeUs && s.time_us <= kMaxSampleTimeUs))
+    return SampleBoundProblem{"time_us", "time " + number(s.time_us) + " us is outside [" + number(kMinSampleTimeUs) + ", " +
+                                             number(kMaxSampleTimeUs) + "] us"};
+  return std::nullopt;
 }
 
 }  // namespace arfit

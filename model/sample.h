@@ -69,4 +69,18 @@ struct Sample {
   bool ok() const { return status == SampleStatus::Ok; }
 };
 
+// What a sample may say, far beyond any machine but short of what the fit and the models file cannot hold (a
+// time of 1e-300 µs underflows the fit's logs; group_model.h bounds a models file by the same values): up to
+// 2^20 ranks, 1e18 bytes, and times of an ok sample within [1e-6, 1e9] µs (a picosecond to a quarter hour).
+inline constexpr int kMaxSampleRanks = 1 << 20;
+inline constexpr double kMaxSampleBytes = 1e18;
+inline constexpr double kMinSampleTimeUs = 1e-6;
+inline constexpr double kMaxSampleTimeUs = 1e9;
+
+// A value of `s` beyond those bounds (or more nodes than ranks): the field and why, for the reader's message.
+struct SampleBoundProblem {
+  std::string field, reason;
+};
+std::optional<SampleBoundProblem> sample_bound_problem(const Sample& s);
+
 }  // namespace arfit

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "model/alltoallv.h"
 #include "model/atomic_file.h"
 #include "model/checked.h"
 #include "model/errors.h"
@@ -244,6 +245,19 @@ SampleFile parse_samples_csv(const std::string& text, const std::string& name) {
       if (const std::string why = name_problem(*v); !why.empty()) p.fail(c, why);
     if (auto it = s.extra.find("system"); it != s.extra.end())
       if (const std::string why = name_problem(it->second); !why.empty()) p.fail("system", why);
+    if (const auto b = sample_bound_problem(s)) p.fail(b->field, b->reason);
+    // A split is read where it is written, so its errors name this line (the all-to-allv protocol reads it
+    // again much later).
+    if (!s.splits.empty()) {
+      AllToAllvSplit split;
+      try {
+        split = parse_alltoallv_split(s.splits, dtype_size(s.dtype) > 0 ? dtype_size(s.dtype) : 4);
+      } catch (const std::invalid_argument& e) {
+        p.fail("splits", e.what());
+      }
+      if (split.nranks() != s.nranks)
+        p.fail("splits", "the split has " + std::to_string(split.nranks()) + " ranks, the sample " + std::to_string(s.nranks));
+    }
     result.samples.push_back(std::move(s));
   }
   return result;

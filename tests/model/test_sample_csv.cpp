@@ -73,7 +73,7 @@ TEST(SampleCsv, RoundTripsEveryFieldAndUnknownColumns) {
   s.wrong = 0;
   s.backend = "arbench-host";
   s.source = "run,1";
-  s.splits = "1024,10-20-30,2";
+  s.splits = "1024,10-20-30-40-50-60-70-80,2";
   s.extra["system"] = "h100_sxm";
   Sample failed = s;
   failed.status = SampleStatus::Failed;
