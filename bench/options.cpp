@@ -72,9 +72,11 @@ Options parse_options(int argc, const char* const* argv) {
                  "dimension D on random ranks, batch B; sets its own size), zipf:EXPONENT[:SEED] (Zipf-popular "
                  "destinations), hot:FRACTION[:RANK] (one rank receives FRACTION); fields take lists A/B and "
                  "ranges LO..HI");
-  app.add_option("-o,--output", o.output, "Sample CSV to write (appended one line per case)");
-  app.add_flag("--resume", o.resume, "Continue an existing output: skip its finished cases, never duplicate");
-  app.add_flag("--overwrite", o.overwrite, "Replace an existing output");
+  app.add_option("-o,--output", o.output, "Sample CSV to write: one line per case streams into FILE.partial, moved over FILE when the run ends "
+                 "(a killed run leaves FILE as it was)")
+      ->type_name("FILE");
+  app.add_flag("--resume", o.resume, "Continue FILE.partial of an interrupted run, else FILE: skip the finished cases, never duplicate");
+  app.add_flag("--overwrite", o.overwrite, "Replace an existing FILE (when the run ends) and discard an old FILE.partial");
   app.add_option("--json", o.json_output, "Also write every record as JSON (at the end)");
   app.add_option("-w,--warmup", o.runner.warmup, "Warm-up iterations per case")->capture_default_str();
   app.add_option("-n,--iters", o.runner.iters, "Timed iterations per case")->capture_default_str();
