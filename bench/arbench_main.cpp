@@ -73,6 +73,8 @@ int run(int argc, char** argv, int rank, int size) {
       if (!opt.json_output.empty()) {
         if (arfit::same_path(opt.json_output, opt.output))
           throw GridError("--json", "'" + opt.json_output + "' is also the sample CSV (-o); write the JSON to another file");
+        if (arfit::same_path(opt.json_output, out.journal))
+          throw GridError("--json", "'" + opt.json_output + "' is the journal of the sample CSV (-o); write the JSON to another file");
         arfit::check_output_path(opt.json_output);  // refused now, not after the run
       }
       for (const Case& c : grid.cases)
@@ -130,7 +132,7 @@ int run(int argc, char** argv, int rank, int size) {
   std::vector<Reporter*> reporters;
   if (root) {
     console = std::make_unique<ConsoleReporter>(std::cout, std::cerr, opt.quiet);
-    csv = std::make_unique<CsvReporter>(opt.output, out.append);
+    csv = std::make_unique<CsvReporter>(opt.output, out);
     reporters = {console.get(), csv.get()};
     if (!opt.json_output.empty()) {
       json = std::make_unique<JsonReporter>(opt.json_output);

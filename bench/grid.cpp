@@ -50,16 +50,23 @@ Plan Plan::parse(const std::string& text, const std::string& option) {
   if (parts.empty()) throw GridError(option, usage);
   if (parts[0] == "full" && parts.size() == 1) return p;
   try {
-    // lattice:K and anchors:K: a positive integer K.
+    // lattice:K and anchors:K: a positive integer K that fits Plan::stride, never wrapped (2^32 became 0, a
+    // division by zero).
     if ((parts[0] == "lattice" || parts[0] == "anchors") && parts.size() == 2) {
       const bool lattice = parts[0] == "lattice";
-      size_t used = 0;
-      long k = std::stol(parts[1], &used);
-      if (used != parts[1].size() || k < 1)
-        throw GridError(option, std::string(lattice ? "lattice stride must be an integer >= 1" : "anchors needs K >= 1 sizes per curve") +
+      std::optional<int> k;
+      try {
+        std::size_t used = 0;
+        const long long v = std::stoll(parts[1], &used);
+        if (used == parts[1].size()) k = checked_narrow<int>(v);
+      } catch (const std::logic_error&) {  // not a number, or beyond long long (so beyond int too)
+      }
+      if (!k || *k < 1)
+        throw GridError(option, std::string(lattice ? "lattice stride K" : "anchors K (sizes per curve)") +
+                                    " must be a whole number in 1.." + std::to_string(std::numeric_limits<int>::max()) +
                                     ", found '" + parts[1] + "'");
       p.kind = lattice ? Kind::Lattice : Kind::Anchors;
-      p.stride = static_cast<int>(k);
+      p.stride = *k;
       return p;
     }
     if (parts[0] == "random" && parts.size() == 3) {
@@ -103,7 +110,10 @@ std::vector<std::pair<std::size_t, std::size_t>> anchor_points(int K, const std:
   std::vector<std::pair<std::size_t, std::size_t>> sizes;
   for (const auto& [size, point] : by_size) sizes.push_back(point);
   std::vector<std::pair<std::size_t, std::size_t>> out;
-  for (std::size_t k : anchor_indices(sizes.size(), K)) out.push_back(sizes[k]);
+  // K beyond the curve's sizes keeps every size, as K = n does; capping it keeps anchor_indices' loop (one
+  // step per anchor) short for anchors:2147483647.
+  const int k_kept = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(std::max(K, 0)), sizes.size()));
+  for (std::size_t k : anchor_indices(sizes.size(), k_kept)) out.push_back(sizes[k]);
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -193,8 +203,10 @@ std::int64_t parse_size(const std::string& text, const std::string& option) {
     if (mult < 0) throw GridError(option, "'" + text + "' has an unknown unit (use K, M, G or T, powers of 1024)");
   }
   long double bytes = v * mult;
-  if (!(bytes >= 1) || bytes > 1e15L || std::floor(bytes) != bytes)
-    throw GridError(option, "'" + text + "' must be a positive whole number");
+  if (!(bytes >= 1) || std::floor(bytes) != bytes) throw GridError(option, "'" + text + "' must be a positive whole number");
+  if (bytes > static_cast<long double>(kMaxSize))
+    throw GridError(option, "'" + text + "' is beyond the largest size arbench accepts, " + std::to_string(kMaxSize) +
+                                " (10^15, about 909T)");
   return static_cast<std::int64_t>(bytes);
 }
 

@@ -98,8 +98,13 @@ std::string sample_key(const Sample& s);
 // move `count` elements in total per rank, so count is rounded down to a multiple of the rank count.
 std::int64_t message_count(Collective c, std::int64_t elements, int nranks);
 
+// The largest value a size parser accepts (bytes, tokens, hidden): 10^15, far above any message, and low
+// enough that products of sizes and element counts stay well inside int64.
+inline constexpr std::int64_t kMaxSize = 1'000'000'000'000'000;
+
 // Parsers for axis values, each throwing GridError naming `option`.
-//  sizes:   "8,16,1K"  "8:8G" (x2 steps)  "8:8G:x4"  "128:1024:+128"; suffixes K, M, G, T are powers of 1024
+//  sizes:   "8,16,1K"  "8:8G" (x2 steps)  "8:8G:x4"  "128:1024:+128"; suffixes K, M, G, T are powers of 1024;
+//           whole numbers in 1..kMaxSize
 std::vector<std::int64_t> parse_size_list(const std::string& text, const std::string& option);
 std::int64_t parse_size(const std::string& text, const std::string& option);
 std::vector<std::int64_t> geometric_sizes(std::int64_t lo, std::int64_t hi, double factor, const std::string& option);

@@ -1,11 +1,14 @@
 #include "bench/options.h"
 
 #include <CLI/CLI.hpp>
+#include <limits>
 #include <numeric>
+#include <optional>
 #include <sstream>
 
 #include "bench/alltoallv_splits.h"
 #include "model/atomic_file.h"
+#include "model/checked.h"
 #include "model/text.h"
 
 namespace arfit::bench {
@@ -34,6 +37,27 @@ void check_whole_elements(const GridSpec& g) {
   }
 }
 
+// --profile-cases: case indices as --dry-run lists them, counted from 0.
+std::set<int> parse_case_indices(const std::string& text, const std::string& option) {
+  std::set<int> out;
+  const std::string range = "0.." + std::to_string(std::numeric_limits<int>::max());
+  for (const std::string& item : split_list(text)) {
+    std::optional<int> index;
+    try {
+      std::size_t used = 0;
+      const long long v = std::stoll(item, &used);
+      if (used == item.size()) index = checked_narrow<int>(v);
+    } catch (const std::logic_error&) {  // not a number, or beyond long long (so beyond int too)
+    }
+    if (!index || *index < 0)
+      throw GridError(option, "'" + item + "' is not a case index: expected whole numbers in " + range +
+                                  " (as --dry-run lists the cases), comma-separated");
+    out.insert(*index);
+  }
+  if (out.empty()) throw GridError(option, "no case index given");
+  return out;
+}
+
 }  // namespace
 
 Options parse_options(int argc, const char* const* argv) {
@@ -59,7 +83,7 @@ Options parse_options(int argc, const char* const* argv) {
   app.add_option("--tp", tp, "TP sizes (sub-communicators of ranks 0..TP-1); default 2,4,..,world");
   app.add_option("--tokens", tokens, "Token counts: list (1,8,64), range LO:HI (x2 steps), LO:HI:xF or LO:HI:+STEP");
   app.add_option("--hidden", hidden, "Hidden sizes, same syntax as --tokens");
-  app.add_option("--bytes", bytes, "Message sizes in bytes, same syntax, suffixes K M G (powers of 1024)");
+  app.add_option("--bytes", bytes, "Message sizes in bytes, same syntax, suffixes K M G T (powers of 1024)");
   app.add_option("-b,--minbytes", minbytes, "nccl-tests style sweep: first size");
   app.add_option("-e,--maxbytes", maxbytes, "nccl-tests style sweep: last size");
   app.add_option("-f,--stepfactor", stepfactor, "nccl-tests style sweep: multiplication factor (default 2)");
@@ -72,9 +96,11 @@ Options parse_options(int argc, const char* const* argv) {
                  "dimension D on random ranks, batch B; sets its own size), zipf:EXPONENT[:SEED] (Zipf-popular "
                  "destinations), hot:FRACTION[:RANK] (one rank receives FRACTION); fields take lists A/B and "
                  "ranges LO..HI");
-  app.add_option("-o,--output", o.output, "Sample CSV to write (appended one line per case)");
-  app.add_flag("--resume", o.resume, "Continue an existing output: skip its finished cases, never duplicate");
-  app.add_flag("--overwrite", o.overwrite, "Replace an existing output");
+  app.add_option("-o,--output", o.output, "Sample CSV to write: one line per case streams into FILE.partial, moved over FILE when the run ends "
+                 "(a killed run leaves FILE as it was)")
+      ->type_name("FILE");
+  app.add_flag("--resume", o.resume, "Continue FILE.partial of an interrupted run, else FILE: skip the finished cases, never duplicate");
+  app.add_flag("--overwrite", o.overwrite, "Replace an existing FILE (when the run ends) and discard an old FILE.partial");
   app.add_option("--json", o.json_output, "Also write every record as JSON (at the end)");
   app.add_option("-w,--warmup", o.runner.warmup, "Warm-up iterations per case")->capture_default_str();
   app.add_option("-n,--iters", o.runner.iters, "Timed iterations per case")->capture_default_str();
@@ -90,7 +116,7 @@ Options parse_options(int argc, const char* const* argv) {
   app.add_option("--workspace", workspace, "Largest message of the workspace strategies (host ONESHOT/TWOSHOT, custom); default 256M");
   app.add_option("--timeout", o.runner.timeout_s, "Per-case timeout in seconds")->capture_default_str();
   app.add_option("--on-timeout", on_timeout, "After a timed-out case: continue or stop")->capture_default_str();
-  app.add_option("--profile-cases", profile_cases, "Case indices to wrap in cudaProfilerStart/Stop (GPU backends), e.g. 0,5");
+  app.add_option("--profile-cases", profile_cases, "Case indices to wrap in cudaProfilerStart/Stop (GPU backends), counted from 0 as --dry-run lists them, e.g. 0,5");
   app.add_flag("--virtual-ranks", o.runner.virtual_ranks, "custom backend: one process plays all TP ranks on one GPU (testing, not NVLink performance)");
   app.add_option("--device", o.device, "GPU index (default: local rank modulo the device count)");
   app.add_flag("-q,--quiet", o.quiet, "No progress output (failures and errors are still printed)");
@@ -209,8 +235,7 @@ Options parse_options(int argc, const char* const* argv) {
     o.runner.stop_on_timeout = true;
   else
     throw GridError("--on-timeout", "expected 'continue' or 'stop', found '" + on_timeout + "'");
-  if (!profile_cases.empty())
-    for (auto v : parse_size_list(profile_cases, "--profile-cases")) o.runner.profile_cases.insert(static_cast<int>(v));
+  if (!profile_cases.empty()) o.runner.profile_cases = parse_case_indices(profile_cases, "--profile-cases");
   if (o.runner.iters < 1) throw GridError("-n/--iters", "needs at least 1 timed iteration");
   if (o.runner.warmup < 0) throw GridError("-w/--warmup", "cannot be negative");
   if (o.runner.buffers < 0 || o.runner.buffers > 4096) throw GridError("--buffers", "must be between 0 and 4096");

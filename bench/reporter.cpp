@@ -76,19 +76,46 @@ const std::vector<std::string>& CsvReporter::extra_columns() {
   return v;
 }
 
+std::string journal_path(const std::string& output) { return output + ".partial"; }
+
+namespace {
+
+// An empty file holds no rows (a run killed before its header): as good as none.
+bool has_content(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::exists(path, ec) && std::filesystem::file_size(path, ec) > 0 && !ec;
+}
+
+}  // namespace
+
 OutputState inspect_output(const std::string& path, const std::string& grid_json, bool resume, bool overwrite,
                            const std::string& cuda_graph) {
   OutputState st;
-  check_output_path(path);  // not an input, a regular file (or a link to one), writable
+  st.journal = journal_path(path);
+  // Both become the output (the journal by its final move): not an input, a regular file (or a link to
+  // one), writable; refused now, not after the run.
+  check_output_path(path);
+  check_output_path(st.journal);
+  const bool output_exists = has_content(path), journal_exists = has_content(st.journal);
+  if (overwrite) return st;  // a fresh journal; the output is replaced only when the run ends
+  if (!resume) {
+    if (output_exists)
+      throw GridError("-o/--output", "'" + path + "' exists; pass --resume to continue it or --overwrite to replace it");
+    if (journal_exists)
+      throw GridError("-o/--output", "'" + st.journal + "' exists (the rows of an interrupted run into '" + path +
+                                         "'); pass --resume to continue it or --overwrite to discard it");
+    return st;
+  }
+  if (!output_exists && !journal_exists) return st;  // nothing to resume: a fresh run
+  // The journal, when there is one, is the newer state: the output is only replaced when a run ends.
+  const std::string& source = journal_exists ? st.journal : path;
+  // The journal is renamed over the output at the end: a symbolic link would be moved itself, not its file.
   std::error_code ec;
-  const bool exists = std::filesystem::exists(path, ec);
-  if (!exists || std::filesystem::file_size(path, ec) == 0) return st;
-  if (overwrite) return st;
-  if (!resume)
-    throw GridError("-o/--output", "'" + path + "' exists; pass --resume to continue it or --overwrite to replace it");
-  // Everything is checked on a copy in memory; the file is touched (its partial last row cut) only once it
-  // is known to be continued.
-  const std::string bytes = read_file_bytes(path);
+  if (journal_exists && std::filesystem::is_symlink(st.journal, ec))
+    throw GridError("--resume", "'" + st.journal + "' is a symbolic link; the journal of -o/--output must be a regular file");
+  // Everything is checked on a copy in memory; the journal is touched (its partial last row cut) only once it
+  // is known to be continued, and the output never.
+  const std::string bytes = read_file_bytes(source);
   std::size_t keep = bytes.size();
   if (!bytes.empty() && bytes.back() != '\n') {
     // A kill in the middle of a row: drop the partial row, it is measured again.
@@ -97,9 +124,9 @@ OutputState inspect_output(const std::string& path, const std::string& grid_json
   }
   SampleFile f;
   try {
-    f = parse_samples_csv(normalize_text(bytes.substr(0, keep)), path);
+    f = parse_samples_csv(normalize_text(bytes.substr(0, keep)), source);
   } catch (const InputError& e) {
-    throw InputError(path, e.line(), e.field(), "--resume: the existing output is not a readable sample file: " + e.reason());
+    throw InputError(source, e.line(), e.field(), "--resume: the existing output is not a readable sample file: " + e.reason());
   }
   std::string old_grid, old_cuda_graph = "off";
   for (const auto& [k, v] : f.meta) {
@@ -107,26 +134,31 @@ OutputState inspect_output(const std::string& path, const std::string& grid_json
     if (k == "cuda_graph") old_cuda_graph = v;
   }
   if (old_grid != grid_json)
-    throw GridError("--resume", "'" + path + "' was written for a different grid or plan (" +
+    throw GridError("--resume", "'" + source + "' was written for a different grid or plan (" +
                                     (old_grid.empty() ? std::string("no grid recorded") : old_grid) +
                                     "); use another -o or --overwrite");
   // Graph replays and eager launches time different things (launch overhead amortised or not): one file, one mode.
   if (old_cuda_graph != cuda_graph)
-    throw GridError("-G/--cuda-graph", "'" + path + "' was measured with cuda_graph: " + old_cuda_graph +
+    throw GridError("-G/--cuda-graph", "'" + source + "' was measured with cuda_graph: " + old_cuda_graph +
                                            ", this run with cuda_graph: " + cuda_graph +
                                            "; resume with the same -G/--cuda-graph, or use another -o or --overwrite");
   if (f.extra_columns != CsvReporter::extra_columns())
-    throw GridError("--resume", "'" + path + "' has different columns than arbench writes");
-  if (keep != bytes.size()) {
-    std::filesystem::resize_file(path, keep, ec);
-    if (ec) throw GridError("--resume", "cannot cut the partial last line of '" + path + "': " + ec.message());
+    throw GridError("--resume", "'" + source + "' has different columns than arbench writes");
+  if (journal_exists) {
+    if (keep != bytes.size()) {
+      std::filesystem::resize_file(st.journal, keep, ec);
+      if (ec) throw GridError("--resume", "cannot cut the partial last line of '" + st.journal + "': " + ec.message());
+    }
+    st.start = JournalStart::Continue;
+  } else {
+    st.start = JournalStart::CopyOfOutput;
+    st.copied_output = bytes.substr(0, keep);
   }
-  st.append = true;
   for (const auto& s : f.samples) st.finished.insert(sample_key(s));
   return st;
 }
 
-CsvReporter::CsvReporter(std::string path, bool append) : path_(std::move(path)), append_(append) {}
+CsvReporter::CsvReporter(std::string path, OutputState state) : path_(std::move(path)), state_(std::move(state)) {}
 
 CsvReporter::~CsvReporter() {
   if (f_) std::fclose(f_);
@@ -137,12 +169,23 @@ void CsvReporter::start(const RunHeader& header, std::size_t, std::size_t) {
   std::error_code ec;
   const auto parent = std::filesystem::path(path_).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  f_ = std::fopen(path_.c_str(), append_ ? "ab" : "wb");
-  if (!f_) throw GridError("-o/--output", "cannot open '" + path_ + "' for writing: " + std::strerror(errno));
-  if (!append_) {
-    const std::string pre = samples_csv_preamble(header, extra_columns());
-    std::fwrite(pre.data(), 1, pre.size(), f_);
-    std::fflush(f_);
+  const std::string& journal = state_.journal;
+  if (state_.start == JournalStart::Continue) {
+    f_ = std::fopen(journal.c_str(), "ab");
+  } else {
+    // A journal left by an earlier run (--overwrite discards it) is removed, not written through: if it is a
+    // symbolic link, the file it names is not ours to truncate.
+    std::filesystem::remove(journal, ec);
+    f_ = std::fopen(journal.c_str(), "wb");
+  }
+  if (!f_) throw GridError("-o/--output", "cannot open '" + journal + "' for writing: " + std::strerror(errno));
+  if (state_.start != JournalStart::Continue) {
+    const std::string start = state_.start == JournalStart::CopyOfOutput
+                                  ? state_.copied_output
+                                  : samples_csv_preamble(header, extra_columns());
+    if (std::fwrite(start.data(), 1, start.size(), f_) != start.size() || std::fflush(f_) != 0)
+      throw std::runtime_error("writing '" + journal + "' failed: " + std::strerror(errno));
+    state_.copied_output.clear();
   }
 }
 
@@ -152,7 +195,17 @@ void CsvReporter::report(const Record& r) {
   const std::string row = samples_csv_row(s, extra_columns());
   // One write and a flush per case: a crash loses at most the case in flight (--resume reruns it).
   if (std::fwrite(row.data(), 1, row.size(), f_) != row.size() || std::fflush(f_) != 0)
-    throw std::runtime_error("writing '" + path_ + "' failed: " + std::strerror(errno));
+    throw std::runtime_error("writing '" + state_.journal + "' failed: " + std::strerror(errno));
+}
+
+void CsvReporter::finish(const RunSummary&) {
+  // The run ended (failed cases included): the journal becomes the output in one rename, so the output is at
+  // every moment either the old file or the complete new one.
+  std::FILE* f = f_;
+  if (!f) return;  // never started
+  f_ = nullptr;
+  if (std::fclose(f) != 0) throw std::runtime_error("writing '" + state_.journal + "' failed: " + std::strerror(errno));
+  move_into_place(state_.journal, path_);
 }
 
 // ---------------------------------------------------------------- JSON

@@ -1,5 +1,6 @@
-// Reporters format records; only rank 0 has them. Console (progress + ETA), sample CSV (append + flush per
-// case, the file --resume continues), JSON (all records, written atomically at the end).
+// Reporters format records; only rank 0 has them. Console (progress + ETA), sample CSV (rows appended and
+// flushed per case to the journal NAME.partial, moved over NAME when the run ends), JSON (all records, written
+// atomically at the end).
 #pragma once
 
 #include <cstdio>
@@ -37,35 +38,55 @@ class ConsoleReporter : public Reporter {
   double session_s_ = 0;
 };
 
-// Output file state found before the run (rank 0).
-struct OutputState {
-  bool append = false;                 // the file exists and is continued (--resume)
-  std::set<std::string> finished;      // Case::key()s already in the file
+// The journal of the sample CSV `output`: the sibling file "NAME.partial" the rows stream into while the run
+// lasts. A killed or crashed run leaves NAME as it was and its finished rows here, for --resume.
+std::string journal_path(const std::string& output);
+
+// How the journal starts (rank 0 decides before the run, the CsvReporter acts on it).
+enum class JournalStart {
+  Fresh,           // a new journal with this run's header (no output yet, or --overwrite)
+  Continue,        // --resume: the existing journal is appended to (its partial last row already cut)
+  CopyOfOutput,    // --resume without a journal: the journal starts as a copy of the output's rows
 };
 
-// Checks the output path against the output-path rule (model/atomic_file.h: OutputPathError) and --resume /
-// --overwrite and, for --resume, reads the finished cases. The whole file is validated in memory first; only
-// then is a partial last line (a kill mid-write) cut off, so a file --resume refuses is left as it was.
-// Throws GridError naming the option on conflicts: the file exists without --resume/--overwrite, or it was
-// written for a different grid or plan, or (naming -G/--cuda-graph) measured in another CUDA-graph mode:
-// `cuda_graph` is this run's header value (cuda_graph_header_value), compared with the file's (absent =
-// "off"); InputError (bad data, exit 1) when the file is not a readable sample file.
+// Output file state found before the run (rank 0).
+struct OutputState {
+  std::string journal;                       // journal_path(output)
+  JournalStart start = JournalStart::Fresh;
+  std::string copied_output;                 // CopyOfOutput: the output's bytes, a partial last row cut
+  std::set<std::string> finished;            // Case::key()s already in the journal or output
+  bool resumed() const { return start != JournalStart::Fresh; }
+};
+
+// Checks the output path and its journal against the output-path rule (model/atomic_file.h:
+// OutputPathError) and --resume / --overwrite and, for --resume, reads the finished cases: from the journal
+// when it exists (a run that was killed), else from the output. The file is validated whole in memory first;
+// only then is a journal's partial last line (a kill mid-write) cut off, so a file --resume refuses is left as
+// it was, and the output itself is never touched here.
+// Throws GridError naming the option on conflicts: the output or its journal exists without --resume /
+// --overwrite (naming -o/--output), or the file resumed was written for a different grid or plan, or (naming
+// -G/--cuda-graph) measured in another CUDA-graph mode: `cuda_graph` is this run's header value
+// (cuda_graph_header_value), compared with the file's (absent = "off"); InputError (bad data, exit 1) when
+// the file is not a readable sample file.
 OutputState inspect_output(const std::string& path, const std::string& grid_json, bool resume, bool overwrite,
                            const std::string& cuda_graph = "off");
 
-// The sample CSV: the model/ schema with one extra column, "note".
+// The sample CSV: the model/ schema with one extra column, "note". Rows go to the journal (OutputState) and
+// are flushed one by one; finish() (the run ended, whether or not cases failed) moves the journal over the
+// output with move_into_place. Without finish() (a kill, a crash, a hung collective) the output is untouched.
 class CsvReporter : public Reporter {
  public:
-  CsvReporter(std::string path, bool append);
+  CsvReporter(std::string path, OutputState state);
   ~CsvReporter() override;
   void start(const RunHeader& header, std::size_t planned, std::size_t already_done) override;
   void report(const Record& r) override;
+  void finish(const RunSummary& s) override;
 
   static const std::vector<std::string>& extra_columns();
 
  private:
   std::string path_;
-  bool append_;
+  OutputState state_;
   std::FILE* f_ = nullptr;
 };
 

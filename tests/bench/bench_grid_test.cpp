@@ -260,3 +260,101 @@ TEST(BenchGrid, CaseKeyMatchesTheSampleItBecomes) {
   s.bytes = 4096;
   EXPECT_NE(c.key(), sample_key(s));
 }
+
+// lattice:K and anchors:K beyond an int were cast unchecked: 2^32 became stride 0 (SIGFPE in the lattice's
+// modulo), 2^31 became -2^31, and anchors:2^31 planned nothing and blamed --strategy. Now a usage error
+// naming the option (or the --spec key) with the allowed range.
+TEST(BenchGrid, PlanStrideBeyondAnIntIsAUsageErrorNamingThePlan) {
+  for (std::string k : {"4294967296", "2147483648", "99999999999", "99999999999999999999999", "-1", "0", "1.5"})
+    for (std::string kind : {"lattice", "anchors"}) {
+      try {
+        Plan::parse(kind + ":" + k, "--plan");
+        ADD_FAILURE() << kind << ":" << k << " accepted";
+      } catch (const GridError& e) {
+        EXPECT_EQ(e.option(), "--plan");
+        EXPECT_NE(std::string(e.what()).find("1..2147483647"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("'" + k + "'"), std::string::npos) << e.what();
+      }
+    }
+  EXPECT_EQ(Plan::parse("lattice:2147483647").stride, 2147483647);
+  const std::vector<std::string> grid = {"--bytes", "1K:1M", "--strategy", "MPI", "--tp", "1", "--dry-run"};
+  auto with_plan = [&](const std::string& plan) {
+    auto v = grid;
+    v.insert(v.end(), {"--plan", plan});
+    return v;
+  };
+  EXPECT_EQ(offending_option(with_plan("lattice:4294967296")), "--plan");
+  EXPECT_EQ(offending_option(with_plan("anchors:2147483648")), "--plan");
+  // The same path through a --spec file names the key.
+  GridSpec g;
+  try {
+    apply_json_spec(g, R"({"plan":"lattice:4294967296"})", "s.json");
+    FAIL() << "no error";
+  } catch (const GridError& e) {
+    EXPECT_EQ(e.option(), "--spec s.json key 'plan'");
+    EXPECT_NE(std::string(e.what()).find("1..2147483647"), std::string::npos) << e.what();
+  }
+}
+
+// The largest K plans like K = the number of sizes (every size), without one loop step per anchor.
+TEST(BenchGrid, LargestAnchorsOrLatticeKPlansEverySizeOrTheEnds) {
+  Options o = parse({"--bytes", "1K:1M", "--strategy", "MPI", "--tp", "1", "--dry-run", "--plan", "anchors:2147483647"});
+  PlanOptions po;
+  po.limits.world = 1;
+  po.limits.workspace = o.workspace;
+  EXPECT_EQ(plan_cases(o.spec, po, nullptr).cases.size(), 11u);
+  o = parse({"--bytes", "1K:1M", "--strategy", "MPI", "--tp", "1", "--dry-run", "--plan", "lattice:2147483647"});
+  EXPECT_EQ(plan_cases(o.spec, po, nullptr).cases.size(), 2u);  // the first and last size
+}
+
+// Case indices count from 0 (as --dry-run lists them; --help's example is "0,5"): 0 was refused as "not a
+// positive whole number", and 2^32 wrapped to case 0.
+TEST(BenchGrid, ProfileCasesAreZeroBasedIndicesCheckedAgainstAnInt) {
+  const std::vector<std::string> base = {"--bytes", "1K", "--dry-run"};
+  auto with = [&](const std::string& cases) {
+    auto v = base;
+    v.insert(v.end(), {"--profile-cases", cases});
+    return v;
+  };
+  EXPECT_EQ(parse(with("0,5")).runner.profile_cases, (std::set<int>{0, 5}));
+  EXPECT_EQ(parse(with("2147483647")).runner.profile_cases, (std::set<int>{2147483647}));
+  for (std::string bad : {"4294967296", "2147483648", "-1", "1K", "x", ","}) {
+    try {
+      parse(with(bad));
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const GridError& e) {
+      EXPECT_EQ(e.option(), "--profile-cases") << bad;
+    }
+  }
+  try {
+    parse(with("4294967296"));
+  } catch (const GridError& e) {
+    EXPECT_NE(std::string(e.what()).find("0..2147483647"), std::string::npos) << e.what();
+  }
+  EXPECT_NE(parse({"--help"}).help_text.find("e.g. 0,5"), std::string::npos);
+}
+
+// A size beyond arbench's limit said "must be a positive whole number"; it now says what the limit is. The
+// help names every suffix the parser takes (T included).
+TEST(BenchGrid, SizeBeyondTheLimitSaysSoAndHelpNamesEverySuffix) {
+  for (std::string big : {"9223372036854775807", "1000000000000001", "1024T"}) {
+    try {
+      parse_size(big, "--bytes");
+      ADD_FAILURE() << big << " accepted";
+    } catch (const GridError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("beyond the largest size arbench accepts"), std::string::npos) << what;
+      EXPECT_NE(what.find(std::to_string(kMaxSize)), std::string::npos) << what;
+      EXPECT_EQ(what.find("positive"), std::string::npos) << what;
+    }
+  }
+  EXPECT_EQ(parse_size("909T", "--bytes"), std::int64_t{909} << 40);  // below the limit
+  EXPECT_EQ(parse_size(std::to_string(kMaxSize), "--bytes"), kMaxSize);
+  try {
+    parse_size("0", "--bytes");
+    ADD_FAILURE() << "0 accepted";
+  } catch (const GridError& e) {
+    EXPECT_NE(std::string(e.what()).find("positive whole number"), std::string::npos) << e.what();
+  }
+  EXPECT_NE(parse({"--help"}).help_text.find("suffixes K M G T (powers of 1024)"), std::string::npos);
+}

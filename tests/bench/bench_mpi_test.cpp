@@ -132,17 +132,21 @@ TEST(BenchMpi, ResumeAfterAKillCompletesWithoutDuplicates) {
   TempDir d;
   const std::string out = d.file("s.csv");
   auto planned = planned_descriptions(kTokenGrid);
-  // Rank 0 SIGKILLs itself after 7 cases: a real crash in the middle of the run.
+  // Rank 0 SIGKILLs itself after 7 cases: a real crash in the middle of the run. Its rows are in the journal;
+  // the output was never created.
   CommandResult crash = run_command(mpirun(kTokenGrid + " -o " + out + " --test-crash-after 7"));
   EXPECT_NE(crash.exit_code, 0);
-  EXPECT_EQ(read_samples_csv(out).samples.size(), 7u);
-  // Without --resume an existing output is refused, before anything runs.
+  EXPECT_FALSE(std::filesystem::exists(out));
+  EXPECT_EQ(read_samples_csv(out + ".partial").samples.size(), 7u);
+  // Without --resume an existing journal is refused, before anything runs.
   CommandResult refused = run_command(mpirun(kTokenGrid + " -o " + out));
   EXPECT_EQ(refused.exit_code, 2);
   EXPECT_NE(refused.output.find("--resume"), std::string::npos) << refused.output;
+  EXPECT_NE(refused.output.find(out + ".partial' exists"), std::string::npos) << refused.output;
   CommandResult resumed = run_command(mpirun(kTokenGrid + " -o " + out + " --resume"));
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   expect_complete_and_valid(out, planned);
+  EXPECT_FALSE(std::filesystem::exists(out + ".partial"));
   // A second resume finds nothing to do and adds nothing.
   ASSERT_EQ(run_command(mpirun(kTokenGrid + " -o " + out + " --resume")).exit_code, 0);
   EXPECT_EQ(read_samples_csv(out).samples.size(), planned.size());
@@ -153,6 +157,35 @@ TEST(BenchMpi, ResumeAfterAKillCompletesWithoutDuplicates) {
   CommandResult other = run_command(mpirun("--backend host --tokens 1 --hidden 256 -o " + out + " --resume"));
   EXPECT_EQ(other.exit_code, 2);
   EXPECT_NE(other.output.find("--resume"), std::string::npos);
+}
+
+// --overwrite used to truncate the output at the start: a run killed midway destroyed the old complete file
+// and left a partial one. Now the old output stays byte-identical until the run ends; the killed run's rows
+// are in the journal, and --resume completes the output from there.
+TEST(BenchMpi, KilledOverwriteLeavesTheOldOutputThenResumeReplacesIt) {
+  TempDir d;
+  const std::string out = d.file("s.csv");
+  const std::string old_grid = "--backend host --strategy MPI --tokens 1 --hidden 256 -w 1 -n 4 -q";
+  ASSERT_EQ(run_command(mpirun(old_grid + " -o " + out)).exit_code, 0);
+  const std::string old_output = arfit::testing::slurp(out);
+  ASSERT_EQ(read_samples_csv(out).samples.size(), 1u);
+  EXPECT_FALSE(std::filesystem::exists(out + ".partial"));  // a finished run leaves no journal
+  auto planned = planned_descriptions(kTokenGrid);
+  CommandResult crash = run_command(mpirun(kTokenGrid + " --overwrite -o " + out + " --test-crash-after 5"));
+  EXPECT_NE(crash.exit_code, 0);
+  EXPECT_EQ(arfit::testing::slurp(out), old_output);
+  EXPECT_EQ(read_samples_csv(out + ".partial").samples.size(), 5u);
+  CommandResult resumed = run_command(mpirun(kTokenGrid + " -o " + out + " --resume"));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  expect_complete_and_valid(out, planned);
+  EXPECT_FALSE(std::filesystem::exists(out + ".partial"));
+  // --overwrite of a finished output that ends normally replaces it (and keeps its permissions).
+  std::filesystem::permissions(out, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  ASSERT_EQ(run_command(mpirun(old_grid + " --overwrite -o " + out)).exit_code, 0);
+  EXPECT_EQ(read_samples_csv(out).samples.size(), 1u);
+  EXPECT_EQ(std::filesystem::status(out).permissions(),
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  EXPECT_FALSE(std::filesystem::exists(out + ".partial"));
 }
 
 TEST(BenchMpi, ImpossibleGridsFailBeforeMeasuringNamingTheOption) {
@@ -175,6 +208,7 @@ TEST(BenchMpi, ImpossibleGridsFailBeforeMeasuringNamingTheOption) {
     EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
     EXPECT_NE(r.output.find(option), std::string::npos) << args << "\n" << r.output;
     EXPECT_FALSE(std::filesystem::exists(out)) << args;
+    EXPECT_FALSE(std::filesystem::exists(out + ".partial")) << args;
   }
 }
 
@@ -233,13 +267,16 @@ TEST(BenchMpi, HungMpiCollectiveIsRecordedThenResumeContinues) {
   const std::string grid = "--backend host --strategy MPI --tokens 1,8 --hidden 256 -w 1 -n 4 -q --timeout 1";
   // Rank 1 never enters MPI_Allreduce of case 0: nothing can interrupt rank 0's call; the hard timeout
   // records the case and ends the job.
+  // The job ends without the run ending: the recorded case is in the journal, the output not yet written.
   CommandResult r = run_command(mpirun(grid + " -o " + out + " --test-hang-case 0"));
   EXPECT_NE(r.exit_code, 0) << r.output;
-  SampleFile f = read_samples_csv(out);
+  EXPECT_FALSE(std::filesystem::exists(out));
+  SampleFile f = read_samples_csv(out + ".partial");
   ASSERT_EQ(f.samples.size(), 1u);
   EXPECT_FALSE(f.samples[0].ok());
   EXPECT_NE(f.samples[0].extra["note"].find("hung"), std::string::npos);
   CommandResult resumed = run_command(mpirun(grid + " -o " + out + " --resume"));
   EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_EQ(read_samples_csv(out).samples.size(), 2u);
+  EXPECT_FALSE(std::filesystem::exists(out + ".partial"));
 }

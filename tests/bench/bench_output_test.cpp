@@ -1,10 +1,14 @@
-// Output handling for --resume: partial last lines, mismatched grids, existing files.
+// Output handling: the journal NAME.partial and --resume / --overwrite (partial last lines, mismatched grids,
+// existing files), and the reporter that moves the journal over the output when the run ends.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <map>
 
 #include "bench/reporter.h"
 #include "bench/run_info.h"
+#include "model/atomic_file.h"
+#include "model/errors.h"
 #include "model/sample_csv.h"
 #include "test_support.h"
 
@@ -19,6 +23,9 @@ std::string file_with(const std::string& grid, const std::vector<Sample>& sample
   if (partial_tail) s += "allreduce,ONESHOT,NONE,bf16,2,1,cpu,,1,2";
   return s;
 }
+// Reads a sample file without recording it as an input of this process (read_samples_csv would, and the
+// output-path rule would then refuse writing it, as it refuses an arfit command writing over its input).
+SampleFile samples_in(const std::string& path) { return parse_samples_csv(arfit::testing::slurp(path), path); }
 Sample sample(std::int64_t tokens) {
   Sample s;
   s.strategy = "ONESHOT";
@@ -31,16 +38,49 @@ Sample sample(std::int64_t tokens) {
 }
 }  // namespace
 
-TEST(BenchOutput, ResumeReadsFinishedCasesAndCutsAPartialLine) {
+// --resume without a journal starts one from a copy of the output's rows; the output itself is not touched
+// (it is replaced only when the run ends).
+TEST(BenchOutput, ResumeFromTheOutputCopiesItAndLeavesItUntouched) {
   TempDir d;
-  const std::string path = d.write("s.csv", file_with("G", {sample(1), sample(2)}, true));
+  const std::string written = file_with("G", {sample(1), sample(2)}, true);
+  const std::string path = d.write("s.csv", written);
   OutputState st = inspect_output(path, "G", true, false);
-  EXPECT_TRUE(st.append);
+  EXPECT_EQ(st.start, JournalStart::CopyOfOutput);
+  EXPECT_EQ(st.journal, path + ".partial");
   EXPECT_EQ(st.finished.size(), 2u);
   EXPECT_TRUE(st.finished.count(sample_key(sample(2))));
-  // The partial row is gone and the file parses.
-  EXPECT_EQ(read_samples_csv(path).samples.size(), 2u);
-  EXPECT_EQ(arfit::testing::slurp(path).back(), '\n');
+  // The copy lacks the partial row and parses; the output keeps every byte; no journal yet.
+  EXPECT_EQ(st.copied_output, written.substr(0, written.rfind('\n') + 1));
+  EXPECT_EQ(parse_samples_csv(st.copied_output, path).samples.size(), 2u);
+  EXPECT_EQ(arfit::testing::slurp(path), written);
+  EXPECT_FALSE(std::filesystem::exists(st.journal));
+}
+
+// A journal (a killed run) is the newer state: --resume continues it, cutting its partial last row, and
+// reads its finished cases, not the output's.
+TEST(BenchOutput, ResumeContinuesTheJournalAndCutsItsPartialLine) {
+  TempDir d;
+  const std::string old_output = file_with("G", {sample(1)}, false);
+  const std::string path = d.write("s.csv", old_output);
+  const std::string journal = d.write("s.csv.partial", file_with("G", {sample(1), sample(2), sample(4)}, true));
+  OutputState st = inspect_output(path, "G", true, false);
+  EXPECT_EQ(st.start, JournalStart::Continue);
+  EXPECT_TRUE(st.copied_output.empty());
+  EXPECT_EQ(st.finished.size(), 3u);
+  EXPECT_EQ(samples_in(journal).samples.size(), 3u);
+  EXPECT_EQ(arfit::testing::slurp(journal).back(), '\n');
+  EXPECT_EQ(arfit::testing::slurp(path), old_output);
+  // A journal for another grid is refused by name, and keeps every byte.
+  const std::string other = file_with("OTHER", {sample(1)}, true);
+  d.write("s.csv.partial", other);
+  try {
+    inspect_output(path, "G", true, false);
+    FAIL();
+  } catch (const GridError& e) {
+    EXPECT_EQ(e.option(), "--resume");
+    EXPECT_NE(std::string(e.what()).find("s.csv.partial' was written for a different grid"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(arfit::testing::slurp(journal), other);
 }
 
 TEST(BenchOutput, ExistingFileNeedsResumeOrOverwrite) {
@@ -52,7 +92,7 @@ TEST(BenchOutput, ExistingFileNeedsResumeOrOverwrite) {
   } catch (const GridError& e) {
     EXPECT_EQ(e.option(), "-o/--output");
   }
-  EXPECT_FALSE(inspect_output(path, "G", false, true).append);  // --overwrite starts afresh
+  EXPECT_FALSE(inspect_output(path, "G", false, true).resumed());  // --overwrite starts afresh
   try {
     inspect_output(path, "OTHER", true, false);
     FAIL();
@@ -60,14 +100,75 @@ TEST(BenchOutput, ExistingFileNeedsResumeOrOverwrite) {
     EXPECT_EQ(e.option(), "--resume");
     EXPECT_NE(std::string(e.what()).find("different grid"), std::string::npos);
   }
-  EXPECT_FALSE(inspect_output(d.file("missing.csv"), "G", true, false).append);  // nothing to resume: fresh
+  EXPECT_FALSE(inspect_output(d.file("missing.csv"), "G", true, false).resumed());  // nothing to resume: fresh
+}
+
+// A journal alone (the run that would have created the output was killed) is refused like an existing
+// output, naming the journal; --overwrite discards it (the reporter starts a fresh one).
+TEST(BenchOutput, ExistingJournalNeedsResumeOrOverwrite) {
+  TempDir d;
+  const std::string path = d.file("s.csv");
+  d.write("s.csv.partial", file_with("G", {sample(1)}, true));
+  try {
+    inspect_output(path, "G", false, false);
+    FAIL();
+  } catch (const GridError& e) {
+    EXPECT_EQ(e.option(), "-o/--output");
+    const std::string what = e.what();
+    EXPECT_NE(what.find("'" + path + ".partial' exists"), std::string::npos) << what;
+    EXPECT_NE(what.find("--resume"), std::string::npos) << what;
+    EXPECT_NE(what.find("--overwrite"), std::string::npos) << what;
+  }
+  EXPECT_EQ(inspect_output(path, "G", false, true).start, JournalStart::Fresh);
+  EXPECT_EQ(inspect_output(path, "G", true, false).start, JournalStart::Continue);
+}
+
+// The journal is an output too (it becomes one by its final move): the output-path rule holds for it up front.
+TEST(BenchOutput, TheJournalPathMustPassTheOutputRule) {
+  TempDir d;
+  const std::string path = d.file("s.csv");
+  std::filesystem::create_directory(path + ".partial");
+  EXPECT_THROW(inspect_output(path, "G", false, true), arfit::OutputPathError);
+  EXPECT_THROW(inspect_output(path, "G", false, false), arfit::OutputPathError);
+}
+
+// The reporter streams rows into the journal; only finish() (the run ended) moves it over the output. A
+// reporter that never finishes (a killed run) leaves the output byte-identical and its rows in the journal.
+TEST(BenchOutput, CsvReporterReplacesTheOutputOnlyWhenTheRunEnds) {
+  TempDir d;
+  const std::string old_output = file_with("OLD", {sample(1)}, false);
+  const std::string path = d.write("s.csv", old_output);
+  auto record = [](std::int64_t tokens) {
+    Record r;
+    r.sample = sample(tokens);
+    return r;
+  };
+  {
+    CsvReporter killed(path, inspect_output(path, "G", false, true));  // --overwrite
+    killed.start({{"grid", "G"}}, 2, 0);
+    killed.report(record(1));
+  }  // no finish(): the process died here
+  EXPECT_EQ(arfit::testing::slurp(path), old_output);
+  EXPECT_EQ(samples_in(path + ".partial").samples.size(), 1u);
+  // --resume continues the journal; the end of the run moves it over the output.
+  OutputState st = inspect_output(path, "G", true, false);
+  ASSERT_EQ(st.start, JournalStart::Continue);
+  CsvReporter resumed(path, st);
+  resumed.start({{"grid", "G"}}, 2, 1);
+  resumed.report(record(2));
+  resumed.finish(RunSummary{});
+  EXPECT_FALSE(std::filesystem::exists(path + ".partial"));
+  SampleFile f = samples_in(path);
+  ASSERT_EQ(f.samples.size(), 2u);
+  EXPECT_EQ(f.samples[1].tokens, 2);
+  EXPECT_EQ(f.meta.front(), (std::pair<std::string, std::string>{"grid", "G"}));
 }
 
 TEST(BenchOutput, ResumeRefusesAnotherCudaGraphMode) {
   TempDir d;
   // A file without a cuda_graph header entry was measured with eager launches.
   const std::string path = d.write("s.csv", file_with("G", {sample(1)}, false));
-  EXPECT_TRUE(inspect_output(path, "G", true, false, cuda_graph_header_value(0)).append);
+  EXPECT_TRUE(inspect_output(path, "G", true, false, cuda_graph_header_value(0)).resumed());
   try {
     inspect_output(path, "G", true, false, cuda_graph_header_value(2));
     FAIL();
@@ -76,7 +177,7 @@ TEST(BenchOutput, ResumeRefusesAnotherCudaGraphMode) {
     EXPECT_NE(std::string(e.what()).find("cuda_graph: off"), std::string::npos) << e.what();
   }
   // --overwrite starts afresh in any mode.
-  EXPECT_FALSE(inspect_output(path, "G", false, true, cuda_graph_header_value(2)).append);
+  EXPECT_FALSE(inspect_output(path, "G", false, true, cuda_graph_header_value(2)).resumed());
 }
 
 TEST(BenchOutput, RunHeaderRecordsTheCudaGraphMode) {

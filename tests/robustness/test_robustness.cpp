@@ -230,7 +230,7 @@ TEST_F(Robustness, FiguresAndReportFilesFollowTheOutputRule) {
 }
 
 // arbench --resume used to cut the partial last line of a file it then refused. Now the whole file is checked
-// in memory first: a refused file keeps every byte; an accepted one is cut only then.
+// in memory first: a refused file keeps every byte; an accepted journal is cut only then, an output never.
 TEST_F(Robustness, ResumeValidatesBeforeTouchingTheFile) {
   using arfit::bench::GridError;
   using arfit::bench::inspect_output;
@@ -249,13 +249,19 @@ TEST_F(Robustness, ResumeValidatesBeforeTouchingTheFile) {
     EXPECT_NE(std::string(e.what()).find("--resume"), std::string::npos) << e.what();
   }
   EXPECT_EQ(slurp(garbage), "not a sample file\nsecond line, cut");
-  // The same file with this run's grid is continued: then, and only then, the partial row goes.
+  // The same file with this run's grid is continued: the output itself is never cut (the run continues a
+  // copy in its journal, ok.csv.partial, moved over it at the end); a journal of a killed run is cut, then
+  // and only then.
   std::string same = written;
   same.replace(same.find("{\"backend\":\"other\"}"), 19, grid);
   const std::string ok = dir.write("ok.csv", same);
   const auto st = inspect_output(ok, grid, true, false);
-  EXPECT_TRUE(st.append);
-  EXPECT_EQ(slurp(ok), same.substr(0, same.rfind('\n') + 1));
+  EXPECT_TRUE(st.resumed());
+  EXPECT_EQ(st.copied_output, same.substr(0, same.rfind('\n') + 1));
+  EXPECT_EQ(slurp(ok), same);
+  const std::string journal = dir.write("ok.csv.partial", same);
+  EXPECT_TRUE(inspect_output(ok, grid, true, false).resumed());
+  EXPECT_EQ(slurp(journal), same.substr(0, same.rfind('\n') + 1));
 }
 
 // SIGINT / SIGTERM / SIGHUP during a write: the handler removes the temporary file and the process still dies
