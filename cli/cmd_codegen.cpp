@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "cli/cli_inputs.h"
 #include "cli/commands.h"
 #include "codegen/codegen.h"
 #include "model/atomic_file.h"
@@ -27,8 +28,10 @@ void add_grid_options(CLI::App* cmd, codegen::Request& r) {
   cmd->add_option("--system", r.system, "System (model set label) to generate for; default: the only one in the file");
   cmd->add_option("--sm", r.sm,
                   "SM of the consumer: trtllm maps it to the table TensorRT-LLM reads (below 100 -> SM90, else SM100); "
-                  "vllm writes it as the capability key (90 -> \"9.0\"), sglang as the arch")
-      ->capture_default_str();
+                  "vllm writes it as the capability key (90 -> \"9.0\"), sglang as the arch; one of the SMs arfit knows "
+                  "(80, 89, 90, 100, 103, 120)")
+      ->capture_default_str()
+      ->check(known_sm_validator());
   cmd->add_flag("--transfer-sm", r.transfer_sm,
                 "Predict for --sm (transferring models measured on another SM, flagged extrapolated) instead of the measured SM");
   cmd->add_option("--tp", r.tp, "TP sizes (GPU counts), comma-separated (trtllm: always 2,4,8)")->capture_default_str();
@@ -71,12 +74,14 @@ void run_codegen(CodegenArgs a) {
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
+  // The output path is checked right after the input is read (it may not be the input), before any work.
   std::string text;
   try {
     text = read_file(a.models);
   } catch (const std::exception& e) {
     throw InputError(a.models, 0, "", e.what());
   }
+  check_output_path(a.output);
   const ModelSet models = ModelSet::load(a.models);
   a.request.models_path = a.models;
   a.request.command = command_line(a);

@@ -49,7 +49,7 @@ struct Inputs {
   std::vector<std::string> sample_paths;
   std::optional<ModelSet> models;
   std::string models_path;
-  std::vector<std::pair<std::string, nlohmann::json>> tables;  // codegen JSON
+  std::vector<plots::StrategyGrid> tables;  // codegen JSON, read and checked as they are given
   std::vector<std::pair<std::string, nlohmann::json>> evals;   // eval JSON
 };
 
@@ -66,7 +66,7 @@ Inputs read_inputs(const std::vector<std::string>& paths, const std::string& ing
         continue;
       }
       if (j->contains("cells") && (j->contains("strategies") || j->contains("axes"))) {
-        in.tables.emplace_back(p, std::move(*j));
+        in.tables.push_back(plots::grid_from_codegen_json(*j, p, text));
         continue;
       }
       if (j->contains("methods")) {
@@ -82,16 +82,28 @@ Inputs read_inputs(const std::vector<std::string>& paths, const std::string& ing
   return in;
 }
 
+// Collects the figures of a command, then checks every output path (each figure's script and images, and the
+// index page) before rendering any: a refused path changes nothing.
 class Renderer {
  public:
   Renderer(std::string dir, std::vector<plots::ImageFormat> formats) : dir_(std::move(dir)), formats_(std::move(formats)) {}
 
   void draw(plots::Figure f, const std::string& kind = "") {
     if (!kind.empty()) f.kind = kind;
-    auto r = plots::render_figure(f, formats_);
-    for (const auto& img : r.images) std::cout << "wrote " << img << "\n";
-    for (const auto& w : r.warnings) std::cerr << "arfit plot: gnuplot " << w << " (" << r.script << ")\n";
-    ++count_;
+    figures_.push_back(std::move(f));
+  }
+  // Checks the outputs of every figure drawn and `also` (more outputs of the command), then renders the figures.
+  void render(const std::vector<std::string>& also) {
+    for (const auto& f : figures_) plots::check_figure_outputs(f, formats_);
+    for (const auto& p : also) check_output_path(p);
+    fs::create_directories(dir_);
+    for (const auto& f : figures_) {
+      auto r = plots::render_figure(f, formats_);
+      for (const auto& img : r.images) std::cout << "wrote " << img << "\n";
+      for (const auto& w : r.warnings) std::cerr << "arfit plot: gnuplot " << w << " (" << r.script << ")\n";
+      ++count_;
+    }
+    figures_.clear();
   }
   std::string stem(const std::string& name) const { return (fs::path(dir_) / name).string(); }
   int count() const { return count_; }
@@ -99,6 +111,7 @@ class Renderer {
  private:
   std::string dir_;
   std::vector<plots::ImageFormat> formats_;
+  std::vector<plots::Figure> figures_;
   int count_ = 0;
 };
 
@@ -146,8 +159,7 @@ std::vector<plots::StrategyGrid> grids_from_models(const ModelSet& models, const
 }
 
 std::vector<plots::StrategyGrid> predicted_grids(const Inputs& in, const PlotArgs& a) {
-  std::vector<plots::StrategyGrid> out;
-  for (const auto& [p, j] : in.tables) out.push_back(plots::grid_from_codegen_json(j, p));
+  std::vector<plots::StrategyGrid> out = in.tables;
   if (out.empty() && in.models) out = grids_from_models(*in.models, a);
   return out;
 }
@@ -289,7 +301,6 @@ void run_plot(const PlotArgs& a) {
     if (!fs::is_regular_file(p)) throw InputError(p, 0, "", "no such file");
   Inputs in = read_inputs(a.inputs, a.ingest_format);
   Renderer r(a.out_dir, formats);
-  fs::create_directories(a.out_dir);
   if (a.kind == "fit") plot_fit(in, a, r);
   else if (a.kind == "cross") plot_cross(in, a, r);
   else if (a.kind == "heatmap" || a.kind == "best" || a.kind == "diff" || a.kind == "regret") plot_grids(a.kind, input_grids(in, a), r);
@@ -325,6 +336,7 @@ void run_plot(const PlotArgs& a) {
       plot_errors(only_evals, a, r);
     }
   }
+  r.render(a.index.empty() ? std::vector<std::string>{} : std::vector<std::string>{a.index});
   std::cout << r.count() << " figure(s) in " << a.out_dir << "\n";
   if (!a.index.empty()) {
     int n = plots::write_index(a.out_dir, a.index);

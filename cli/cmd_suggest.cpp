@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "cli/cli_inputs.h"
 #include "cli/commands.h"
 #include "codegen/codegen.h"
 #include "model/atomic_file.h"
@@ -23,6 +24,8 @@ struct SuggestArgs {
 void run_suggest(SuggestArgs a) {
   if (a.top < 0) throw UsageError("--top must be >= 0");
   const ModelSet models = ModelSet::load(a.models);
+  // --json may not be the models file, a folder or a device: refused (exit 2) before the table is built or printed.
+  if (!a.json.empty()) check_output_path(a.json);
   a.request.models_path = a.models;
   codegen::StrategyTable t;
   try {
@@ -43,7 +46,9 @@ void add_suggest(CLI::App& app) {
   cmd->add_option("--json", args->json, "Also write the list as JSON to this file");
   auto& r = args->request;
   cmd->add_option("--system", r.system, "System (model set label); default: the only one in the file");
-  cmd->add_option("--sm", r.sm, "SM version (used with --transfer-sm)")->capture_default_str();
+  cmd->add_option("--sm", r.sm, "SM version (used with --transfer-sm): 80, 89, 90, 100, 103 or 120")
+      ->capture_default_str()
+      ->check(known_sm_validator());
   cmd->add_flag("--transfer-sm", r.transfer_sm, "Predict for --sm instead of the measured SM");
   cmd->add_option("--tp", r.tp, "TP sizes, comma-separated")->capture_default_str();
   cmd->add_option("--fusion", r.fusion, "Fusion ops, comma-separated, or 'all'")->capture_default_str();

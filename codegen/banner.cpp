@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <sys/stat.h>
 
+#include "codegen/safe_text.h"
+
 namespace arfit::codegen {
 
 namespace {
@@ -54,9 +56,8 @@ std::string resolve_date(const std::string& explicit_date, const nlohmann::json&
 
 std::string comment_lines(const std::string& raw, const std::string& prefix, std::size_t max_width) {
   // A control character (a newline in a file name) would end the comment and leave the rest as content.
-  std::string text = raw;
-  for (char& c : text)
-    if (std::iscntrl(static_cast<unsigned char>(c))) c = '?';
+  const std::string text =
+      comment_text(raw, prefix.rfind("//", 0) == 0 ? CommentSyntax::Cpp : CommentSyntax::Hash);
   if (max_width == 0 || prefix.size() + text.size() <= max_width) return prefix + text + "\n";
   // Continuation lines are indented two spaces so that a reader sees they belong to the line above.
   const std::string cont = prefix + "  ";

@@ -44,7 +44,8 @@ std::string resolve_date(const std::string& explicit_date, const nlohmann::json&
 std::string banner_text(const Banner& banner, const std::string& prefix, const std::string& what,
                         std::size_t max_width = 0);
 
-// `text` as comment lines of at most max_width characters (0: one line), each starting with `prefix`.
+// `text` as comment lines of at most max_width characters (0: one line), each starting with `prefix` ("// " for
+// C++, else "#"-style); the text passes through comment_text (codegen/safe_text.h) first.
 std::string comment_lines(const std::string& text, const std::string& prefix, std::size_t max_width = 0);
 
 }  // namespace arfit::codegen

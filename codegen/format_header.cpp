@@ -8,19 +8,13 @@
 #include <stdexcept>
 
 #include "codegen/formats.h"
+#include "codegen/safe_text.h"
 #include "codegen/writers.h"
 #include "model/text.h"
 
 namespace arfit::codegen {
 
 namespace {
-
-std::string identifier(const std::string& name) {
-  std::string id;
-  for (char c : name) id += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  if (id.empty() || std::isdigit(static_cast<unsigned char>(id[0]))) id = "S_" + id;
-  return id;
-}
 
 struct Enumerator {
   std::string id;
@@ -38,8 +32,8 @@ std::map<std::string, Enumerator> header_enumerators(const StrategyTable& t) {
   int next = 100;
   for (const auto& n : names) {
     auto num = trtllm_strategy_number(n);
-    Enumerator e{identifier(n), num ? *num : next++};
-    if (!ids.insert(e.id).second) ids.insert(e.id += "_" + std::to_string(e.value));
+    Enumerator e{cpp_identifier(n), num ? *num : next++};
+    while (!ids.insert(e.id).second) e.id += "_" + std::to_string(e.value);
     out[n] = e;
   }
   return out;
@@ -132,7 +126,7 @@ std::string write_header(const StrategyTable& t, const Banner& banner, int sm) {
   s << "#pragma once\n\n#include <cstdint>\n\nnamespace arfit_select {\n\n";
   s << "// Strategy values: TensorRT-LLM's AllReduceStrategyType numbers where it has one, else 100+.\n";
   s << "enum class Strategy : int {\n";
-  for (const auto& [name, e] : numbers) s << "  " << e.id << " = " << e.value << ",  // " << name << "\n";
+  for (const auto& [name, e] : numbers) s << "  " << e.id << " = " << e.value << ",  // " << comment_text(name, CommentSyntax::Cpp) << "\n";
   s << "};\n\n";
   s << "// TensorRT-LLM's AllReduceFusionOp values.\n";
   s << "enum class Fusion : int {\n  NONE = 0,\n  RESIDUAL_RMS_NORM = 1,\n  RESIDUAL_RMS_NORM_QUANT_FP8 = 4,\n"

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "codegen/formats.h"
+#include "codegen/safe_text.h"
 #include "codegen/writers.h"
 #include "model/text.h"
 
@@ -124,10 +125,11 @@ std::string write_trtllm(const TrtllmTable& tt, const Banner& banner) {
   std::ostringstream s;
   s << banner_text(banner, "// ", "TensorRT-LLM all-reduce strategy lookup table " + name + ", chosen from fitted models.");
   s << "// Cells: " << t.cells.size() << ", uncertain (best and runner-up 90 % intervals overlap): " << t.uncertain_cells()
-    << ", without any model (fallback " << t.options.fallback << "): " << tt.count("fallback")
+    << ", without any model (fallback " << comment_text(t.options.fallback, CommentSyntax::Cpp) << "): " << tt.count("fallback")
     << ", NVFP4 cells NCCL by TensorRT-LLM's SM90 rule: " << tt.count("nvfp4-below-sm100") << "\n";
   for (const auto& [target, from] : tt.sources)
-    s << "// " << target << " (" << code_of(target) << ") from the models of: " << join(from, ", ") << "\n";
+    s << "// " << comment_text(target, CommentSyntax::Cpp) << " (" << code_of(target)
+      << ") from the models of: " << comment_text(join(from, ", "), CommentSyntax::Cpp) << "\n";
   s << "// Strategy numbers (AllReduceStrategyType): NCCL=0, ONESHOT=4, TWOSHOT=5, NCCL_SYMMETRIC=8\n";
   s << "// Install: replace the definition of " << name << " in cpp/tensorrt_llm/common/customAllReduceUtils.h with\n";
   s << "// the one below and rebuild. Off this table TensorRT-LLM's lookup returns NCCL_SYMMETRIC.\n";

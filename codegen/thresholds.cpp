@@ -3,6 +3,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "codegen/safe_text.h"
 #include "model/text.h"
 
 namespace arfit::codegen {
@@ -99,7 +100,8 @@ std::string python_tp_dict(const std::vector<ThresholdRow>& rows, const std::str
                            const std::function<std::string(const ThresholdRow&)>& value,
                            const std::function<std::string(const ThresholdRow&)>& comment) {
   std::string s = "{\n";
-  for (const auto& r : rows) s += indent + "    " + std::to_string(r.tp) + ": " + value(r) + ",  # " + comment(r) + "\n";
+  for (const auto& r : rows)
+    s += indent + "    " + std::to_string(r.tp) + ": " + value(r) + ",  # " + comment_text(comment(r), CommentSyntax::Hash) + "\n";
   return s + indent + "}";
 }
 
@@ -111,7 +113,8 @@ std::string python_roles_comment(const StrategySources& roles) {
     for (std::size_t i = 0; i < from.size(); ++i) s += (i ? " or " : "") + from[i];
     several |= from.size() > 1;
   }
-  return "# Strategies: " + s + (several ? " (several: the faster of them at each size)" : "") + ".\n";
+  return "# Strategies: " + comment_text(s, CommentSyntax::Hash) + (several ? " (several: the faster of them at each size)" : "") +
+         ".\n";
 }
 
 std::string python_disagreement_comments(const std::vector<ThresholdRow>& rows, const std::string& what) {
@@ -119,7 +122,7 @@ std::string python_disagreement_comments(const std::vector<ThresholdRow>& rows, 
   const auto lines = describe_disagreements(rows, what);
   if (lines.empty()) return "# Every size follows arfit's choice (" + what + ").\n";
   std::string s;
-  for (const auto& l : lines) s += "# " + l + "\n";
+  for (const auto& l : lines) s += "# " + comment_text(l, CommentSyntax::Hash) + "\n";
   return s;
 }
 

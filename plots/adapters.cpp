@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <set>
 #include <tuple>
 
 #include "model/errors.h"
+#include "model/json_input.h"
 #include "model/metrics.h"
 #include "model/text.h"
 
@@ -244,41 +246,64 @@ bool StrategyGrid::shaped() const {
   return true;
 }
 
-StrategyGrid grid_from_codegen_json(const nlohmann::json& j, const std::string& name) {
-  if (!j.is_object() || !j.contains("cells") || !j["cells"].is_array())
-    throw InputError(name, 0, "cells", "not a codegen JSON (expected an object with a \"cells\" array; write one with "
-                                       "`arfit codegen MODELS --format json`)");
+namespace {
+
+// A positive, finite time or size (JsonView::number checks finite).
+double positive(const JsonView& v) {
+  const double x = v.number();
+  if (!(x > 0)) v.fail("expected a number > 0, got " + v.json().dump());
+  return x;
+}
+
+StrategyGrid read_codegen_json(const JsonView& root, const std::string& name) {
+  root.expect_object();
+  if (auto cells = root.find("cells"); cells && !cells->json().is_array())
+    cells->fail("expected an array of cells, got " + cells->describe());
+  if (!root.find("cells"))
+    root.fail("not a codegen JSON (expected an object with a \"cells\" array; write one with `arfit codegen MODELS "
+              "--format json`)");
+  constexpr std::int64_t kMaxAxis = std::int64_t{1} << 40;  // codegen's largest tokens/hidden (codegen/axes.h)
   StrategyGrid g;
   g.source = "predicted";
-  std::string system = j.value("system", std::string());
+  std::string system = root.find("system") ? root.at("system").name() : std::string();
   if (system.empty()) system = std::filesystem::path(name).stem().string();
-  g.dtype = j.value("dtype", std::string("bf16"));
-  if (j.contains("strategies") && j["strategies"].is_array())
-    for (const auto& s : j["strategies"]) g.strategies.push_back(s.get<std::string>());
-  std::size_t i = 0;
-  for (const auto& jc : j["cells"]) {
-    ++i;
-    try {
-      if (jc.value("fallback", false)) continue;  // no candidate could be predicted: nothing to draw
-      StrategyCell c;
-      c.system = system;
-      c.tp = jc.at("tp").get<int>();
-      c.fusion = jc.value("fusion", std::string("NONE"));
-      if (auto f = try_parse_fusion(c.fusion)) c.fusion = to_string(*f);
-      c.tokens = jc.value("tokens", std::int64_t{0});
-      c.hidden = jc.value("hidden", std::int64_t{0});
-      c.bytes = jc.value("bytes", 0.0);
-      c.choice = jc.value("choice", std::string());
-      c.uncertain = jc.value("uncertain", false);
-      if (jc.contains("predicted") && jc["predicted"].is_object())
-        for (const auto& [s, p] : jc["predicted"].items()) {
-          double t = p.is_object() ? p.value("time_us", NAN) : p.get<double>();
-          if (std::isfinite(t) && t > 0) c.time_us[s] = t;
-        }
-      g.cells.push_back(std::move(c));
-    } catch (const nlohmann::json::exception& e) {
-      throw InputError(name, 0, "cells[" + std::to_string(i - 1) + "]", e.what());
+  if (auto d = root.find("dtype")) g.dtype = d->name();
+  if (auto ss = root.find("strategies"))
+    for (std::size_t i = 0; i < ss->size(); ++i) g.strategies.push_back(ss->at(i).name());
+  const JsonView cells = root.at("cells");
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    const JsonView jc = cells.at(i);
+    jc.expect_object();
+    if (auto f = jc.find("fallback"); f && f->boolean()) continue;  // no candidate could be predicted: nothing to draw
+    StrategyCell c;
+    c.system = system;
+    c.tp = jc.at("tp").integer<int>(1, std::numeric_limits<int>::max());
+    c.fusion = "NONE";
+    if (auto f = jc.find("fusion")) {
+      const auto op = try_parse_fusion(f->name());
+      if (!op) f->fail("unknown fusion " + f->json().dump());
+      c.fusion = to_string(*op);
     }
+    // tokens and hidden together (a shaped cell) or neither (a cell of a message size).
+    const auto tokens = jc.find("tokens"), hidden = jc.find("hidden");
+    if (tokens.has_value() != hidden.has_value())
+      jc.fail(std::string("has \"") + (tokens ? "tokens" : "hidden") + "\" without \"" + (tokens ? "hidden" : "tokens") + "\"");
+    if (tokens) c.tokens = tokens->integer<std::int64_t>(1, kMaxAxis), c.hidden = hidden->integer<std::int64_t>(1, kMaxAxis);
+    if (auto b = jc.find("bytes")) c.bytes = positive(*b);
+    else if (!tokens) jc.fail("a cell needs \"tokens\" and \"hidden\", or \"bytes\"");
+    if (auto ch = jc.find("choice")) c.choice = ch->name();
+    if (auto u = jc.find("uncertain")) c.uncertain = u->boolean();
+    if (auto pred = jc.find("predicted")) {
+      pred->expect_object();
+      for (const auto& [s, p] : pred->json().items()) {
+        const JsonView pv(p, json_pointer_append(pred->pointer(), s));
+        if (const std::string why = name_problem(s); !why.empty()) pv.fail("strategy name: " + why);
+        if (p.is_null()) continue;  // no prediction for this strategy
+        // The figures draw time_us only (lo_us and hi_us are not read).
+        c.time_us[s] = positive(p.is_object() ? pv.at("time_us") : pv);
+      }
+    }
+    g.cells.push_back(std::move(c));
   }
   std::set<std::string> known(g.strategies.begin(), g.strategies.end());
   for (const auto& c : g.cells) {
@@ -287,6 +312,16 @@ StrategyGrid grid_from_codegen_json(const nlohmann::json& j, const std::string& 
     if (!c.choice.empty() && known.insert(c.choice).second) g.strategies.push_back(c.choice);
   }
   return g;
+}
+
+}  // namespace
+
+StrategyGrid grid_from_codegen_json(const nlohmann::json& j, const std::string& name, const std::string& text) {
+  try {
+    return read_codegen_json(JsonView(j), name);
+  } catch (const JsonError& e) {
+    throw json_input_error(e, text, name);
+  }
 }
 
 StrategyGrid grid_from_samples(const std::vector<Sample>& samples, Collective collective) {

@@ -92,8 +92,11 @@ struct StrategyGrid {
   bool shaped() const;  // every cell has tokens and hidden
 };
 
-// From the codegen JSON (choice, predicted times, uncertain flags).
-StrategyGrid grid_from_codegen_json(const nlohmann::json& j, const std::string& name);
+// From the codegen JSON (choice, predicted times, uncertain flags) parsed from `text` read from `name`. Every
+// value is checked (tp >= 1, tokens and hidden in 1..2^40, a known fusion, times and bytes > 0, names without
+// control characters): throws InputError naming the file, the line (of `text`; 0 without it) and the JSON
+// pointer, e.g. "t.json:12: /cells/3/tp: expected a whole number in 1..2147483647, got -1".
+StrategyGrid grid_from_codegen_json(const nlohmann::json& j, const std::string& name, const std::string& text = "");
 // From measured samples of one collective (all-reduce by default): the time per strategy per cell (size_median,
 // as codegen's selection reduces repeats).
 StrategyGrid grid_from_samples(const std::vector<Sample>& samples, Collective collective = Collective::AllReduce);

@@ -65,9 +65,14 @@ Figure alltoallv_figure(const AllToAllvFigureData& d, const std::string& stem) {
     rows.push_back({gp_number(p.bytes), gp_number(p.time_us), has_band ? gp_number(p.lo_us) : "NaN",
                     has_band ? gp_number(p.hi_us) : "NaN"});
   }
-  s << "# uniform all-to-all prediction (bytes, time_us, lo_us, hi_us)\n" << data_block("curve", rows);
+  s << gp_comment("uniform all-to-all prediction (bytes, time_us, lo_us, hi_us)") << data_block("curve", rows);
   SeriesColours colours;
   std::vector<std::string> families;
+  // Data block of panel k's points of one family: named by indices, a name holds no input text.
+  auto block = [&families](std::size_t k, const std::string& family) {
+    const auto at = std::find(families.begin(), families.end(), family) - families.begin();
+    return "m" + std::to_string(k) + "_" + std::to_string(at);
+  };
   for (std::size_t k = 0; k < d.panels.size(); ++k) {
     std::map<std::string, std::vector<std::vector<std::string>>> by_family;
     for (const auto& p : d.panels[k].points) {
@@ -76,8 +81,8 @@ Figure alltoallv_figure(const AllToAllvFigureData& d, const std::string& stem) {
       if (std::find(families.begin(), families.end(), p.family) == families.end()) families.push_back(p.family);
     }
     for (const auto& [family, pts] : by_family) {
-      s << "# " << d.panels[k].mode << ", " << family << " (effective bytes, measured time_us)\n";
-      s << data_block("m" + std::to_string(k) + "_" + slug(family), pts);
+      s << gp_comment(d.panels[k].mode + ", " + family + " (effective bytes, measured time_us)");
+      s << data_block(block(k, family), pts);
     }
   }
   // The curve is drawn over the points' range only (it spans a wider range to cover every mode).
@@ -95,7 +100,7 @@ Figure alltoallv_figure(const AllToAllvFigureData& d, const std::string& stem) {
   for (std::size_t k = 0; k < d.panels.size(); ++k) {
     const AllToAllvPanel& panel = d.panels[k];
     const double px = L + k * (P + G);
-    s << "# ---- panel " << panel.mode << " ----\n";
+    s << gp_comment("---- panel " + panel.mode + " ----");
     s << panel_margins(px / f.width, (px + P) / f.width, B / f.height, (B + P) / f.height);
     s << "set xlabel " << title_text("effective all-to-all size (" + panel.mode + ")") << "\nset ylabel "
       << (k == 0 ? "'latency'" : "''") << "\n";
@@ -106,7 +111,7 @@ Figure alltoallv_figure(const AllToAllvFigureData& d, const std::string& stem) {
     std::set<std::string> drawn;
     for (const auto& p : panel.points)
       if (drawn.insert(p.family).second)
-        parts.push_back("$m" + std::to_string(k) + "_" + slug(p.family) + " using 1:2 with points pt 7 ps 1.0 lc rgb '" +
+        parts.push_back("$" + block(k, p.family) + " using 1:2 with points pt 7 ps 1.0 lc rgb '" +
                         colours(p.family) + "' notitle");
     if (parts.empty()) parts.push_back("NaN notitle");
     s << "plot ";

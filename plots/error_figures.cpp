@@ -35,7 +35,7 @@ Figure error_scatter_figure(const ErrorData& d, const std::string& stem) {
       rows.push_back({gp_number(m), gp_number(y), out ? "1" : "0", gp_number(p)});
     }
     total = std::max(total, rows.size());
-    s << "# " << d.series[i].name << " (measured_us, predicted_us drawn, pinned to the border, predicted_us)\n"
+    s << gp_comment(d.series[i].name + " (measured_us, predicted_us drawn, pinned to the border, predicted_us)")
       << data_block("s" + std::to_string(i), rows);
   }
   // One square panel per method (small multiples: overlaid methods hide each other), same axes everywhere.
@@ -116,7 +116,7 @@ Figure error_histogram_figure(const ErrorData& d, const std::string& stem, doubl
       ymax = std::max(ymax, share);
       rows.push_back({gp_number(k * bin), gp_number(share)});
     }
-    s << "# " << d.series[i].name << " (relative error bin centre %, share of points %), " << n << " points\n";
+    s << gp_comment(d.series[i].name + " (relative error bin centre %, share of points %), " + format_number(n, "%.0f") + " points");
     s << data_block("h" + std::to_string(i), rows);
   }
   if (!(ymax > 0)) ymax = 1;
@@ -163,9 +163,7 @@ Figure error_summary_figure(const ErrorSummaryData& d, const std::string& stem) 
   }
   if (!(ymax > 0)) ymax = 1;
   std::ostringstream s;
-  s << "# method";
-  for (const auto& m : d.metrics) s << ", " << m;
-  s << "\n" << data_block("d", rows);
+  s << gp_comment("method" + (d.metrics.empty() ? std::string() : ", " + join(d.metrics, ", "))) << data_block("d", rows);
   s << "set title " << title_text(d.title) << " font ',14'\n";
   s << "set style data histogram\nset style histogram cluster gap 1\nset style fill solid 0.85 border -1\n";
   s << "set yrange [0:" << gp_number(ymax * 1.18) << "]\nset ylabel " << title_text(d.y_label) << "\nset grid ytics lc rgb '#d0d0d0'\n";

@@ -21,24 +21,17 @@ std::string SeriesColours::operator()(const std::string& series) {
 std::string title_text(const std::string& s) { return gp_quote(gp_enhanced_escape(s)); }
 
 std::string multiplot_title(const std::string& title, const std::string& subtitle) {
-  // A double-quoted gnuplot string (for the "\n"): the enhanced-text backslashes must be doubled.
-  auto dquote = [](const std::string& t) {
-    std::string out;
-    for (char ch : t) {
-      if (ch == '\\' || ch == '"') out += '\\';
-      out += ch;
-    }
-    return out;
-  };
-  std::string text = dquote(gp_enhanced_escape(title));
-  if (!subtitle.empty()) text += "\\n{/*0.85 " + dquote(gp_enhanced_escape(subtitle)) + "}";
-  return "set multiplot title \"" + text + "\" font ',14'\n";
+  // Quoted pieces joined with gnuplot's `.`: the line break between title and subtitle is the one double-quoted
+  // piece, so no input text is ever inside a double-quoted (escape-interpreting) string.
+  std::string text = title_text(title);
+  if (!subtitle.empty()) text += " . \"\\n\" . " + gp_quote("{/*0.85 " + gp_enhanced_escape(subtitle) + "}");
+  return "set multiplot title " + text + " font ',14'\n";
 }
 
 std::string legend_panel(double top, const std::vector<std::string>& entries, int max_cols) {
   if (entries.empty()) return "";
   std::ostringstream s;
-  s << "# ---- legend ----\n";
+  s << gp_comment("---- legend ----");
   s << "set lmargin at screen 0.02\nset rmargin at screen 0.98\nset bmargin at screen 0.005\nset tmargin at screen "
     << gp_number(top) << "\n";
   s << "unset border\nunset xtics\nunset ytics\nunset x2tics\nunset y2tics\nunset xlabel\nunset ylabel\nunset title\n";

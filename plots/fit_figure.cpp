@@ -55,7 +55,7 @@ std::string fit_data_blocks(const FitFigureData& d, FitExtent& e, bool& any_band
       rows.push_back({gp_number(p.bytes), gp_number(p.time_us), gp_number(bus_bw_gbps(m.collective, std::max(1, m.nranks), p.bytes, p.time_us)),
                       p.held_out ? "1" : "0"});
     }
-    s << "# measured: " << m.label << " (bytes, time_us, busbw_GBps, held_out)\n";
+    s << gp_comment("measured: " + m.label + " (bytes, time_us, busbw_GBps, held_out)");
     s << data_block("m" + std::to_string(i), rows);
   }
   for (std::size_t i = 0; i < d.curves.size(); ++i) {
@@ -76,7 +76,7 @@ std::string fit_data_blocks(const FitFigureData& d, FitExtent& e, bool& any_band
                       band ? gp_number(bus_bw_gbps(c.collective, n, p.bytes, p.hi_us)) : "NaN",
                       band ? gp_number(bus_bw_gbps(c.collective, n, p.bytes, p.lo_us)) : "NaN"});
     }
-    s << "# curve: " << c.label << " (bytes, time_us, lo_us, hi_us, busbw, busbw_lo, busbw_hi)\n";
+    s << gp_comment("curve: " + c.label + " (bytes, time_us, lo_us, hi_us, busbw, busbw_lo, busbw_hi)");
     s << data_block("c" + std::to_string(i), rows);
   }
   return s.str();

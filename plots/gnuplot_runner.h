@@ -61,7 +61,14 @@ struct RenderResult {
   std::vector<std::string> warnings;  // gnuplot's "warning:" lines, if any (an empty list is the goal)
 };
 
-// Writes <stem>.gp atomically, then renders one image per format to <stem>.<ext> (temp + rename).
+// The files render_figure() writes: <stem>.gp, then <stem>.<ext> per format.
+std::vector<std::string> figure_outputs(const Figure& figure, const std::vector<ImageFormat>& formats);
+// Throws OutputPathError when one of figure_outputs() may not be written (check_output_path, model/atomic_file.h)
+// or the stem holds a control character. A command drawing several figures checks them all before rendering any.
+void check_figure_outputs(const Figure& figure, const std::vector<ImageFormat>& formats);
+
+// Checks the outputs (check_figure_outputs), writes <stem>.gp atomically, then renders one image per format to
+// <stem>.<ext> (temp + rename).
 // Throws GnuplotMissing, GnuplotFailed (with gnuplot's error text), or std::runtime_error on I/O errors.
 // Creates the stem's directory when missing.
 RenderResult render_figure(const Figure& figure, const std::vector<ImageFormat>& formats);
@@ -71,15 +78,26 @@ std::string figure_script(const Figure& figure);
 
 // ---- helpers for building script bodies ----
 
-// A gnuplot single-quoted string literal ('' escapes a quote): gp_quote("it's") == "'it''s'".
+// Every string from an input (a system, strategy or file name, a title) reaches a script through one of these
+// two, so it cannot end its comment or string and run the rest as gnuplot commands (`system "..."`, `set output`):
+//
+// A gnuplot string literal holding `s`: single-quoted, a quote doubled ('' is gnuplot's escape there; a
+// backslash is literal), and each control character (a line break would end the command) a space:
+// gp_quote("it's") == "'it''s'". Join pieces with gnuplot's `.` operator where a "\n" is needed.
 std::string gp_quote(const std::string& s);
-// Text safe inside an enhanced-text label: escapes _ ^ @ & { } ~ so names like "RESIDUAL_RMS_NORM" print as is.
+// One comment line "# <text>\n": control characters become spaces, so a line break cannot end the comment, and a
+// trailing backslash is followed by a space, so it cannot continue the comment onto the next line.
+std::string gp_comment(const std::string& text);
+// Text safe inside an enhanced-text label: escapes \ _ ^ @ & { } ~ so names like "RESIDUAL_RMS_NORM" print as
+// is. Pass the result through gp_quote.
 std::string gp_enhanced_escape(const std::string& s);
 // Number formatting for data blocks: shortest round-trippable-enough form ("%.9g"); NaN/inf -> "NaN".
 std::string gp_number(double v);
 
 // A data block "$name << EOD ... EOD" from rows of already-formatted fields (joined by tabs; fields holding
-// spaces are double-quoted, so string columns work with `using ...:(stringcolumn(k))`).
+// spaces are double-quoted, so string columns work with `using ...:(stringcolumn(k))`). `name` must be an
+// identifier (letters, digits, _); a field's control characters become spaces and its double quotes single
+// ones, and a field that starts with "EOD" or holds a backslash is quoted, so no field ends the block early.
 std::string data_block(const std::string& name, const std::vector<std::vector<std::string>>& rows);
 
 // ---- tick labels ----

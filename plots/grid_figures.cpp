@@ -84,7 +84,7 @@ std::string index_tics(const std::string& axis, const std::vector<std::int64_t>&
   for (std::size_t i = 0; i < vals.size(); i += static_cast<std::size_t>(step)) {
     if (!first) out += ", ";
     first = false;
-    out += "'" + axis_label_text(vals[i], style) + "' " + std::to_string(i);
+    out += gp_quote(axis_label_text(vals[i], style)) + " " + std::to_string(i);
   }
   return out + ") scale 0 font ',9'\n";
 }
@@ -160,8 +160,8 @@ Figure heatmap_figure(const HeatmapData& d, const std::string& stem, const std::
       rows.push_back({std::to_string(g.xpos[c.x]), std::to_string(g.ypos[c.y]), gp_number(c.value),
                       percent ? percent_text(c.value) : "", std::to_string(c.x), std::to_string(c.y)});
     }
-    s << "# panel " << k << ": " << d.panels[k].title << " (x index, y index, value, text, " << d.x.label << ", "
-      << d.y.label << ")\n";
+    s << gp_comment("panel " + std::to_string(k) + ": " + d.panels[k].title + " (x index, y index, value, text, " +
+                    d.x.label + ", " + d.y.label + ")");
     s << data_block("p" + std::to_string(k), rows);
   }
   s << "set multiplot title " << title_text(d.title) << " font ',14'\n";
@@ -257,8 +257,8 @@ Figure best_map_figure(const BestMapData& d, const std::string& stem) {
                       c.measured ? "1" : "0", c.uncertain ? "1" : "0", d.strategies[static_cast<std::size_t>(c.category)],
                       std::to_string(c.x), std::to_string(c.y)});
     }
-    s << "# panel " << k << ": " << d.panels[k].title
-      << " (x index, y index, rgb, measured, uncertain, strategy, " << d.x.label << ", " << d.y.label << ")\n";
+    s << gp_comment("panel " + std::to_string(k) + ": " + d.panels[k].title +
+                    " (x index, y index, rgb, measured, uncertain, strategy, " + d.x.label + ", " + d.y.label + ")");
     s << data_block("p" + std::to_string(k), rows);
   }
   s << "set multiplot title " << title_text(d.title) << " font ',14'\n";

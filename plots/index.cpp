@@ -4,7 +4,6 @@
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -84,7 +83,14 @@ std::vector<IndexEntry> collect_figures(const std::string& dir) {
   for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     const fs::path& p = it->path();
     if (!it->is_regular_file() || p.extension() != ".gp") continue;
-    std::ifstream in(p);
+    // read_file records the script as an input, so the output-path rule refuses an index page written over it.
+    std::string text;
+    try {
+      text = read_file(p.string());
+    } catch (const std::runtime_error&) {
+      continue;  // unreadable: not a figure this page can show
+    }
+    std::istringstream in(text);
     std::string line;
     if (!std::getline(in, line) || line.rfind("# arfit-figure", 0) != 0) continue;
     IndexEntry e;

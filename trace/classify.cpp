@@ -86,6 +86,13 @@ bool KernelRule::matches(const std::string& kernel_name) const {
 RuleTable RuleTable::parse(const std::string& text, const std::string& name) {
   const json root = parse_json(text, name);  // the shared JSON loading path (model/json_input.h)
   if (!root.is_object()) throw InputError(name, 1, "", "a rule file must be a JSON object with 'classes' and/or 'rules'");
+  // Another JSON document (a models file, {}) is not a rule file with no rules: refused, naming what is missing.
+  if (auto v = root.find("arfit_kernel_rules"); v != root.end() && !(v->is_number_integer() && *v == 1))
+    fail(text, name, {std::string("arfit_kernel_rules")},
+         "unsupported rule file version " + v->dump() + " (this arfit reads version 1)");
+  if (!root.contains("classes") && !root.contains("rules"))
+    throw InputError(name, 1, "", "not a kernel rule file: it has neither 'classes' nor 'rules' (the shape of "
+                                  "trace/rules/default_rules.json)");
   RuleTable t;
   if (auto c = root.find("classes"); c != root.end()) {
     if (!c->is_array()) fail(text, name, {std::string("classes")}, "'classes' must be an array");

@@ -1,9 +1,12 @@
 // The arfit command as a user meets it: --help everywhere, --version, and usage errors with exit code 2.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <regex>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "test_support.h"
 
@@ -64,4 +67,69 @@ TEST(Cli, MissingSubcommandIsAUsageError) {
   auto r = run_command(arfit_bin());
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("subcommand"), std::string::npos) << r.output;
+}
+
+namespace {
+
+// A models file fitted here: NCCL and ONESHOT all-reduce on 2 GPUs, 1 KiB .. 64 MiB.
+std::string fit_small_models(const arfit::testing::TempDir& dir) {
+  std::string csv = "#arfit-samples v1\ncollective,strategy,fusion,dtype,nranks,bytes,time_us\n";
+  for (int k = 10; k <= 26; ++k) {
+    const double b = static_cast<double>(1LL << k);
+    csv += "allreduce,NCCL,NONE,bf16,2," + std::to_string(1LL << k) + "," + std::to_string(15 + b / 4e5) + "\n";
+    csv += "allreduce,ONESHOT,NONE,bf16,2," + std::to_string(1LL << k) + "," + std::to_string(3 + b / 5e4) + "\n";
+  }
+  const std::string samples = dir.write("s.csv", csv);
+  const auto r = run_command(arfit_bin() + " fit " + samples + " -o " + dir.file("m.json"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  return dir.file("m.json");
+}
+
+}  // namespace
+
+// suggest --json: a path the output rule refuses (a device, a folder, the models file) is a usage error before
+// the table is built or printed.
+TEST(Cli, SuggestRefusesItsJsonPathBeforePrinting) {
+  arfit::testing::TempDir dir;
+  const std::string models = fit_small_models(dir);
+  for (const std::string& out : {std::string("/dev/null"), dir.path().string(), models}) {
+    const auto r = run_command(arfit_bin() + " suggest " + models + " --tp 2 --json " + out);
+    EXPECT_EQ(r.exit_code, 2) << out << ": " << r.output;
+    EXPECT_NE(r.output.find(out + ": "), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("cells are uncertain"), std::string::npos) << "printed before refusing: " << r.output;
+  }
+}
+
+// codegen and suggest take the --sm values predict takes (the SMs arfit knows).
+TEST(Cli, CodegenSmIsAKnownSm) {
+  arfit::testing::TempDir dir;
+  const std::string models = fit_small_models(dir);
+  for (const std::string& cmd : {" codegen " + models + " --format json -o " + dir.file("t.json"), " suggest " + models}) {
+    const auto r = run_command(arfit_bin() + cmd + " --tp 2 --sm 1000000");
+    EXPECT_EQ(r.exit_code, 2) << cmd << r.output;
+    EXPECT_NE(r.output.find("--sm: 1000000 not in"), std::string::npos) << r.output;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.file("t.json")));
+  const auto ok = run_command(arfit_bin() + " codegen " + models + " --format json --tp 2 --sm 100 -o " + dir.file("t.json"));
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+}
+
+// --rules: a JSON document that is not a kernel rule file ({}, another version, a models file) is refused
+// naming the file (and the key), not read as a file with no rules.
+TEST(Cli, RulesFileMustBeARulesFile) {
+  arfit::testing::TempDir dir;
+  const std::string profile = std::string(ARFIT_SOURCE_DIR) + "/tests/trace/data/vllm_tp2_small.json";
+  const std::string models = fit_small_models(dir);
+  const std::string empty = dir.write("empty.json", "{}");
+  const std::string v99 = dir.write("v99.json", "{\"arfit_kernel_rules\": 99}");
+  for (const auto& [rules, says] : std::vector<std::pair<std::string, std::string>>{
+           {empty, empty + ":1: not a kernel rule file"}, {v99, v99 + ":1: at arfit_kernel_rules: unsupported"},
+           {models, models + ":1: not a kernel rule file"}}) {
+    const auto r = run_command(arfit_bin() + " breakdown " + profile + " --no-figures --rules " + rules + " -o " + dir.file("bd"));
+    EXPECT_EQ(r.exit_code, 1) << rules << ": " << r.output;
+    EXPECT_NE(r.output.find(says), std::string::npos) << r.output;
+  }
+  const std::string fine = dir.write("fine.json", R"({"classes": [{"id": "x"}], "rules": [{"class": "x", "regex": "sample_tokens"}]})");
+  const auto r = run_command(arfit_bin() + " breakdown " + profile + " --no-figures --rules " + fine + " -o " + dir.file("bd"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
 }

@@ -1,6 +1,7 @@
 // codegen/: tables built against synthetic predictors, the generated files compiled and run, determinism.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -9,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "codegen/codegen.h"
+#include "codegen/safe_text.h"
 #include "codegen/table.h"
 #include "codegen/writers.h"
 #include "test_support.h"
@@ -410,4 +412,66 @@ TEST(CodegenTable, SameElementSizeModelsAnswerForEachOther) {
   TableOptions fp32;
   fp32.dtype = "fp32";  // 4-byte elements: neither the fp16 nor the bf16 model answers
   EXPECT_EQ(build_table(g, two, p, fp32).fallback_cells(), 2);
+}
+
+// Names are rendered into generated code through codegen/safe_text.h: a strategy or system name cannot end a
+// comment (a line break, a C++ line-splicing backslash, "*/") or give an invalid or reserved C++ identifier.
+TEST(CodegenSafeText, CommentsAndIdentifiers) {
+  EXPECT_EQ(comment_text("a\nimport os\r", CommentSyntax::Hash), "a?import os?");
+  EXPECT_EQ(comment_text("x*/ y /* z\\", CommentSyntax::Cpp), "x* / y / * z/");
+  EXPECT_EQ(comment_text("x*/ \\", CommentSyntax::Hash), "x*/ \\");
+  EXPECT_EQ(comment_text("bad \xff utf8 \xc3\xa9", CommentSyntax::Hash), "bad ? utf8 \xc3\xa9");
+  EXPECT_EQ(cpp_identifier("my-kernel"), "my_kernel");
+  EXPECT_EQ(cpp_identifier("int"), "S_int");
+  EXPECT_EQ(cpp_identifier("EOF"), "S_EOF");
+  EXPECT_EQ(cpp_identifier("__x"), "S_x");
+  EXPECT_EQ(cpp_identifier("9x"), "S_9x");
+  EXPECT_EQ(cpp_identifier(""), "S_");
+}
+
+TEST(CodegenSafeText, DangerousNamesCannotBreakOutOfGeneratedCode) {
+  // Legal in a models file, dangerous in the targets: a C++ comment's line splice, a block-comment end, names
+  // that are keywords, standard macros or reserved identifiers, and two names giving the same identifier.
+  const std::vector<std::string> names{"NCCL", "splice\\", "x*/ int y; /*", "int", "EOF", "__reserved", "a-b", "a_b"};
+  CandidateLister all = [names](int, FusionOp) { return names; };
+  Predictor p = [names](const PredictQuery& q) -> std::optional<Prediction> {
+    const auto k = static_cast<double>(std::find(names.begin(), names.end(), q.strategy) - names.begin());
+    Prediction r;  // each name wins somewhere: the cheapest per-byte cost grows with the index
+    r.time_us = 1.0 + 3.0 * k + q.bytes / (1e3 * std::pow(4.0, k));
+    r.lo_us = r.time_us * 0.99;
+    r.hi_us = r.time_us * 1.01;
+    return r;
+  };
+  Banner banner = test_banner();
+  banner.command = "arfit codegen --system evil\\";  // a banner line ending in a backslash
+  const StrategyTable t = build_table(Grid{}, all, p);
+  const std::string header = write_header(t, banner, 90);
+  TempDir dir;
+  dir.write("arfit_select.h", header);
+  // <cstdio> first: EOF is a macro there.
+  dir.write("main.cpp", R"(#include <cstdio>
+#include "arfit_select.h"
+int main() {
+  std::printf("%d %d %d\n", static_cast<int>(arfit_select::Strategy::NCCL), static_cast<int>(arfit_select::Strategy::S_int),
+              static_cast<int>(arfit_select::select(2, arfit_select::Fusion::NONE, 1, 128)));
+}
+)");
+  const auto build =
+      run_command(cxx() + " -std=c++17 -Wall -Wextra -Werror -pedantic -o " + dir.file("prog") + " " + dir.file("main.cpp"));
+  ASSERT_EQ(build.exit_code, 0) << build.output << "\n" << header.substr(0, 3000);
+  EXPECT_EQ(run_command(dir.file("prog")).exit_code, 0);
+  // One enumerator line per name, each a comment after its enumerator.
+  for (const auto& n : names) EXPECT_NE(header.find(",  // " + comment_text(n, CommentSyntax::Cpp) + "\n"), std::string::npos) << n;
+  EXPECT_EQ(header.find("*/"), std::string::npos);
+
+  // Python: a role's model strategy with a line break stays inside the "# Strategies:" comment.
+  VllmConfig v;
+  v.roles["custom"] = {"x\nimport os; os.system('id')\r"};
+  const std::string py = write_vllm(v, banner);
+  std::istringstream lines(py);
+  for (std::string line; std::getline(lines, line);)
+    if (line.find("import os") != std::string::npos) {
+      EXPECT_EQ(line.rfind("# ", 0), 0u) << line;
+    }
+  EXPECT_EQ(py.find('\r'), std::string::npos);
 }

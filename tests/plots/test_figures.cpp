@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
 
 #include "plot_fixtures.h"
 #include "plots/figures.h"
@@ -198,7 +199,50 @@ TEST(TickLabels, ReadableUnits) {
   EXPECT_EQ(parse_formats("both").size(), 2u);
   EXPECT_THROW(parse_formats("jpeg"), std::invalid_argument);
   EXPECT_EQ(gp_quote("it's"), "'it''s'");
+  // Input text in a quoted string, a comment or a data block cannot end it: control characters become spaces,
+  // a comment's trailing backslash (a line continuation) gets a space, a field starting with EOD or holding a
+  // backslash is quoted.
+  EXPECT_EQ(gp_quote("a\nsystem 'x'\r"), "'a system ''x'' '");
+  EXPECT_EQ(gp_comment("title: x\nsystem \"id\""), "# title: x system \"id\"\n");
+  EXPECT_EQ(gp_comment("ends in \\"), "# ends in \\ \n");
+  EXPECT_EQ(data_block("d", {{"EOD", "1"}, {"a\\"}, {"x\ny"}}), "$d << EOD\n\"EOD\"\t1\n\"a\\\"\n\"x y\"\nEOD\n");
+  EXPECT_THROW(data_block("m0_a-b", {}), std::invalid_argument);
   EXPECT_EQ(slug("h100/allreduce NCCL"), "h100_allreduce_NCCL");
+}
+
+// A name or title from an input holding gnuplot commands after a line break, a backslash or "EOD" draws as
+// text: gnuplot runs none of it (no file appears), and the figure renders.
+TEST_F(FigureTest, InputTextNeverRunsAsGnuplotCommands) {
+  const std::string ran = stem("ran"), elsewhere = stem("elsewhere.png");
+  const std::string evil = "x\nsystem \"touch " + ran + "\"\nset output \"" + elsewhere + "\"\r\nprint 'y' \\";
+  FitFigureData fit = fixtures::fit_data();
+  fit.title = fit.subtitle = evil;
+  fit.measured.at(0).label = evil;
+  fit.curves.at(0).label = "EOD" + evil;
+  ErrorSummaryData summary = fixtures::error_summary_data();
+  summary.title = evil;
+  summary.methods.at(0).name = "EOD";
+  summary.methods.at(1).name = evil;
+  summary.metrics = {evil, "median", "p90"};
+  BestMapData best = fixtures::best_data();
+  best.title = evil;
+  best.strategies.at(0) = evil;
+  best.panels.at(0).title = evil;
+  ErrorData errors = fixtures::error_data();
+  errors.series.at(0).name = evil;
+  for (Figure f : {fit_figure(fit, stem("fit_evil")), error_summary_figure(summary, stem("summary_evil")),
+                   best_map_figure(best, stem("best_evil")), error_histogram_figure(errors, stem("hist_evil"))}) {
+    f.caption = evil;
+    f.kind = evil;
+    const std::string gp = render_and_check(f);
+    std::istringstream lines(gp);
+    for (std::string line; std::getline(lines, line);) {
+      EXPECT_NE(line.rfind("system", 0), 0u) << f.stem << ": " << line;
+      EXPECT_NE(line.rfind("set output \"", 0), 0u) << f.stem << ": " << line;
+    }
+  }
+  EXPECT_FALSE(fs::exists(ran)) << "a title ran as a gnuplot command";
+  EXPECT_FALSE(fs::exists(elsewhere)) << "a title redirected gnuplot's output";
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/json_input.h"
 #include "model/sample_csv.h"
 #include "plot_fixtures.h"
 #include "plots/gnuplot_runner.h"
@@ -116,6 +117,67 @@ TEST_F(PlotCli, BadInvocationsExitNonZeroWithReason) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(has(r.output, "gnuplot not found")) << r.output;
   EXPECT_FALSE(fs::exists(out + "/best_toy-gpu_tp2.png"));
+}
+
+// A codegen JSON is read through JsonView: each bad value is refused naming file, line and JSON pointer, and no
+// figure is drawn (a TP of -1 used to give best_toy-gpu_tp-1.png).
+TEST_F(PlotCli, CodegenJsonValuesAreChecked) {
+  nlohmann::json cell = {{"tp", 2}, {"fusion", "NONE"}, {"tokens", 16}, {"hidden", 1024}, {"bytes", 32768.0},
+                         {"choice", "NCCL"}, {"predicted", {{"NCCL", {{"time_us", 10.0}}}, {"ONESHOT", {{"time_us", 12.0}}}}}};
+  const nlohmann::json good = {{"system", "toy-gpu"}, {"strategies", {"NCCL", "ONESHOT"}}, {"cells", {cell, cell}}};
+  struct Bad {
+    const char* pointer;
+    nlohmann::json value;
+    const char* reason;
+  };
+  const Bad cases[] = {{"/cells/1/tp", -1, "expected a whole number in 1.."},
+                       {"/cells/1/tokens", 0, "expected a whole number in 1.."},
+                       {"/cells/1/hidden", "x", "expected a whole number, got string"},
+                       {"/cells/1/fusion", "BOGUS", "unknown fusion"},
+                       {"/cells/1/predicted/NCCL/time_us", 0, "expected a number > 0"},
+                       {"/cells/1/bytes", -1, "expected a number > 0"},
+                       {"/system", "x\nsystem \"id\"", "control character \\n"},
+                       {"/cells/1/choice", "a\rb", "control character \\r"}};
+  std::string out = tmp_.file("fig");
+  for (const Bad& c : cases) {
+    nlohmann::json j = good;
+    j[nlohmann::json::json_pointer(c.pointer)] = c.value;
+    const std::string text = j.dump(1);
+    const std::string path = tmp_.write("table.json", text);
+    const long line = arfit::json_line_of(text, c.pointer);
+    ASSERT_GT(line, 1) << c.pointer;
+    auto r = run_command(arfit::testing::arfit_bin() + " plot best " + path + " -o " + out);
+    EXPECT_EQ(r.exit_code, 1) << c.pointer << ": " << r.output;
+    EXPECT_TRUE(has(r.output, path + ":" + std::to_string(line) + ": " + c.pointer + ": " + c.reason)) << r.output;
+    EXPECT_FALSE(fs::exists(out)) << c.pointer;
+  }
+  const std::string path = tmp_.write("table.json", good.dump(1));
+  auto r = run_command(arfit::testing::arfit_bin() + " plot best " + path + " -o " + out);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(fs::exists(out + "/best_toy-gpu_tp2.png")) << r.output;
+}
+
+// Every output path is checked before any figure is rendered: one refused image path (a folder) leaves the
+// output folder as it was, and the index page may not replace a figure script it reads.
+TEST_F(PlotCli, RefusedOutputPathChangesNothing) {
+  std::string csv = write_toy_samples(tmp_);
+  std::string out = tmp_.file("fig");
+  const std::string blocked = out + "/fit_toy-gpu_allreduce_TWOSHOT_NONE_bf16_n2.png";
+  fs::create_directories(blocked);
+  auto r = run_command(arfit::testing::arfit_bin() + " plot fit " + csv + " -o " + out);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, blocked)) << r.output;
+  for (const auto& e : fs::directory_iterator(out)) EXPECT_EQ(e.path().string(), blocked) << "written: " << e.path();
+  fs::remove(blocked);
+
+  r = run_command(arfit::testing::arfit_bin() + " plot fit " + csv + " -o " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string script = out + "/fit_toy-gpu_allreduce_NCCL_NONE_bf16_n2.gp";
+  const std::string before = slurp(script);
+  r = run_command(arfit::testing::arfit_bin() + " plot index " + out + " -o " + script);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "is an input of this run")) << r.output;
+  EXPECT_EQ(slurp(script), before);
 }
 
 }  // namespace
