@@ -254,14 +254,14 @@ int create_temporary(const std::string& tmp, const std::string& path) {
   throw std::runtime_error(path + ": cannot create the temporary file " + tmp + ": " + sys_reason(errno));
 }
 
-std::string read_bytes(const std::string& path, bool is_input) {
+std::string read_bytes(const std::string& path, bool is_input, std::size_t max_bytes = kMaxInputBytes) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw std::runtime_error(path + ": cannot open: " + sys_reason(errno));
   std::string out;
   struct stat st {};
   if (::fstat(fd, &st) == 0) {
     if (is_input) remember_input(st, path);
-    if (S_ISREG(st.st_mode) && st.st_size > 0 && static_cast<std::uint64_t>(st.st_size) <= kMaxInputBytes)
+    if (S_ISREG(st.st_mode) && st.st_size > 0 && static_cast<std::uint64_t>(st.st_size) <= max_bytes)
       out.reserve(static_cast<std::size_t>(st.st_size));
   }
   std::vector<char> buf(1 << 16);
@@ -274,9 +274,9 @@ std::string read_bytes(const std::string& path, bool is_input) {
       ::close(fd);
       throw std::runtime_error(path + ": cannot read: " + sys_reason(err));
     }
-    if (out.size() + static_cast<std::size_t>(n) > kMaxInputBytes) {
+    if (out.size() + static_cast<std::size_t>(n) > max_bytes) {
       ::close(fd);
-      throw std::runtime_error(path + ": larger than " + std::to_string(kMaxInputBytes >> 20) +
+      throw std::runtime_error(path + ": larger than " + std::to_string(max_bytes >> 20) +
                                " MiB, more than any measurement or models file (a device or an endless stream?)");
     }
     out.append(buf.data(), static_cast<std::size_t>(n));
@@ -385,7 +385,7 @@ std::string normalize_text(std::string text) {
   return text;
 }
 
-std::string read_file(const std::string& path) { return normalize_text(read_bytes(path, true)); }
+std::string read_file(const std::string& path, std::size_t max_bytes) { return normalize_text(read_bytes(path, true, max_bytes)); }
 
 std::string read_file_bytes(const std::string& path) { return read_bytes(path, false); }
 

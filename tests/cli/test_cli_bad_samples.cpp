@@ -75,3 +75,35 @@ TEST(CliBadSamples, GoodFileConvertsAndRoundTrips) {
   EXPECT_EQ(text.rfind("#arfit-samples v1\n", 0), 0u) << text;
   EXPECT_NE(text.find("allreduce,NCCL,NONE,bf16,2,1,"), std::string::npos) << text;
 }
+
+// Values beyond what arfit models are named at their line, before any fit could fail on them later with a
+// models-file message (a time of 1e-300 us underflowed the fit's logs).
+TEST(CliBadSamples, ValuesBeyondWhatArfitModels) {
+  expect_clean_failure({"tiny_time", kHead + kGoodRow + "allreduce,NCCL,NONE,bf16,2,2048,1e-300\n",
+                        ":4: column 'time_us': time 1e-300 us is outside [1e-06, 1e+09] us"});
+  expect_clean_failure({"huge_time", kHead + kGoodRow + "allreduce,NCCL,NONE,bf16,2,2048,2e9\n",
+                        ":4: column 'time_us': time 2e+09 us is outside [1e-06, 1e+09] us"});
+  expect_clean_failure({"huge_bytes", kHead + kGoodRow + "allreduce,NCCL,NONE,bf16,2,9223372036854775807,11\n",
+                        ":4: column 'bytes': 9223372036854775807 bytes, more than the 1e+18 arfit models"});
+  expect_clean_failure({"many_ranks", kHead + kGoodRow + "allreduce,NCCL,NONE,bf16,2097152,2048,11\n",
+                        ":4: column 'nranks': 2097152 ranks, more than the 1048576 arfit models"});
+  expect_clean_failure({"nodes_beyond_ranks",
+                        "#arfit-samples v1\ncollective,strategy,nranks,nnodes,bytes,time_us\nallreduce,NCCL,2,4,1024,10\n",
+                        ":3: column 'nnodes': 4 nodes for 2 ranks"});
+}
+
+// A name with a control character would end a comment in a generated table or a figure script.
+TEST(CliBadSamples, NamesWithControlCharacters) {
+  expect_clean_failure({"strategy_with_bell", kHead + kGoodRow + "allreduce,NCCL\a,NONE,bf16,2,2048,11\n",
+                        ":4: column 'strategy': control character \\a at offset 4"});
+  expect_clean_failure({"dtype_with_escape", kHead + kGoodRow + "allreduce,NCCL,NONE,bf\x1b[2J16,2,2048,11\n",
+                        ":4: column 'dtype': control character \\x1b at offset 2"});
+}
+
+// An all-to-allv split is checked where it is read, naming its line.
+TEST(CliBadSamples, SplitsCheckedAtTheirLine) {
+  const std::string head = "#arfit-samples v1\ncollective,strategy,dtype,nranks,bytes,time_us,splits\n";
+  expect_clean_failure({"split_garbage", head + "alltoallv,NCCL,fp32,2,1024,10,garbage\n", ":3: column 'splits': "});
+  expect_clean_failure({"split_wrong_ranks", head + "alltoallv,NCCL,fp32,4,1024,10,100-200\n",
+                        ":3: column 'splits': the split has 2 ranks, the sample 4"});
+}

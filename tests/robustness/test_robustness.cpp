@@ -346,6 +346,13 @@ TEST_F(Robustness, HandEditedModelsAreValidated) {
       {"/groups/0/key/collective", "allmagic"},
       {"/groups/0/tail/b_us_per_byte", -1e-3},
       {"/groups/0/sm", 1e12},
+      // Optional parts of the wrong type are a broken file, not a fit without them.
+      {"/groups/0/correction", "x"},
+      {"/groups/0/tail", nlohmann::json::array({1, 2})},
+      {"/groups/0/transfer", 3},
+      // A line break in a name would end a comment of a generated table or a figure script.
+      {"/groups/0/key/system", "sysA\nsystem \"id\""},
+      {"/groups/0/key/strategy", "NC\u0001CL"},
   };
   for (const auto& e : edits) {
     nlohmann::json m = models();
@@ -362,6 +369,50 @@ TEST_F(Robustness, HandEditedModelsAreValidated) {
   dir.write("overflow.json", text);
   const CommandResult r = expect_refused("predict overflow.json --collective allreduce --bytes 1M --nranks 8", 1, {"overflow.json", "1e999"});
   EXPECT_EQ(r.output.find("[json.exception"), std::string::npos) << r.output;
+}
+
+// Two groups of one key: the second was shadowed by the first without a word (predict answered from the other
+// curve).
+TEST_F(Robustness, ModelsWithTwoGroupsOfOneKeyAreRefused) {
+  nlohmann::json m = models();
+  m["groups"].push_back(m["groups"][0]);
+  write_models("twice.json", m);
+  const std::string last = "/groups/" + std::to_string(m["groups"].size() - 1) + "/key";
+  const CommandResult r = expect_refused("predict twice.json --collective allreduce --bytes 1M --nranks 8", 1,
+                                         {last, "the same group as /groups/0"});
+  EXPECT_TRUE(names_file_line(r.output, "twice.json")) << r.output;
+}
+
+// A device or an endless stream as an input stops at the read limit with the path named, instead of filling
+// the memory (arfit ingest /dev/zero grew to 17 GB before bad_alloc).
+TEST_F(Robustness, InputsStopAtTheReadLimit) {
+  try {
+    arfit::read_file("/dev/zero", std::size_t{1} << 20);
+    ADD_FAILURE() << "/dev/zero read whole";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("/dev/zero: larger than 1 MiB"), std::string::npos) << e.what();
+  }
+  // A regular file past the limit is refused before its size is reserved.
+  const std::string big = dir.write("big.txt", std::string((std::size_t{1} << 20) + 1, 'x'));
+  EXPECT_THROW(arfit::read_file(big, std::size_t{1} << 20), std::runtime_error);
+  EXPECT_EQ(arfit::read_file(big, std::size_t{2} << 20).size(), (std::size_t{1} << 20) + 1);
+}
+
+// Control characters quoted from input show as \xNN: a NUL ended the message (what() is a C string).
+TEST_F(Robustness, MessagesShowControlCharactersQuotedFromInput) {
+  const arfit::InputError e("f.csv", 3, "collective", std::string("unknown collective 'allre\0duce'", 31));
+  EXPECT_EQ(std::string(e.what()), "f.csv:3: column 'collective': unknown collective 'allre\\x00duce'");
+}
+
+// A command with several outputs checks them all before writing any: --points in a missing folder used to
+// fail after --json had replaced its file.
+TEST_F(Robustness, EvalChecksEveryOutputBeforeWritingAny) {
+  copy("samples.csv");
+  dir.write("keep.json", "keep\n");
+  expect_refused("eval samples.csv --protocol interp2 --json keep.json --points nodir/p.csv", 2, {"nodir/p.csv", "does not exist"});
+  // An explicit method list is taken as given: crosshw has no `seed`, even where the list equals the
+  // generic default.
+  expect_refused("eval samples.csv --protocol crosshw:3 --methods auto,seed,alphabeta,loglog", 2, {"unknown method 'seed'"});
 }
 
 // An evaluation with nothing to evaluate, a table without rows, and rows a reader cannot read are said, not
@@ -419,6 +470,13 @@ TEST_F(Robustness, BadOptionValuesAreUsageErrorsNamingTheOption) {
       {"whatif profile.json --models models.json --tp 0", "--tp"},
       {"breakdown profile.json -o out --top -1", "--top"},
       {"ingest models.json --nranks 0", "--nranks"},
+      {predict + "--nranks 8 --bytes 1,,2", "--bytes"},
+      {predict + "--nranks 8 --bytes 1K:1M:", "--bytes"},
+      {predict + "--nranks 8 --bytes ' 8'", "--bytes"},
+      {predict + "--nranks 8 --tokens 9223372036854775807 --hidden 8", "--tokens"},
+      {"whatif profile.json --models models.json --tp 8 --nnodes 16", "--nnodes"},
+      {"breakdown profile.json -o profile.json", "profile.json: is a regular file, not a folder"},
+      {"breakdown profile.json -o /dev/null", "/dev/null: is a character device, not a folder"},
   };
   for (const auto& [args, option] : cases) {
     const CommandResult r = expect_refused(args, 2, {option});
