@@ -89,8 +89,16 @@ ModelSet ModelSet::parse_checked(const nlohmann::json& j) {
     if (!fresh)
       groups.at(i).at("key").fail("the same group as /groups/" + std::to_string(it->second) + " (" + it->first + "): one group per key");
   }
-  if (const auto joint = root.find("joint"))
-    for (std::size_t i = 0; i < joint->size(); ++i) parsed->joint.push_back(JointModel::from_json(joint->at(i)));
+  if (const auto joint = root.find("joint")) {
+    std::map<std::string, std::size_t> first_of_family;
+    for (std::size_t i = 0; i < joint->size(); ++i) {
+      parsed->joint.push_back(JointModel::from_json(joint->at(i)));
+      const auto [it, fresh] = first_of_family.emplace(parsed->joint.back().key.id(), i);
+      if (!fresh)
+        joint->at(i).at("key").fail("the same family as /joint/" + std::to_string(it->second) + " (" + it->first +
+                                    "): one joint model per family");
+    }
+  }
   if (const auto mode = root.find("alltoallv_mode")) {
     try {
       parse_effective_mode(mode->string());

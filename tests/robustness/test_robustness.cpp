@@ -381,6 +381,21 @@ TEST_F(Robustness, ModelsWithTwoGroupsOfOneKeyAreRefused) {
   const CommandResult r = expect_refused("predict twice.json --collective allreduce --bytes 1M --nranks 8", 1,
                                          {last, "the same group as /groups/0"});
   EXPECT_TRUE(names_file_line(r.output, "twice.json")) << r.output;
+  // Joint families likewise (two rank counts make one).
+  std::string samples = "#arfit-samples v1\ncollective,strategy,nranks,bytes,time_us\n";
+  for (int n : {4, 8})
+    for (long b = 1024; b <= (64L << 20); b *= 2)
+      samples += "allreduce,NCCL," + std::to_string(n) + "," + std::to_string(b) + "," +
+                 std::to_string(5.0 * n + static_cast<double>(b) / (50e3 / n)) + "\n";
+  const std::string counts = dir.write("counts.csv", samples);
+  const CommandResult fitted = run_command(arfit_bin() + " fit " + counts + " -o " + dir.file("counts.json") + " -q");
+  ASSERT_EQ(fitted.exit_code, 0) << fitted.output;
+  nlohmann::json j = nlohmann::json::parse(slurp(dir.file("counts.json")));
+  ASSERT_FALSE(j["joint"].empty());
+  j["joint"].push_back(j["joint"][0]);
+  write_models("twice_joint.json", j);
+  expect_refused("predict twice_joint.json --collective allreduce --bytes 1M --nranks 8", 1,
+                 {"/joint/" + std::to_string(j["joint"].size() - 1) + "/key", "the same family as /joint/0"});
 }
 
 // A device or an endless stream as an input stops at the read limit with the path named, instead of filling
