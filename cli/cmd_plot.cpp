@@ -50,7 +50,11 @@ struct Inputs {
   std::optional<ModelSet> models;
   std::string models_path;
   std::vector<plots::StrategyGrid> tables;  // codegen JSON, read and checked as they are given
-  std::vector<std::pair<std::string, nlohmann::json>> evals;   // eval JSON
+  struct Eval {
+    std::string path, text;  // the text, for the line of a bad value
+    nlohmann::json json;
+  };
+  std::vector<Eval> evals;  // eval JSON
 };
 
 // Reads each input by what it contains.
@@ -70,7 +74,7 @@ Inputs read_inputs(const std::vector<std::string>& paths, const std::string& ing
         continue;
       }
       if (j->contains("methods")) {
-        in.evals.emplace_back(p, std::move(*j));
+        in.evals.push_back({p, text, std::move(*j)});
         continue;
       }
     }
@@ -234,12 +238,12 @@ void draw_errors(const plots::ErrorData& e, const std::string& base, Renderer& r
 }
 
 void plot_errors(const Inputs& in, const PlotArgs& a, Renderer& r) {
-  for (const auto& [p, j] : in.evals) {
+  for (const auto& [p, text, j] : in.evals) {
     std::string base = plots::slug("errors_" + fs::path(p).stem().string());
-    r.draw(plots::error_summary_figure(plots::summary_from_eval_json(j, p), r.stem(base + "_summary")));
-    draw_errors(plots::errors_from_eval_json(j, p), base, r);
-    if (j.value("protocol", std::string()) == "select" && j.contains("cells") && j["cells"].is_array())
-      for (const auto& h : plots::regret_maps_from_select_json(j, p, a.method))
+    r.draw(plots::error_summary_figure(plots::summary_from_eval_json(j, p, text), r.stem(base + "_summary")));
+    draw_errors(plots::errors_from_eval_json(j, p, text), base, r);
+    if (plots::has_select_cells(j))
+      for (const auto& h : plots::regret_maps_from_select_json(j, p, a.method, text))
         r.draw(plots::heatmap_figure(h.data, r.stem(plots::slug(fs::path(p).stem().string()) + "_" + h.name), "regret"));
   }
   if (!in.samples.empty()) {

@@ -1,0 +1,116 @@
+// `arfit plot` under faults (the robustness label): bad values in an eval JSON. Each asserts the exit code, the
+// message and the output folder afterwards.
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "model/atomic_file.h"
+#include "model/json_input.h"
+#include "model/sample_csv.h"
+#include "plots/gnuplot_runner.h"
+#include "robustness_support.h"
+#include "test_support.h"
+
+namespace fs = std::filesystem;
+using arfit::testing::arfit_bin;
+using arfit::testing::expect_unchanged;
+using arfit::testing::run_command;
+using arfit::testing::slurp;
+using arfit::testing::snapshot;
+using arfit::testing::TempDir;
+
+namespace {
+
+bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+
+// Three all-reduce strategies of one or more systems on 2 ranks, 1 KiB .. 1 MiB.
+std::string write_samples(const TempDir& tmp, const std::string& name, const std::vector<std::string>& systems) {
+  arfit::SampleFile f;
+  for (const auto& system : systems)
+    for (const char* strategy : {"NCCL", "ONESHOT", "TWOSHOT"})
+      for (std::int64_t bytes = 1024; bytes <= (1 << 20); bytes *= 4) {
+        arfit::Sample x;
+        x.strategy = strategy;
+        x.nranks = 2;
+        x.bytes = bytes;
+        x.time_us = 5.0 + static_cast<double>(bytes) / (strategy[0] == 'N' ? 9e4 : strategy[0] == 'O' ? 5e4 : 7e4);
+        x.device = system;
+        f.samples.push_back(x);
+      }
+  const std::string path = tmp.file(name);
+  arfit::write_samples_csv(path, f);
+  return path;
+}
+
+class PlotRobustness : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    gnuplot_ = arfit::plots::find_gnuplot();
+    if (gnuplot_.empty()) GTEST_SKIP() << "gnuplot is not installed (apt-get install gnuplot-nox)";
+  }
+  // A gnuplot that fails on any script whose commands mention `word`, and runs the real one otherwise.
+  std::string failing_gnuplot(const std::string& word) {
+    const std::string path = tmp_.write("failing-gnuplot.sh", "#!/bin/sh\ninput=$(cat)\ncase \"$input\" in *" + word +
+                                                                   "*) echo 'forced failure' >&2; exit 1;; esac\n"
+                                                                   "printf '%s\\n' \"$input\" | '" + gnuplot_ + "'\n");
+    fs::permissions(path, fs::perms::owner_all);
+    return path;
+  }
+  std::string gnuplot_;
+  TempDir tmp_;
+};
+
+// The eval JSON of `plot errors` is read through JsonView: a value of the wrong type, out of range or a name with
+// a control character is refused naming file, line and JSON pointer (exit 1), and nothing is written. Before, a
+// wrong type printed "[json.exception.type_error...]" with no line, and a negative regret was drawn.
+TEST_F(PlotRobustness, EvalJsonValuesAreChecked) {
+  const nlohmann::json good = {
+      {"protocol", "select"},
+      {"measured_fraction", 0.5},
+      {"methods", {{"auto", {{"geomean_regret", 1.01}, {"p95_regret", 1.1}, {"max_regret", 1.2}, {"exact", 90.0}, {"cells", 2}}}}},
+      {"cells",
+       {{{"method", "auto"}, {"system", "b200"}, {"nranks", 8}, {"bytes", 4096}, {"regret", 1.0}},
+        {{"method", "auto"}, {"system", "b200"}, {"nranks", 8}, {"bytes", 8192}, {"regret", 1.25}}}},
+      {"points", {{{"method", "auto"}, {"measured_us", 10.0}, {"predicted_us", 11.0}}}}};
+  struct Bad {
+    const char* pointer;
+    nlohmann::json value;
+    const char* reason;
+  };
+  const Bad cases[] = {{"/methods/auto/geomean_regret", "x", "expected a number, got string"},
+                       {"/methods/auto/exact", 101, "expected a number in 0.0..100.0"},
+                       {"/measured_fraction", 2, "expected a number in 0.0..1.0"},
+                       {"/protocol", 5, "expected a string, got number"},
+                       {"/cells/1/regret", -0.5, "expected a number >= 1, got -0.5"},
+                       {"/cells/1/nranks", 0, "expected a whole number in 1.."},
+                       {"/cells/1/system", "a\x01" "b", "control character \\x01"},
+                       {"/cells/1/method", true, "expected a string, got"},
+                       {"/points/0/measured_us", 0, "expected a number > 0"},
+                       {"/points/0/method", "a\nb", "control character \\n"}};
+  const std::string out = tmp_.file("fig");
+  for (const Bad& c : cases) {
+    nlohmann::json j = good;
+    j[nlohmann::json::json_pointer(c.pointer)] = c.value;
+    const std::string text = j.dump(1);
+    const std::string path = tmp_.write("select.json", text);
+    const long line = arfit::json_line_of(text, c.pointer);
+    ASSERT_GT(line, 1) << c.pointer;
+    auto r = run_command(arfit_bin() + " plot errors " + path + " -o " + out);
+    EXPECT_EQ(r.exit_code, 1) << c.pointer << ": " << r.output;
+    EXPECT_TRUE(has(r.output, path + ":" + std::to_string(line) + ": " + c.pointer + ": " + c.reason)) << r.output;
+    EXPECT_FALSE(has(r.output, "json.exception")) << r.output;
+    EXPECT_FALSE(fs::exists(out)) << c.pointer;
+  }
+  const std::string path = tmp_.write("select.json", good.dump(1));
+  auto r = run_command(arfit_bin() + " plot errors " + path + " -o " + out);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(fs::exists(out + "/select_regret_b200.png")) << r.output;
+}
+
+}  // namespace
