@@ -94,6 +94,11 @@ class Renderer {
 
   void draw(plots::Figure f, const std::string& kind = "") {
     if (!kind.empty()) f.kind = kind;
+    // Two figures of one name would overwrite each other: the later one gets "_2", "_3"... in drawing order (the
+    // same inputs always give the same names). Names that differ only in what slug() folds (systems "a b" and
+    // "a_b") are told apart by slug() itself; this catches equal names (two eval.json of different folders).
+    const std::string stem = f.stem;
+    for (int k = 2; !stems_.insert(f.stem).second; ++k) f.stem = stem + "_" + std::to_string(k);
     figures_.push_back(std::move(f));
   }
   // Checks the outputs of every figure drawn and `also` (more outputs of the command), then renders the figures.
@@ -116,6 +121,7 @@ class Renderer {
   std::string dir_;
   std::vector<plots::ImageFormat> formats_;
   std::vector<plots::Figure> figures_;
+  std::set<std::string> stems_;
   int count_ = 0;
 };
 

@@ -1,5 +1,5 @@
-// `arfit plot` under faults (the robustness label): bad values in an eval JSON. Each asserts the exit code, the
-// message and the output folder afterwards.
+// `arfit plot` under faults (the robustness label): figure names that fold to one file stem, bad values in an eval
+// JSON. Each asserts the exit code, the message and the output folder afterwards.
 #include <gtest/gtest.h>
 
 #include <csignal>
@@ -65,6 +65,36 @@ class PlotRobustness : public ::testing::Test {
   std::string gnuplot_;
   TempDir tmp_;
 };
+
+// Systems "a b" and "a_b" fold to the same stem; each gets its own figure (slug adds a hash of the name it
+// changed). Two eval JSON files of one name in different folders give errors_eval_* and errors_eval_*_2.
+TEST_F(PlotRobustness, FiguresWhoseNamesFoldAlikeAreAllWritten) {
+  const std::string csv = write_samples(tmp_, "two.csv", {"a b", "a_b"});
+  const std::string out = tmp_.file("fig");
+  auto r = run_command(arfit_bin() + " plot best " + csv + " -o " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::vector<std::string> scripts;
+  for (const auto& e : fs::directory_iterator(out))
+    if (e.path().extension() == ".gp") scripts.push_back(slurp(e.path().string()));
+  ASSERT_EQ(scripts.size(), 2u) << r.output;
+  EXPECT_TRUE(fs::exists(out + "/best_a_b.png")) << r.output;  // "a_b" folds to itself: no hash
+  EXPECT_NE(has(scripts[0], "# title: a b ·"), has(scripts[1], "# title: a b ·")) << r.output;
+  EXPECT_NE(has(scripts[0], "# title: a_b ·"), has(scripts[1], "# title: a_b ·")) << r.output;
+  // The same names in a second run.
+  const auto before = snapshot(out);
+  ASSERT_EQ(run_command(arfit_bin() + " plot best " + csv + " -o " + out).exit_code, 0);
+  EXPECT_EQ(snapshot(out).size(), before.size());
+
+  const nlohmann::json eval = {{"protocol", "interp2"}, {"methods", {{"auto", {{"gmae", 1.0}, {"median", 0.5}, {"p90", 2.0}}}}}};
+  fs::create_directories(tmp_.file("x"));
+  fs::create_directories(tmp_.file("y"));
+  tmp_.write("x/eval.json", eval.dump());
+  tmp_.write("y/eval.json", eval.dump());
+  r = run_command(arfit_bin() + " plot errors " + tmp_.file("x/eval.json") + " " + tmp_.file("y/eval.json") + " -o " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(fs::exists(out + "/errors_eval_summary.png")) << r.output;
+  EXPECT_TRUE(fs::exists(out + "/errors_eval_summary_2.png")) << r.output;
+}
 
 // The eval JSON of `plot errors` is read through JsonView: a value of the wrong type, out of range or a name with
 // a control character is refused naming file, line and JSON pointer (exit 1), and nothing is written. Before, a
