@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -87,7 +88,8 @@ Inputs read_inputs(const std::vector<std::string>& paths, const std::string& ing
 }
 
 // Collects the figures of a command, then checks every output path (each figure's script and images, and the
-// index page) before rendering any: a refused path changes nothing.
+// index page) before rendering any, renders them all into a staging folder inside the output folder and moves
+// them into place only when every one rendered: a refused path or a failed render changes nothing.
 class Renderer {
  public:
   Renderer(std::string dir, std::vector<plots::ImageFormat> formats) : dir_(std::move(dir)), formats_(std::move(formats)) {}
@@ -101,28 +103,47 @@ class Renderer {
     for (int k = 2; !stems_.insert(f.stem).second; ++k) f.stem = stem + "_" + std::to_string(k);
     figures_.push_back(std::move(f));
   }
-  // Checks the outputs of every figure drawn and `also` (more outputs of the command), then renders the figures.
-  void render(const std::vector<std::string>& also) {
+  // Renders the figures drawn, and writes `index` (when not empty) over the output folder as it is then.
+  void render(const std::string& index) {
     for (const auto& f : figures_) plots::check_figure_outputs(f, formats_);
-    for (const auto& p : also) check_output_path(p);
-    fs::create_directories(dir_);
-    for (const auto& f : figures_) {
-      auto r = plots::render_figure(f, formats_);
-      for (const auto& img : r.images) std::cout << "wrote " << img << "\n";
-      for (const auto& w : r.warnings) std::cerr << "arfit plot: gnuplot " << w << " (" << r.script << ")\n";
-      ++count_;
+    if (!index.empty()) check_output_path(index);
+    StagingFolder staging(dir_, "plot");  // removed with what it holds unless every figure is moved into place
+    std::vector<std::string> names, warnings;
+    for (plots::Figure f : figures_) {
+      const std::string name = fs::path(f.stem).filename().string();
+      f.stem = staging.file(name);
+      const plots::RenderResult r = plots::render_figure(f, formats_);
+      names.push_back(fs::path(r.script).filename().string());
+      for (const auto& img : r.images) names.push_back(fs::path(img).filename().string());
+      for (const auto& w : r.warnings) warnings.push_back("gnuplot " + w + " (" + stem(name) + ".gp)");
     }
+    // The index page shows the folder as it will be, and is made before the first figure moves, so that writing
+    // it cannot fail after the folder changed; it is renamed into place right after the figures.
+    std::optional<TemporaryOutput> page;
+    if (!index.empty()) {
+      const plots::IndexPage p = plots::index_page(dir_, index, staging.path());
+      fs::create_directories(fs::absolute(index).parent_path());
+      page.emplace(index, ".html");
+      write_string_atomically(page->path(), p.html);
+      indexed_ = p.figures;
+    }
+    for (const auto& out : staging.commit(names))
+      if (fs::path(out).extension() != ".gp") std::cout << "wrote " << out << "\n";
+    if (page) page->commit();
+    for (const auto& w : warnings) std::cerr << "arfit plot: " << w << "\n";
+    count_ = static_cast<int>(figures_.size());
     figures_.clear();
   }
   std::string stem(const std::string& name) const { return (fs::path(dir_) / name).string(); }
   int count() const { return count_; }
+  int indexed() const { return indexed_; }  // figures the index page lists
 
  private:
   std::string dir_;
   std::vector<plots::ImageFormat> formats_;
   std::vector<plots::Figure> figures_;
   std::set<std::string> stems_;
-  int count_ = 0;
+  int count_ = 0, indexed_ = 0;
 };
 
 std::vector<int> int_list(const std::string& s, const std::string& option) {
@@ -346,12 +367,9 @@ void run_plot(const PlotArgs& a) {
       plot_errors(only_evals, a, r);
     }
   }
-  r.render(a.index.empty() ? std::vector<std::string>{} : std::vector<std::string>{a.index});
+  r.render(a.index);
   std::cout << r.count() << " figure(s) in " << a.out_dir << "\n";
-  if (!a.index.empty()) {
-    int n = plots::write_index(a.out_dir, a.index);
-    std::cout << "wrote " << a.index << " (" << n << " figures)\n";
-  }
+  if (!a.index.empty()) std::cout << "wrote " << a.index << " (" << r.indexed() << " figures)\n";
 }
 
 void add_plot(CLI::App& app) {

@@ -1,5 +1,6 @@
-// `arfit plot` under faults (the robustness label): figure names that fold to one file stem, bad values in an eval
-// JSON. Each asserts the exit code, the message and the output folder afterwards.
+// `arfit plot` under faults (the robustness label): a gnuplot that fails mid-run, figure names that fold to one
+// file stem, bad values in an eval JSON, and a signal while figures are staged. Each asserts the exit code, the
+// message and the output folder afterwards (old figures byte-identical, no staging folder left).
 #include <gtest/gtest.h>
 
 #include <csignal>
@@ -65,6 +66,58 @@ class PlotRobustness : public ::testing::Test {
   std::string gnuplot_;
   TempDir tmp_;
 };
+
+// gnuplot fails on the second figure of a run: the first figure's old script and image (and the index page) are
+// byte-identical afterwards, nothing new is in the folder, no staging folder is left, and the exit code is 1. Before,
+// figure 1 had already replaced its old files when figure 2 failed. `plot fit` and `plot all` share the renderer.
+TEST_F(PlotRobustness, FailedRenderLeavesEveryOldFigure) {
+  const std::string csv = write_samples(tmp_, "toy.csv", {"toy-gpu"});
+  const std::string out = tmp_.file("fig"), index = tmp_.file("fig/index.html");
+  auto r = run_command(arfit_bin() + " plot fit " + csv + " -o " + out + " --index " + index);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // Old files unlike what this run draws, so a replaced one shows.
+  const std::string first = out + "/fit_toy-gpu_allreduce_NCCL_NONE_bf16_n2";
+  ASSERT_TRUE(fs::exists(first + ".png")) << r.output;
+  for (const auto& p : {first + ".gp", first + ".png", index}) std::ofstream(p, std::ios::binary) << "old " << p;
+  const auto before = snapshot(out);
+  for (const char* kind : {"fit", "all"}) {
+    r = run_command("ARFIT_GNUPLOT='" + failing_gnuplot("ONESHOT") + "' " + arfit_bin() + " plot " + kind + " " + csv +
+                    " -o " + out + " --index " + index);
+    EXPECT_EQ(r.exit_code, 1) << kind << ": " << r.output;
+    EXPECT_TRUE(has(r.output, "forced failure")) << r.output;
+    EXPECT_FALSE(has(r.output, "wrote ")) << r.output;
+    expect_unchanged(before, out, kind);
+  }
+  EXPECT_EQ(slurp(first + ".gp"), "old " + first + ".gp");
+}
+
+// The index never lists the figures in a staging folder (of a run still going, or one killed by SIGKILL).
+TEST_F(PlotRobustness, IndexSkipsStagingFolders) {
+  const std::string csv = write_samples(tmp_, "toy.csv", {"toy-gpu"});
+  const std::string out = tmp_.file("fig");
+  ASSERT_EQ(run_command(arfit_bin() + " plot best " + csv + " -o " + out).exit_code, 0);
+  const std::string staged = out + "/.arfit-plot.tmp.1";
+  fs::create_directories(staged);
+  for (const char* ext : {".gp", ".png"}) fs::copy_file(out + "/best_toy-gpu.png", staged + "/best_other" + ext);
+  std::ofstream(staged + "/best_other.gp") << "# arfit-figure v1\n# title: staged\n";
+  for (const std::string& cmd : {" plot index " + out, " plot best " + csv + " -o " + out + " --index " + out + "/index.html"}) {
+    auto r = run_command(arfit_bin() + cmd);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const std::string html = slurp(out + "/index.html");
+    EXPECT_TRUE(has(html, "best_toy-gpu.png")) << html;
+    EXPECT_FALSE(has(html, ".arfit-")) << html;
+    EXPECT_TRUE(has(html, "1 figure.")) << html;
+  }
+}
+
+// A failed first run into a folder that did not exist leaves no folder behind either.
+TEST_F(PlotRobustness, FailedRenderIntoANewFolderLeavesNoFolder) {
+  const std::string csv = write_samples(tmp_, "toy.csv", {"toy-gpu"});
+  const std::string out = tmp_.file("new/fig");
+  auto r = run_command("ARFIT_GNUPLOT='" + failing_gnuplot("ONESHOT") + "' " + arfit_bin() + " plot fit " + csv + " -o " + out);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_FALSE(fs::exists(tmp_.file("new"))) << r.output;
+}
 
 // Systems "a b" and "a_b" fold to the same stem; each gets its own figure (slug adds a hash of the name it
 // changed). Two eval JSON files of one name in different folders give errors_eval_* and errors_eval_*_2.
@@ -141,6 +194,43 @@ TEST_F(PlotRobustness, EvalJsonValuesAreChecked) {
   auto r = run_command(arfit_bin() + " plot errors " + path + " -o " + out);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(fs::exists(out + "/select_regret_b200.png")) << r.output;
+}
+
+// SIGINT / SIGTERM / SIGHUP while outputs are staged: the handler removes the staging folder and what it holds (a
+// finished file and a temporary one), the old output is untouched, and the process dies of the signal.
+TEST(StagingFolder, SignalsRemoveTheStagingFolder) {
+  TempDir tmp;
+  const std::string out = tmp.file("out");
+  fs::create_directories(out);
+  tmp.write("out/a.csv", "old");
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      try {
+        arfit::StagingFolder staging(out, "test");
+        arfit::write_string_atomically(staging.file("a.csv"), "new");
+        arfit::write_file_atomically(staging.file("b.csv"), [&](std::ostream& os) {
+          os << "partial";
+          os.flush();
+          if (!fs::exists(staging.file("a.csv"))) std::_Exit(10);
+          ::raise(sig);
+          std::_Exit(11);  // not reached: the signal's default action ends the process
+        });
+      } catch (...) {
+        std::_Exit(12);
+      }
+      std::_Exit(13);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "signal " << sig << ": exit " << (WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    EXPECT_EQ(WTERMSIG(status), sig);
+    std::vector<std::string> left;
+    for (const auto& e : fs::directory_iterator(out)) left.push_back(e.path().filename().string());
+    EXPECT_EQ(left, std::vector<std::string>{"a.csv"}) << "signal " << sig;
+    EXPECT_EQ(slurp(tmp.file("out/a.csv")), "old");
+  }
 }
 
 }  // namespace
