@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -50,7 +51,11 @@ struct Inputs {
   std::optional<ModelSet> models;
   std::string models_path;
   std::vector<plots::StrategyGrid> tables;  // codegen JSON, read and checked as they are given
-  std::vector<std::pair<std::string, nlohmann::json>> evals;   // eval JSON
+  struct Eval {
+    std::string path, text;  // the text, for the line of a bad value
+    nlohmann::json json;
+  };
+  std::vector<Eval> evals;  // eval JSON
 };
 
 // Reads each input by what it contains.
@@ -70,7 +75,7 @@ Inputs read_inputs(const std::vector<std::string>& paths, const std::string& ing
         continue;
       }
       if (j->contains("methods")) {
-        in.evals.emplace_back(p, std::move(*j));
+        in.evals.push_back({p, text, std::move(*j)});
         continue;
       }
     }
@@ -83,36 +88,62 @@ Inputs read_inputs(const std::vector<std::string>& paths, const std::string& ing
 }
 
 // Collects the figures of a command, then checks every output path (each figure's script and images, and the
-// index page) before rendering any: a refused path changes nothing.
+// index page) before rendering any, renders them all into a staging folder inside the output folder and moves
+// them into place only when every one rendered: a refused path or a failed render changes nothing.
 class Renderer {
  public:
   Renderer(std::string dir, std::vector<plots::ImageFormat> formats) : dir_(std::move(dir)), formats_(std::move(formats)) {}
 
   void draw(plots::Figure f, const std::string& kind = "") {
     if (!kind.empty()) f.kind = kind;
+    // Two figures of one name would overwrite each other: the later one gets "_2", "_3"... in drawing order (the
+    // same inputs always give the same names). Names that differ only in what slug() folds (systems "a b" and
+    // "a_b") are told apart by slug() itself; this catches equal names (two eval.json of different folders).
+    const std::string stem = f.stem;
+    for (int k = 2; !stems_.insert(f.stem).second; ++k) f.stem = stem + "_" + std::to_string(k);
     figures_.push_back(std::move(f));
   }
-  // Checks the outputs of every figure drawn and `also` (more outputs of the command), then renders the figures.
-  void render(const std::vector<std::string>& also) {
+  // Renders the figures drawn, and writes `index` (when not empty) over the output folder as it is then.
+  void render(const std::string& index) {
     for (const auto& f : figures_) plots::check_figure_outputs(f, formats_);
-    for (const auto& p : also) check_output_path(p);
-    fs::create_directories(dir_);
-    for (const auto& f : figures_) {
-      auto r = plots::render_figure(f, formats_);
-      for (const auto& img : r.images) std::cout << "wrote " << img << "\n";
-      for (const auto& w : r.warnings) std::cerr << "arfit plot: gnuplot " << w << " (" << r.script << ")\n";
-      ++count_;
+    if (!index.empty()) check_output_path(index);
+    StagingFolder staging(dir_, "plot");  // removed with what it holds unless every figure is moved into place
+    std::vector<std::string> names, warnings;
+    for (plots::Figure f : figures_) {
+      const std::string name = fs::path(f.stem).filename().string();
+      f.stem = staging.file(name);
+      const plots::RenderResult r = plots::render_figure(f, formats_);
+      names.push_back(fs::path(r.script).filename().string());
+      for (const auto& img : r.images) names.push_back(fs::path(img).filename().string());
+      for (const auto& w : r.warnings) warnings.push_back("gnuplot " + w + " (" + stem(name) + ".gp)");
     }
+    // The index page shows the folder as it will be, and is made before the first figure moves, so that writing
+    // it cannot fail after the folder changed; it is renamed into place right after the figures.
+    std::optional<TemporaryOutput> page;
+    if (!index.empty()) {
+      const plots::IndexPage p = plots::index_page(dir_, index, staging.path());
+      fs::create_directories(fs::absolute(index).parent_path());
+      page.emplace(index, ".html");
+      write_string_atomically(page->path(), p.html);
+      indexed_ = p.figures;
+    }
+    for (const auto& out : staging.commit(names))
+      if (fs::path(out).extension() != ".gp") std::cout << "wrote " << out << "\n";
+    if (page) page->commit();
+    for (const auto& w : warnings) std::cerr << "arfit plot: " << w << "\n";
+    count_ = static_cast<int>(figures_.size());
     figures_.clear();
   }
   std::string stem(const std::string& name) const { return (fs::path(dir_) / name).string(); }
   int count() const { return count_; }
+  int indexed() const { return indexed_; }  // figures the index page lists
 
  private:
   std::string dir_;
   std::vector<plots::ImageFormat> formats_;
   std::vector<plots::Figure> figures_;
-  int count_ = 0;
+  std::set<std::string> stems_;
+  int count_ = 0, indexed_ = 0;
 };
 
 std::vector<int> int_list(const std::string& s, const std::string& option) {
@@ -234,12 +265,12 @@ void draw_errors(const plots::ErrorData& e, const std::string& base, Renderer& r
 }
 
 void plot_errors(const Inputs& in, const PlotArgs& a, Renderer& r) {
-  for (const auto& [p, j] : in.evals) {
+  for (const auto& [p, text, j] : in.evals) {
     std::string base = plots::slug("errors_" + fs::path(p).stem().string());
-    r.draw(plots::error_summary_figure(plots::summary_from_eval_json(j, p), r.stem(base + "_summary")));
-    draw_errors(plots::errors_from_eval_json(j, p), base, r);
-    if (j.value("protocol", std::string()) == "select" && j.contains("cells") && j["cells"].is_array())
-      for (const auto& h : plots::regret_maps_from_select_json(j, p, a.method))
+    r.draw(plots::error_summary_figure(plots::summary_from_eval_json(j, p, text), r.stem(base + "_summary")));
+    draw_errors(plots::errors_from_eval_json(j, p, text), base, r);
+    if (plots::has_select_cells(j))
+      for (const auto& h : plots::regret_maps_from_select_json(j, p, a.method, text))
         r.draw(plots::heatmap_figure(h.data, r.stem(plots::slug(fs::path(p).stem().string()) + "_" + h.name), "regret"));
   }
   if (!in.samples.empty()) {
@@ -336,12 +367,9 @@ void run_plot(const PlotArgs& a) {
       plot_errors(only_evals, a, r);
     }
   }
-  r.render(a.index.empty() ? std::vector<std::string>{} : std::vector<std::string>{a.index});
+  r.render(a.index);
   std::cout << r.count() << " figure(s) in " << a.out_dir << "\n";
-  if (!a.index.empty()) {
-    int n = plots::write_index(a.out_dir, a.index);
-    std::cout << "wrote " << a.index << " (" << n << " figures)\n";
-  }
+  if (!a.index.empty()) std::cout << "wrote " << a.index << " (" << r.indexed() << " figures)\n";
 }
 
 void add_plot(CLI::App& app) {

@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <streambuf>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <vector>
 
@@ -68,13 +69,52 @@ struct TempSlot {
 TempSlot g_temp[kTempSlots];
 static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs lock-free slot states");
 
+// Staging folders (StagingFolder) being filled, in a table of the same kind: the handler empties and removes them.
+constexpr int kStagingSlots = 4;
+TempSlot g_staging[kStagingSlots];
+
 constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
 struct sigaction g_previous[sizeof kCleanupSignals / sizeof kCleanupSignals[0]];
+
+// Removes the files of a staging folder (it holds files only) and the folder, with async-signal-safe calls only:
+// opendir/readdir may allocate, so the entries are read with the getdents64 system call. Entries are unlinked
+// while the folder is read, so it is read again until a pass finds nothing left (a few passes at most).
+void remove_staging_folder_in_handler(const char* path) {
+#ifdef __linux__
+  const int fd = ::open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd >= 0) {
+    struct Entry {  // struct linux_dirent64
+      std::uint64_t ino;
+      std::int64_t off;
+      unsigned short reclen;
+      unsigned char type;
+      char name[1];
+    };
+    alignas(8) char buf[8192];
+    for (int pass = 0; pass < 8; ++pass) {
+      bool removed = false;
+      ::lseek(fd, 0, SEEK_SET);
+      for (long n; (n = ::syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0;)
+        for (long at = 0; at < n;) {
+          const Entry* e = reinterpret_cast<const Entry*>(buf + at);
+          at += e->reclen;
+          if (e->name[0] == '.' && (e->name[1] == 0 || (e->name[1] == '.' && e->name[2] == 0))) continue;
+          removed = ::unlinkat(fd, e->name, 0) == 0 || removed;
+        }
+      if (!removed) break;
+    }
+    ::close(fd);
+  }
+#endif
+  ::rmdir(path);
+}
 
 extern "C" void remove_temporaries_and_reraise(int sig) {
   const int saved_errno = errno;
   for (TempSlot& s : g_temp)
     if (s.state.load() == 2) ::unlink(s.path);  // unlink is async-signal-safe
+  for (TempSlot& s : g_staging)
+    if (s.state.load() == 2) remove_staging_folder_in_handler(s.path);
   // Restore what was there before (the default action: we only install over SIG_DFL) and deliver the signal
   // again; it is blocked inside this handler and terminates the process as soon as the handler returns.
   for (std::size_t i = 0; i < sizeof kCleanupSignals / sizeof kCleanupSignals[0]; ++i)
@@ -104,19 +144,22 @@ void install_cleanup_handlers() {
 // Keeps a temporary path in the table while it may exist on disk. With more than kTempSlots concurrent
 // writes (or an over-long path) the file is still removed on errors, only not on signals.
 // Returns the slot, or -1 when none is free.
-int register_temporary(const std::string& path) {
+template <int N>
+int register_in(TempSlot (&table)[N], const std::string& path) {
   if (path.size() >= kTempPathMax) return -1;
   install_cleanup_handlers();
-  for (int i = 0; i < kTempSlots; ++i) {
+  for (int i = 0; i < N; ++i) {
     int free_state = 0;
-    if (g_temp[i].state.compare_exchange_strong(free_state, 1)) {
-      std::memcpy(g_temp[i].path, path.c_str(), path.size() + 1);
-      g_temp[i].state.store(2);
+    if (table[i].state.compare_exchange_strong(free_state, 1)) {
+      std::memcpy(table[i].path, path.c_str(), path.size() + 1);
+      table[i].state.store(2);
       return i;
     }
   }
   return -1;
 }
+
+int register_temporary(const std::string& path) { return register_in(g_temp, path); }
 
 void release_temporary(int slot) {
   if (slot >= 0) g_temp[slot].state.store(0);
@@ -347,6 +390,65 @@ TemporaryOutput::~TemporaryOutput() {
 void TemporaryOutput::commit() {
   rename_over_output(tmp_, output_);
   committed_ = true;
+}
+
+namespace {
+constexpr const char* kStagingPrefix = ".arfit-";
+constexpr const char* kStagingInfix = ".tmp.";
+}  // namespace
+
+bool is_staging_folder_name(const std::string& name) {
+  return name.rfind(kStagingPrefix, 0) == 0 && name.find(kStagingInfix) != std::string::npos;
+}
+
+StagingFolder::StagingFolder(const std::string& dir, const std::string& what) : dir_(dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (fs::path p = fs::absolute(dir); !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+    created_.push_back(p.string());
+    if (p == p.parent_path()) break;
+  }
+  path_ = (fs::path(dir) / (kStagingPrefix + what + kStagingInfix + std::to_string(::getpid()))).string();
+  try {
+    fs::create_directories(dir);
+    slot_ = register_in(g_staging, fs::absolute(path_).string());  // before it exists, so a signal never misses it
+    fs::remove_all(path_, ec);  // a stale one of an earlier process with our pid
+    fs::create_directory(path_);
+  } catch (const fs::filesystem_error& e) {
+    const std::string why = dir + ": cannot create the staging folder " + path_ + ": " + e.code().message();
+    remove();
+    throw std::runtime_error(why);
+  }
+}
+
+StagingFolder::~StagingFolder() { remove(); }
+
+void StagingFolder::remove() {
+  std::error_code ec;
+  if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  if (!committed_)
+    for (const auto& d : created_) std::filesystem::remove(d, ec);  // only when empty
+  if (slot_ >= 0) g_staging[slot_].state.store(0);
+  slot_ = -1;
+  path_.clear();
+  created_.clear();
+}
+
+std::string StagingFolder::file(const std::string& name) const { return (std::filesystem::path(path_) / name).string(); }
+
+std::vector<std::string> StagingFolder::commit(const std::vector<std::string>& names) {
+  // Every destination passes the output-path rule before the first one is replaced: a refused name (an input of
+  // this run, a read-only file) leaves the folder as it was.
+  std::vector<std::string> out;
+  for (const auto& n : names) {
+    out.push_back((std::filesystem::path(dir_) / n).string());
+    check_output_path(out.back());
+  }
+  committed_ = true;  // from here on `dir` holds outputs: it stays
+  for (std::size_t i = 0; i < names.size(); ++i) move_into_place(file(names[i]), out[i]);
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+  return out;
 }
 
 void write_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& write) {

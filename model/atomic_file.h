@@ -19,6 +19,7 @@
 #include <functional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace arfit {
 
@@ -64,6 +65,39 @@ class TemporaryOutput {
   int slot_ = -1;
   bool committed_ = false;
 };
+
+// A hidden folder inside an output folder where a command assembles all its outputs before any of them appears
+// (several figures and their scripts, a report's tables): files are written or rendered into it, then commit()
+// checks every destination (the rule above) before it moves the first one, so a failed or refused run leaves the
+// folder's old files byte-identical. `dir` is created when missing. On destruction without commit() (an exception)
+// the staging folder and everything in it is removed, and so are the folders made for `dir` when they are left
+// empty; on the signals above the handler removes the staging folder and its files (not `dir`).
+class StagingFolder {
+ public:
+  // Creates `dir` and "<dir>/.arfit-<what>.tmp.<pid>" (a stale one of an earlier process with our pid is removed).
+  StagingFolder(const std::string& dir, const std::string& what);
+  ~StagingFolder();
+  StagingFolder(const StagingFolder&) = delete;
+  StagingFolder& operator=(const StagingFolder&) = delete;
+  const std::string& path() const { return path_; }
+  // Where a file to be moved to "<dir>/<name>" is staged.
+  std::string file(const std::string& name) const;
+  // Checks "<dir>/<name>" for every name, then moves each staged file there, in order, and removes the staging
+  // folder. Returns the destinations.
+  std::vector<std::string> commit(const std::vector<std::string>& names);
+
+ private:
+  void remove();
+
+  std::string dir_, path_;
+  std::vector<std::string> created_;  // folders made for `dir`, deepest first
+  int slot_ = -1;
+  bool committed_ = false;
+};
+
+// True for a folder name StagingFolder uses (".arfit-<what>.tmp.<pid>"): readers of an output folder (the figure
+// index) skip them, so they never list the half-assembled outputs of a run still going.
+bool is_staging_folder_name(const std::string& name);
 
 // Largest file the readers take: 1 GiB, some hundred times the largest measurement log or models file.
 inline constexpr std::size_t kMaxInputBytes = std::size_t{1} << 30;

@@ -248,11 +248,37 @@ bool StrategyGrid::shaped() const {
 
 namespace {
 
+constexpr std::int64_t kMaxGridAxis = std::int64_t{1} << 40;  // codegen's largest tokens/hidden (codegen/axes.h)
+
 // A positive, finite time or size (JsonView::number checks finite).
 double positive(const JsonView& v) {
   const double x = v.number();
   if (!(x > 0)) v.fail("expected a number > 0, got " + v.json().dump());
   return x;
+}
+
+// A finite number >= lo (an error in %: 0; a regret ratio: 1).
+double at_least(const JsonView& v, double lo) {
+  const double x = v.number();
+  if (!(x >= lo)) v.fail("expected a number >= " + format_number(lo, "%g") + ", got " + v.json().dump());
+  return x;
+}
+
+// Where a cell of a codegen JSON or a select-eval record lies: its fusion (NONE when absent), tokens and hidden
+// together (a shaped cell) or neither (a cell of a message size), and its bytes (required without a shape).
+void read_cell_place(const JsonView& jc, StrategyCell& c) {
+  c.fusion = "NONE";
+  if (auto f = jc.find("fusion")) {
+    const auto op = try_parse_fusion(f->name());
+    if (!op) f->fail("unknown fusion " + f->json().dump());
+    c.fusion = to_string(*op);
+  }
+  const auto tokens = jc.find("tokens"), hidden = jc.find("hidden");
+  if (tokens.has_value() != hidden.has_value())
+    jc.fail(std::string("has \"") + (tokens ? "tokens" : "hidden") + "\" without \"" + (tokens ? "hidden" : "tokens") + "\"");
+  if (tokens) c.tokens = tokens->integer<std::int64_t>(1, kMaxGridAxis), c.hidden = hidden->integer<std::int64_t>(1, kMaxGridAxis);
+  if (auto b = jc.find("bytes")) c.bytes = positive(*b);
+  else if (!tokens) jc.fail("a cell needs \"tokens\" and \"hidden\", or \"bytes\"");
 }
 
 StrategyGrid read_codegen_json(const JsonView& root, const std::string& name) {
@@ -262,7 +288,6 @@ StrategyGrid read_codegen_json(const JsonView& root, const std::string& name) {
   if (!root.find("cells"))
     root.fail("not a codegen JSON (expected an object with a \"cells\" array; write one with `arfit codegen MODELS "
               "--format json`)");
-  constexpr std::int64_t kMaxAxis = std::int64_t{1} << 40;  // codegen's largest tokens/hidden (codegen/axes.h)
   StrategyGrid g;
   g.source = "predicted";
   std::string system = root.find("system") ? root.at("system").name() : std::string();
@@ -278,19 +303,7 @@ StrategyGrid read_codegen_json(const JsonView& root, const std::string& name) {
     StrategyCell c;
     c.system = system;
     c.tp = jc.at("tp").integer<int>(1, std::numeric_limits<int>::max());
-    c.fusion = "NONE";
-    if (auto f = jc.find("fusion")) {
-      const auto op = try_parse_fusion(f->name());
-      if (!op) f->fail("unknown fusion " + f->json().dump());
-      c.fusion = to_string(*op);
-    }
-    // tokens and hidden together (a shaped cell) or neither (a cell of a message size).
-    const auto tokens = jc.find("tokens"), hidden = jc.find("hidden");
-    if (tokens.has_value() != hidden.has_value())
-      jc.fail(std::string("has \"") + (tokens ? "tokens" : "hidden") + "\" without \"" + (tokens ? "hidden" : "tokens") + "\"");
-    if (tokens) c.tokens = tokens->integer<std::int64_t>(1, kMaxAxis), c.hidden = hidden->integer<std::int64_t>(1, kMaxAxis);
-    if (auto b = jc.find("bytes")) c.bytes = positive(*b);
-    else if (!tokens) jc.fail("a cell needs \"tokens\" and \"hidden\", or \"bytes\"");
+    read_cell_place(jc, c);
     if (auto ch = jc.find("choice")) c.choice = ch->name();
     if (auto u = jc.find("uncertain")) c.uncertain = u->boolean();
     if (auto pred = jc.find("predicted")) {
@@ -588,53 +601,75 @@ std::vector<NamedHeatmap> regret_maps(const StrategyGrid& chosen, const Strategy
   return out;
 }
 
+namespace {
+
+// A select-eval cell record as two grid cells: the choice (time 1) and, measured, the choice at its regret and the
+// best at 1, which reproduce the regret in regret_maps().
+void read_select_cell(const JsonView& jc, const std::string& name, StrategyGrid& chosen, StrategyGrid& measured) {
+  jc.expect_object();
+  StrategyCell c;
+  c.system = jc.find("system") ? jc.at("system").name() : std::filesystem::path(name).stem().string();
+  if (auto tp = jc.find("tp")) c.tp = tp->integer<int>(1, std::numeric_limits<int>::max());
+  else if (auto n = jc.find("nranks")) c.tp = n->integer<int>(1, std::numeric_limits<int>::max());
+  read_cell_place(jc, c);
+  // A ratio of measured times, the chosen strategy's over the best one's: 1 when the best was chosen.
+  const double regret = at_least(jc.at("regret"), 1.0);
+  c.choice = "chosen";
+  StrategyCell mc = c;
+  mc.time_us = {{"chosen", regret}, {"best", 1.0}};
+  c.time_us = {{"chosen", 1.0}};
+  chosen.cells.push_back(c);
+  measured.cells.push_back(mc);
+}
+
+}  // namespace
+
+bool has_select_cells(const nlohmann::json& j) {
+  if (!j.is_object()) return false;
+  const auto protocol = j.find("protocol"), cells = j.find("cells");
+  return protocol != j.end() && *protocol == "select" && cells != j.end() && cells->is_array();
+}
+
 std::vector<NamedHeatmap> regret_maps_from_select_json(const nlohmann::json& j, const std::string& name,
-                                                       const std::string& method) {
+                                                       const std::string& method, const std::string& text) {
   if (!j.is_object() || !j.contains("cells") || !j["cells"].is_array())
     throw InputError(name, 0, "cells",
                      "this select-eval JSON has no per-cell records, so no regret map can be drawn from it alone; pass "
                      "the codegen JSON and the measured samples instead (`arfit plot regret TABLE.json SAMPLES...`)");
   StrategyGrid chosen, measured;
   chosen.source = "select eval";
-  // Each record already carries its regret: build a two-strategy measured cell (choice, best) that reproduces it.
-  std::size_t i = 0;
-  for (const auto& jc : j["cells"]) {
-    ++i;
-    try {
-      if (jc.value("method", std::string("auto")) != method) continue;
-      StrategyCell c;
-      c.system = jc.value("system", std::filesystem::path(name).stem().string());
-      c.tp = jc.contains("tp") ? jc["tp"].get<int>() : jc.value("nranks", 0);
-      c.fusion = jc.value("fusion", std::string("NONE"));
-      c.tokens = jc.value("tokens", std::int64_t{0});
-      c.hidden = jc.value("hidden", std::int64_t{0});
-      c.bytes = jc.value("bytes", 0.0);
-      double regret = jc.at("regret").get<double>();
-      c.choice = "chosen";
-      StrategyCell mc = c;
-      mc.time_us = {{"chosen", regret}, {"best", 1.0}};
-      c.time_us = {{"chosen", 1.0}};
-      chosen.cells.push_back(c);
-      measured.cells.push_back(mc);
-    } catch (const nlohmann::json::exception& e) {
-      throw InputError(name, 0, "cells[" + std::to_string(i - 1) + "]", e.what());
+  try {
+    const JsonView cells = JsonView(j).at("cells");
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+      const JsonView jc = cells.at(i);
+      jc.expect_object();
+      const auto m = jc.find("method");
+      if ((m ? m->name() : std::string("auto")) == method) read_select_cell(jc, name, chosen, measured);
     }
+  } catch (const JsonError& e) {
+    throw json_input_error(e, text, name);
   }
   return regret_maps(chosen, measured);
 }
 
 // ============================================ eval ========================================================
 
-ErrorSummaryData summary_from_eval_json(const nlohmann::json& j, const std::string& name) {
-  if (!j.is_object() || !j.contains("methods") || !j["methods"].is_object())
+namespace {
+
+// An optional number >= lo of a method's summary; NaN (not reported) when absent or null.
+double optional_number(const JsonView& m, const char* key, double lo) {
+  const auto v = m.find(key);
+  return v ? at_least(*v, lo) : NAN;
+}
+
+ErrorSummaryData read_eval_summary(const JsonView& root, const std::string& name) {
+  root.expect_object();
+  if (!root.find("methods") || !root.at("methods").json().is_object())
     throw InputError(name, 0, "methods", "not an eval JSON (expected {\"protocol\": ..., \"methods\": {...}} from `arfit eval --json`)");
   ErrorSummaryData d;
-  std::string protocol = j.value("protocol", std::string("?"));
-  bool select = protocol == "select";
-  std::string src = std::filesystem::path(name).filename().string();
-  auto num = [](const nlohmann::json& m, const char* k) {
-    return m.contains(k) && m[k].is_number() ? m[k].get<double>() : NAN;
-  };
+  const std::string protocol = root.find("protocol") ? root.at("protocol").name() : std::string("?");
+  const bool select = protocol == "select";
+  const std::string src = std::filesystem::path(name).filename().string();
   if (select) {
     d.title = "eval select (" + src + ") · regret of the chosen strategy per method";
     d.y_label = "regret above the measured best (%) / exact choices (%)";
@@ -642,22 +677,28 @@ ErrorSummaryData summary_from_eval_json(const nlohmann::json& j, const std::stri
     d.caption = "Selection quality per method against measured times: regret is the measured time of the chosen "
                 "strategy over the measured best (bars show it minus 1, in %; lower is better); 'exact' is the share "
                 "of cells where the measured best was chosen (higher is better).";
-    if (j.contains("measured_fraction") && j["measured_fraction"].is_number())
-      d.title += ", " + format_number(100.0 * j["measured_fraction"].get<double>(), "%.0f") + " % of cells measured";
+    if (auto f = root.find("measured_fraction"))
+      d.title += ", " + format_number(100.0 * f->number(0.0, 1.0), "%.0f") + " % of cells measured";
   } else {
     d.title = "eval " + protocol + " (" + src + ") · error per method";
   }
-  for (const auto& [mname, m] : j["methods"].items()) {
+  const JsonView methods = root.at("methods");
+  for (const auto& [mname, mj] : methods.json().items()) {
+    const JsonView m(mj, json_pointer_append(methods.pointer(), mname));
+    if (const std::string why = name_problem(mname); !why.empty()) m.fail("method name: " + why);
+    m.expect_object();
     MethodSummary s;
     s.name = mname;
     if (select) {
-      for (const char* k : {"geomean_regret", "p95_regret", "max_regret"}) s.values.push_back(100.0 * (num(m, k) - 1.0));
-      double ex = num(m, "exact");
+      for (const char* k : {"geomean_regret", "p95_regret", "max_regret"})
+        s.values.push_back(100.0 * (optional_number(m, k, 1.0) - 1.0));
+      const auto exact = m.find("exact");
+      const double ex = exact ? exact->number(0.0, 100.0) : NAN;
       s.values.push_back(ex <= 1.0 ? 100.0 * ex : ex);  // a fraction or a percentage
-      s.points = static_cast<long>(m.value("cells", 0.0));
+      if (auto n = m.find("cells")) s.points = n->integer<long>(0);
     } else {
-      for (const char* k : {"gmae", "median", "p90"}) s.values.push_back(num(m, k));
-      s.points = static_cast<long>(m.value("points", 0.0));
+      for (const char* k : {"gmae", "median", "p90"}) s.values.push_back(optional_number(m, k, 0.0));
+      if (auto n = m.find("points")) s.points = n->integer<long>(0);
     }
     d.methods.push_back(s);
   }
@@ -666,30 +707,45 @@ ErrorSummaryData summary_from_eval_json(const nlohmann::json& j, const std::stri
   return d;
 }
 
-ErrorData errors_from_eval_json(const nlohmann::json& j, const std::string& name) {
+ErrorData read_eval_points(const JsonView& root, const std::string& name) {
   ErrorData d;
-  std::string protocol = j.is_object() ? j.value("protocol", std::string("?")) : "?";
+  const std::string protocol = root.json().is_object() && root.find("protocol") ? root.at("protocol").name() : "?";
   d.title = "eval " + protocol + " (" + std::filesystem::path(name).filename().string() + ")";
-  if (!j.is_object() || !j.contains("points")) return d;
-  if (!j["points"].is_array()) throw InputError(name, 0, "points", "expected an array of point records");
+  if (!root.json().is_object() || !root.find("points")) return d;
+  const JsonView points = root.at("points");
+  points.expect_array();
   std::map<std::string, std::size_t> index;
-  std::size_t i = 0;
-  for (const auto& p : j["points"]) {
-    ++i;
-    try {
-      std::string method = p.value("method", std::string("auto"));
-      double m = p.at("measured_us").get<double>(), pr = p.at("predicted_us").get<double>();
-      auto it = index.find(method);
-      if (it == index.end()) {
-        it = index.emplace(method, d.series.size()).first;
-        d.series.push_back({method, {}});
-      }
-      d.series[it->second].measured_predicted.push_back({m, pr});
-    } catch (const nlohmann::json::exception& e) {
-      throw InputError(name, 0, "points[" + std::to_string(i - 1) + "]", e.what());
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const JsonView p = points.at(i);
+    p.expect_object();
+    const std::string method = p.find("method") ? p.at("method").name() : std::string("auto");
+    const double measured = positive(p.at("measured_us")), predicted = positive(p.at("predicted_us"));
+    auto it = index.find(method);
+    if (it == index.end()) {
+      it = index.emplace(method, d.series.size()).first;
+      d.series.push_back({method, {}});
     }
+    d.series[it->second].measured_predicted.push_back({measured, predicted});
   }
   return d;
+}
+
+}  // namespace
+
+ErrorSummaryData summary_from_eval_json(const nlohmann::json& j, const std::string& name, const std::string& text) {
+  try {
+    return read_eval_summary(JsonView(j), name);
+  } catch (const JsonError& e) {
+    throw json_input_error(e, text, name);
+  }
+}
+
+ErrorData errors_from_eval_json(const nlohmann::json& j, const std::string& name, const std::string& text) {
+  try {
+    return read_eval_points(JsonView(j), name);
+  } catch (const JsonError& e) {
+    throw json_input_error(e, text, name);
+  }
 }
 
 }  // namespace arfit::plots

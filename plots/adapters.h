@@ -122,9 +122,14 @@ std::vector<NamedHeatmap> diff_maps(const StrategyGrid& grid);
 // Regret of `chosen`'s choice against the measured times of `measured`, in % (measured(choice)/measured best - 1),
 // over the cells measured for the choice and at least one other strategy.
 std::vector<NamedHeatmap> regret_maps(const StrategyGrid& chosen, const StrategyGrid& measured);
-// Regret map from the optional per-cell records of a select-eval JSON (method "auto" unless given).
+// True when `j` is a select-eval JSON with per-cell records (a "cells" array) to draw a regret map from.
+bool has_select_cells(const nlohmann::json& j);
+// Regret map from the optional per-cell records of a select-eval JSON (method "auto" unless given), parsed from
+// `text` read from `name`. Every record is checked as read_codegen_json checks a cell (tp or nranks >= 1, a known
+// fusion, tokens and hidden in 1..2^40 or bytes > 0, names without control characters) and its regret is a
+// number >= 1: throws InputError naming the file, the line (0 without `text`) and the JSON pointer.
 std::vector<NamedHeatmap> regret_maps_from_select_json(const nlohmann::json& j, const std::string& name,
-                                                       const std::string& method = "auto");
+                                                       const std::string& method = "auto", const std::string& text = "");
 
 // ---- eval runs ----
 
@@ -133,9 +138,13 @@ struct NamedSummary {
   ErrorSummaryData data;
 };
 // The summary bars of an eval JSON (GMAE/median/p90 per method), or of a select eval JSON (geomean/p95/max
-// regret as % above 1, and % exact). Throws InputError naming `name` when the JSON has no "methods".
-ErrorSummaryData summary_from_eval_json(const nlohmann::json& j, const std::string& name);
-// The per-point records of an eval JSON; empty series when the JSON has none.
-ErrorData errors_from_eval_json(const nlohmann::json& j, const std::string& name);
+// regret as % above 1, and % exact), parsed from `text` read from `name`. Throws InputError naming `name` when
+// the JSON has no "methods", and naming the file, line (0 without `text`) and JSON pointer of a bad value: a
+// protocol or method name with a control character, an error below 0 %, a regret below 1, "exact" outside
+// 0..100, "measured_fraction" outside 0..1, a negative count, a value of the wrong type (null = not reported).
+ErrorSummaryData summary_from_eval_json(const nlohmann::json& j, const std::string& name, const std::string& text = "");
+// The per-point records of an eval JSON; empty series when the JSON has none. Checked as the summary is, and
+// measured_us and predicted_us are numbers > 0.
+ErrorData errors_from_eval_json(const nlohmann::json& j, const std::string& name, const std::string& text = "");
 
 }  // namespace arfit::plots

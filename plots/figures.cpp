@@ -5,6 +5,8 @@
 
 #include <sstream>
 
+#include "model/text.h"
+
 namespace arfit::plots {
 
 std::string panel_margins(double x0, double x1, double y0, double y1) {
@@ -54,7 +56,13 @@ std::string slug(const std::string& s) {
     else if (out.empty() || out.back() != '_') out += '_';
   }
   while (!out.empty() && out.back() == '_') out.pop_back();
-  return out.empty() ? "figure" : out;
+  if (s.empty()) return "figure";
+  if (out == s) return out;
+  // Folding changed the name, so another name may fold to the same stem ("a b" and "a_b", "H100·SXM" and
+  // "H100 SXM") and one figure would overwrite the other. A short hash of the name as given tells them apart.
+  // It is added whenever folding changed the name, not only when two names of a run collide: a figure's file
+  // name then depends on its own name alone, so every run, of one kind or of all, writes it to the same file.
+  return (out.empty() ? std::string("figure") : out) + "_" + fnv1a64_hex(s).substr(0, 8);
 }
 
 }  // namespace arfit::plots

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -37,6 +38,16 @@ int kind_rank(const std::string& kind) {
   for (std::size_t i = 0; i < k.size(); ++i)
     if (k[i].first == kind) return static_cast<int>(i);
   return static_cast<int>(k.size());
+}
+
+// Kind order, then path.
+void sort_entries(std::vector<IndexEntry>& entries) {
+  std::sort(entries.begin(), entries.end(), [](const IndexEntry& a, const IndexEntry& b) {
+    int ka = kind_rank(a.kind), kb = kind_rank(b.kind);
+    if (ka != kb) return ka < kb;
+    if (a.kind != b.kind) return a.kind < b.kind;
+    return a.script < b.script;
+  });
 }
 
 std::string relative_to(const fs::path& p, const fs::path& base) {
@@ -76,13 +87,20 @@ std::string html_escape(const std::string& s) {
   return out;
 }
 
-std::vector<IndexEntry> collect_figures(const std::string& dir) {
+namespace {
+
+// collect_figures(), leaving out the scripts `skip` names (unsorted).
+std::vector<IndexEntry> collect_except(const std::string& dir, const std::set<std::string>& skip) {
   std::vector<IndexEntry> out;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return out;
   for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     const fs::path& p = it->path();
-    if (!it->is_regular_file() || p.extension() != ".gp") continue;
+    if (it->is_directory() && is_staging_folder_name(p.filename().string())) {
+      it.disable_recursion_pending();  // the figures of a run still going, or of one that was killed
+      continue;
+    }
+    if (!it->is_regular_file() || p.extension() != ".gp" || skip.count(p.string())) continue;
     // read_file records the script as an input, so the output-path rule refuses an index page written over it.
     std::string text;
     try {
@@ -112,21 +130,51 @@ std::vector<IndexEntry> collect_figures(const std::string& dir) {
     if (e.title.empty()) e.title = stem.filename().string();
     out.push_back(std::move(e));
   }
-  std::sort(out.begin(), out.end(), [](const IndexEntry& a, const IndexEntry& b) {
-    int ka = kind_rank(a.kind), kb = kind_rank(b.kind);
-    if (ka != kb) return ka < kb;
-    if (a.kind != b.kind) return a.kind < b.kind;
-    return a.script < b.script;
-  });
   return out;
 }
 
-int write_index(const std::string& dir, const std::string& index_path, const std::string& page_title) {
+}  // namespace
+
+std::vector<IndexEntry> collect_figures(const std::string& dir) {
+  std::vector<IndexEntry> out = collect_except(dir, {});
+  sort_entries(out);
+  return out;
+}
+
+namespace {
+
+// The entries of `dir` as they will be once the figures in `staged` are moved into `dir`: a staged figure takes
+// the place of the one of its name (keeping an image of the other format already there). The scripts it replaces
+// are not read: read_file would record them as inputs, and the output-path rule would then refuse to replace them.
+std::vector<IndexEntry> entries_after_move(const std::string& dir, const std::string& staged) {
+  if (staged.empty()) return collect_figures(dir);
+  std::vector<IndexEntry> entries;
+  std::set<std::string> replaced;
+  for (IndexEntry e : collect_except(staged, {})) {
+    const std::string stem = (fs::path(dir) / fs::path(e.script).stem()).string();
+    auto moved = [&](const std::string& staged_image, const char* ext) {
+      const std::string p = stem + ext;
+      return !staged_image.empty() || fs::exists(p) ? p : std::string();
+    };
+    e.script = stem + ".gp";
+    e.png = moved(e.png, ".png");
+    e.svg = moved(e.svg, ".svg");
+    replaced.insert(e.script);
+    entries.push_back(std::move(e));
+  }
+  for (IndexEntry& e : collect_except(dir, replaced)) entries.push_back(std::move(e));
+  sort_entries(entries);
+  return entries;
+}
+
+}  // namespace
+
+IndexPage index_page(const std::string& dir, const std::string& index_path, const std::string& staged,
+                     const std::string& page_title) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw std::runtime_error(dir + ": not a folder of figures");
-  std::vector<IndexEntry> entries = collect_figures(dir);
+  std::vector<IndexEntry> entries = entries_after_move(dir, staged);
   fs::path base = fs::absolute(index_path).parent_path();
-  fs::create_directories(base);
 
   std::map<std::string, std::vector<const IndexEntry*>> by_kind;
   std::vector<std::string> order;
@@ -173,8 +221,14 @@ int write_index(const std::string& dir, const std::string& index_path, const std
     h << "</section>\n";
   }
   h << "</body>\n</html>\n";
-  write_string_atomically(index_path, h.str());
-  return static_cast<int>(entries.size());
+  return {h.str(), static_cast<int>(entries.size())};
+}
+
+int write_index(const std::string& dir, const std::string& index_path, const std::string& page_title) {
+  IndexPage page = index_page(dir, index_path, "", page_title);
+  fs::create_directories(fs::absolute(index_path).parent_path());
+  write_string_atomically(index_path, page.html);
+  return page.figures;
 }
 
 }  // namespace arfit::plots

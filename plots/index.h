@@ -19,6 +19,16 @@ struct IndexEntry {
 // or without any image next to it is skipped.
 std::vector<IndexEntry> collect_figures(const std::string& dir);
 
+struct IndexPage {
+  std::string html;
+  int figures = 0;
+};
+// The page write_index() writes. With `staged` (a command's staging folder, model/atomic_file.h StagingFolder),
+// the page shows `dir` as it will be once the figures staged there are moved into `dir`, so a command can prepare
+// its index before it moves any figure. Staging folders under `dir` are never listed.
+IndexPage index_page(const std::string& dir, const std::string& index_path, const std::string& staged = "",
+                     const std::string& page_title = "arfit figures");
+
 // Writes the index page (atomically) linking images relative to the page's folder. Returns the number of
 // figures listed. Throws std::runtime_error when `dir` is not a folder.
 int write_index(const std::string& dir, const std::string& index_path, const std::string& page_title = "arfit figures");
