@@ -204,28 +204,17 @@ TEST(StagingFolder, SignalsRemoveTheStagingFolder) {
   fs::create_directories(out);
   tmp.write("out/a.csv", "old");
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
-    const pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      try {
-        arfit::StagingFolder staging(out, "test");
-        arfit::write_string_atomically(staging.file("a.csv"), "new");
-        arfit::write_file_atomically(staging.file("b.csv"), [&](std::ostream& os) {
-          os << "partial";
-          os.flush();
-          if (!fs::exists(staging.file("a.csv"))) std::_Exit(10);
-          ::raise(sig);
-          std::_Exit(11);  // not reached: the signal's default action ends the process
-        });
-      } catch (...) {
-        std::_Exit(12);
-      }
-      std::_Exit(13);
-    }
-    int status = 0;
-    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-    ASSERT_TRUE(WIFSIGNALED(status)) << "signal " << sig << ": exit " << (WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-    EXPECT_EQ(WTERMSIG(status), sig);
+    arfit::testing::expect_killed_mid_write(sig, [&] {
+      arfit::StagingFolder staging(out, "test");
+      arfit::write_string_atomically(staging.file("a.csv"), "new");
+      arfit::write_file_atomically(staging.file("b.csv"), [&](std::ostream& os) {
+        os << "partial";
+        os.flush();
+        if (!fs::exists(staging.file("a.csv"))) std::_Exit(10);
+        ::raise(sig);
+        std::_Exit(11);  // not reached: the signal's default action ends the process
+      });
+    });
     std::vector<std::string> left;
     for (const auto& e : fs::directory_iterator(out)) left.push_back(e.path().filename().string());
     EXPECT_EQ(left, std::vector<std::string>{"a.csv"}) << "signal " << sig;

@@ -6,10 +6,15 @@
 
 #include <gtest/gtest.h>
 
+#include <csignal>
+#include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "test_support.h"
 
@@ -61,6 +66,26 @@ inline bool names_file_line(const std::string& output, const std::string& file) 
     if (j > i && j < output.size() && output[j] == ':' && output.substr(i, j - i) != "0") return true;
   }
   return false;
+}
+
+// Runs `write` in a forked child that must end by signal `sig`: `write` raises it in the middle of a write
+// (what a Ctrl-C or a kill does), after checking its own preconditions (it calls std::_Exit(10) when one
+// fails). A child that returns (13), throws (12) or ends otherwise fails the test.
+inline void expect_killed_mid_write(int sig, const std::function<void()>& write) {
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    try {
+      write();
+    } catch (...) {
+      std::_Exit(12);
+    }
+    std::_Exit(13);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "signal " << sig << ": exit " << (WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  EXPECT_EQ(WTERMSIG(status), sig);
 }
 
 }  // namespace arfit::testing

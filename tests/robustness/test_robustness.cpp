@@ -27,6 +27,7 @@
 namespace fs = std::filesystem;
 using arfit::testing::arfit_bin;
 using arfit::testing::CommandResult;
+using arfit::testing::expect_killed_mid_write;
 using arfit::testing::expect_unchanged;
 using arfit::testing::names_file_line;
 using arfit::testing::run_command;
@@ -269,27 +270,16 @@ TEST_F(Robustness, ResumeValidatesBeforeTouchingTheFile) {
 TEST_F(Robustness, SignalsRemoveTemporaryFiles) {
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
     const std::string out = dir.file("out" + std::to_string(sig) + ".csv");
-    const pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      try {
-        arfit::write_file_atomically(out, [&](std::ostream& os) {
-          os << std::string(1 << 20, 'x');
-          os.flush();
-          std::ifstream probe(out + ".tmp." + std::to_string(::getpid()));
-          if (!probe) std::_Exit(10);  // the temporary file must exist at this point
-          ::raise(sig);
-          std::_Exit(11);  // not reached: the signal's default action ends the process
-        });
-      } catch (...) {
-        std::_Exit(12);
-      }
-      std::_Exit(13);
-    }
-    int status = 0;
-    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-    ASSERT_TRUE(WIFSIGNALED(status)) << "signal " << sig << ": exit " << (WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-    EXPECT_EQ(WTERMSIG(status), sig);
+    expect_killed_mid_write(sig, [&] {
+      arfit::write_file_atomically(out, [&](std::ostream& os) {
+        os << std::string(1 << 20, 'x');
+        os.flush();
+        std::ifstream probe(out + ".tmp." + std::to_string(::getpid()));
+        if (!probe) std::_Exit(10);  // the temporary file must exist at this point
+        ::raise(sig);
+        std::_Exit(11);  // not reached: the signal's default action ends the process
+      });
+    });
     EXPECT_TRUE(fs::is_empty(dir.path())) << "signal " << sig << " left " << fs::directory_iterator(dir.path())->path();
   }
 }
