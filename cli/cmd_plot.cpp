@@ -96,9 +96,9 @@ class Renderer {
 
   void draw(plots::Figure f, const std::string& kind = "") {
     if (!kind.empty()) f.kind = kind;
-    // Two figures of one name would overwrite each other: the later one gets "_2", "_3"... in drawing order (the
-    // same inputs always give the same names). Names that differ only in what slug() folds (systems "a b" and
-    // "a_b") are told apart by slug() itself; this catches equal names (two eval.json of different folders).
+    // Two figures of one stem would overwrite each other: the later one gets "_2", "_3"... in drawing order (the
+    // same inputs always give the same names): names that slug() folds alike (systems "a b" and "a_b"), equal
+    // names (two eval.json of different folders).
     const std::string stem = f.stem;
     for (int k = 2; !stems_.insert(f.stem).second; ++k) f.stem = stem + "_" + std::to_string(k);
     figures_.push_back(std::move(f));

@@ -5,8 +5,6 @@
 
 #include <sstream>
 
-#include "model/text.h"
-
 namespace arfit::plots {
 
 std::string panel_margins(double x0, double x1, double y0, double y1) {
@@ -56,13 +54,10 @@ std::string slug(const std::string& s) {
     else if (out.empty() || out.back() != '_') out += '_';
   }
   while (!out.empty() && out.back() == '_') out.pop_back();
-  if (s.empty()) return "figure";
-  if (out == s) return out;
-  // Folding changed the name, so another name may fold to the same stem ("a b" and "a_b", "H100·SXM" and
-  // "H100 SXM") and one figure would overwrite the other. A short hash of the name as given tells them apart.
-  // It is added whenever folding changed the name, not only when two names of a run collide: a figure's file
-  // name then depends on its own name alone, so every run, of one kind or of all, writes it to the same file.
-  return (out.empty() ? std::string("figure") : out) + "_" + fnv1a64_hex(s).substr(0, 8);
+  // Names that fold alike ("a b" and "a_b") get one slug; the command's renderer numbers a second figure of one
+  // stem ("_2"), so neither overwrites the other, and the usual names stay readable (a system label with a
+  // space, "AMD EPYC", is the common case, a clash the rare one).
+  return out.empty() ? std::string("figure") : out;
 }
 
 }  // namespace arfit::plots

@@ -173,8 +173,8 @@ struct StackedBarData {
 Figure stacked_bar_figure(const StackedBarData& data, const std::string& stem);
 
 // A file-name-safe slug: letters, digits, '-', '.', '_' kept; anything else -> '_' (runs collapsed, none at the
-// end). When that changed the name, "_" and 8 hex digits of its hash follow (fnv1a64_hex), so names that fold
-// alike still give different stems: slug("a_b") == "a_b", slug("a b") == "a_b_<hash of 'a b'>".
+// end; "figure" when nothing is left). Names that fold alike give one slug (slug("a b") == slug("a_b") ==
+// "a_b"): a command numbers the second figure of one stem (cli/cmd_plot.cpp Renderer::draw).
 std::string slug(const std::string& s);
 
 // ---- pieces shared by the figure bodies ----
