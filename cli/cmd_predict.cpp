@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <sstream>
 
 #include "cli/cli_inputs.h"
@@ -150,6 +151,22 @@ void run_predict(const PredictArgs& a) {
   base.sm = a.sm;
   const ModelSet set = ModelSet::load(a.models);
   const std::vector<ModelSet> lenders = load_priors(a.priors, "auto", 1);
+  if (!a.splits.empty() && base.collective != Collective::AllToAllV && base.collective != Collective::AllToAll)
+    throw UsageError("--splits is an all-to-allv split: it needs --collective alltoallv (or alltoall), not " + a.collective);
+  // Without --nranks the answer is the only GPU count the file has for the query; with several, which one is
+  // meant is the user's to say (the bus bandwidth printed depends on it too).
+  if (a.nranks == 0) {
+    std::set<int> counts;
+    const Collective asked = a.splits.empty() ? base.collective : Collective::AllToAll;
+    for (const GroupModelView& g : set.groups())
+      if (g.key.collective == asked && g.key.strategy == base.strategy && g.key.fusion == base.fusion &&
+          g.key.nnodes == base.nnodes && (base.system.empty() || g.key.system == base.system) &&
+          (base.dtype.empty() || g.key.dtype == canonical_dtype(base.dtype)))
+        counts.insert(g.key.nranks);
+    if (counts.size() > 1)
+      throw UsageError("--nranks: " + a.models + " has " + std::to_string(counts.size()) + " GPU counts for this query (" +
+                       join(counts, ", ") + "); say which");
+  }
   std::vector<PredictQuery> qs;
   if (!a.bytes.empty()) {
     for (double b : parse_sizes(a.bytes)) {
@@ -167,11 +184,19 @@ void run_predict(const PredictArgs& a) {
       }
   } else {
     for (const auto& sp : a.splits) {
+      AllToAllvSplit split;
       try {
-        parse_alltoallv_split(sp);
+        split = parse_alltoallv_split(sp);
       } catch (const std::invalid_argument& e) {
         throw UsageError(std::string("--splits: ") + e.what());
       }
+      if (a.nranks > 0 && split.nranks() != a.nranks)
+        throw UsageError("--splits '" + sp + "' has " + std::to_string(split.nranks()) + " ranks, --nranks " + std::to_string(a.nranks));
+      double sent = 0;
+      for (int r = 0; r < split.nranks(); ++r) sent += split.sent(r);
+      if (!(sent > 0)) throw UsageError("--splits '" + sp + "' sends nothing");
+      if (sent > kMaxSampleBytes * split.nranks())
+        throw UsageError("--splits '" + sp + "' sends more than the " + format_number(kMaxSampleBytes, "%.0e") + " bytes per rank arfit models");
       PredictQuery q = base;
       q.splits = sp;
       qs.push_back(q);
@@ -235,7 +260,7 @@ void add_predict(CLI::App& app) {
   cmd->add_option("--system", a->system, "System label (default: the only one in the file)");
   cmd->add_option("--fusion", a->fusion, "Fusion op (default NONE)");
   cmd->add_option("--dtype", a->dtype, "dtype (default: the group's, when there is only one)");
-  cmd->add_option("--nranks", a->nranks, "GPU count; an unmeasured count uses the joint fit across counts")
+  cmd->add_option("--nranks", a->nranks, "GPU count (required when the file has several for the query); an unmeasured count uses the joint fit across counts")
       ->check(CLI::Range(1, kMaxModelRanks));
   cmd->add_option("--nnodes", a->nnodes, "Node count (default 1); more than measured: within the machine's measured network, else other machines' scale-out step (measured, or bridged through their own network; a two-node log paired with a one-node log of its GPU; from this file or --prior), else the machine's own answer widened by an unknown network (with a note)")->check(CLI::Range(1, kMaxModelRanks));
   cmd->add_option("--prior", a->priors,
@@ -249,7 +274,7 @@ void add_predict(CLI::App& app) {
   cmd->add_option("--tokens", a->tokens, "Token counts (LIST), with --hidden: bytes = tokens x hidden x dtype size");
   cmd->add_option("--hidden", a->hidden, "Hidden sizes (LIST)");
   cmd->add_option("--splits", a->splits,
-                  "all-to-allv split \"B,T0-T1-...,D\" (batch, tables per rank, dim; fp32) or \"S0-S1-...\" (bytes sent "
+                  "all-to-allv split (with --collective alltoallv; one entry per rank) \"B,T0-T1-...,D\" (batch, tables per rank, dim; fp32) or \"S0-S1-...\" (bytes sent "
                   "per rank); predicted through the all-to-all model at the effective size (models file's alltoallv_mode)");
   cmd->add_flag("--json", a->json, "Print JSON instead of a table");
   cmd->callback([a] { run_predict(*a); });

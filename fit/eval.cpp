@@ -337,9 +337,14 @@ std::string EvalResult::to_table() const {
     << std::setw(11) << "cover90%" << "\n";
   o << std::fixed << std::setprecision(2);
   for (const auto& m : methods) {
-    o << std::left << std::setw(name_width) << m.name << std::right << std::setw(9) << m.errors.gmae * 100 << std::setw(9)
-      << m.errors.median * 100 << std::setw(9) << m.errors.p90 * 100 << std::setw(10) << m.errors.max * 100 << std::setw(8)
-      << m.errors.points << std::setw(8) << m.groups << std::setw(11);
+    o << std::left << std::setw(name_width) << m.name << std::right;
+    // A method that answered no held-out point has no error to show (0.00 would read as perfect).
+    if (m.errors.points > 0)
+      o << std::setw(9) << m.errors.gmae * 100 << std::setw(9) << m.errors.median * 100 << std::setw(9)
+        << m.errors.p90 * 100 << std::setw(10) << m.errors.max * 100;
+    else
+      o << std::setw(9) << "-" << std::setw(9) << "-" << std::setw(9) << "-" << std::setw(10) << "-";
+    o << std::setw(8) << m.errors.points << std::setw(8) << m.groups << std::setw(11);
     if (m.coverage >= 0)
       o << m.coverage * 100;
     else

@@ -128,6 +128,9 @@ EvalResult eval_crosshw(const std::vector<Sample>& samples, int K, const EvalOpt
   for (const std::string& m : options.methods)
     if (m != "auto" && m != "loglog" && m != "scale")
       throw std::invalid_argument("unknown method '" + m + "' for crosshw (known: auto, loglog, scale)");
+  if (K < 2 && std::find(options.methods.begin(), options.methods.end(), "loglog") != options.methods.end())
+    throw std::invalid_argument("method loglog needs crosshw:K with K >= 2 (two own sizes to interpolate), not K = " +
+                                std::to_string(K));
   EvalResult res;
   res.protocol = "crosshw:" + std::to_string(K);
   const std::vector<Curve> curves = eval_curves(samples, options.min_sizes);

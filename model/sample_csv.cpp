@@ -106,11 +106,13 @@ std::vector<std::string> split_csv_line(const std::string& line, bool* untermina
 }
 
 std::string csv_escape(const std::string& field) {
-  if (field.find_first_of(",\"\n") == std::string::npos) return field;
+  if (field.find_first_of(",\"\n\r") == std::string::npos) return field;
+  // The reader takes one row per line: a line break inside a field (a multi-line error in arbench's `note`)
+  // is written as a space, so that every file arfit writes reads back.
   std::string out = "\"";
   for (char c : field) {
     if (c == '"') out.push_back('"');
-    out.push_back(c);
+    out.push_back(c == '\n' || c == '\r' ? ' ' : c);
   }
   return out + "\"";
 }

@@ -176,3 +176,20 @@ TEST(SampleCsv, SplitsQuotedFields) {
   split_csv_line("a,\"b", &open);
   EXPECT_TRUE(open);
 }
+
+// Every file arfit writes reads back: a line break inside a field (a multi-line error in arbench's `note`)
+// became a quoted newline the line-based reader then called an unterminated field.
+TEST(SampleCsv, LineBreaksInsideAFieldAreWrittenAsSpaces) {
+  Sample s;
+  s.collective = Collective::AllReduce;
+  s.nranks = 2;
+  s.bytes = 1024;
+  s.time_us = 5;
+  s.extra["note"] = "error: first line\nsecond, \"quoted\"\r\nthird";
+  const std::string text = std::string("#arfit-samples v1\n") + "collective,strategy,fusion,dtype,nranks,nnodes,device,sm,"
+                           "tokens,hidden,bytes,time_us,p10_us,p90_us,min_us,max_us,iterations,in_place,status,wrong,"
+                           "backend,source,splits,note\n" + samples_csv_row(s, {"note"});
+  const SampleFile f = parse_samples_csv(text, "notes.csv");
+  ASSERT_EQ(f.samples.size(), 1u);
+  EXPECT_EQ(f.samples[0].extra.at("note"), "error: first line second, \"quoted\"  third");
+}

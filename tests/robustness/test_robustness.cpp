@@ -386,6 +386,10 @@ TEST_F(Robustness, ModelsWithTwoGroupsOfOneKeyAreRefused) {
   write_models("twice_joint.json", j);
   expect_refused("predict twice_joint.json --collective allreduce --bytes 1M --nranks 8", 1,
                  {"/joint/" + std::to_string(j["joint"].size() - 1) + "/key", "the same family as /joint/0"});
+  // Without --nranks a file with several GPU counts for the query does not pick one silently (it answered
+  // from the first, and printed that count's bus bandwidth without saying so).
+  expect_refused("predict counts.json --collective allreduce --bytes 1M", 2, {"--nranks", "2 GPU counts for this query (4, 8)"});
+  EXPECT_EQ(run_command(arfit_bin() + " predict " + dir.file("counts.json") + " --collective allreduce --bytes 1M --nranks 4").exit_code, 0);
 }
 
 // A device or an endless stream as an input stops at the read limit with the path named, instead of filling
@@ -418,6 +422,8 @@ TEST_F(Robustness, EvalChecksEveryOutputBeforeWritingAny) {
   // An explicit method list is taken as given: crosshw has no `seed`, even where the list equals the
   // generic default.
   expect_refused("eval samples.csv --protocol crosshw:3 --methods auto,seed,alphabeta,loglog", 2, {"unknown method 'seed'"});
+  // log-log needs two own sizes: at K < 2 it is refused, not scored 0.00 % over no points.
+  expect_refused("eval samples.csv --protocol crosshw:1 --methods auto,loglog", 2, {"loglog needs crosshw:K with K >= 2"});
 }
 
 // An evaluation with nothing to evaluate, a table without rows, and rows a reader cannot read are said, not
@@ -481,6 +487,9 @@ TEST_F(Robustness, BadOptionValuesAreUsageErrorsNamingTheOption) {
       {predict + "--nranks 8 --tokens 9223372036854775807 --hidden 8", "--tokens"},
       {"whatif profile.json --models models.json --tp 8 --nnodes 16", "--nnodes"},
       {"breakdown profile.json -o profile.json", "profile.json: is a regular file, not a folder"},
+      {predict + "--nranks 2 --splits 100-200", "--splits is an all-to-allv split"},
+      {"predict models.json --collective alltoallv --nranks 8 --splits 100-200", "--splits '100-200' has 2 ranks, --nranks 8"},
+      {"predict models.json --collective alltoallv --nranks 2 --splits 0-0", "--splits '0-0' sends nothing"},
       {"breakdown profile.json -o /dev/null", "/dev/null: is a character device, not a folder"},
   };
   for (const auto& [args, option] : cases) {
