@@ -17,15 +17,6 @@
 namespace arfit::fit {
 namespace {
 
-// FNV-1a 64-bit of a file's bytes, as 16 hex digits; "" when unreadable.
-std::string fnv1a_file(const std::string& path) {
-  try {
-    return fnv1a64_hex(read_file_bytes(path));
-  } catch (const std::exception&) {
-    return "";
-  }
-}
-
 // A curve of the machine: transferred from the priors when there are priors and it has fewer than
 // kTransferBelowSizes sizes (its `how` then names the machines it borrowed from, or says that none was
 // comparable), fitted alone otherwise.
@@ -59,12 +50,20 @@ GroupFit fit_or_transfer(const Curve& c, const FitOptions& options, bool& transf
 
 nlohmann::json paths_with_hashes(const std::vector<std::string>& paths) {
   nlohmann::json out = nlohmann::json::array();
-  for (const auto& p : paths) out.push_back({{"path", p}, {"fnv1a64", fnv1a_file(p)}});
+  for (const auto& p : paths) out.push_back({{"path", p}, {"fnv1a64", input_fingerprint(p)}});
   return out;
 }
 
 }  // namespace
 
+
+std::string input_fingerprint(const std::string& path) {
+  try {
+    return fnv1a64_hex(read_file_bytes(path));
+  } catch (const std::exception&) {
+    return "";
+  }
+}
 
 ModelSet fit_model_set(const std::vector<Sample>& samples, const FitOptions& options,
                        const std::vector<std::string>& input_paths, const std::vector<std::string>& prior_paths) {

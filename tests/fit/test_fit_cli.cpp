@@ -183,6 +183,15 @@ TEST(FitCli, FitWithPriorTransfersAQuickCalibration) {
   EXPECT_NE(r.output.find("transfer K=3: testbox"), std::string::npos) << r.output;
   EXPECT_EQ(run_command(arfit::testing::arfit_bin() + " fit " + target_path + " --prior " + dir.file("absent.json") +
                         " -o " + models).exit_code, 2);
+  // A prior is another machine: the fit's own input, or a models file fitted from the same file (found by the
+  // fingerprint its `inputs` record, whatever the path), would lend each curve its own sizes.
+  r = run_command(arfit::testing::arfit_bin() + " fit " + target_path + " --prior " + target_path + " -o " + models);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("is also an input of this fit"), std::string::npos) << r.output;
+  const std::string copy = dir.write("copy_of_prior.csv", arfit::testing::slurp(prior));
+  r = run_command(arfit::testing::arfit_bin() + " fit " + copy + " --prior " + prior_models + " -o " + models);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("was fitted from " + prior + ", the same file as " + copy), std::string::npos) << r.output;
   EXPECT_EQ(run_command(arfit::testing::arfit_bin() + " eval " + prior + " --protocol crosshw").exit_code, 2);
   EXPECT_EQ(run_command(arfit::testing::arfit_bin() + " eval " + prior + " --protocol interp2:3").exit_code, 2);
 }
