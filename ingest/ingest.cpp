@@ -8,7 +8,6 @@
 #include "model/atomic_file.h"
 #include "model/errors.h"
 #include "model/sample_csv.h"
-#include "model/text.h"
 
 namespace arfit::ingest {
 
@@ -108,17 +107,11 @@ void apply_overrides(IngestResult& r, const std::string& name, const Options& op
 
 // Every sample within the bounds arfit models (sample_bound_problem), whatever the format; the names it carries
 // into models files, generated tables and figures (machine, strategy, element type, device) hold no control
-// characters, whatever the file or the file name they came from (name_problem).
+// characters, whatever the file or the file name they came from (sample_name_problem).
 void check_samples(const IngestResult& r, const std::string& name) {
   for (const Sample& s : r.samples) {
-    const auto system = s.extra.find("system");
-    for (const auto& [field, value] : {std::pair<const char*, const std::string*>{"strategy", &s.strategy},
-                                       {"dtype", &s.dtype},
-                                       {"device", &s.device},
-                                       {"system", system == s.extra.end() ? nullptr : &system->second}})
-      if (value)
-        if (const std::string why = name_problem(*value); !why.empty())
-          throw InputError(name, 0, field, why + (std::string(field) == "system" ? " (the machine label: --system, the file's, or its name)" : ""));
+    if (const auto b = sample_name_problem(s))
+      throw InputError(name, 0, b->field, b->reason + (b->field == "system" ? " (the machine label: --system, the file's, or its name)" : ""));
     if (const auto b = sample_bound_problem(s)) throw InputError(name, 0, b->field, b->reason + " (a sample at " + std::to_string(s.bytes) + " bytes)");
   }
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <stdexcept>
+#include <utility>
 
 #include "model/text.h"
 
@@ -114,6 +115,18 @@ int dtype_size(const std::string& dtype) {
   if (c == "fp64" || c == "int64" || c == "uint64") return 8;
   if (c == "int8" || c == "uint8" || c == "fp8_e4m3") return 1;
   return 0;
+}
+
+std::optional<SampleBoundProblem> sample_name_problem(const Sample& s) {
+  const auto system = s.extra.find("system");
+  for (const auto& [field, value] : {std::pair<const char*, const std::string*>{"strategy", &s.strategy},
+                                     {"dtype", &s.dtype},
+                                     {"device", &s.device},
+                                     {"backend", &s.backend},
+                                     {"system", system == s.extra.end() ? nullptr : &system->second}})
+    if (value)
+      if (std::string why = name_problem(*value); !why.empty()) return SampleBoundProblem{field, std::move(why)};
+  return std::nullopt;
 }
 
 std::optional<SampleBoundProblem> sample_bound_problem(const Sample& s) {

@@ -82,5 +82,8 @@ struct SampleBoundProblem {
   std::string field, reason;
 };
 std::optional<SampleBoundProblem> sample_bound_problem(const Sample& s);
+// A name `s` carries into models files, generated tables and figure scripts (strategy, dtype, device, backend,
+// the `system` label) that holds a control character (name_problem): the field and why.
+std::optional<SampleBoundProblem> sample_name_problem(const Sample& s);
 
 }  // namespace arfit

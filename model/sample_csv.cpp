@@ -242,11 +242,7 @@ SampleFile parse_samples_csv(const std::string& text, const std::string& name) {
     if (auto v = get("splits")) s.splits = *v;
     for (const auto& e : result.extra_columns) s.extra[e] = f[col[e]];
     // Names travel into models files, generated tables and figure scripts: no control characters there.
-    for (const auto& [c, v] : {std::pair<const char*, const std::string*>{"strategy", &s.strategy}, {"dtype", &s.dtype},
-                               {"device", &s.device}, {"backend", &s.backend}})
-      if (const std::string why = name_problem(*v); !why.empty()) p.fail(c, why);
-    if (auto it = s.extra.find("system"); it != s.extra.end())
-      if (const std::string why = name_problem(it->second); !why.empty()) p.fail("system", why);
+    if (const auto b = sample_name_problem(s)) p.fail(b->field, b->reason);
     if (const auto b = sample_bound_problem(s)) p.fail(b->field, b->reason);
     // A split is read where it is written, so its errors name this line (the all-to-allv protocol reads it
     // again much later).
