@@ -34,7 +34,7 @@ void add_grid_options(CLI::App* cmd, codegen::Request& r) {
       ->check(known_sm_validator());
   cmd->add_flag("--transfer-sm", r.transfer_sm,
                 "Predict for --sm (transferring models measured on another SM, flagged extrapolated) instead of the measured SM");
-  cmd->add_option("--tp", r.tp, "TP sizes (GPU counts), comma-separated (trtllm: always 2,4,8)")->capture_default_str();
+  cmd->add_option("--tp", r.tp, "TP sizes (GPU counts, at most 2^20), comma-separated (trtllm: always 2,4,8)")->capture_default_str();
   cmd->add_option("--fusion", r.fusion,
                   "Fusion ops, comma-separated (NONE, RESIDUAL_RMS_NORM, RESIDUAL_RMS_NORM_QUANT_FP8, "
                   "RESIDUAL_RMS_NORM_QUANT_NVFP4) or 'all'; the table keeps TensorRT-LLM's order (trtllm: always all)")
@@ -44,8 +44,8 @@ void add_grid_options(CLI::App* cmd, codegen::Request& r) {
                   "(trtllm: always 128:8192)")
       ->capture_default_str();
   cmd->add_option("--tokens", r.tokens,
-                  "Token counts: LO:HI (powers of two between) or a comma list of powers of two, at most 2^40 "
-                  "(trtllm: always 1:16384)")
+                  "Token counts: LO:HI (powers of two between) or a comma list of powers of two, at most 2^40; the "
+                  "largest tokens x hidden x dtype size at most 1e18 bytes (trtllm: always 1:16384)")
       ->capture_default_str();
   cmd->add_option("--dtype", r.dtype, "Element type of the reduced tensor (bytes = tokens x hidden x size); strategies without a model of this type are asked for another type of the same size (fp16 NCCL tables next to bf16 kernels)")->capture_default_str();
   cmd->add_option("--fallback", r.fallback, "Strategy for cells no model can predict, and off the table in the header")

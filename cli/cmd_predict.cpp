@@ -84,6 +84,14 @@ std::vector<std::string> split_list(const std::string& s, char sep) {
   }
 }
 
+// What a --bytes value may be: at most kMaxSampleBytes, the largest size a sample or a model holds (above it a
+// query would read "no model answers" when it is a request no model could ever answer).
+std::string above_byte_bound(const std::string& option, double bytes, const std::string& what) {
+  if (bytes <= kMaxSampleBytes) return {};
+  return option + ": " + what + " is above " + format_number(kMaxSampleBytes, "%.0e") +
+         " bytes, the largest size arfit models";
+}
+
 // LIST "a,b,c" or RANGE "A:B[:F]" (A, A·F, A·F², ... up to B; F = 2 by default).
 std::vector<double> parse_sizes(const std::string& s) {
   std::vector<double> out;
@@ -103,6 +111,7 @@ std::vector<double> parse_sizes(const std::string& s) {
     }
     if (!(f > 1) || !std::isfinite(f)) throw UsageError("--bytes: range factor must be a finite number > 1");
     if (b < a) throw UsageError("--bytes: range end is below its start");
+    if (const std::string why = above_byte_bound("--bytes", b, "range end '" + p[1] + "'"); !why.empty()) throw UsageError(why);
     // Points of A, A·F, ... up to B: refused beyond the cap rather than cut short.
     const double points = std::floor(std::log(b * (1 + 1e-12) / a) / std::log(f)) + 1;
     if (!(points <= static_cast<double>(kMaxPredictPoints)))
@@ -110,7 +119,10 @@ std::vector<double> parse_sizes(const std::string& s) {
                        " points; use a larger factor or a narrower range");
     for (double v = a; v <= b * (1 + 1e-12) && out.size() < kMaxPredictPoints; v *= f) out.push_back(v);
   } else {
-    for (const auto& x : split_list(s, ',')) out.push_back(parse_size(x, "--bytes"));
+    for (const auto& x : split_list(s, ',')) {
+      out.push_back(parse_size(x, "--bytes"));
+      if (const std::string why = above_byte_bound("--bytes", out.back(), "size '" + x + "'"); !why.empty()) throw UsageError(why);
+    }
   }
   if (out.empty()) throw UsageError("--bytes: no sizes given");
   return out;
@@ -180,6 +192,12 @@ void run_predict(const PredictArgs& a) {
         PredictQuery q = base;
         q.tokens = parse_count(t, "--tokens");
         q.hidden = parse_count(h, "--hidden");
+        // Sized by --dtype, or at least one byte per element (the group's type answers without --dtype).
+        const int element = a.dtype.empty() ? 1 : std::max(1, dtype_size(canonical_dtype(a.dtype)));
+        if (const std::string why = above_byte_bound("--tokens x --hidden", static_cast<double>(q.tokens) * q.hidden * element,
+                                                     t + " x " + h + (a.dtype.empty() ? "" : " x " + std::to_string(element)));
+            !why.empty())
+          throw UsageError(why);
         qs.push_back(q);
       }
   } else {
@@ -270,8 +288,8 @@ void add_predict(CLI::App& app) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--sm", a->sm, "Target SM version (80, 89, 90, 100, 103, 120): transfers the model, flagged extrapolated")
       ->check(known_sm_validator());
-  cmd->add_option("--bytes", a->bytes, "Sizes: LIST (4096,64K,1M) or RANGE A:B[:FACTOR] (powers of FACTOR, default 2)");
-  cmd->add_option("--tokens", a->tokens, "Token counts (LIST), with --hidden: bytes = tokens x hidden x dtype size");
+  cmd->add_option("--bytes", a->bytes, "Sizes: LIST (4096,64K,1M) or RANGE A:B[:FACTOR] (powers of FACTOR, default 2), at most 1e18 bytes");
+  cmd->add_option("--tokens", a->tokens, "Token counts (LIST), with --hidden: bytes = tokens x hidden x dtype size (at most 1e18)");
   cmd->add_option("--hidden", a->hidden, "Hidden sizes (LIST)");
   cmd->add_option("--splits", a->splits,
                   "all-to-allv split (with --collective alltoallv; one entry per rank) \"B,T0-T1-...,D\" (batch, tables per rank, dim; fp32) or \"S0-S1-...\" (bytes sent "

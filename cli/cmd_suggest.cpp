@@ -50,10 +50,10 @@ void add_suggest(CLI::App& app) {
       ->capture_default_str()
       ->check(known_sm_validator());
   cmd->add_flag("--transfer-sm", r.transfer_sm, "Predict for --sm instead of the measured SM");
-  cmd->add_option("--tp", r.tp, "TP sizes, comma-separated")->capture_default_str();
+  cmd->add_option("--tp", r.tp, "TP sizes (GPU counts, at most 2^20), comma-separated")->capture_default_str();
   cmd->add_option("--fusion", r.fusion, "Fusion ops, comma-separated, or 'all'")->capture_default_str();
   cmd->add_option("--hidden", r.hidden, "Hidden sizes: LO:HI powers of two, or a comma list (at most 2^40)")->capture_default_str();
-  cmd->add_option("--tokens", r.tokens, "Token counts: LO:HI powers of two, or a comma list (at most 2^40)")->capture_default_str();
+  cmd->add_option("--tokens", r.tokens, "Token counts: LO:HI powers of two, or a comma list (at most 2^40; tokens x hidden x dtype size at most 1e18 bytes)")->capture_default_str();
   cmd->add_option("--dtype", r.dtype, "Element type of the reduced tensor")->capture_default_str();
   cmd->callback([args] { run_suggest(*args); });
 }

@@ -65,6 +65,14 @@ std::vector<int> parse_int_list(const std::string& spec, const std::string& opti
   return out;
 }
 
+std::vector<int> parse_rank_list(const std::string& spec, const std::string& option) {
+  std::vector<int> out = parse_int_list(spec, option);
+  if (out.back() > kMaxSampleRanks)
+    throw std::invalid_argument(option + ": " + std::to_string(out.back()) + " is above " + std::to_string(kMaxSampleRanks) +
+                                " (2^20), the most GPUs arfit models");
+  return out;
+}
+
 std::vector<std::int64_t> parse_pow2_axis(const std::string& spec, const std::string& option) {
   std::vector<std::int64_t> out;
   const auto colon = spec.find(':');

@@ -19,6 +19,8 @@ inline constexpr std::int64_t kMaxAxisValue = std::int64_t{1} << 40;
 // "2,4,8" -> {2,4,8} (sorted). Throws std::invalid_argument naming `option` on anything else than distinct
 // positive integers.
 std::vector<int> parse_int_list(const std::string& spec, const std::string& option);
+// parse_int_list for GPU counts: also at most kMaxSampleRanks (2^20), the most ranks a sample or a model holds.
+std::vector<int> parse_rank_list(const std::string& spec, const std::string& option);
 // "128:8192" -> powers of two from 128 to 8192; "128,4096" -> exactly those (sorted). Values must be powers of
 // two in [1, kMaxAxisValue], ranges must have lo <= hi. Throws std::invalid_argument naming `option`.
 std::vector<std::int64_t> parse_pow2_axis(const std::string& spec, const std::string& option);

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <iomanip>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -26,10 +25,17 @@ std::string resolve_system(const ModelSet& models, const std::string& requested)
 
 Grid request_grid(const Request& r) {
   Grid g;
-  g.tps = parse_int_list(r.tp, "--tp");
+  g.tps = parse_rank_list(r.tp, "--tp");
   g.fusions = parse_fusion_list(r.fusion, "--fusion");
   g.hiddens = parse_pow2_axis(r.hidden, "--hidden");
   g.tokens = parse_pow2_axis(r.tokens, "--tokens");
+  // Each cell is tokens x hidden x the element size bytes: the largest cell must be a size a model can hold.
+  const double largest = static_cast<double>(g.tokens.back()) * static_cast<double>(g.hiddens.back()) *
+                         std::max(1, dtype_size(canonical_dtype(r.dtype)));
+  if (largest > kMaxSampleBytes)
+    throw std::invalid_argument("--tokens x --hidden: " + std::to_string(g.tokens.back()) + " x " +
+                                std::to_string(g.hiddens.back()) + " x " + r.dtype + " is " + format_number(largest, "%.3g") +
+                                " bytes, above " + format_number(kMaxSampleBytes, "%.0e") + ", the largest size arfit models");
   return g;
 }
 
@@ -72,6 +78,30 @@ std::vector<const Cell*> suggest_cells(const StrategyTable& t, int top) {
   return out;
 }
 
+namespace {
+
+// `rows` (the first one the header) as columns as wide as their widest entry, two spaces apart; numbers
+// (right_aligned[c]) to the right, names to the left. Widths come from the content, so a long strategy or
+// fusion name widens its column instead of running into the next one.
+std::string aligned_columns(const std::vector<std::vector<std::string>>& rows, const std::vector<bool>& right_aligned) {
+  std::vector<std::size_t> width(right_aligned.size(), 0);
+  for (const auto& row : rows)
+    for (std::size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  std::ostringstream s;
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      const std::string pad(width[c] - row[c].size(), ' ');
+      if (c > 0) line += "  ";
+      line += right_aligned[c] ? pad + row[c] : row[c] + pad;
+    }
+    s << line.substr(0, line.find_last_not_of(' ') + 1) << "\n";
+  }
+  return s.str();
+}
+
+}  // namespace
+
 std::string format_suggestions(const StrategyTable& t, const std::vector<const Cell*>& cells) {
   std::ostringstream s;
   s << t.uncertain_cells() << " of " << t.cells.size() << " cells are uncertain (best and runner-up 90 % intervals overlap)";
@@ -80,19 +110,14 @@ std::string format_suggestions(const StrategyTable& t, const std::vector<const C
     return s.str();
   }
   s << "; measure these first (highest expected regret first):\n";
-  s << std::right << std::setw(4) << "#" << std::setw(5) << "tp" << "  " << std::left << std::setw(31) << "fusion" << std::right
-    << std::setw(7) << "hidden" << std::setw(7) << "tokens" << std::setw(12) << "bytes" << "  " << std::left << std::setw(16)
-    << "choice" << std::setw(16) << "runner-up" << std::right << std::setw(9) << "margin%" << std::setw(9) << "+-%"
-    << std::setw(11) << "E[regret]%" << "\n";
-  int i = 0;
-  for (const Cell* c : cells) {
-    s << std::right << std::setw(4) << ++i << std::setw(5) << c->tp << "  " << std::left << std::setw(31) << to_string(c->fusion)
-      << std::right << std::setw(7) << c->hidden << std::setw(7) << c->tokens << std::setw(12) << std::fixed
-      << std::setprecision(0) << c->bytes << "  " << std::left << std::setw(16) << c->choice << std::setw(16) << c->runner_up
-      << std::right << std::setprecision(2) << std::setw(9) << 100.0 * c->margin << std::setw(9)
-      << 100.0 * (std::exp(c->margin_sigma) - 1.0) << std::setprecision(3) << std::setw(11)
-      << 100.0 * (std::exp(c->expected_regret) - 1.0) << "\n";
-  }
+  std::vector<std::vector<std::string>> rows = {
+      {"#", "tp", "fusion", "hidden", "tokens", "bytes", "choice", "runner-up", "margin%", "+-%", "E[regret]%"}};
+  for (const Cell* c : cells)
+    rows.push_back({std::to_string(rows.size()), std::to_string(c->tp), to_string(c->fusion), std::to_string(c->hidden),
+                    std::to_string(c->tokens), format_number(c->bytes, "%.0f"), c->choice, c->runner_up,
+                    format_number(100.0 * c->margin, "%.2f"), format_number(100.0 * (std::exp(c->margin_sigma) - 1.0), "%.2f"),
+                    format_number(100.0 * (std::exp(c->expected_regret) - 1.0), "%.3f")});
+  s << aligned_columns(rows, {true, true, false, true, true, true, false, false, true, true, true});
   return s.str();
 }
 

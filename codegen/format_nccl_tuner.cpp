@@ -114,7 +114,7 @@ FormatOutput generate_nccl_tuner(const FormatInput& in) {
                                 " is negative; the example plugin keeps the 1 channel it sets before matching for -1, "
                                 "use 0 for NCCL's own channel count");
   if (r.nnodes < 1) throw std::invalid_argument("--nnodes: must be at least 1");
-  const std::vector<int> tps = parse_int_list(r.tp, "--tp");
+  const std::vector<int> tps = parse_rank_list(r.tp, "--tp");
   const std::vector<double> sizes = request_sizes(r);
   const std::string system = resolve_system(in.models, r.system);
   std::vector<NcclVariant> variants;

@@ -91,7 +91,7 @@ EnginePlanner engine_planner(const FormatInput& in, const std::string& format, c
   const Request& r = in.request;
   refuse_grid_options(r, format);
   EnginePlanner p;
-  p.tps = parse_int_list(r.tp, "--tp");
+  p.tps = parse_rank_list(r.tp, "--tp");
   p.sizes = request_sizes(r);
   p.roles = resolve_roles(in.models, r, roles);
   p.predict = mapped_predictor(request_predictor(in.models, r), p.roles);

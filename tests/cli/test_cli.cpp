@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -112,6 +113,65 @@ TEST(Cli, CodegenSmIsAKnownSm) {
   EXPECT_FALSE(std::filesystem::exists(dir.file("t.json")));
   const auto ok = run_command(arfit_bin() + " codegen " + models + " --format json --tp 2 --sm 100 -o " + dir.file("t.json"));
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
+}
+
+// codegen and suggest refuse --tp above 2^20 GPUs and a grid whose largest cell (tokens x hidden x dtype size) is
+// above 1e18 bytes, the bounds of a model (model/sample.h), as usage errors naming the option and the bound.
+TEST(Cli, CodegenAndSuggestRefuseRanksAndCellsAboveTheModelBounds) {
+  arfit::testing::TempDir dir;
+  const std::string models = fit_small_models(dir);
+  for (const std::string& cmd : {" codegen " + models + " --format json -o " + dir.file("t.json"), " suggest " + models}) {
+    auto r = run_command(arfit_bin() + cmd + " --tp 2,2097152");
+    EXPECT_EQ(r.exit_code, 2) << cmd << r.output;
+    EXPECT_NE(r.output.find("--tp: 2097152 is above 1048576 (2^20)"), std::string::npos) << r.output;
+    // 2^40 x 2^40 x 2 bytes: each axis is within its own bound, their product is not.
+    r = run_command(arfit_bin() + cmd + " --tp 2 --tokens 1:1099511627776 --hidden 1099511627776");
+    EXPECT_EQ(r.exit_code, 2) << cmd << r.output;
+    EXPECT_NE(r.output.find("--tokens x --hidden: 1099511627776 x 1099511627776 x bf16"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("above 1e+18"), std::string::npos) << r.output;
+    // The same at the bound's side: 2^20 GPUs and 2^29 x 2^30 x 2 bytes (about 1.15e18 > 1e18) vs 2^29 x 2^29 x 2.
+    r = run_command(arfit_bin() + cmd + " --tp 2 --tokens 536870912 --hidden 536870912");
+    EXPECT_EQ(r.exit_code, 0) << cmd << r.output;
+  }
+  EXPECT_TRUE(std::filesystem::exists(dir.file("t.json")));
+}
+
+// suggest's table: every column as wide as its widest entry and two spaces apart, so long strategy and fusion
+// names stay separate columns (fixed widths ran a 16+ character choice into the runner-up).
+TEST(Cli, SuggestColumnsStaySeparatedWithLongNames) {
+  arfit::testing::TempDir dir;
+  const std::string a = "A_strategy_with_a_name_longer_than_sixteen", b = "B_another_strategy_with_a_long_name";
+  std::string csv = "#arfit-samples v1\ncollective,strategy,fusion,dtype,nranks,bytes,time_us\n";
+  for (int k = 10; k <= 26; ++k) {
+    const double bytes = static_cast<double>(1LL << k);
+    // Two strategies within 1 % of each other (with some wiggle): their intervals overlap, every cell is uncertain.
+    const double wiggle = (k % 3 - 1) * 0.02;
+    csv += "allreduce," + a + ",NONE,bf16,2," + std::to_string(1LL << k) + "," + std::to_string((15 + bytes / 4e5) * (1 + wiggle)) + "\n";
+    csv += "allreduce," + b + ",NONE,bf16,2," + std::to_string(1LL << k) + "," + std::to_string((15 + bytes / 4e5) * (1.01 - wiggle)) + "\n";
+  }
+  const std::string samples = dir.write("s.csv", csv);
+  auto r = run_command(arfit_bin() + " fit " + samples + " -o " + dir.file("m.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run_command(arfit_bin() + " suggest " + dir.file("m.json") + " --tp 2 --fusion NONE --top 5");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::regex sep(" {2,}");
+  int rows = 0;
+  std::size_t header_fields = 0;
+  std::istringstream lines(r.output);
+  for (std::string line; std::getline(lines, line);) {
+    std::string trimmed = line.substr(line.find_first_not_of(' ') == std::string::npos ? 0 : line.find_first_not_of(' '));
+    std::vector<std::string> fields(std::sregex_token_iterator(trimmed.begin(), trimmed.end(), sep, -1), std::sregex_token_iterator());
+    if (trimmed.rfind("#", 0) == 0) {
+      header_fields = fields.size();
+      EXPECT_EQ(header_fields, 11u) << line;
+      continue;
+    }
+    if (!header_fields || trimmed.empty()) continue;
+    ++rows;
+    ASSERT_EQ(fields.size(), header_fields) << "columns run together: " << line << "\n" << r.output;
+    EXPECT_TRUE((fields[6] == a && fields[7] == b) || (fields[6] == b && fields[7] == a)) << line;
+  }
+  EXPECT_GT(rows, 0) << r.output;
 }
 
 // --rules: a JSON document that is not a kernel rule file ({}, another version, a models file) is refused

@@ -3,6 +3,9 @@
 
 #include <cmath>
 #include <random>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -65,6 +68,29 @@ TEST(FitCli, PredictTokensSizedByTheGroupsDtype) {
                   " --collective allreduce --strategy NCCL --nranks 8 --bytes 1048576 --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_DOUBLE_EQ(nlohmann::json::parse(r.output)[0]["time_us"].get<double>(), p[0]["time_us"].get<double>());
+}
+
+// Sizes above 1e18 bytes (kMaxSampleBytes: no model holds them) are usage errors naming the option and the bound,
+// in a list, at a range's end and as tokens x hidden x the --dtype's size; 1e18 itself is a size predict asks.
+TEST(FitCli, PredictRefusesSizesAboveTheLargestModelled) {
+  TempDir dir;
+  const std::string models = dir.file("models.json");
+  auto r = run_command(arfit::testing::arfit_bin() + " fit " + write_samples(dir) + " -o " + models);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string predict = arfit::testing::arfit_bin() + " predict " + models + " --collective allreduce --nranks 8 ";
+  for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
+           {"--bytes 2e18", "--bytes: size '2e18' is above 1e+18 bytes"},
+           {"--bytes 1K,1e19", "--bytes: size '1e19' is above 1e+18 bytes"},
+           {"--bytes 1K:4e18:1024", "--bytes: range end '4e18' is above 1e+18 bytes"},
+           {"--tokens 4503599627370496 --hidden 4503599627370496", "--tokens x --hidden: 4503599627370496 x 4503599627370496 is above"},
+           {"--tokens 1073741824 --hidden 1073741824 --dtype fp32", "--tokens x --hidden: 1073741824 x 1073741824 x 4 is above"}}) {
+    r = run_command(predict + args);
+    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.output;
+    EXPECT_NE(r.output.find(says), std::string::npos) << args << ": " << r.output;
+  }
+  // 2^30 x 2^29 x 1 byte (5.8e17) is within the bound: no usage error (the model answers or says it cannot).
+  r = run_command(predict + "--tokens 1073741824 --hidden 536870912 --dtype fp8");
+  EXPECT_NE(r.exit_code, 2) << r.output;
 }
 
 TEST(FitCli, FitPredictEval) {
