@@ -36,6 +36,7 @@ struct ProtocolOutput {
   std::string text;
   nlohmann::json json;
   std::string points_csv;  // --points (size and crossn protocols)
+  std::vector<std::string> notes;  // what the table does not show, printed on stderr after it
 };
 using ProtocolFn = std::function<ProtocolOutput(const std::vector<Sample>&, const EvalArgs&)>;
 
@@ -58,8 +59,10 @@ fit::EvalOptions fit_eval_options(const EvalArgs& a) {
   return o;
 }
 
-// Why a size or GPU-count protocol had nothing to evaluate, in its own words (fit/eval.h describes each).
-std::string no_curve_message(const std::string& protocol) {
+// Why a size or GPU-count protocol had nothing to evaluate, in its own words (fit/eval.h describes each):
+// the protocol's own reason where it gave one, else its rule.
+std::string no_curve_message(const std::string& protocol, const std::string& reason) {
+  if (!reason.empty()) return "nothing to evaluate for --protocol " + protocol + ": " + reason;
   std::string rule;
   for (const auto& p : fit::fit_protocols())
     if (p.name == protocol_name(protocol)) rule = p.help;
@@ -80,8 +83,8 @@ std::vector<EvalProtocol> protocols() {
     auto run = p.run;
     v.push_back({p.name, p.takes_arg, [run](const std::vector<Sample>& s, const EvalArgs& a) {
                    const fit::EvalResult r = run(s, fit_eval_options(a));
-                   if (r.curves == 0) throw std::runtime_error(no_curve_message(a.protocol));
-                   ProtocolOutput o{r.to_table(), r.to_json(), {}};
+                   if (r.curves == 0) throw std::runtime_error(no_curve_message(a.protocol, r.nothing_qualifies));
+                   ProtocolOutput o{r.to_table(), r.to_json(), {}, r.notes};
                    if (!a.points.empty()) o.points_csv = r.points_csv();
                    return o;
                  }});
@@ -91,7 +94,7 @@ std::vector<EvalProtocol> protocols() {
                  fit::EvalOptions o = fit_eval_options(a);
                  if (a.methods.empty()) o.methods = fit::alltoallv_default_methods();
                  const fit::AllToAllvEval r = fit::eval_alltoallv(s, o);
-                 ProtocolOutput out{r.to_table(), r.to_json(), {}};
+                 ProtocolOutput out{r.to_table(), r.to_json(), {}, {}};
                  if (!a.points.empty()) out.points_csv = r.result.points_csv();
                  return out;
                }});
@@ -105,7 +108,7 @@ std::vector<EvalProtocol> protocols() {
                  codegen::SelectOptions o;
                  o.plan = a.plan;
                  const codegen::SelectReport r = codegen::evaluate_select(s, o);
-                 return ProtocolOutput{codegen::format_select_report(r), codegen::select_report_json(r), {}};
+                 return ProtocolOutput{codegen::format_select_report(r), codegen::select_report_json(r), {}, {}};
                }});
 #endif
   return v;
@@ -143,6 +146,7 @@ void run_eval(const EvalArgs& a) {
     throw UsageError(e.what());
   }
   std::cout << out.text;
+  for (const std::string& note : out.notes) std::cerr << "note: " << note << "\n";
   if (!a.json.empty()) write_string_atomically(a.json, out.json.dump(1) + "\n");
   if (!a.points.empty()) write_string_atomically(a.points, out.points_csv);
 }

@@ -15,6 +15,7 @@
 #include "fit/siblings.h"
 #include "model/group_model.h"
 #include "model/sample_csv.h"
+#include "model/text.h"
 
 namespace arfit::fit {
 namespace {
@@ -176,8 +177,14 @@ namespace {
 // ("ceiling-otherhw"); at least kCeilingMinOthers of them, else auto's prediction is kept.
 constexpr size_t kCeilingMinOthers = 3;
 
-std::vector<CurvePreds> ceiling_preds(const std::vector<CurvePreds>& auto_per, const std::vector<std::string>& hardware,
-                                      bool other_hardware_only) {
+// A ceiling's points, and how many of them other curves corrected: the rest keep auto's prediction.
+struct CeilingPreds {
+  std::vector<CurvePreds> per_curve;
+  int corrected = 0, points = 0;
+};
+
+CeilingPreds ceiling_preds(const std::vector<CurvePreds>& auto_per, const std::vector<std::string>& hardware,
+                           bool other_hardware_only) {
   struct Entry {
     const std::string* source;
     const std::string* hardware;
@@ -191,25 +198,47 @@ std::vector<CurvePreds> ceiling_preds(const std::vector<CurvePreds>& auto_per, c
   for (size_t i = 0; i < auto_per.size(); ++i)
     for (const EvalPoint& p : auto_per[i].points)
       by_key[key_of(p)].push_back({&p.key.system, &hardware[i], std::log(p.measured / p.predicted.time_us)});
-  std::vector<CurvePreds> out(auto_per.size());
+  CeilingPreds out;
+  out.per_curve.resize(auto_per.size());
   for (size_t i = 0; i < auto_per.size(); ++i) {
-    out[i].ok = auto_per[i].ok;
+    out.per_curve[i].ok = auto_per[i].ok;
     for (const EvalPoint& p : auto_per[i].points) {
       std::vector<double> others;
       for (const Entry& e : by_key[key_of(p)])
         if (other_hardware_only ? *e.hardware != hardware[i] : *e.source != p.key.system) others.push_back(e.log_error);
       EvalPoint q = p;
+      ++out.points;
       if (others.size() >= kCeilingMinOthers) {
         const double factor = std::exp(percentile(others, 50));
         q.predicted.time_us *= factor;
         q.predicted.lo_us *= factor;
         q.predicted.hi_us *= factor;
         q.predicted.how += " x ceiling";
+        ++out.corrected;
       }
-      out[i].points.push_back(std::move(q));
+      out.per_curve[i].points.push_back(std::move(q));
     }
   }
+  // No point corrected: not a ceiling at all, so no row of errors (auto's would read as a bound reached).
+  if (out.corrected == 0)
+    for (CurvePreds& c : out.per_curve) c.points.clear();
   return out;
+}
+
+// What the table does not show about a ceiling: the held-out points where too few other curves shared the key,
+// and, where none had enough, what the inputs hold (one machine, one file). "" when every point was corrected.
+std::string ceiling_note(const std::string& method, const CeilingPreds& c, const std::set<std::string>& origins) {
+  if (c.corrected == c.points) return {};
+  const bool hw = method == "ceiling-otherhw";
+  const std::string others = hw ? "other machines' curves" : "other source files' curves";
+  const std::string where = " at the same collective, strategy, fusion, rank and node count and size";
+  if (c.corrected == 0)
+    return method + ": no held-out point has " + std::to_string(kCeilingMinOthers) + " or more " + others + where +
+           " (the inputs hold " + std::to_string(origins.size()) + (hw ? " machine" : " source file") +
+           (origins.size() == 1 ? "" : "s") + ": " + join(origins, ", ") + "), so it bounds nothing: shown as '-'";
+  return method + ": " + std::to_string(c.points - c.corrected) + " of " + std::to_string(c.points) +
+         " held-out points had fewer than " + std::to_string(kCeilingMinOthers) + " " + others + where +
+         "; auto's prediction is kept there";
 }
 
 // One curve of a size protocol: its training sizes and its held-out points (the same for every method).
@@ -283,14 +312,19 @@ EvalResult eval_sizes(const std::vector<Sample>& samples, const std::string& pro
   std::vector<std::string> hardware;  // per task, for the ceiling diagnostics
   for (const SizeTask& t : tasks) hardware.push_back(t.train.hardware);
   for (const std::string& m : options.methods) {
-    std::vector<CurvePreds> per;
     if (is_ceiling_method(m)) {
       if (auto_per.empty()) auto_per = predict_size_tasks("auto", tasks, options.threads);
-      per = ceiling_preds(auto_per, hardware, m == "ceiling-otherhw");
-    } else {
-      per = predict_size_tasks(m, tasks, options.threads);
-      if (m == "auto") auto_per = per;
+      const bool hw = m == "ceiling-otherhw";
+      const CeilingPreds c = ceiling_preds(auto_per, hardware, hw);
+      res.methods.push_back(detail::summarize(m, c.per_curve, options.keep_points));
+      res.methods.back().ceiling_points = c.corrected;
+      std::set<std::string> origins;
+      for (const SizeTask& t : tasks) origins.insert(hw ? t.train.hardware : t.train.key.system);
+      if (std::string note = ceiling_note(m, c, origins); !note.empty()) res.notes.push_back(std::move(note));
+      continue;
     }
+    std::vector<CurvePreds> per = predict_size_tasks(m, tasks, options.threads);
+    if (m == "auto") auto_per = per;
     res.methods.push_back(detail::summarize(m, per, options.keep_points));
   }
   return res;
@@ -305,6 +339,7 @@ nlohmann::json methods_json(const std::vector<EvalMethodResult>& methods) {
                         {"max", m.errors.max * 100},   {"points", m.errors.points},       {"groups", m.groups}};
     if (m.failed_groups) e["failed_groups"] = m.failed_groups;
     if (m.coverage >= 0) e["coverage90"] = m.coverage * 100;
+    if (m.ceiling_points >= 0) e["ceiling_points"] = m.ceiling_points;
     ms[m.name] = e;
   }
   return ms;

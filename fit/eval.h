@@ -36,6 +36,7 @@ struct EvalMethodResult {
   int groups = 0;           // curves (or families, for crossn) predicted
   int failed_groups = 0;    // curves the method could not fit (their points are not counted)
   double coverage = -1;     // fraction of held-out points inside the 90 % interval; -1 = method has none
+  int ceiling_points = -1;  // ceilings: held-out points other curves corrected (the rest keep auto's); -1 = not one
   std::vector<EvalPoint> points;
 };
 
@@ -53,9 +54,16 @@ struct EvalResult {
   std::string subsets_key;          // JSON key of the subsets ("by_nodes", "by_system"); "" = none
   std::vector<EvalSubset> subsets;
   int unmatched_curves = -1;        // crosshw: curves no other system measured (-1: not reported)
+  // What the table does not show, one line each (the CLI prints them on stderr): a ceiling that kept auto's
+  // prediction at some held-out points, or bounded nothing (EvalOptions::methods).
+  std::vector<std::string> notes;
+  // Why no curve qualified, in the protocol's own words, when the generic rule (>= 12 sizes) is not the reason
+  // (crosshw: fewer than two systems, or no curve another system measured too); "" = the generic rule.
+  std::string nothing_qualifies;
 
   // {"protocol": P, "methods": {NAME: {"gmae": %, "median": %, "p90": %, "max": %, "points": N, "groups": G,
-  //   "coverage90": % (methods with intervals)}}}; percentages as numbers. With subsets also
+  //   "coverage90": % (methods with intervals), "ceiling_points": N (ceilings: points other curves corrected)}}};
+  //   percentages as numbers. With subsets also
   //   SUBSETS_KEY: {SUBSET: {"curves": N, "methods": {NAME: {...}}}}, and "unmatched_curves" where reported.
   nlohmann::json to_json() const;
   std::string to_table() const;
@@ -74,8 +82,10 @@ struct EvalOptions {
   // held-out error exp(median ln(measured / predicted)) of auto at the same collective, strategy, fusion, rank
   // and node count and size on at least three other curves, from other source files (other dtypes, versions
   // and machines) or from other machines only. They use measurements every protocol withholds, so they bound
-  // what sharing structure across curves could add to auto, rather than predict. Unknown names throw
-  // std::invalid_argument.
+  // what sharing structure across curves could add to auto, rather than predict. Where fewer than three other
+  // curves share a held-out point, auto's prediction is kept there and EvalResult::notes says at how many
+  // points; where no point has three, the ceiling has no points (no errors to show) and a note says what the
+  // inputs hold. Unknown names throw std::invalid_argument.
   std::vector<std::string> methods = {"auto", "seed", "alphabeta", "loglog"};
   // False when the caller chose `methods`: a protocol with methods of its own (crosshw) replaces the generic
   // list only while it is the default, never a list asked for that happens to equal it.

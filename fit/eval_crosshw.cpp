@@ -121,6 +121,27 @@ std::vector<Prediction> predict_loglog(const Task& t) {
   return out;
 }
 
+// Why crosshw had no target although curves qualified: one system only, no curve another system measured
+// too, or no size left to hold out after the K anchors.
+std::string crosshw_nothing_qualifies(const std::vector<Curve>& curves, int unmatched, int K) {
+  std::map<std::string, int> per_system;
+  for (const Curve& c : curves) ++per_system[c.hardware];
+  std::string found;
+  for (const auto& [system, n] : per_system)
+    found += (found.empty() ? "" : ", ") + ("'" + system + "' (" + std::to_string(n) + (n == 1 ? " curve)" : " curves)"));
+  const std::string label =
+      " (the machine label: a sample's system, set by `arfit ingest --system` or the file's machine, else its device, "
+      "else its file name)";
+  if (per_system.size() < 2)
+    return "crosshw leaves one system out and predicts it from the others: it needs curves of at least two systems" +
+           label + "; the inputs hold one, " + found;
+  if (unmatched == static_cast<int>(curves.size()))
+    return "no curve of one system has a curve of another system at the same collective, strategy, fusion, rank and "
+           "node count and element size to transfer from (systems: " + found + ")";
+  return "every curve another system measured too has at most K = " + std::to_string(K) +
+         " sizes: none is left to hold out (systems: " + found + ")";
+}
+
 }  // namespace
 
 EvalResult eval_crosshw(const std::vector<Sample>& samples, int K, const EvalOptions& options) {
@@ -166,6 +187,7 @@ EvalResult eval_crosshw(const std::vector<Sample>& samples, int K, const EvalOpt
     if (!t.test_bytes.empty()) tasks.push_back(std::move(t));
   }
   res.curves = static_cast<int>(tasks.size());
+  if (tasks.empty() && !curves.empty()) res.nothing_qualifies = crosshw_nothing_qualifies(curves, res.unmatched_curves, K);
 
   // The K <= 1 rule's interval, per target system: its errors on the other systems, each predicted from the
   // rest (the target system's curves take no part).

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <random>
+#include <regex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -91,6 +92,30 @@ TEST(FitCli, PredictRefusesSizesAboveTheLargestModelled) {
   // 2^30 x 2^29 x 1 byte (5.8e17) is within the bound: no usage error (the model answers or says it cannot).
   r = run_command(predict + "--tokens 1073741824 --hidden 536870912 --dtype fp8");
   EXPECT_NE(r.exit_code, 2) << r.output;
+}
+
+// eval on one machine: crosshw says it needs two systems and names the one it found (not the 12-size rule, which
+// every curve here meets); the ceiling from other machines is a '-' row with a note on stderr, not auto's errors.
+TEST(FitCli, EvalSaysWhyOneMachineHasNothingToCompare) {
+  TempDir dir;
+  const std::string samples = write_samples(dir);
+  auto r = run_command(arfit::testing::arfit_bin() + " eval " + samples + " --protocol crosshw:3");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("it needs curves of at least two systems"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("the inputs hold one, 'testbox' (6 curves)"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("12 distinct sizes"), std::string::npos) << r.output;
+  const std::string ej = dir.file("eval.json");
+  r = run_command(arfit::testing::arfit_bin() + " eval " + samples +
+                  " --protocol interp2 --methods auto,ceiling-otherhw --json " + ej);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("note: ceiling-otherhw: no held-out point has 3 or more other machines' curves"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("(the inputs hold 1 machine: testbox)"), std::string::npos) << r.output;
+  const std::regex dash_row("\\nceiling-otherhw +- +- +- +- +0 +0 +-\\n");
+  EXPECT_TRUE(std::regex_search(r.output, dash_row)) << r.output;
+  const auto e = nlohmann::json::parse(arfit::testing::slurp(ej));
+  EXPECT_EQ(e["methods"]["ceiling-otherhw"]["points"], 0);
+  EXPECT_EQ(e["methods"]["ceiling-otherhw"]["ceiling_points"], 0);
 }
 
 TEST(FitCli, FitPredictEval) {

@@ -86,6 +86,58 @@ TEST(FitEval, CeilingsCarryOtherCurvesHeldOutErrorsAtTheSameSize) {
   EXPECT_LT(others->errors.gmae, a->errors.gmae);
 }
 
+// A ceiling is honest about where it is one: with one machine there are no other machines' errors at all, so
+// ceiling-otherhw has no points (the table shows '-', not auto's errors as if a bound) and a note says what the
+// inputs hold; where some held-out points lack three other curves, a note counts them.
+TEST(FitEval, CeilingsSayWhereTheyKeptAutosPrediction) {
+  std::vector<Sample> s;
+  add_curve(s, "a1.txt", "a", "NCCL", 10);
+  add_curve(s, "a2.txt", "a", "NCCL", 11);
+  add_curve(s, "a3.txt", "a", "NCCL", 12);
+  add_curve(s, "a4.txt", "a", "NCCL", 13);
+  fit::EvalOptions o;
+  o.methods = {"auto", "ceiling-others", "ceiling-otherhw"};
+  fit::EvalResult r = fit::eval_sizes(s, "interp2", o);
+  ASSERT_EQ(r.curves, 4);
+  const int points = r.method("auto")->errors.points;
+  // Every point of a file has three other files: all corrected, no note about ceiling-others.
+  EXPECT_EQ(r.method("ceiling-others")->errors.points, points);
+  EXPECT_EQ(r.method("ceiling-others")->ceiling_points, points);
+  EXPECT_EQ(r.method("auto")->ceiling_points, -1);
+  const auto* hw = r.method("ceiling-otherhw");
+  EXPECT_EQ(hw->errors.points, 0);
+  EXPECT_EQ(hw->groups, 0);
+  EXPECT_EQ(hw->ceiling_points, 0);
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_NE(r.notes[0].find("ceiling-otherhw: no held-out point"), std::string::npos) << r.notes[0];
+  EXPECT_NE(r.notes[0].find("1 machine: a)"), std::string::npos) << r.notes[0];
+  EXPECT_EQ(r.to_json()["methods"]["ceiling-otherhw"]["ceiling_points"], 0);
+  const std::string table = r.to_table();
+  EXPECT_NE(table.find("ceiling-otherhw         -        -"), std::string::npos) << table;
+
+  // Two more machines' files (one each) and a custom kernel: "a" files see two other machines (too few), "b" and
+  // "c" see four "a" files; no file shares the custom kernel's key.
+  add_curve(s, "b1.txt", "b", "NCCL", 14);
+  add_curve(s, "c1.txt", "c", "NCCL", 15);
+  add_curve(s, "a-custom.txt", "a", "custom", 4);
+  r = fit::eval_sizes(s, "interp2", o);
+  ASSERT_EQ(r.curves, 7);
+  const int per_curve = r.method("auto")->errors.points / 7;
+  EXPECT_EQ(r.method("ceiling-otherhw")->ceiling_points, 2 * per_curve);
+  EXPECT_EQ(r.method("ceiling-otherhw")->errors.points, 7 * per_curve);  // auto's kept: comparable with auto
+  EXPECT_EQ(r.method("ceiling-others")->ceiling_points, 6 * per_curve);
+  ASSERT_EQ(r.notes.size(), 2u);
+  EXPECT_NE(r.notes[0].find("ceiling-others: " + std::to_string(per_curve) + " of " + std::to_string(7 * per_curve) +
+                            " held-out points had fewer than 3 other source files' curves"),
+            std::string::npos)
+      << r.notes[0];
+  EXPECT_NE(r.notes[1].find("ceiling-otherhw: " + std::to_string(5 * per_curve) + " of " + std::to_string(7 * per_curve) +
+                            " held-out points had fewer than 3 other machines' curves"),
+            std::string::npos)
+      << r.notes[1];
+  EXPECT_NE(r.notes[1].find("auto's prediction is kept there"), std::string::npos) << r.notes[1];
+}
+
 TEST(FitEval, UnknownMethodsAreRejectedByName) {
   std::vector<Sample> s;
   add_curve(s, "a1.txt", "a", "NCCL", 10);
