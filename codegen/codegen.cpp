@@ -1,4 +1,5 @@
 #include "codegen/codegen.h"
+#include "model/sm_targets.h"
 #include "model/text.h"
 
 #include <algorithm>
@@ -40,6 +41,30 @@ Grid request_grid(const Request& r) {
 }
 
 int prediction_sm(const Request& r) { return r.transfer_sm ? r.sm : 0; }
+
+void check_sm_transfer(const ModelSet& models, const std::string& system, const Request& r) {
+  if (!r.transfer_sm) return;
+  std::vector<int> known;
+  for (const SmTarget& t : sm_targets()) known.push_back(t.sm);
+  const std::string figures = "; the transfer scales by both SMs' datasheet interconnect bandwidths, known for SM " +
+                              join(known, ", ");
+  if (!find_sm_target(r.sm))
+    throw std::invalid_argument("--sm " + std::to_string(r.sm) + ": arfit has no datasheet figures for this SM" + figures);
+  std::set<int> measured;
+  for (const GroupModelView& g : models.groups())
+    if (g.key.system == system) {
+      if (find_sm_target(g.sm)) return;  // at least these models transfer
+      measured.insert(g.sm);
+    }
+  if (measured.empty()) return;  // no models at all: the grid's own message says so
+  measured.erase(0);
+  const std::string what = measured.empty() ? std::string("an SM arfit cannot tell (no sm in its samples, and neither "
+                                                          "its device name nor its label names a GPU arfit knows)")
+                                            : "SM " + join(measured, ", ") + ", which has no datasheet figures";
+  throw std::invalid_argument("--transfer-sm: system '" + system + "' was measured on " + what +
+                              ", so its models cannot be carried to --sm " + std::to_string(r.sm) + figures +
+                              " (without --transfer-sm they answer as measured)");
+}
 
 Predictor request_predictor(const ModelSet& models, const Request& r) {
   const int sm = prediction_sm(r);

@@ -2,6 +2,7 @@
 #include "codegen/formats.h"
 
 #include <algorithm>
+#include <set>
 #include <stdexcept>
 
 #include "model/text.h"
@@ -26,17 +27,37 @@ const FormatSpec& find_format(const std::string& name) {
   throw std::invalid_argument("--format: '" + name + "' is not one of " + format_names());
 }
 
+namespace {
+
+// Why a grid came out all fallback cells: what it asked against what the system's all-reduce models hold.
+std::string no_modelled_cell(const ModelSet& models, const std::string& system, const Request& r) {
+  std::set<int> tps;
+  std::set<std::string> fusions, dtypes;
+  for (const GroupModelView& g : models.groups())
+    if (g.key.system == system && g.key.collective == Collective::AllReduce) {
+      tps.insert(g.key.nranks);
+      fusions.insert(to_string(g.key.fusion));
+      dtypes.insert(g.key.dtype);
+    }
+  const std::string head = "no cell of the grid has a modelled all-reduce strategy for system '" + system + "'";
+  if (tps.empty()) return head + ": it has no all-reduce models";
+  return head + ": the grid asks --tp " + r.tp + ", --fusion " + r.fusion + ", --dtype " + r.dtype +
+         " (or another type of its element size); its all-reduce models are at TP " + join(tps, ",") + ", fusion " +
+         join(fusions, ",") + ", dtype " + join(dtypes, ",");
+}
+
+}  // namespace
+
 StrategyTable build_request_table(const ModelSet& models, const Request& r) {
   TableOptions o;
   o.system = resolve_system(models, r.system);
+  check_sm_transfer(models, o.system, r);
   o.dtype = r.dtype;
   o.sm = prediction_sm(r);
   o.fallback = r.fallback;
   // build_table sets the SM (o.sm) on every query and tries the other dtypes of --dtype's size itself.
   StrategyTable t = build_table(request_grid(r), model_set_candidates(models, o.system), model_set_predictor(models), o);
-  if (t.fallback_cells() == static_cast<int>(t.cells.size()))
-    throw std::invalid_argument("no cell of the grid has a modelled all-reduce strategy for system '" + o.system +
-                                "' (check --tp, --fusion and the models file)");
+  if (t.fallback_cells() == static_cast<int>(t.cells.size())) throw std::invalid_argument(no_modelled_cell(models, o.system, r));
   return t;
 }
 
@@ -102,6 +123,7 @@ EnginePlanner engine_planner(const FormatInput& in, const std::string& format, c
 PredictQuery engine_query(const ModelSet& models, const Request& r) {
   PredictQuery q;
   q.system = resolve_system(models, r.system);
+  check_sm_transfer(models, q.system, r);
   q.collective = Collective::AllReduce;
   q.fusion = FusionOp::None;
   q.dtype = r.dtype;

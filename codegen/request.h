@@ -44,5 +44,10 @@ Grid request_grid(const Request& request);
 Predictor request_predictor(const ModelSet& models, const Request& request);
 // 0 (the measured SM) or --sm with --transfer-sm: what PredictQuery::sm carries.
 int prediction_sm(const Request& request);
+// With --transfer-sm, whether the models of `system` can be carried to --sm: both SMs need datasheet figures
+// (model/sm_targets.h; the transfer scales by their interconnect bandwidths). Throws std::invalid_argument naming
+// the option and the SM that has none (an unknown measured SM: no sm in the samples, no device name or system
+// label arfit recognises); the grid would otherwise come out all fallback cells for a reason it does not say.
+void check_sm_transfer(const ModelSet& models, const std::string& system, const Request& request);
 
 }  // namespace arfit::codegen

@@ -150,6 +150,7 @@ std::vector<GroupModelView> ModelSet::groups() const {
     v.max_bytes = m.max_bytes;
     v.points = m.points;
     v.cv_gmae = m.cv_gmae;
+    v.sm = m.sm;
     if (m.spec.kind == FamilyKind::Seed) v.seed_turning_points.push_back({std::exp2(m.seed.ln_p), std::exp2(m.seed.sats_p)});
     out.push_back(v);
   }

@@ -73,6 +73,7 @@ struct GroupModelView {
   double min_bytes = 0, max_bytes = 0;  // measured range
   int points = 0;
   double cv_gmae = 0;             // cross-validated GMAE, fraction (0.012 = 1.2 %)
+  int sm = 0;                     // the machine's datasheet SM (model/sm_targets.h: datasheet_sm); 0 = unknown
   std::vector<std::pair<double, double>> seed_turning_points;  // seed family: (ln_p bytes, sats_p bytes)
 };
 

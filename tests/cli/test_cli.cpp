@@ -174,6 +174,45 @@ TEST(Cli, SuggestColumnsStaySeparatedWithLongNames) {
   EXPECT_GT(rows, 0) << r.output;
 }
 
+// --transfer-sm from a machine whose SM arfit has no datasheet figures for (unknown, or SM 75) says so, naming the
+// system and the SM, in codegen (a table format and a size format) and suggest; a known SM transfers. A grid whose
+// cells no model answers names what it asked against what the models hold (here: the element type).
+TEST(Cli, TransferSmAndEmptyGridsSayTheExactReason) {
+  arfit::testing::TempDir dir;
+  auto models_with = [&](const std::string& name, const std::string& sm, const std::string& dtype) {
+    std::string csv = "#arfit-samples v1\ncollective,strategy,fusion,dtype,nranks,bytes,time_us,sm\n";
+    for (int k = 10; k <= 26; ++k)
+      for (const auto& [strategy, alpha] : std::vector<std::pair<std::string, double>>{{"NCCL", 15}, {"custom", 3}})
+        csv += "allreduce," + strategy + ",NONE," + dtype + ",2," + std::to_string(1LL << k) + "," +
+               std::to_string(alpha + static_cast<double>(1LL << k) / 4e5) + "," + sm + "\n";
+    const auto r = run_command(arfit_bin() + " fit " + dir.write(name + ".csv", csv) + " -o " + dir.file(name + ".json"));
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return dir.file(name + ".json");
+  };
+  const std::string unknown = models_with("unknown", "", "bf16"), turing = models_with("turing", "75", "bf16");
+  for (const auto& [models, says] : std::vector<std::pair<std::string, std::string>>{
+           {unknown, "--transfer-sm: system 'default' was measured on an SM arfit cannot tell"},
+           {turing, "--transfer-sm: system 'default' was measured on SM 75, which has no datasheet figures"}})
+    for (const std::string& cmd : {" codegen " + models + " --format json -o " + dir.file("t.json"),
+                                   " codegen " + models + " --format vllm -o " + dir.file("t.json"), " suggest " + models}) {
+      const auto r = run_command(arfit_bin() + cmd + " --tp 2 --transfer-sm --sm 100");
+      EXPECT_EQ(r.exit_code, 2) << cmd << r.output;
+      EXPECT_NE(r.output.find(says), std::string::npos) << cmd << r.output;
+      EXPECT_NE(r.output.find("cannot be carried to --sm 100"), std::string::npos) << r.output;
+    }
+  EXPECT_FALSE(std::filesystem::exists(dir.file("t.json")));
+  const std::string hopper = models_with("hopper", "90", "bf16");
+  auto r = run_command(arfit_bin() + " codegen " + hopper + " --format json --tp 2 --transfer-sm --sm 100 -o " + dir.file("t.json"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  const std::string fp32 = models_with("fp32", "90", "fp32");
+  r = run_command(arfit_bin() + " suggest " + fp32 + " --tp 2");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("the grid asks --tp 2, --fusion all, --dtype bf16"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("its all-reduce models are at TP 2, fusion NONE, dtype fp32"), std::string::npos) << r.output;
+  r = run_command(arfit_bin() + " suggest " + fp32 + " --tp 2 --dtype fp32");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
 // --rules: a JSON document that is not a kernel rule file ({}, another version, a models file) is refused
 // naming the file (and the key), not read as a file with no rules.
 TEST(Cli, RulesFileMustBeARulesFile) {
