@@ -456,7 +456,7 @@ TEST_F(Robustness, EmptyInputsAndDroppedRowsAreReported) {
 // `predict --bytes A:B:F` with more points than the cap is refused naming the option, not cut short.
 TEST_F(Robustness, PredictPointCapIsAUsageError) {
   copy("models.json");
-  expect_refused("predict models.json --collective allreduce --nranks 8 --bytes 1:1e300:1.0000001", 2, {"--bytes", "100000 points"});
+  expect_refused("predict models.json --collective allreduce --nranks 8 --bytes 1:1e18:1.0000001", 2, {"--bytes", "100000 points"});
   const CommandResult ok = run_command(arfit_bin() + " predict " + dir.file("models.json") + " --collective allreduce --nranks 8 --bytes 1K:1M:2 --json");
   ASSERT_EQ(ok.exit_code, 0) << ok.output;
   EXPECT_EQ(nlohmann::json::parse(ok.output).size(), 11u);
