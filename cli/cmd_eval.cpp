@@ -173,7 +173,8 @@ void add_eval(CLI::App& app) {
                   "family with the residual correction, auto-nc, auto-solo (no sibling pooling); size protocols also "
                   "take the diagnostics ceiling-others / ceiling-otherhw (auto times the median held-out error of the "
                   "other files / other machines at the same collective, strategy, ranks and size: not predictors, "
-                  "they use held-out measurements)");
+                  "they use held-out measurements; a note on stderr counts the points with fewer than 3 such curves, "
+                  "where auto is kept, and a ceiling no point qualifies for shows '-')");
   cmd->add_option("--threads", a->threads, "Curves evaluated in parallel");
   cmd->add_option("--plan", a->plan, "select: measured subset, auto (sparse4 for sizes, lattice:2 for token x hidden grids), sparse4 or lattice:K")
       ->capture_default_str();
