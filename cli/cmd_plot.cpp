@@ -13,6 +13,7 @@
 
 #include "cli/cli_inputs.h"
 #include "cli/commands.h"
+#include "codegen/request.h"
 #include "codegen/table.h"
 #include "codegen/writers.h"
 #include "fit/eval.h"
@@ -155,6 +156,15 @@ std::vector<int> int_list(const std::string& s, const std::string& option) {
   }
 }
 
+// --tp: GPU counts, at most kMaxSampleRanks (codegen's parser, as `arfit codegen --tp`).
+std::vector<int> tp_list(const std::string& s) {
+  try {
+    return codegen::parse_rank_list(s, "--tp");
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+}
+
 // Predicted strategy grids from a model set, one per system (codegen's table builder, so the figures show
 // exactly what `arfit codegen` would choose).
 std::vector<plots::StrategyGrid> grids_from_models(const ModelSet& models, const PlotArgs& a) {
@@ -174,7 +184,7 @@ std::vector<plots::StrategyGrid> grids_from_models(const ModelSet& models, const
       if (g.key.system == system && g.key.collective == Collective::AllReduce) tps.insert(g.key.nranks), fusions.insert(g.key.fusion);
     if (tps.empty()) continue;
     codegen::Grid gs = grid;
-    gs.tps = a.tp.empty() ? std::vector<int>(tps.begin(), tps.end()) : int_list(a.tp, "--tp");
+    gs.tps = a.tp.empty() ? std::vector<int>(tps.begin(), tps.end()) : tp_list(a.tp);
     if (a.fusion.empty()) gs.fusions.assign(fusions.begin(), fusions.end());
     codegen::TableOptions to;
     to.system = system;
@@ -205,7 +215,7 @@ void plot_fit(const Inputs& in, const PlotArgs& a, Renderer& r) {
 
 void plot_cross(const Inputs& in, const PlotArgs& a, Renderer& r) {
   if (!in.models) throw UsageError("plot cross needs a models.json");
-  std::vector<int> tps = a.tp.empty() ? std::vector<int>{2, 4, 8, 16} : int_list(a.tp, "--tp");
+  std::vector<int> tps = a.tp.empty() ? std::vector<int>{2, 4, 8, 16} : tp_list(a.tp);
   auto figs = plots::cross_figures(in.samples, *in.models, tps, int_list(a.sm, "--sm"));
   if (figs.empty())
     std::cerr << "arfit plot cross: no family has a TP in --tp (or an --sm) that was not measured; nothing to draw\n";
@@ -322,8 +332,11 @@ void run_plot(const PlotArgs& a) {
   try {
     formats = plots::parse_formats(a.format);
     // The grid axes (codegen's parser) are checked before anything is read or the output folder is made.
-    codegen::parse_pow2_axis(a.tokens, "--tokens");
-    codegen::parse_pow2_axis(a.hidden, "--hidden");
+    codegen::Grid axes;
+    axes.tokens = codegen::parse_pow2_axis(a.tokens, "--tokens");
+    axes.hiddens = codegen::parse_pow2_axis(a.hidden, "--hidden");
+    codegen::check_cell_bytes(axes, a.dtype);
+    if (!a.tp.empty()) codegen::parse_rank_list(a.tp, "--tp");
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }

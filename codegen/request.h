@@ -38,6 +38,10 @@ std::string resolve_system(const ModelSet& models, const std::string& requested)
 
 // The grid of --tp, --fusion, --hidden, --tokens. Throws std::invalid_argument naming the option.
 Grid request_grid(const Request& request);
+// Refuses a grid whose largest cell (tokens x hidden x the size of `dtype`, 1 byte when unknown) is above
+// kMaxSampleBytes: std::invalid_argument naming --tokens x --hidden. request_grid calls it; so does `arfit plot`'s
+// grid from a models file.
+void check_cell_bytes(const Grid& grid, const std::string& dtype);
 
 // Predictions as the request asks for them: the model set's, at --sm when --transfer-sm, with models of another
 // type of the same element size answering for --dtype.

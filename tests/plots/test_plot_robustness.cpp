@@ -225,3 +225,18 @@ TEST(StagingFolder, SignalsRemoveTheStagingFolder) {
 }
 
 }  // namespace
+
+// --tp and the grid's cells have the bounds `arfit codegen` applies (2^20 GPUs; tokens x hidden x dtype within 1e18
+// bytes), refused before anything is read or the output folder is made.
+TEST(PlotOptions, RanksAndCellsAboveTheModelBoundsAreUsageErrors) {
+  TempDir tmp;
+  const std::string samples = write_samples(tmp, "s.csv", {"box"});
+  const std::string out = tmp.file("figures");
+  auto r = run_command(arfit_bin() + " plot cross " + samples + " -o " + out + " --tp 2,2097152");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "--tp: 2097152 is above 1048576 (2^20)")) << r.output;
+  r = run_command(arfit_bin() + " plot heatmap " + samples + " -o " + out + " --tokens 1099511627776 --hidden 1099511627776");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "--tokens x --hidden: 1099511627776 x 1099511627776 x bf16")) << r.output;
+  EXPECT_FALSE(fs::exists(out));
+}
