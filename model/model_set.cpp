@@ -178,6 +178,19 @@ std::vector<std::string> ModelSet::strategies(const std::string& system, Collect
 
 namespace {
 
+// The query's machine, collective, strategy and fusion (`q` resolved: ModelSet::resolve_query).
+bool same_curve_kind(const GroupKey& k, const PredictQuery& q) {
+  return k.system == q.system && k.collective == q.collective && k.strategy == q.strategy && k.fusion == q.fusion;
+}
+
+// The query's element type, or any when it names none.
+bool dtype_matches(const GroupKey& k, const PredictQuery& q) { return q.dtype.empty() || canonical_dtype(q.dtype) == k.dtype; }
+
+// A group or joint family that answers `q` on the nodes it measured: the query's curve kind, dtype and node count.
+bool answers_on_its_nodes(const GroupKey& k, const PredictQuery& q) {
+  return same_curve_kind(k, q) && dtype_matches(k, q) && k.nnodes == q.nnodes;
+}
+
 // A count on more nodes than the query's machine measured (model/scale_out.h). `q` has its system and
 // collective resolved. From the machine's largest measured count on the most nodes it measured (at most the
 // query's count): when that is on more than one node, the network is measured and the answer is carried within
@@ -191,15 +204,11 @@ std::optional<Prediction> predict_across_nodes(const std::vector<GroupModel>& gr
                                                const std::vector<const GroupModel*>& lender_pool, const PredictQuery& q,
                                                double bytes, int* measured_sm, double* latency_us) {
   if (q.nranks <= 0 || !q.across_nodes) return std::nullopt;
-  // The query's machine, collective, strategy and fusion.
-  auto queried = [&](const GroupKey& k) {
-    return k.system == q.system && k.collective == q.collective && k.strategy == q.strategy && k.fusion == q.fusion;
-  };
+  auto queried = [&](const GroupKey& k) { return same_curve_kind(k, q); };
   const GroupModel* last = nullptr;
   for (const GroupModel& m : groups) {
     const GroupKey& k = m.key;
-    if (!m.ok || !queried(k) || k.nnodes >= q.nnodes || k.nranks > q.nranks) continue;
-    if (!q.dtype.empty() && canonical_dtype(q.dtype) != k.dtype) continue;
+    if (!m.ok || !queried(k) || !dtype_matches(k, q) || k.nnodes >= q.nnodes || k.nranks > q.nranks) continue;
     if (last && q.dtype.empty() && last->key.dtype != k.dtype) return std::nullopt;  // ambiguous dtype
     if (!last || std::tie(k.nnodes, k.nranks) > std::tie(last->key.nnodes, last->key.nranks)) last = &m;
   }
@@ -247,11 +256,8 @@ std::optional<Prediction> predict_across_nodes(const std::vector<GroupModel>& gr
 
 }  // namespace
 
-std::optional<Prediction> ModelSet::predict(const PredictQuery& q) const { return predict(q, {}); }
-
-std::optional<Prediction> ModelSet::predict(const PredictQuery& q0, const std::vector<ModelSet>& lenders) const {
+std::optional<PredictQuery> ModelSet::resolve_query(const PredictQuery& q0) const {
   PredictQuery q = q0;
-  if (!parsed_) return std::nullopt;
   // An all-to-allv split is predicted through the uniform all-to-all model at its effective size.
   if (!q.splits.empty()) q.collective = Collective::AllToAll;
   // Resolve the system when the set has only one.
@@ -260,16 +266,29 @@ std::optional<Prediction> ModelSet::predict(const PredictQuery& q0, const std::v
     if (sys.size() != 1) return std::nullopt;
     q.system = sys[0];
   }
-  // Candidate groups of this (system, collective, strategy, fusion[, dtype]).
+  return q;
+}
+
+std::vector<int> ModelSet::gpu_counts(const PredictQuery& q0) const {
+  const std::optional<PredictQuery> q = resolve_query(q0);
+  if (!parsed_ || !q) return {};
+  std::set<int> counts;
+  for (const GroupModel& m : parsed_->groups)
+    if (m.ok && answers_on_its_nodes(m.key, *q)) counts.insert(m.key.nranks);
+  return {counts.begin(), counts.end()};
+}
+
+std::optional<Prediction> ModelSet::predict(const PredictQuery& q) const { return predict(q, {}); }
+
+std::optional<Prediction> ModelSet::predict(const PredictQuery& q0, const std::vector<ModelSet>& lenders) const {
+  if (!parsed_) return std::nullopt;
+  const std::optional<PredictQuery> resolved = resolve_query(q0);
+  if (!resolved) return std::nullopt;
+  const PredictQuery& q = *resolved;
+  // Candidate groups: those gpu_counts counts.
   std::vector<const GroupModel*> cands;
-  for (const GroupModel& m : parsed_->groups) {
-    const GroupKey& k = m.key;
-    if (!m.ok || k.system != q.system || k.collective != q.collective || k.strategy != q.strategy || k.fusion != q.fusion)
-      continue;
-    if (!q.dtype.empty() && canonical_dtype(q.dtype) != k.dtype) continue;
-    if (k.nnodes != q.nnodes) continue;
-    cands.push_back(&m);
-  }
+  for (const GroupModel& m : parsed_->groups)
+    if (m.ok && answers_on_its_nodes(m.key, q)) cands.push_back(&m);
   // Effective size: bytes, or tokens × hidden × dtype size, or an all-to-allv split.
   double bytes = q.bytes;
   std::string how_size;
@@ -302,11 +321,7 @@ std::optional<Prediction> ModelSet::predict(const PredictQuery& q0, const std::v
   // 2) the joint fit across GPU counts
   if (!out && q.nranks > 0) {
     for (const JointModel& jm : parsed_->joint) {
-      const GroupKey& k = jm.key;
-      if (k.system != q.system || k.collective != q.collective || k.strategy != q.strategy || k.fusion != q.fusion ||
-          k.nnodes != q.nnodes)
-        continue;
-      if (!q.dtype.empty() && canonical_dtype(q.dtype) != k.dtype) continue;
+      if (!answers_on_its_nodes(jm.key, q)) continue;
       out = jm.predict(q.nranks, bytes);
       measured_sm = jm.sm;
       latency_us = jm.predict(q.nranks, jm.members.back().min_bytes).time_us;
