@@ -191,6 +191,14 @@ bool answers_on_its_nodes(const GroupKey& k, const PredictQuery& q) {
   return same_curve_kind(k, q) && dtype_matches(k, q) && k.nnodes == q.nnodes;
 }
 
+// The fitted groups that answer `q` at their own count: predict's first candidates, counted by gpu_counts.
+std::vector<const GroupModel*> measured_on_its_nodes(const std::vector<GroupModel>& groups, const PredictQuery& q) {
+  std::vector<const GroupModel*> out;
+  for (const GroupModel& m : groups)
+    if (m.ok && answers_on_its_nodes(m.key, q)) out.push_back(&m);
+  return out;
+}
+
 // A count on more nodes than the query's machine measured (model/scale_out.h). `q` has its system and
 // collective resolved. From the machine's largest measured count on the most nodes it measured (at most the
 // query's count): when that is on more than one node, the network is measured and the answer is carried within
@@ -204,11 +212,10 @@ std::optional<Prediction> predict_across_nodes(const std::vector<GroupModel>& gr
                                                const std::vector<const GroupModel*>& lender_pool, const PredictQuery& q,
                                                double bytes, int* measured_sm, double* latency_us) {
   if (q.nranks <= 0 || !q.across_nodes) return std::nullopt;
-  auto queried = [&](const GroupKey& k) { return same_curve_kind(k, q); };
   const GroupModel* last = nullptr;
   for (const GroupModel& m : groups) {
     const GroupKey& k = m.key;
-    if (!m.ok || !queried(k) || !dtype_matches(k, q) || k.nnodes >= q.nnodes || k.nranks > q.nranks) continue;
+    if (!m.ok || !same_curve_kind(k, q) || !dtype_matches(k, q) || k.nnodes >= q.nnodes || k.nranks > q.nranks) continue;
     if (last && q.dtype.empty() && last->key.dtype != k.dtype) return std::nullopt;  // ambiguous dtype
     if (!last || std::tie(k.nnodes, k.nranks) > std::tie(last->key.nnodes, last->key.nranks)) last = &m;
   }
@@ -220,7 +227,7 @@ std::optional<Prediction> predict_across_nodes(const std::vector<GroupModel>& gr
     // The machine measured its network: carried within it, from its counts on more than one node.
     std::vector<GroupModel> multi_node;
     for (const GroupModel& m : groups)
-      if (m.ok && queried(m.key) && m.key.dtype == last->key.dtype && m.key.nnodes > 1 && m.key.nnodes < q.nnodes &&
+      if (m.ok && same_curve_kind(m.key, q) && m.key.dtype == last->key.dtype && m.key.nnodes > 1 && m.key.nnodes < q.nnodes &&
           m.key.nranks <= q.nranks)
         multi_node.push_back(m);
     return carry_within_network(multi_node, q.nranks, q.nnodes, bytes);
@@ -248,7 +255,7 @@ std::optional<Prediction> predict_across_nodes(const std::vector<GroupModel>& gr
   if (!chosen.empty()) return scale_out_by_lenders(*last, sm, chosen, q.nranks, q.nnodes, bytes, true);
   if (q.nranks == last->key.nranks) return widen_across_nodes(last->predict(bytes), sm);
   for (const JointModel& jm : joint) {
-    if (queried(jm.key) && jm.key.nnodes == last->key.nnodes && jm.key.dtype == last->key.dtype)
+    if (same_curve_kind(jm.key, q) && jm.key.nnodes == last->key.nnodes && jm.key.dtype == last->key.dtype)
       return widen_across_nodes(jm.predict(q.nranks, bytes), sm);
   }
   return one_count_across_nodes(*last, q.nranks, q.nnodes, bytes, sm);
@@ -273,8 +280,7 @@ std::vector<int> ModelSet::gpu_counts(const PredictQuery& q0) const {
   const std::optional<PredictQuery> q = resolve_query(q0);
   if (!parsed_ || !q) return {};
   std::set<int> counts;
-  for (const GroupModel& m : parsed_->groups)
-    if (m.ok && answers_on_its_nodes(m.key, *q)) counts.insert(m.key.nranks);
+  for (const GroupModel* m : measured_on_its_nodes(parsed_->groups, *q)) counts.insert(m->key.nranks);
   return {counts.begin(), counts.end()};
 }
 
@@ -285,10 +291,7 @@ std::optional<Prediction> ModelSet::predict(const PredictQuery& q0, const std::v
   const std::optional<PredictQuery> resolved = resolve_query(q0);
   if (!resolved) return std::nullopt;
   const PredictQuery& q = *resolved;
-  // Candidate groups: those gpu_counts counts.
-  std::vector<const GroupModel*> cands;
-  for (const GroupModel& m : parsed_->groups)
-    if (m.ok && answers_on_its_nodes(m.key, q)) cands.push_back(&m);
+  const std::vector<const GroupModel*> cands = measured_on_its_nodes(parsed_->groups, q);
   // Effective size: bytes, or tokens × hidden × dtype size, or an all-to-allv split.
   double bytes = q.bytes;
   std::string how_size;
