@@ -6,6 +6,7 @@
 #include <iostream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -29,22 +30,40 @@ inline ingest::Format ingest_format_option(const std::string& value, const std::
   }
 }
 
-// The samples of every file, read as `format` (auto: detected file by file). Rows a reader dropped (sizes that
-// are not byte counts) are reported on stderr, file by file: `arfit ingest` lists every warning, the commands
-// that only consume samples say at least that rows were left out.
+// The samples of one file's ingest appended to `all`. Rows the reader dropped (sizes that are not byte counts) are
+// reported on stderr: `arfit ingest` lists every warning, the commands that only consume samples say at least
+// that rows were left out.
+inline void append_ingested(ingest::IngestResult r, const std::string& path, std::vector<Sample>& all) {
+  if (r.dropped) {
+    std::cerr << "arfit: warning: " << path << ": " << r.dropped << " row(s) dropped (sizes that are not byte counts; "
+              << "`arfit ingest " << path << "` lists them)\n";
+  }
+  for (auto& s : r.samples) all.push_back(std::move(s));
+}
+
+// The samples of every file, read as `format` (auto: detected file by file), dropped rows reported file by file.
 inline std::vector<Sample> load_samples_option(const std::vector<std::string>& files, const std::string& format,
                                                const std::string& option = "--format") {
   ingest::Options o;
   o.format = ingest_format_option(format, option);
   std::vector<Sample> all;
-  for (const auto& f : files) {
-    ingest::IngestResult r = ingest::ingest_file(f, o);
-    if (r.dropped) {
-      std::cerr << "arfit: warning: " << f << ": " << r.dropped << " row(s) dropped (sizes that are not byte counts; "
-                << "`arfit ingest " << f << "` lists them)\n";
-    }
-    for (auto& s : r.samples) all.push_back(std::move(s));
-  }
+  for (const auto& f : files) append_ingested(ingest::ingest_file(f, o), f, all);
+  return all;
+}
+
+// A file's path and its text, read once (read_file) by a command that looked at the text before knowing what the
+// file is.
+struct InputText {
+  std::string path, text;
+};
+
+// load_samples_option for files already read.
+inline std::vector<Sample> load_samples_option(const std::vector<InputText>& files, const std::string& format,
+                                               const std::string& option = "--format") {
+  ingest::Options o;
+  o.format = ingest_format_option(format, option);
+  std::vector<Sample> all;
+  for (const auto& f : files) append_ingested(ingest::ingest_text(f.text, f.path, o), f.path, all);
   return all;
 }
 
@@ -70,32 +89,51 @@ inline std::optional<nlohmann::json> json_object_of(const std::string& text, con
 
 inline bool is_models_document(const nlohmann::json& j) { return j.value("schema", std::string()) == "arfit-models"; }
 
-// The models file at `path` when it is one (a JSON object with "schema": "arfit-models"), else nullopt (the
-// caller reads it as samples). The file is read once.
-inline std::optional<ModelSet> load_if_models_file(const std::string& path) {
-  const std::string text = read_file(path);
+// The models file `text` (read from `path`) holds when it is one (a JSON object with "schema": "arfit-models"),
+// else nullopt (the caller reads it as samples).
+inline std::optional<ModelSet> models_file_of(const std::string& text, const std::string& path) {
   const std::optional<nlohmann::json> j = json_object_of(text, path);
   if (!j || !is_models_document(*j)) return std::nullopt;
   return ModelSet::from_document(*j, text, path);
 }
 
-// Other machines given with --prior (`arfit fit`, `arfit predict`): a models file as is, sample files fitted
-// like `arfit fit` would (one set for all sample files given, so their machines' siblings pool as usual).
-inline std::vector<ModelSet> load_priors(const std::vector<std::string>& paths, const std::string& format, int threads) {
-  std::vector<ModelSet> sets;
-  std::vector<std::string> sample_paths;
+// The files given with --prior (`arfit fit`, `arfit predict`: other machines), each read once: the models files
+// parsed, the others kept to be read as samples (fit_priors).
+struct PriorFiles {
+  std::vector<std::pair<std::string, ModelSet>> models;  // (path, its models)
+  std::vector<InputText> samples;                        // the files that are not models files
+};
+
+inline PriorFiles read_prior_files(const std::vector<std::string>& paths) {
+  PriorFiles out;
   for (const std::string& p : paths) {
-    if (auto m = load_if_models_file(p))
-      sets.push_back(std::move(*m));
+    std::string text = read_file(p);
+    if (auto m = models_file_of(text, p))
+      out.models.emplace_back(p, std::move(*m));
     else
-      sample_paths.push_back(p);
+      out.samples.push_back({p, std::move(text)});
   }
-  if (!sample_paths.empty()) {
+  return out;
+}
+
+// The priors' models: a models file as is, sample files fitted like `arfit fit` would (one set for all sample
+// files given, so their machines' siblings pool as usual).
+inline std::vector<ModelSet> fit_priors(PriorFiles priors, const std::string& format, int threads) {
+  std::vector<ModelSet> sets;
+  for (auto& [path, set] : priors.models) sets.push_back(std::move(set));
+  if (!priors.samples.empty()) {
     fit::FitOptions fo;
     fo.threads = threads;
-    sets.push_back(fit::fit_model_set(load_samples_option(sample_paths, format), fo, sample_paths));
+    std::vector<std::string> paths;
+    for (const InputText& f : priors.samples) paths.push_back(f.path);
+    sets.push_back(fit::fit_model_set(load_samples_option(priors.samples, format), fo, paths));
   }
   return sets;
+}
+
+// read_prior_files, then fit_priors (`arfit predict`: nothing to check in between).
+inline std::vector<ModelSet> load_priors(const std::vector<std::string>& paths, const std::string& format, int threads) {
+  return fit_priors(read_prior_files(paths), format, threads);
 }
 
 }  // namespace arfit::cli

@@ -7,7 +7,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
-#include <optional>
+#include <utility>
 
 #include "cli/cli_inputs.h"
 #include "cli/commands.h"
@@ -35,8 +35,9 @@ struct FitArgs {
 
 // A prior is another machine. One of this fit's own inputs, or a models file fitted from one (its `inputs` record
 // the file's fingerprint), would lend each curve its own measurements: the transfer would report itself far
-// better than it is.
-void refuse_priors_of_the_fits_own_inputs(const std::vector<std::string>& priors, const std::vector<std::string>& files) {
+// better than it is. `read` holds the priors given (`priors`), read once.
+void refuse_priors_of_the_fits_own_inputs(const std::vector<std::string>& priors, const PriorFiles& read,
+                                          const std::vector<std::string>& files) {
   std::map<std::string, std::string> own;  // fingerprint -> input
   for (const std::string& f : files) {
     for (const std::string& p : priors)
@@ -44,10 +45,8 @@ void refuse_priors_of_the_fits_own_inputs(const std::vector<std::string>& priors
     own.emplace(fit::input_fingerprint(f), f);
   }
   own.erase("");
-  for (const std::string& p : priors) {
-    const std::optional<ModelSet> m = load_if_models_file(p);
-    if (!m) continue;
-    for (const auto& in : m->raw().value("inputs", nlohmann::json::array())) {
+  for (const auto& [p, m] : read.models) {
+    for (const auto& in : m.raw().value("inputs", nlohmann::json::array())) {
       const auto it = in.is_object() ? own.find(in.value("fnv1a64", std::string())) : own.end();
       if (it != own.end())
         throw UsageError("--prior " + p + " was fitted from " + in.value("path", std::string("an input")) +
@@ -67,8 +66,9 @@ void run_fit(const FitArgs& a) {
   if (a.threads < 1) throw UsageError("--threads must be at least 1");
   if (a.min_points < 2) throw UsageError("--min-points must be at least 2");
   if (!a.priors.empty()) {
-    refuse_priors_of_the_fits_own_inputs(a.priors, a.files);
-    fo.prior = std::make_shared<fit::TransferLibrary>(load_priors(a.priors, a.format, a.threads));
+    PriorFiles priors = read_prior_files(a.priors);
+    refuse_priors_of_the_fits_own_inputs(a.priors, priors, a.files);
+    fo.prior = std::make_shared<fit::TransferLibrary>(fit_priors(std::move(priors), a.format, a.threads));
     if (fo.prior->sources().empty()) throw std::runtime_error("--prior: no fitted group in " + std::to_string(a.priors.size()) + " file(s)");
   }
   const std::vector<Sample> samples = load_samples_option(a.files, a.format);

@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
-#include <set>
 #include <sstream>
 
 #include "cli/cli_inputs.h"
@@ -168,13 +167,9 @@ void run_predict(const PredictArgs& a) {
   // Without --nranks the answer is the only GPU count the file has for the query; with several, which one is
   // meant is the user's to say (the bus bandwidth printed depends on it too).
   if (a.nranks == 0) {
-    std::set<int> counts;
-    const Collective asked = a.splits.empty() ? base.collective : Collective::AllToAll;
-    for (const GroupModelView& g : set.groups())
-      if (g.key.collective == asked && g.key.strategy == base.strategy && g.key.fusion == base.fusion &&
-          g.key.nnodes == base.nnodes && (base.system.empty() || g.key.system == base.system) &&
-          (base.dtype.empty() || g.key.dtype == canonical_dtype(base.dtype)))
-        counts.insert(g.key.nranks);
+    PredictQuery asked = base;
+    if (!a.splits.empty()) asked.splits = a.splits.front();  // a split asks the all-to-all groups, as predict reads it
+    const std::vector<int> counts = set.gpu_counts(asked);
     if (counts.size() > 1)
       throw UsageError("--nranks: " + a.models + " has " + std::to_string(counts.size()) + " GPU counts for this query (" +
                        join(counts, ", ") + "); say which");

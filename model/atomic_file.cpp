@@ -332,6 +332,21 @@ std::string read_bytes(const std::string& path, bool is_input, std::size_t max_b
 
 void check_output_path(const std::string& path) { resolve_output(path); }
 
+namespace {
+
+// The checks both folder rules end with: `folder` (whose stat is `st`) must be a folder this user may create files
+// in. Messages start with `output`, the path the option gave, and name `folder` unless it is that path itself.
+void require_writable_folder(const std::string& output, const std::string& folder, const struct stat& st,
+                             const std::string& not_a_folder_hint) {
+  const std::string named = folder == output ? std::string() : folder + " ";
+  if (!S_ISDIR(st.st_mode))
+    throw OutputPathError(output + ": " + named + "is " + file_kind(st.st_mode) + ", not a folder" + not_a_folder_hint);
+  if (::access(folder.c_str(), W_OK | X_OK) != 0)
+    throw OutputPathError(output + ": cannot create files in the folder " + folder + " (" + sys_reason(errno) + ")");
+}
+
+}  // namespace
+
 void check_output_directory(const std::string& dir) {
   if (dir.empty()) throw OutputPathError("empty output folder name");
   // The folder itself when it exists, else its nearest existing ancestor, in which it will be created.
@@ -343,11 +358,7 @@ void check_output_directory(const std::string& dir) {
     const std::filesystem::path up = at.parent_path();
     at = up.empty() || up == at ? std::filesystem::path(".") : up;
   }
-  if (!S_ISDIR(st.st_mode))
-    throw OutputPathError(dir + ": " + (at == std::filesystem::path(dir) ? std::string("is ") : at.string() + " is ") +
-                          file_kind(st.st_mode) + ", not a folder; name a folder for the outputs");
-  if (::access(at.c_str(), W_OK | X_OK) != 0)
-    throw OutputPathError(dir + ": cannot create files in " + at.string() + " (" + sys_reason(errno) + ")");
+  require_writable_folder(dir, at.string(), st, "; name a folder for the outputs");
 }
 
 void check_output_folder(const std::string& path) {
@@ -356,9 +367,7 @@ void check_output_folder(const std::string& path) {
   struct stat st {};
   if (::stat(folder.c_str(), &st) != 0)
     throw OutputPathError(path + ": the folder " + folder + " does not exist (" + sys_reason(errno) + ")");
-  if (!S_ISDIR(st.st_mode)) throw OutputPathError(path + ": " + folder + " is " + file_kind(st.st_mode) + ", not a folder");
-  if (::access(folder.c_str(), W_OK | X_OK) != 0)
-    throw OutputPathError(path + ": cannot create files in the folder " + folder + " (" + sys_reason(errno) + ")");
+  require_writable_folder(path, folder, st, "");
 }
 
 namespace {

@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "model/text.h"
+
 namespace arfit {
 
 class InputError : public std::runtime_error {
@@ -28,21 +30,10 @@ class InputError : public std::runtime_error {
   // without the line ends a reader expects would otherwise be echoed whole. The start (where) and the end
   // (usually why) are kept.
   static constexpr std::size_t kMaxMessage = 800;
-  // Control characters quoted from input are shown as \xNN: a NUL would end the message (what() is a C
-  // string) and an escape sequence would reach the terminal.
+  // Control characters quoted from input are shown as escapes (model/text.h, visible_control_chars): a NUL
+  // would end the message (what() is a C string) and an escape sequence would reach the terminal.
   static std::string bounded(const std::string& raw) {
-    std::string what;
-    for (const char c : raw) {
-      const auto u = static_cast<unsigned char>(c);
-      if (u < 0x20 && c != '\n' && c != '\t') {
-        static const char* const kHex = "0123456789abcdef";
-        what += "\\x";
-        what += kHex[u >> 4];
-        what += kHex[u & 15];
-      } else {
-        what += c;
-      }
-    }
+    const std::string what = visible_control_chars(raw, /*keep_layout=*/true);
     if (what.size() <= kMaxMessage) return what;
     const std::size_t head = kMaxMessage * 2 / 3, tail = kMaxMessage - head;
     return what.substr(0, head) + " ... (" + std::to_string(what.size() - head - tail) + " characters cut) ... " +

@@ -179,6 +179,27 @@ std::vector<std::string> ModelSet::strategies(const std::string& system, Collect
 
 namespace {
 
+// The query's machine, collective, strategy and fusion (`q` resolved: ModelSet::resolve_query).
+bool same_curve_kind(const GroupKey& k, const PredictQuery& q) {
+  return k.system == q.system && k.collective == q.collective && k.strategy == q.strategy && k.fusion == q.fusion;
+}
+
+// The query's element type, or any when it names none.
+bool dtype_matches(const GroupKey& k, const PredictQuery& q) { return q.dtype.empty() || canonical_dtype(q.dtype) == k.dtype; }
+
+// A group or joint family that answers `q` on the nodes it measured: the query's curve kind, dtype and node count.
+bool answers_on_its_nodes(const GroupKey& k, const PredictQuery& q) {
+  return same_curve_kind(k, q) && dtype_matches(k, q) && k.nnodes == q.nnodes;
+}
+
+// The fitted groups that answer `q` at their own count: predict's first candidates, counted by gpu_counts.
+std::vector<const GroupModel*> measured_on_its_nodes(const std::vector<GroupModel>& groups, const PredictQuery& q) {
+  std::vector<const GroupModel*> out;
+  for (const GroupModel& m : groups)
+    if (m.ok && answers_on_its_nodes(m.key, q)) out.push_back(&m);
+  return out;
+}
+
 // A count on more nodes than the query's machine measured (model/scale_out.h). `q` has its system and
 // collective resolved. From the machine's largest measured count on the most nodes it measured (at most the
 // query's count): when that is on more than one node, the network is measured and the answer is carried within
@@ -192,15 +213,10 @@ std::optional<Prediction> predict_across_nodes(const std::vector<GroupModel>& gr
                                                const std::vector<const GroupModel*>& lender_pool, const PredictQuery& q,
                                                double bytes, int* measured_sm, double* latency_us) {
   if (q.nranks <= 0 || !q.across_nodes) return std::nullopt;
-  // The query's machine, collective, strategy and fusion.
-  auto queried = [&](const GroupKey& k) {
-    return k.system == q.system && k.collective == q.collective && k.strategy == q.strategy && k.fusion == q.fusion;
-  };
   const GroupModel* last = nullptr;
   for (const GroupModel& m : groups) {
     const GroupKey& k = m.key;
-    if (!m.ok || !queried(k) || k.nnodes >= q.nnodes || k.nranks > q.nranks) continue;
-    if (!q.dtype.empty() && canonical_dtype(q.dtype) != k.dtype) continue;
+    if (!m.ok || !same_curve_kind(k, q) || !dtype_matches(k, q) || k.nnodes >= q.nnodes || k.nranks > q.nranks) continue;
     if (last && q.dtype.empty() && last->key.dtype != k.dtype) return std::nullopt;  // ambiguous dtype
     if (!last || std::tie(k.nnodes, k.nranks) > std::tie(last->key.nnodes, last->key.nranks)) last = &m;
   }
@@ -212,7 +228,7 @@ std::optional<Prediction> predict_across_nodes(const std::vector<GroupModel>& gr
     // The machine measured its network: carried within it, from its counts on more than one node.
     std::vector<GroupModel> multi_node;
     for (const GroupModel& m : groups)
-      if (m.ok && queried(m.key) && m.key.dtype == last->key.dtype && m.key.nnodes > 1 && m.key.nnodes < q.nnodes &&
+      if (m.ok && same_curve_kind(m.key, q) && m.key.dtype == last->key.dtype && m.key.nnodes > 1 && m.key.nnodes < q.nnodes &&
           m.key.nranks <= q.nranks)
         multi_node.push_back(m);
     return carry_within_network(multi_node, q.nranks, q.nnodes, bytes);
@@ -240,7 +256,7 @@ std::optional<Prediction> predict_across_nodes(const std::vector<GroupModel>& gr
   if (!chosen.empty()) return scale_out_by_lenders(*last, sm, chosen, q.nranks, q.nnodes, bytes, true);
   if (q.nranks == last->key.nranks) return widen_across_nodes(last->predict(bytes), sm);
   for (const JointModel& jm : joint) {
-    if (queried(jm.key) && jm.key.nnodes == last->key.nnodes && jm.key.dtype == last->key.dtype)
+    if (same_curve_kind(jm.key, q) && jm.key.nnodes == last->key.nnodes && jm.key.dtype == last->key.dtype)
       return widen_across_nodes(jm.predict(q.nranks, bytes), sm);
   }
   return one_count_across_nodes(*last, q.nranks, q.nnodes, bytes, sm);
@@ -248,11 +264,8 @@ std::optional<Prediction> predict_across_nodes(const std::vector<GroupModel>& gr
 
 }  // namespace
 
-std::optional<Prediction> ModelSet::predict(const PredictQuery& q) const { return predict(q, {}); }
-
-std::optional<Prediction> ModelSet::predict(const PredictQuery& q0, const std::vector<ModelSet>& lenders) const {
+std::optional<PredictQuery> ModelSet::resolve_query(const PredictQuery& q0) const {
   PredictQuery q = q0;
-  if (!parsed_) return std::nullopt;
   // An all-to-allv split is predicted through the uniform all-to-all model at its effective size.
   if (!q.splits.empty()) q.collective = Collective::AllToAll;
   // Resolve the system when the set has only one.
@@ -261,16 +274,25 @@ std::optional<Prediction> ModelSet::predict(const PredictQuery& q0, const std::v
     if (sys.size() != 1) return std::nullopt;
     q.system = sys[0];
   }
-  // Candidate groups of this (system, collective, strategy, fusion[, dtype]).
-  std::vector<const GroupModel*> cands;
-  for (const GroupModel& m : parsed_->groups) {
-    const GroupKey& k = m.key;
-    if (!m.ok || k.system != q.system || k.collective != q.collective || k.strategy != q.strategy || k.fusion != q.fusion)
-      continue;
-    if (!q.dtype.empty() && canonical_dtype(q.dtype) != k.dtype) continue;
-    if (k.nnodes != q.nnodes) continue;
-    cands.push_back(&m);
-  }
+  return q;
+}
+
+std::vector<int> ModelSet::gpu_counts(const PredictQuery& q0) const {
+  const std::optional<PredictQuery> q = resolve_query(q0);
+  if (!parsed_ || !q) return {};
+  std::set<int> counts;
+  for (const GroupModel* m : measured_on_its_nodes(parsed_->groups, *q)) counts.insert(m->key.nranks);
+  return {counts.begin(), counts.end()};
+}
+
+std::optional<Prediction> ModelSet::predict(const PredictQuery& q) const { return predict(q, {}); }
+
+std::optional<Prediction> ModelSet::predict(const PredictQuery& q0, const std::vector<ModelSet>& lenders) const {
+  if (!parsed_) return std::nullopt;
+  const std::optional<PredictQuery> resolved = resolve_query(q0);
+  if (!resolved) return std::nullopt;
+  const PredictQuery& q = *resolved;
+  const std::vector<const GroupModel*> cands = measured_on_its_nodes(parsed_->groups, q);
   // Effective size: bytes, or tokens × hidden × dtype size, or an all-to-allv split.
   double bytes = q.bytes;
   std::string how_size;
@@ -303,11 +325,7 @@ std::optional<Prediction> ModelSet::predict(const PredictQuery& q0, const std::v
   // 2) the joint fit across GPU counts
   if (!out && q.nranks > 0) {
     for (const JointModel& jm : parsed_->joint) {
-      const GroupKey& k = jm.key;
-      if (k.system != q.system || k.collective != q.collective || k.strategy != q.strategy || k.fusion != q.fusion ||
-          k.nnodes != q.nnodes)
-        continue;
-      if (!q.dtype.empty() && canonical_dtype(q.dtype) != k.dtype) continue;
+      if (!answers_on_its_nodes(jm.key, q)) continue;
       out = jm.predict(q.nranks, bytes);
       measured_sm = jm.sm;
       latency_us = jm.predict(q.nranks, jm.members.back().min_bytes).time_us;

@@ -95,6 +95,12 @@ class ModelSet {
   std::vector<std::string> strategies(const std::string& system, Collective c, FusionOp f, int nranks) const;
   std::vector<std::string> systems() const;
 
+  // The GPU counts of the fitted groups that answer `q` at their own count, the groups predict chooses among
+  // first: the query's system (the set's only one when empty), collective (all-to-all for an all-to-allv split,
+  // as predict reads it), strategy, fusion, dtype (any when empty; spelled any way canonical_dtype reads) and node
+  // count. q.nranks and the size fields are not read. Empty when the system is empty and the set has several.
+  std::vector<int> gpu_counts(const PredictQuery& q) const;
+
   // nullopt when nothing in the set can answer the query.
   std::optional<Prediction> predict(const PredictQuery& q) const;
   // The same, where a query on more nodes than its machine measured may also borrow the scale-out steps of the
@@ -106,6 +112,9 @@ class ModelSet {
  private:
   struct Parsed;  // the groups and joint families of json_, parsed once by from_json (model_set.cpp)
   static ModelSet parse_checked(const nlohmann::json& j);  // throws JsonError
+  // `q` as predict reads it: an all-to-allv split asks the all-to-all groups, an empty system the set's only one
+  // (nullopt when it has several).
+  std::optional<PredictQuery> resolve_query(const PredictQuery& q) const;
 
   nlohmann::json json_;  // the models file, the single source of truth (round-trips exactly)
   std::shared_ptr<const Parsed> parsed_;  // derived from json_; read-only, so copies share it

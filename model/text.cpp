@@ -52,18 +52,30 @@ std::size_t find_control_char(std::string_view s) {
   return std::string_view::npos;
 }
 
+std::string visible_control_chars(std::string_view s, bool keep_layout) {
+  static const char* const kEscapes[] = {"", "", "", "", "", "", "", "\\a", "\\b", "\\t", "\\n", "\\v", "\\f", "\\r"};
+  std::string out;
+  out.reserve(s.size());
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if ((c >= 0x20 && c != 0x7f) || (keep_layout && (ch == '\n' || ch == '\t'))) {
+      out += ch;
+    } else if (c < 14 && *kEscapes[c]) {
+      out += kEscapes[c];
+    } else {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    }
+  }
+  return out;
+}
+
 std::string name_problem(std::string_view s) {
   const std::size_t at = find_control_char(s);
   if (at == std::string_view::npos) return "";
-  static const char* const kEscapes[] = {"\\0", "", "", "", "", "", "", "\\a", "\\b", "\\t", "\\n", "\\v", "\\f", "\\r"};
-  const auto c = static_cast<unsigned char>(s[at]);
-  std::string shown = c < 14 && *kEscapes[c] ? kEscapes[c] : "";
-  if (shown.empty()) {
-    char hex[8];
-    std::snprintf(hex, sizeof hex, "\\x%02x", c);
-    shown = hex;
-  }
-  return "control character " + shown + " at offset " + std::to_string(at) + " (names hold printable text only)";
+  return "control character " + visible_control_chars(s.substr(at, 1)) + " at offset " + std::to_string(at) +
+         " (names hold printable text only)";
 }
 
 }  // namespace arfit

@@ -22,6 +22,11 @@ std::string_view trim(std::string_view s);
 std::size_t find_control_char(std::string_view s);
 // Why `s` is not a name ("control character \n at offset 3"), or "" when it is one (find_control_char).
 std::string name_problem(std::string_view s);
+// `s` with its control characters (those find_control_char finds) written so that a message shows them: \a \b
+// \t \n \v \f \r as in C, the others (NUL, ESC, DEL, ...) as \xNN. A NUL would end a message (what() is a C
+// string) and an escape sequence would reach the terminal. `keep_layout`: line breaks and tabs stay as they are
+// (a message's own layout; InputError keeps them). The one rendering of control characters in the project.
+std::string visible_control_chars(std::string_view s, bool keep_layout = false);
 
 // ASCII case mapping; other bytes (UTF-8 included) are kept as they are.
 std::string lower(std::string_view s);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <random>
 
 #include "fit/eval.h"
@@ -343,6 +344,61 @@ TEST(ModelSet, RoundTripsExactlyAndPredicts) {
   // unknown strategy: nothing answers
   q.strategy = "NOPE";
   EXPECT_FALSE(set.predict(q).has_value());
+}
+
+// `arfit predict` without --nranks asks gpu_counts which counts could answer; predict chooses among the same
+// groups. Every count it lists is answered by its own measured group, a count it does not list is not (the
+// joint fit, or nothing), and the key fields are read as predict reads them: dtype spellings, the all-to-all
+// groups for an all-to-allv split, the node count, the system.
+TEST(ModelSet, GpuCountsAreTheGroupsPredictAnswersFrom) {
+  const FamilySpec spec = parse_family("alphabeta");
+  const auto s = sizes_pow2(10, 26);
+  std::vector<Sample> samples;
+  auto add = [&](Collective c, int n, const std::string& dtype) {
+    const auto t = synth(spec, {std::log(5.0 + n), std::log(200.0)}, s, bus_factor(c, n), 0.005, 7 + n);
+    for (Sample x : curve_samples(s, t, n)) {
+      x.collective = c;
+      x.dtype = dtype;
+      samples.push_back(x);
+    }
+  };
+  for (int n : {2, 4, 8}) add(Collective::AllReduce, n, "bf16");
+  add(Collective::AllReduce, 16, "fp16");
+  add(Collective::AllToAll, 4, "fp32");
+  const ModelSet set = fit_model_set(samples, {}, {});
+  PredictQuery q = nccl_allreduce_query(0, 1 << 20);
+  q.dtype = "bfloat16";
+  EXPECT_EQ(set.gpu_counts(q), (std::vector<int>{2, 4, 8}));
+  for (int n : {2, 4, 8, 16, 32}) {
+    PredictQuery at = q;
+    at.nranks = n;
+    const auto p = set.predict(at);
+    ASSERT_TRUE(p.has_value()) << n;  // the joint fit answers the others
+    const bool listed = n <= 8;
+    EXPECT_EQ(p->how.find("joint-n") == std::string::npos, listed) << n << ": " << p->how;
+  }
+  q.dtype = "";
+  EXPECT_EQ(set.gpu_counts(q), (std::vector<int>{2, 4, 8, 16}));
+  q.dtype = "half";
+  EXPECT_EQ(set.gpu_counts(q), (std::vector<int>{16}));
+  // An all-to-allv split asks the all-to-all groups.
+  PredictQuery split;
+  split.collective = Collective::AllToAllV;
+  split.splits = "4096-8192-4096-8192";
+  EXPECT_EQ(set.gpu_counts(split), (std::vector<int>{4}));
+  EXPECT_TRUE(set.predict(split).has_value());
+  split.splits.clear();
+  EXPECT_TRUE(set.gpu_counts(split).empty());
+  EXPECT_FALSE(set.predict(split).has_value());
+  // Another node count, system or strategy: none, and predict answers none on the measured nodes either.
+  for (auto other : {std::function<void(PredictQuery&)>([](PredictQuery& x) { x.nnodes = 2; x.across_nodes = false; }),
+                     std::function<void(PredictQuery&)>([](PredictQuery& x) { x.system = "elsewhere"; }),
+                     std::function<void(PredictQuery&)>([](PredictQuery& x) { x.strategy = "oneshot"; })}) {
+    PredictQuery x = nccl_allreduce_query(8, 1 << 20);
+    other(x);
+    EXPECT_TRUE(set.gpu_counts(x).empty());
+    EXPECT_FALSE(set.predict(x).has_value());
+  }
 }
 
 // A machine whose samples name neither an SM nor a known device (a log labelled with `arfit ingest --system

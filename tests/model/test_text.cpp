@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <string>
 
+#include "model/errors.h"
 #include "model/text.h"
 
 using namespace arfit;
@@ -45,4 +46,27 @@ TEST(Text, Fnv1a64IsTheXorMultiplyChainFromItsBasis) {
   std::snprintf(want, sizeof want, "%016llx", static_cast<unsigned long long>(ab));
   EXPECT_EQ(fnv1a64_hex("ab"), want);
   EXPECT_NE(fnv1a64_hex("ab"), fnv1a64_hex("ba"));
+}
+
+TEST(Text, ControlCharactersAreShownOneWayInNamesAndInputErrors) {
+  using namespace std::string_literals;
+  EXPECT_EQ(visible_control_chars("a\tb\nc\rd\x1b[0m\x7f" "e\0f"s), "a\\tb\\nc\\rd\\x1b[0m\\x7fe\\x00f");
+  EXPECT_EQ(visible_control_chars("a\tb\nc\r", /*keep_layout=*/true), "a\tb\nc\\r");
+  EXPECT_EQ(visible_control_chars("plain µs"), "plain µs");  // printable bytes, UTF-8 included, as they are
+  // Every byte: an InputError's message and a name's problem show a control character the same way, and every
+  // character find_control_char finds is made visible (no raw control byte left).
+  for (int b = 0; b < 256; ++b) {
+    const std::string one(1, static_cast<char>(b));
+    const std::string shown = visible_control_chars(one);
+    const bool control = find_control_char(one) != std::string::npos;
+    EXPECT_EQ(control, shown != one) << b;
+    EXPECT_EQ(find_control_char(shown), std::string::npos) << b;
+    if (b != '\n' && b != '\t') {
+      EXPECT_EQ(InputError::bounded("x" + one + "y"), "x" + shown + "y") << b;
+    }
+    if (control) {
+      EXPECT_EQ(name_problem("ab" + one), "control character " + shown + " at offset 2 (names hold printable text only)") << b;
+    }
+  }
+  EXPECT_EQ(InputError::bounded("line 1\n\tline 2"), "line 1\n\tline 2");  // a message's own layout is kept
 }

@@ -6,8 +6,10 @@
 
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -424,6 +426,39 @@ TEST_F(Robustness, EvalChecksEveryOutputBeforeWritingAny) {
   expect_refused("eval samples.csv --protocol crosshw:3 --methods auto,seed,alphabeta,loglog", 2, {"unknown method 'seed'"});
   // log-log needs two own sizes: at K < 2 it is refused, not scored 0.00 % over no points.
   expect_refused("eval samples.csv --protocol crosshw:1 --methods auto,loglog", 2, {"loglog needs crosshw:K with K >= 2"});
+}
+
+// The two folder rules (a command's output folder, the folder of an output file) end with the same checks and say
+// the same things: a file where the folder should be, a folder no file can be created in.
+TEST_F(Robustness, OutputFolderChecksShareTheirMessages) {
+  auto refusal = [](const std::function<void()>& check) {
+    try {
+      check();
+    } catch (const arfit::OutputPathError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  const std::string file = dir.write("file.csv", "x\n");
+  EXPECT_EQ(refusal([&] { arfit::check_output_directory(file); }),
+            file + ": is a regular file, not a folder; name a folder for the outputs");
+  EXPECT_EQ(refusal([&] { arfit::check_output_directory(file + "/sub"); }),
+            file + "/sub: " + file + " is a regular file, not a folder; name a folder for the outputs");
+  EXPECT_EQ(refusal([&] { arfit::check_output_folder(file + "/out.csv"); }),
+            file + "/out.csv: " + file + " is a regular file, not a folder");
+  EXPECT_EQ(refusal([&] { arfit::check_output_directory(dir.file("new/deeper")); }), "accepted");
+  EXPECT_EQ(refusal([&] { arfit::check_output_folder(dir.file("out.csv")); }), "accepted");
+  // A folder this user may not create files in: a read-only one (root may write there anyway), else /proc/self.
+  std::string locked = dir.file("locked");
+  fs::create_directory(locked);
+  fs::permissions(locked, fs::perms::owner_read | fs::perms::owner_exec);
+  if (::access(locked.c_str(), W_OK | X_OK) == 0) locked = "/proc/self";
+  if (::access(locked.c_str(), W_OK | X_OK) == 0) GTEST_SKIP() << "every folder is writable for this user";
+  const std::string reason = std::string(" (") + std::strerror(errno) + ")";
+  EXPECT_EQ(refusal([&] { arfit::check_output_directory(locked); }), locked + ": cannot create files in the folder " + locked + reason);
+  EXPECT_EQ(refusal([&] { arfit::check_output_folder(locked + "/out.csv"); }),
+            locked + "/out.csv: cannot create files in the folder " + locked + reason);
+  fs::permissions(dir.file("locked"), fs::perms::owner_all);
 }
 
 // An evaluation with nothing to evaluate, a table without rows, and rows a reader cannot read are said, not
