@@ -48,7 +48,6 @@ struct PlotArgs {
 
 struct Inputs {
   std::vector<Sample> samples;
-  std::vector<std::string> sample_paths;
   std::optional<ModelSet> models;
   std::string models_path;
   std::vector<plots::StrategyGrid> tables;  // codegen JSON, read and checked as they are given
@@ -62,8 +61,9 @@ struct Inputs {
 // Reads each input by what it contains.
 Inputs read_inputs(const std::vector<std::string>& paths, const std::string& ingest_format) {
   Inputs in;
+  std::vector<InputText> sample_files;  // read once: the text looked at here is the text ingested
   for (const auto& p : paths) {
-    const std::string text = read_file(p);
+    std::string text = read_input_file(p);
     if (std::optional<nlohmann::json> j = json_object_of(text, p)) {
       if (is_models_document(*j)) {
         if (in.models) throw UsageError("several models files given (" + in.models_path + ", " + p + "); pass one");
@@ -80,11 +80,9 @@ Inputs read_inputs(const std::vector<std::string>& paths, const std::string& ing
         continue;
       }
     }
-    in.sample_paths.push_back(p);
+    sample_files.push_back({p, std::move(text)});
   }
-  if (!in.sample_paths.empty()) {
-    in.samples = load_samples_option(in.sample_paths, ingest_format, "--ingest-format");
-  }
+  if (!sample_files.empty()) in.samples = load_samples_option(sample_files, ingest_format, "--ingest-format");
   return in;
 }
 
