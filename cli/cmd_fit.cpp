@@ -42,7 +42,7 @@ void refuse_priors_of_the_fits_own_inputs(const std::vector<std::string>& priors
   for (const std::string& f : files) {
     for (const std::string& p : priors)
       if (same_path(p, f)) throw UsageError("--prior " + p + " is also an input of this fit; a prior is another machine's file");
-    own.emplace(fit::input_fingerprint(f), f);
+    own.emplace(input_fingerprint(f), f);
   }
   own.erase("");
   for (const auto& [p, m] : read.models) {
@@ -65,13 +65,14 @@ void run_fit(const FitArgs& a) {
   fo.pool_siblings = !a.no_pool;
   if (a.threads < 1) throw UsageError("--threads must be at least 1");
   if (a.min_points < 2) throw UsageError("--min-points must be at least 2");
+  // The inputs are read first: the prior check below takes their fingerprints from the bytes read here.
+  const std::vector<Sample> samples = load_samples_option(a.files, a.format);
   if (!a.priors.empty()) {
     PriorFiles priors = read_prior_files(a.priors);
     refuse_priors_of_the_fits_own_inputs(a.priors, priors, a.files);
     fo.prior = std::make_shared<fit::TransferLibrary>(fit_priors(std::move(priors), a.format, a.threads));
     if (fo.prior->sources().empty()) throw std::runtime_error("--prior: no fitted group in " + std::to_string(a.priors.size()) + " file(s)");
   }
-  const std::vector<Sample> samples = load_samples_option(a.files, a.format);
   check_output_path(a.output);  // refused now (an input, not a regular file, read-only), not after fitting
   const ModelSet set = fit::fit_model_set(samples, fo, a.files, a.priors);
   const auto& groups = set.raw().at("groups");

@@ -107,10 +107,6 @@ GroupFit fit_group(const std::vector<Sample>& samples, const FitOptions& options
 // (paths + FNV-1a hashes of their contents when the paths can be read), groups, joint-n families. With
 // FitOptions::prior, curves with few sizes are transferred (fit/transfer.h) and `prior_paths` are recorded
 // as "priors" the same way as the inputs.
-// The fingerprint of an input a models file records next to its path (`inputs` / `priors`: FNV-1a 64 of the
-// file's bytes, fnv1a64_hex); "" when the file cannot be read.
-std::string input_fingerprint(const std::string& path);
-
 ModelSet fit_model_set(const std::vector<Sample>& samples, const FitOptions& options = {},
                        const std::vector<std::string>& input_paths = {},
                        const std::vector<std::string>& prior_paths = {});

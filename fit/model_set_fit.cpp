@@ -57,13 +57,6 @@ nlohmann::json paths_with_hashes(const std::vector<std::string>& paths) {
 }  // namespace
 
 
-std::string input_fingerprint(const std::string& path) {
-  try {
-    return fnv1a64_hex(read_file_bytes(path));
-  } catch (const std::exception&) {
-    return "";
-  }
-}
 
 ModelSet fit_model_set(const std::vector<Sample>& samples, const FitOptions& options,
                        const std::vector<std::string>& input_paths, const std::vector<std::string>& prior_paths) {

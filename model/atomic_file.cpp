@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "model/errors.h"
+#include "model/text.h"
 
 namespace arfit {
 namespace {
@@ -30,6 +31,7 @@ struct InputFile {
   dev_t dev;
   ino_t ino;
   std::string path;
+  std::string fnv1a64;  // of the bytes read, as a models file records its inputs ("" until read whole)
 };
 
 std::mutex& inputs_mutex() {
@@ -45,7 +47,24 @@ void remember_input(const struct stat& st, const std::string& path) {
   std::lock_guard<std::mutex> lock(inputs_mutex());
   for (const InputFile& f : inputs())
     if (f.dev == st.st_dev && f.ino == st.st_ino) return;
-  inputs().push_back({st.st_dev, st.st_ino, path});
+  inputs().push_back({st.st_dev, st.st_ino, path, ""});
+}
+
+// Records the fingerprint of the bytes read from an input (the last read, when it was read more than once).
+void remember_fingerprint(const struct stat& st, std::string fingerprint) {
+  std::lock_guard<std::mutex> lock(inputs_mutex());
+  for (InputFile& f : inputs())
+    if (f.dev == st.st_dev && f.ino == st.st_ino) f.fnv1a64 = std::move(fingerprint);
+}
+
+// The fingerprint recorded for the input `path` names, or "" when it is not an input read whole.
+std::string recorded_fingerprint(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return "";
+  std::lock_guard<std::mutex> lock(inputs_mutex());
+  for (const InputFile& f : inputs())
+    if (f.dev == st.st_dev && f.ino == st.st_ino) return f.fnv1a64;
+  return "";
 }
 
 // The input path recorded for this file, or "" when it is not an input.
@@ -302,7 +321,8 @@ std::string read_bytes(const std::string& path, bool is_input, std::size_t max_b
   if (fd < 0) throw std::runtime_error(path + ": cannot open: " + sys_reason(errno));
   std::string out;
   struct stat st {};
-  if (::fstat(fd, &st) == 0) {
+  const bool known = ::fstat(fd, &st) == 0;
+  if (known) {
     if (is_input) remember_input(st, path);
     if (S_ISREG(st.st_mode) && st.st_size > 0 && static_cast<std::uint64_t>(st.st_size) <= max_bytes)
       out.reserve(static_cast<std::size_t>(st.st_size));
@@ -325,6 +345,9 @@ std::string read_bytes(const std::string& path, bool is_input, std::size_t max_b
     out.append(buf.data(), static_cast<std::size_t>(n));
   }
   ::close(fd);
+  // What a models file records of its inputs, taken from these bytes: hashing the file again later would read a
+  // FIFO twice and could hash another version of the file than the one read.
+  if (known && is_input) remember_fingerprint(st, fnv1a64_hex(out));
   return out;
 }
 
@@ -499,6 +522,15 @@ std::string normalize_text(std::string text) {
 std::string read_file(const std::string& path, std::size_t max_bytes) { return normalize_text(read_bytes(path, true, max_bytes)); }
 
 std::string read_file_bytes(const std::string& path) { return read_bytes(path, false); }
+
+std::string input_fingerprint(const std::string& path) {
+  if (std::string recorded = recorded_fingerprint(path); !recorded.empty()) return recorded;
+  try {
+    return fnv1a64_hex(read_file_bytes(path));
+  } catch (const std::exception&) {
+    return "";
+  }
+}
 
 std::string read_input_file(const std::string& path) {
   try {

@@ -113,6 +113,10 @@ std::string read_input_file(const std::string& path);
 // The bytes as they are, of the output a writer continues (arbench --resume measures and appends to it): not
 // recorded as an input, since it is this run's output.
 std::string read_file_bytes(const std::string& path);
+// The fingerprint a models file records next to an input's path (`inputs` / `priors`; codegen's banner): FNV-1a
+// 64 of the file's bytes (fnv1a64_hex, model/text.h) as this process read them with read_file, or as they are
+// now when it has not read them; "" when the file cannot be read.
+std::string input_fingerprint(const std::string& path);
 // The text normalisation read_file applies.
 std::string normalize_text(std::string text);
 

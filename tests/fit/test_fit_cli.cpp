@@ -12,6 +12,7 @@
 
 #include "model/bus_factor.h"
 #include "model/sample_csv.h"
+#include "model/text.h"
 #include "test_support.h"
 
 using namespace arfit;
@@ -176,6 +177,22 @@ TEST(FitCli, FitPredictEval) {
   EXPECT_LT(e["methods"]["auto"]["gmae"].get<double>(), 2.0);
   r = run_command(arfit::testing::arfit_bin() + " eval " + samples + " --protocol nope");
   EXPECT_EQ(r.exit_code, 2) << r.output;
+}
+
+// The fingerprint a models file records of each input is that of the bytes the fit read: an input is read once,
+// so a FIFO (a pipe fed once) is fitted and its fingerprint is that of what came through it (the fingerprint
+// used to be taken by reading the input again, which waited forever on the FIFO).
+TEST(FitCli, InputsAreReadOnceAndFingerprintedAsRead) {
+  TempDir dir;
+  const std::string samples = write_samples(dir);
+  const std::string fifo = dir.file("samples.fifo"), models = dir.file("models.json");
+  ASSERT_EQ(run_command("mkfifo " + fifo).exit_code, 0);
+  auto r = run_command("(cat " + samples + " > " + fifo + " &) ; timeout 60 " + arfit::testing::arfit_bin() + " fit " + fifo +
+                       " -o " + models + " --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(arfit::testing::slurp(models));
+  EXPECT_EQ(j["inputs"][0]["path"], fifo);
+  EXPECT_EQ(j["inputs"][0]["fnv1a64"], fnv1a64_hex(arfit::testing::slurp(samples)));
 }
 
 TEST(FitCli, BadInputNamesTheFile) {
