@@ -609,3 +609,28 @@ TEST_F(Robustness, UnknownSubcommandListsTheKnownOnes) {
   const CommandResult r = expect_refused("bogus", 2, {"unknown subcommand 'bogus'", "fit", "predict", "codegen", "whatif"});
   EXPECT_EQ(r.output.find("A subcommand is required"), std::string::npos) << r.output;
 }
+
+// A command's answer on standard output (predict's table or --json, ingest's summary, --help) written to a
+// full disk used to end in success with the answer cut short or missing; now it is a failed run (1) with the
+// system's reason.
+TEST_F(Robustness, StandardOutputThatCannotBeWrittenFails) {
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full on this system";
+  const std::string models = copy("models.json");
+  copy("samples.csv");
+  // The subshell sends arfit's stderr to the captured output and its stdout to the full device.
+  const auto to_full = [&](const std::string& args) {
+    return run_command("cd " + dir.path().string() + " && ( " + arfit_bin() + " " + args + " 2>&1 >/dev/full )");
+  };
+  for (const std::string args : {"predict models.json --collective allreduce --strategy NCCL --nranks 8 --bytes 1K:64M --json",
+                                 "predict models.json --collective allreduce --strategy NCCL --nranks 8 --bytes 4096",
+                                 "ingest samples.csv", "version", "--help"}) {
+    const auto before = snapshot(dir.path());
+    const CommandResult r = to_full(args);
+    EXPECT_EQ(r.exit_code, 1) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find("arfit: error: writing standard output failed"), std::string::npos) << args << "\n" << r.output;
+    expect_unchanged(before, dir.path(), args);
+  }
+  // A usage error keeps its status (2); the same commands to a working stdout succeed.
+  EXPECT_EQ(to_full("predict models.json --bytes 4096").exit_code, 2);
+  EXPECT_EQ(run_command("cd " + dir.path().string() + " && " + arfit_bin() + " ingest samples.csv >/dev/null").exit_code, 0);
+}
