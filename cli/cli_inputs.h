@@ -37,8 +37,10 @@ inline std::vector<Sample> load_samples_option(const std::vector<std::string>& f
   ingest::Options o;
   o.format = ingest_format_option(format, option);
   std::vector<Sample> all;
+  ingest::DistinctInputs distinct(o);
   for (const auto& f : files) {
     ingest::IngestResult r = ingest::ingest_file(f, o);
+    distinct.add(f, r);
     if (r.dropped) {
       std::cerr << "arfit: warning: " << f << ": " << r.dropped << " row(s) dropped (sizes that are not byte counts; "
                 << "`arfit ingest " << f << "` lists them)\n";
