@@ -117,6 +117,20 @@ int run(int argc, char** argv, int rank, int size) {
     return 0;
   }
 
+  // The backend first: --resume compares its device with the file's.
+  try {
+    BackendOptions bo;
+    bo.workspace = opt.workspace;
+    bo.virtual_ranks = opt.runner.virtual_ranks;
+    bo.device = opt.device;
+    bo.cuda_graph = opt.runner.cuda_graph;
+    backend = make_backend(opt.spec.backend, bo);
+  } catch (const GridError& e) {
+    if (root) std::cerr << "arbench: error: " << e.what() << "\n";
+    return 2;
+  }
+  opt.runner.device = backend->device_info();
+
   // Output state (rank 0), shared with every rank: an error flag and the cases still to run.
   const RunIdentity id = identify_run(MPI_COMM_WORLD);
   std::vector<int> todo;
@@ -127,7 +141,7 @@ int run(int argc, char** argv, int rank, int size) {
   if (root) {
     try {
       out = inspect_output(opt.output, opt.spec.to_json(), opt.resume, opt.overwrite,
-                           cuda_graph_header_value(opt.runner.cuda_graph));
+                           cuda_graph_header_value(opt.runner.cuda_graph), opt.runner.device.device);
       if (!opt.json_output.empty()) {
         if (arfit::same_path(opt.json_output, opt.output))
           throw GridError("--json", "'" + opt.json_output + "' is also the sample CSV (-o); write the JSON to another file");
@@ -163,20 +177,9 @@ int run(int argc, char** argv, int rank, int size) {
   unsigned long long resumed_all = resumed;
   MPI_Bcast(&resumed_all, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
 
-  try {
-    BackendOptions bo;
-    bo.workspace = opt.workspace;
-    bo.virtual_ranks = opt.runner.virtual_ranks;
-    bo.device = opt.device;
-    bo.cuda_graph = opt.runner.cuda_graph;
-    backend = make_backend(opt.spec.backend, bo);
-  } catch (const GridError& e) {
-    if (root) std::cerr << "arbench: error: " << e.what() << "\n";
-    return 2;
-  }
-  opt.runner.device = backend->device_info();
   opt.runner.backend_label = "arbench-" + opt.spec.backend;
-  opt.runner.source = "arbench " + id.started_utc;
+  // A resumed run keeps its source: the file stays one run, whatever the number of sessions.
+  opt.runner.source = out.resumed() && !out.source.empty() ? out.source : "arbench " + id.started_utc;
   opt.runner.nnodes = id.nnodes;
   const RunHeader header = make_run_header(id, opt.runner.device, opt.spec, grid, opt.command_line, size,
                                            opt.runner.warmup, opt.runner.iters, opt.runner.buffers, opt.runner.timeout_s,

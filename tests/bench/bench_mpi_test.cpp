@@ -317,3 +317,34 @@ TEST(BenchMpi, DryRunToAFullDeviceFails) {
       << full.output;
   EXPECT_EQ(run_command(dry + " >/dev/null").exit_code, 0);
 }
+
+// A resumed run's new rows took the new session's source ("arbench <start>"), and arfit tells machines apart by
+// source when a file names no system: a run killed after 3 cases and resumed read as two machines, one with a
+// single size per curve. Now the resumed rows keep the run's source: one group per curve. And a journal measured
+// on another device (a restarted job on other hardware) is refused before anything runs, its bytes untouched.
+TEST(BenchMpi, ResumedRunStaysOneRunOnOneDevice) {
+  TempDir d;
+  const std::string out = d.file("s.csv");
+  const std::string grid = "--backend host --strategy MPI --bytes 1K:64K -w 1 -n 2 -q";
+  EXPECT_NE(run_command(mpirun(grid + " -o " + out + " --test-crash-after 3")).exit_code, 0);
+  // Another second on the clock: the new session's start time differs from the run's.
+  run_command("sleep 1.1");
+  const std::string journal = arfit::testing::slurp(out + ".partial");
+  std::string other = journal;
+  const std::size_t device = other.find("# device: ");
+  ASSERT_NE(device, std::string::npos);
+  other.replace(device, other.find('\n', device) - device, "# device: Other Machine 9000");
+  d.write("s.csv.partial", other);
+  const CommandResult refused = run_command(mpirun(grid + " -o " + out + " --resume"));
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("was measured on 'Other Machine 9000', this run is on"), std::string::npos) << refused.output;
+  EXPECT_EQ(arfit::testing::slurp(out + ".partial"), other);
+  d.write("s.csv.partial", journal);
+  const CommandResult resumed = run_command(mpirun(grid + " -o " + out + " --resume"));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  const SampleFile f = read_samples_csv(out);
+  ASSERT_EQ(f.samples.size(), 7u);
+  std::set<std::string> sources;
+  for (const Sample& s : f.samples) sources.insert(s.source);
+  EXPECT_EQ(sources.size(), 1u) << *sources.begin() << " ... " << *sources.rbegin();
+}
