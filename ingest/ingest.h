@@ -52,8 +52,9 @@ IngestResult ingest_file(const std::string& path, const Options& options = {});
 // The files of one command, told apart. Read alone, two inputs with the same file name in two folders
 // (runs/h100/allreduce.txt, runs/a100/allreduce.txt) label their samples with the same machine (the file stem)
 // and source, so `fit` averaged two machines into one curve, silently; a file given twice counted every point
-// twice. add() throws InputError naming both files in either case. With --system the caller has named the
-// machine of every input itself (a log per GPU count of one machine): equal names are then meant.
+// twice. add() throws InputError naming both files in either case. Labels a sample CSV carries itself are its
+// own (arbench runs of one machine may share a source). With --system the caller has named the machine of every
+// input itself (a log per GPU count of one machine): equal names are then meant.
 class DistinctInputs {
  public:
   explicit DistinctInputs(const Options& options) : system_given_(options.system.has_value()) {}

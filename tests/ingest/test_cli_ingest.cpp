@@ -185,4 +185,11 @@ TEST(CliIngest, InputsThatCannotBeToldApartAreRefused) {
   const auto named = run_command(arfit_bin() + " ingest " + a + " " + b + " --system box -o " + out);
   EXPECT_EQ(named.exit_code, 0) << named.output;
   EXPECT_EQ(arfit::read_samples_csv(out).samples.size(), 12u);
+  // Sample CSVs keep the labels they carry: two arbench runs of one machine started within one second share
+  // a source, even in files of one name.
+  const std::string csv = "#arfit-samples v1\ncollective,strategy,fusion,dtype,nranks,bytes,time_us,source\n"
+                          "allreduce,NCCL,NONE,bf16,8,1024,10,arbench 2026-01-01T00:00:00Z\n";
+  const std::string c1 = d.write("h100/run.csv", csv), c2 = d.write("a100/run.csv", csv);
+  const auto runs = run_command(arfit_bin() + " ingest " + c1 + " " + c2 + " -o " + d.file("runs.csv"));
+  EXPECT_EQ(runs.exit_code, 0) << runs.output;
 }
