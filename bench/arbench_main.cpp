@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <iostream>
 #include <mpi.h>
+#include <sstream>
+#include <string>
 #include <unistd.h>
 
 #include "bench/backend.h"
@@ -16,10 +18,75 @@
 #include "bench/runner.h"
 #include "model/atomic_file.h"
 #include "model/errors.h"
+#include "model/stdout_check.h"
+#include "model/text.h"
 
 using namespace arfit::bench;
 
 namespace {
+
+// What every rank must agree on before its first collective: the cases (planned from its own command line,
+// and from its node's memory and rank count), how each is timed, and whether to measure at all. Ranks that
+// differ would pair unlike collectives (MPI_ERR_TRUNCATE, a case index beyond a shorter grid, bad_alloc) or
+// wait forever for a rank that only listed the plan.
+std::uint64_t run_fingerprint(const Options& opt, const PlannedGrid& grid) {
+  std::ostringstream s;
+  s.precision(17);
+  s << opt.help << '|' << opt.spec.backend << '|' << opt.dry_run << '|' << opt.workspace << '|' << opt.runner.warmup << '|'
+    << opt.runner.iters << '|' << opt.runner.buffers << '|' << opt.runner.cuda_graph << '|' << opt.runner.timeout_s
+    << '|' << opt.runner.stop_on_timeout << '|' << opt.runner.virtual_ranks;
+  for (const Case& c : grid.cases) s << '|' << c.index << ' ' << c.key();
+  return std::stoull(arfit::fnv1a64_hex(s.str()), nullptr, 16);
+}
+
+// Collective over the world: every rank reports whether its command line parsed and what it planned. Returns
+// the exit status every rank leaves with (0: go on), after the rank(s) that know why have said it.
+int agree_on_the_run(int rank, int parse_status, const std::string& parse_error, std::uint64_t fingerprint) {
+  // One MAX reduction: any rank's status, rank 0's status, and the fingerprint with its complement (all
+  // fingerprints equal exactly when max(~f) == ~max(f)).
+  unsigned long long mine[4] = {static_cast<unsigned long long>(parse_status),
+                                rank == 0 ? static_cast<unsigned long long>(parse_status) : 0ULL, fingerprint, ~fingerprint};
+  unsigned long long all[4] = {0, 0, 0, 0};
+  MPI_Allreduce(mine, all, 4, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+  if (all[1] != 0 || (all[0] != 0 && parse_status != 0)) {
+    // Rank 0 speaks for a command line every rank shares; another rank speaks only when rank 0 had no error.
+    if (rank == 0 || all[1] == 0)
+      std::cerr << "arbench" << (rank == 0 ? std::string() : "[rank " + std::to_string(rank) + "]") << ": error: " << parse_error
+                << "\nRun with --help for more information.\n";
+    return static_cast<int>(all[1] != 0 ? all[1] : all[0]);
+  }
+  if (all[0] != 0) return static_cast<int>(all[0]);
+  if (all[3] != ~all[2]) {
+    if (rank == 0)
+      std::cerr << "arbench: error: the ranks were started with different options (the planned cases, -w/-n, "
+                   "--buffers, --cuda-graph, --timeout, --on-timeout, --workspace, --virtual-ranks or --dry-run differ, "
+                   "or the nodes' memory planned different cases): give every rank the same command line\n";
+    return 2;
+  }
+  return 0;
+}
+
+// Collective over the world (so called by every rank, whatever its command line): the ranks on this node.
+int ranks_on_this_node(int rank) {
+  int n = 1;
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+  MPI_Comm_size(node, &n);
+  MPI_Comm_free(&node);
+  return n;
+}
+
+// The cases this rank will run: its command line's grid within what its node can hold.
+PlannedGrid plan_grid(Options& opt, int size, int ranks_per_node, std::vector<std::string>* notices) {
+  PlanOptions po;
+  po.limits.world = size;
+  po.limits.workspace = opt.workspace;
+  po.limits.virtual_ranks = opt.runner.virtual_ranks;
+  po.buffers = opt.runner.buffers;
+  po.ranks_per_node = ranks_per_node;
+  po.memory_bytes = static_cast<std::int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+  return plan_cases(opt.spec, po, notices);
+}
 
 int run(int argc, char** argv, int rank, int size) {
   const bool root = rank == 0;
@@ -27,27 +94,18 @@ int run(int argc, char** argv, int rank, int size) {
   PlannedGrid grid;
   std::unique_ptr<Backend> backend;
   std::vector<std::string> notices;
+  int parse_status = 0;
+  std::string parse_error;
+  const int ranks_per_node = ranks_on_this_node(rank);
   try {
     opt = parse_options(argc, argv);
-    if (opt.help) {
-      if (root) std::cout << opt.help_text;
-      return 0;
-    }
-    PlanOptions po;
-    po.limits.world = size;
-    po.limits.workspace = opt.workspace;
-    po.limits.virtual_ranks = opt.runner.virtual_ranks;
-    po.buffers = opt.runner.buffers;
-    MPI_Comm node;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
-    MPI_Comm_size(node, &po.ranks_per_node);
-    MPI_Comm_free(&node);
-    po.memory_bytes = static_cast<std::int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
-    grid = plan_cases(opt.spec, po, &notices);
+    if (!opt.help) grid = plan_grid(opt, size, ranks_per_node, &notices);
   } catch (const GridError& e) {
-    if (root) std::cerr << "arbench: error: " << e.what() << "\nRun with --help for more information.\n";
-    return 2;
+    parse_status = 2;
+    parse_error = e.what();
   }
+  if (int status = agree_on_the_run(rank, parse_status, parse_error, parse_status ? 0 : run_fingerprint(opt, grid)))
+    return status;
   if (root && !opt.quiet)
     for (const auto& n : notices) std::cerr << "arbench: note: " << n << "\n";
   if (opt.dry_run) {
@@ -59,6 +117,20 @@ int run(int argc, char** argv, int rank, int size) {
     return 0;
   }
 
+  // The backend first: --resume compares its device with the file's.
+  try {
+    BackendOptions bo;
+    bo.workspace = opt.workspace;
+    bo.virtual_ranks = opt.runner.virtual_ranks;
+    bo.device = opt.device;
+    bo.cuda_graph = opt.runner.cuda_graph;
+    backend = make_backend(opt.spec.backend, bo);
+  } catch (const GridError& e) {
+    if (root) std::cerr << "arbench: error: " << e.what() << "\n";
+    return 2;
+  }
+  opt.runner.device = backend->device_info();
+
   // Output state (rank 0), shared with every rank: an error flag and the cases still to run.
   const RunIdentity id = identify_run(MPI_COMM_WORLD);
   std::vector<int> todo;
@@ -69,7 +141,7 @@ int run(int argc, char** argv, int rank, int size) {
   if (root) {
     try {
       out = inspect_output(opt.output, opt.spec.to_json(), opt.resume, opt.overwrite,
-                           cuda_graph_header_value(opt.runner.cuda_graph));
+                           cuda_graph_header_value(opt.runner.cuda_graph), opt.runner.device.device);
       if (!opt.json_output.empty()) {
         if (arfit::same_path(opt.json_output, opt.output))
           throw GridError("--json", "'" + opt.json_output + "' is also the sample CSV (-o); write the JSON to another file");
@@ -105,20 +177,9 @@ int run(int argc, char** argv, int rank, int size) {
   unsigned long long resumed_all = resumed;
   MPI_Bcast(&resumed_all, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
 
-  try {
-    BackendOptions bo;
-    bo.workspace = opt.workspace;
-    bo.virtual_ranks = opt.runner.virtual_ranks;
-    bo.device = opt.device;
-    bo.cuda_graph = opt.runner.cuda_graph;
-    backend = make_backend(opt.spec.backend, bo);
-  } catch (const GridError& e) {
-    if (root) std::cerr << "arbench: error: " << e.what() << "\n";
-    return 2;
-  }
-  opt.runner.device = backend->device_info();
   opt.runner.backend_label = "arbench-" + opt.spec.backend;
-  opt.runner.source = "arbench " + id.started_utc;
+  // A resumed run keeps its source: the file stays one run, whatever the number of sessions.
+  opt.runner.source = out.resumed() && !out.source.empty() ? out.source : "arbench " + id.started_utc;
   opt.runner.nnodes = id.nnodes;
   const RunHeader header = make_run_header(id, opt.runner.device, opt.spec, grid, opt.command_line, size,
                                            opt.runner.warmup, opt.runner.iters, opt.runner.buffers, opt.runner.timeout_s,
@@ -161,5 +222,6 @@ int main(int argc, char** argv) {
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   MPI_Finalize();
-  return rc;
+  // The plan of --dry-run and the progress lines are rank 0's standard output.
+  return rank == 0 ? arfit::finish_standard_output("arbench", rc) : rc;
 }

@@ -89,7 +89,7 @@ bool has_content(const std::string& path) {
 }  // namespace
 
 OutputState inspect_output(const std::string& path, const std::string& grid_json, bool resume, bool overwrite,
-                           const std::string& cuda_graph) {
+                           const std::string& cuda_graph, const std::string& device) {
   OutputState st;
   st.journal = journal_path(path);
   // Both become the output (the journal by its final move): not an input, a regular file (or a link to
@@ -128,10 +128,11 @@ OutputState inspect_output(const std::string& path, const std::string& grid_json
   } catch (const InputError& e) {
     throw InputError(source, e.line(), e.field(), "--resume: the existing output is not a readable sample file: " + e.reason());
   }
-  std::string old_grid, old_cuda_graph = "off";
+  std::string old_grid, old_cuda_graph = "off", old_device;
   for (const auto& [k, v] : f.meta) {
     if (k == "grid") old_grid = v;
     if (k == "cuda_graph") old_cuda_graph = v;
+    if (k == "device") old_device = v;
   }
   if (old_grid != grid_json)
     throw GridError("--resume", "'" + source + "' was written for a different grid or plan (" +
@@ -142,6 +143,9 @@ OutputState inspect_output(const std::string& path, const std::string& grid_json
     throw GridError("-G/--cuda-graph", "'" + source + "' was measured with cuda_graph: " + old_cuda_graph +
                                            ", this run with cuda_graph: " + cuda_graph +
                                            "; resume with the same -G/--cuda-graph, or use another -o or --overwrite");
+  if (!device.empty() && old_device != device)
+    throw GridError("--resume", "'" + source + "' was measured on " + (old_device.empty() ? std::string("an unrecorded device") : "'" + old_device + "'") +
+                                    ", this run is on '" + device + "': one file holds one machine's run; use another -o");
   if (f.extra_columns != CsvReporter::extra_columns())
     throw GridError("--resume", "'" + source + "' has different columns than arbench writes");
   if (journal_exists) {
@@ -155,6 +159,7 @@ OutputState inspect_output(const std::string& path, const std::string& grid_json
     st.copied_output = bytes.substr(0, keep);
   }
   for (const auto& s : f.samples) st.finished.insert(sample_key(s));
+  if (!f.samples.empty()) st.source = f.samples.front().source;
   return st;
 }
 

@@ -55,6 +55,10 @@ struct OutputState {
   JournalStart start = JournalStart::Fresh;
   std::string copied_output;                 // CopyOfOutput: the output's bytes, a partial last row cut
   std::set<std::string> finished;            // Case::key()s already in the journal or output
+  // The run a --resume continues: its rows' Sample::source ("arbench <start time>", the first row's), which the
+  // new rows take too, so that the finished file reads as one run (one group per curve) and not as one run per
+  // session. Empty when fresh.
+  std::string source;
   bool resumed() const { return start != JournalStart::Fresh; }
 };
 
@@ -67,9 +71,11 @@ struct OutputState {
 // --overwrite (naming -o/--output), or the file resumed was written for a different grid or plan, or (naming
 // -G/--cuda-graph) measured in another CUDA-graph mode: `cuda_graph` is this run's header value
 // (cuda_graph_header_value), compared with the file's (absent = "off"); InputError (bad data, exit 1) when
-// the file is not a readable sample file.
+// the file is not a readable sample file. `device` (DeviceInfo::device of this run; "" = not checked) must be
+// the file's `device`, naming --resume: a job restarted on other hardware would put two machines' timings in
+// one run.
 OutputState inspect_output(const std::string& path, const std::string& grid_json, bool resume, bool overwrite,
-                           const std::string& cuda_graph = "off");
+                           const std::string& cuda_graph = "off", const std::string& device = "");
 
 // The sample CSV: the model/ schema with one extra column, "note". Rows go to the journal (OutputState) and
 // are flushed one by one; finish() (the run ended, whether or not cases failed) moves the journal over the

@@ -1,6 +1,7 @@
 // arfit: the command-line front end. Thin: it builds the CLI11 app from the registered subcommands, runs
 // the chosen one and maps errors to exit codes, the rule every arfit program follows (README):
-//   0 success; 1 bad input data (InputError, naming file:line) or a failed run (any other exception);
+//   0 success; 1 bad input data (InputError, naming file:line) or a failed run (any other exception, or
+//     standard output that could not be written);
 //   2 usage: an unknown subcommand or option, a bad option value, an impossible request (UsageError, CLI11's
 //     parse errors), an output path the output-path rule refuses (OutputPathError, model/atomic_file.h).
 #include <iostream>
@@ -9,8 +10,11 @@
 
 #include "cli/commands.h"
 #include "model/errors.h"
+#include "model/stdout_check.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   CLI::App app{"arfit: measure, model and choose GPU collective-communication strategies"};
   app.set_version_flag("--version", std::string("arfit ") + ARFIT_VERSION);
   app.require_subcommand(1, 1);
@@ -53,3 +57,8 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+}  // namespace
+
+// Every command's answer on standard output (tables, --json, help) counts as output: a failed write fails.
+int main(int argc, char** argv) { return arfit::finish_standard_output("arfit", run(argc, argv)); }

@@ -30,10 +30,12 @@ inline ingest::Format ingest_format_option(const std::string& value, const std::
   }
 }
 
-// The samples of one file's ingest appended to `all`. Rows the reader dropped (sizes that are not byte counts) are
-// reported on stderr: `arfit ingest` lists every warning, the commands that only consume samples say at least
-// that rows were left out.
-inline void append_ingested(ingest::IngestResult r, const std::string& path, std::vector<Sample>& all) {
+// The samples of one file's ingest appended to `all`, once `distinct` has checked the file apart from the others
+// (ingest/ingest.h). Rows the reader dropped (sizes that are not byte counts) are reported on stderr: `arfit
+// ingest` lists every warning, the commands that only consume samples say at least that rows were left out.
+inline void append_ingested(ingest::IngestResult r, const std::string& path, ingest::DistinctInputs& distinct,
+                            std::vector<Sample>& all) {
+  distinct.add(path, r);
   if (r.dropped) {
     std::cerr << "arfit: warning: " << path << ": " << r.dropped << " row(s) dropped (sizes that are not byte counts; "
               << "`arfit ingest " << path << "` lists them)\n";
@@ -47,7 +49,8 @@ inline std::vector<Sample> load_samples_option(const std::vector<std::string>& f
   ingest::Options o;
   o.format = ingest_format_option(format, option);
   std::vector<Sample> all;
-  for (const auto& f : files) append_ingested(ingest::ingest_file(f, o), f, all);
+  ingest::DistinctInputs distinct(o);
+  for (const auto& f : files) append_ingested(ingest::ingest_file(f, o), f, distinct, all);
   return all;
 }
 
@@ -63,7 +66,8 @@ inline std::vector<Sample> load_samples_option(const std::vector<InputText>& fil
   ingest::Options o;
   o.format = ingest_format_option(format, option);
   std::vector<Sample> all;
-  for (const auto& f : files) append_ingested(ingest::ingest_text(f.text, f.path, o), f.path, all);
+  ingest::DistinctInputs distinct(o);
+  for (const auto& f : files) append_ingested(ingest::ingest_text(f.text, f.path, o), f.path, distinct, all);
   return all;
 }
 

@@ -73,8 +73,10 @@ void run_ingest(const IngestArgs& a) {
   SampleFile out;
   std::size_t total_rows = 0, total_failed = 0, total_dups = 0, total_dropped = 0;
   std::string inputs;
+  ingest::DistinctInputs distinct(opt);
   for (const auto& f : a.files) {
     ingest::IngestResult r = ingest::ingest_file(f, opt);
+    distinct.add(f, r);
     total_rows += r.rows;
     total_failed += r.failed;
     total_dups += r.duplicates;

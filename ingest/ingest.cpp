@@ -154,10 +154,33 @@ IngestResult ingest_file(const std::string& path, const Options& options) {
   return ingest_text(read_input_file(path), path, options);
 }
 
+void DistinctInputs::add(const std::string& path, const IngestResult& result) {
+  for (const auto& earlier : paths_)
+    if (same_path(earlier, path))
+      throw InputError(path, 0, "", "the same file as the input " + earlier + ": given twice, every point would count twice");
+  paths_.push_back(path);
+  if (system_given_) return;
+  // Only labels made from this file's name: an arfit sample CSV carries its samples' own (arbench runs started
+  // within one second share a source, and are meant as one machine).
+  const std::string file_name = detail::basename_of(path);
+  for (const Sample& s : result.samples) {
+    if (s.source != file_name) continue;
+    const auto sys = s.extra.find("system");
+    const auto [it, fresh] = owner_.emplace(std::make_pair(sys == s.extra.end() ? std::string() : sys->second, s.source), path);
+    if (!fresh && it->second != path)
+      throw InputError(path, 0, "",
+                       "its samples carry the machine label '" + it->first.first + "' and source '" + it->first.second +
+                           "' as the input " + it->second + "'s do (two files of one name): read together they are one "
+                           "machine's points; rename one file, or ingest them with --system when they are one machine");
+  }
+}
+
 std::vector<Sample> load_samples(const std::vector<std::string>& paths, const Options& options) {
   std::vector<Sample> all;
+  DistinctInputs distinct(options);
   for (const auto& p : paths) {
     IngestResult r = ingest_file(p, options);
+    distinct.add(p, r);
     if (all.empty()) {
       all = std::move(r.samples);
     } else {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -48,7 +49,25 @@ struct IngestResult {
 IngestResult ingest_text(const std::string& text, const std::string& name, const Options& options = {});
 IngestResult ingest_file(const std::string& path, const Options& options = {});
 
-// Concatenates the samples of several files (each detected on its own). Throws InputError on the first bad file.
+// The files of one command, told apart. Read alone, two inputs with the same file name in two folders
+// (runs/h100/allreduce.txt, runs/a100/allreduce.txt) label their samples with the same machine (the file stem)
+// and source, so `fit` averaged two machines into one curve, silently; a file given twice counted every point
+// twice. add() throws InputError naming both files in either case. Labels a sample CSV carries itself are its
+// own (arbench runs of one machine may share a source). With --system the caller has named the machine of every
+// input itself (a log per GPU count of one machine): equal names are then meant.
+class DistinctInputs {
+ public:
+  explicit DistinctInputs(const Options& options) : system_given_(options.system.has_value()) {}
+  void add(const std::string& path, const IngestResult& result);
+
+ private:
+  bool system_given_;
+  std::vector<std::string> paths_;
+  std::map<std::pair<std::string, std::string>, std::string> owner_;  // (system label, source) -> file
+};
+
+// Concatenates the samples of several files (each detected on its own, kept apart by DistinctInputs). Throws
+// InputError on the first bad file.
 std::vector<Sample> load_samples(const std::vector<std::string>& paths, const Options& options = {});
 
 // The format the content looks like (Format::Auto never returned: throws InputError when nothing matches).

@@ -99,9 +99,13 @@ IngestResult read_results(const nlohmann::json& j, const std::string& name, cons
     }
     last = size;
     std::string type = row.contains("type") && row["type"].is_string() ? row["type"].get<std::string>() : "float";
+    // A row that holds neither placement measured nothing: read silently, a file of such rows became an
+    // empty sample file and exit 0.
+    const auto has = [&](const char* key) { return row.contains(key) && !row[key].is_null(); };
+    if (!has("out_of_place") && !has("in_place")) fail(where, "neither 'out_of_place' nor 'in_place' holds a measurement");
     for (int set = 0; set < 2; ++set) {
       const char* key = set == 0 ? "out_of_place" : "in_place";
-      if (!row.contains(key) || row[key].is_null()) continue;
+      if (!has(key)) continue;
       const json& o = row[key];
       if (!o.is_object()) fail(where + "/" + key, "not an object");
       P p;

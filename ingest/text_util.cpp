@@ -77,8 +77,9 @@ std::optional<std::int64_t> parse_grouped_uint(std::string_view s) {
   for (char c : s) {
     if (c == '_' || c == ',') continue;
     if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
-    if (v > (std::numeric_limits<std::int64_t>::max() - 9) / 10) return std::nullopt;
-    v = v * 10 + (c - '0');
+    const int digit = c - '0';
+    if (v > (std::numeric_limits<std::int64_t>::max() - digit) / 10) return std::nullopt;  // exact: 2^63 - 1 reads
+    v = v * 10 + digit;
   }
   return v;
 }

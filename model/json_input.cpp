@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
+#include <string_view>
+#include <unordered_set>
 
 #include "model/atomic_file.h"
 #include "model/text.h"
@@ -32,6 +35,47 @@ std::size_t depth_exceeded_at(const std::string& text, int max_depth) {
   return std::string::npos;
 }
 
+// The first key that repeats a key of its own object, found by one scan over `text` (valid JSON: parsed
+// before). nlohmann keeps the last of two equal keys, so `"sigma_in": 0.1, ..., "sigma_in": 9` in a models file,
+// a second "cuda_time_us" in a profile or a second "bytes" in an arbench spec was read as the last, silently.
+// Returns the offset of the repeated key's opening quote (and the key, unescaped), or npos.
+std::size_t duplicate_key_at(const std::string& text, std::string* key) {
+  struct Level {
+    bool object = false, expect_key = false;
+    std::unordered_set<std::string_view> keys;
+  };
+  std::vector<Level> levels;
+  std::deque<std::string> unescaped;  // owns the keys that held escapes (stable addresses for the views)
+  const std::size_t n = text.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const char c = text[i];
+    if (c == '"') {
+      const std::size_t open = i;
+      bool escaped = false;
+      for (++i; i < n && text[i] != '"'; ++i)
+        if (text[i] == '\\') {
+          escaped = true;
+          ++i;
+        }
+      if (levels.empty() || !levels.back().expect_key) continue;
+      std::string_view k(text.data() + open + 1, i - open - 1);
+      if (escaped) k = unescaped.emplace_back(nlohmann::json::parse(text.substr(open, i - open + 1)).get<std::string>());
+      if (!levels.back().keys.insert(k).second) {
+        *key = std::string(k);
+        return open;
+      }
+      levels.back().expect_key = false;
+    } else if (c == '{' || c == '[') {
+      levels.push_back(Level{c == '{', c == '{', {}});
+    } else if ((c == '}' || c == ']') && !levels.empty()) {
+      levels.pop_back();
+    } else if (c == ',' && !levels.empty() && levels.back().object) {
+      levels.back().expect_key = true;
+    }
+  }
+  return std::string::npos;
+}
+
 // nlohmann's message without its "[json.exception.parse_error.101] parse error at line 1, column 2: " prefix
 // (the caller names the position itself).
 std::string parse_reason(const std::string& what) {
@@ -56,7 +100,12 @@ nlohmann::json parse_json(const std::string& text, const std::string& name, int 
     throw InputError(name, line_of_offset(text, at), "",
                      "JSON nested deeper than " + std::to_string(max_depth) + " levels of arrays and objects");
   try {
-    return nlohmann::json::parse(text);
+    nlohmann::json j = nlohmann::json::parse(text);
+    std::string key;
+    if (const std::size_t at = duplicate_key_at(text, &key); at != std::string::npos)
+      throw InputError(name, line_of_offset(text, at), "",
+                       "key '" + key + "' appears twice in one object (which value is meant?): keep one");
+    return j;
   } catch (const nlohmann::json::parse_error& e) {
     // e.byte: 1-based index of the last character read (one past the end at a premature end of input).
     const std::size_t at = std::min(text.size(), e.byte > 0 ? static_cast<std::size_t>(e.byte - 1) : std::size_t{0});

@@ -27,8 +27,8 @@ namespace arfit {
 inline constexpr int kMaxJsonDepth = 512;
 
 // Parses JSON text read from `name`. Throws InputError(name, line, "", ...) when the text is not JSON (the
-// position as line and column, nlohmann's reason without its "[json.exception...]" prefix) or nests arrays
-// and objects deeper than `max_depth`. A UTF-8 byte-order mark is skipped.
+// position as line and column, nlohmann's reason without its "[json.exception...]" prefix), nests arrays
+// and objects deeper than `max_depth`, or repeats a key within one object. A UTF-8 byte-order mark is skipped.
 nlohmann::json parse_json(const std::string& text, const std::string& name, int max_depth = kMaxJsonDepth);
 
 // An error at one place of a JSON document. pointer() is an RFC 6901 JSON pointer ("/groups/3/params/1",

@@ -9,6 +9,18 @@
 
 namespace arfit::trace {
 
+namespace {
+
+// A profile without a single kernel (an nsys report of the header alone, vLLM steps with empty summaries) is
+// no measurement: read silently it gave tables of zeros and exit 0.
+Profile require_kernels(Profile p) {
+  for (const Phase& ph : p.phases)
+    if (!ph.roots.empty()) return p;
+  throw InputError(p.source, 0, "", "no kernel in any phase of the profile (" + p.format + "): nothing was measured");
+}
+
+}  // namespace
+
 Profile load_profile(const std::string& path, const LoadOptions& opt) {
   std::string text;
   try {
@@ -27,7 +39,7 @@ Profile load_profile(const std::string& path, const LoadOptions& opt) {
   }
   if (!opt.nvtx_path.empty() && format != "nsys")
     throw InputError(opt.nvtx_path, 0, "", "NVTX ranges apply to nsys cuda_gpu_trace CSV only; " + path + " is a vLLM profile");
-  if (format == "vllm") return parse_vllm_profile(text, path);
+  if (format == "vllm") return require_kernels(parse_vllm_profile(text, path));
   if (format == "nsys") {
     NsysOptions no;
     if (!opt.nvtx_path.empty()) {
@@ -39,7 +51,7 @@ Profile load_profile(const std::string& path, const LoadOptions& opt) {
       no.nvtx_name = opt.nvtx_path;
       if (no.nvtx_text.empty()) throw InputError(opt.nvtx_path, 0, "", "empty NVTX report");
     }
-    return parse_nsys_csv(text, path, no);
+    return require_kernels(parse_nsys_csv(text, path, no));
   }
   throw std::invalid_argument("unknown profile format '" + format + "' (expected auto, vllm or nsys)");
 }

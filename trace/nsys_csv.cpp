@@ -161,10 +161,15 @@ const std::string& cell_text(const Table& t, const std::pair<long, std::vector<s
 double time_cell_us(const Table& t, const std::pair<long, std::vector<std::string>>& row, int col, const std::string& name) {
   const std::string& cell = cell_text(t, row, col, name);
   std::string unit;
+  std::optional<double> us;
   if (auto v = leading_number(cell, &unit)) {
-    if (unit.empty()) return *v * t.column_unit_us[static_cast<std::size_t>(col)];
-    if (auto u = time_unit_us(unit)) return *v * *u;
+    if (unit.empty()) us = *v * t.column_unit_us[static_cast<std::size_t>(col)];
+    else if (auto u = time_unit_us(unit)) us = *v * *u;
   }
+  if (us && std::fabs(*us) > kMaxProfileTimeUs)
+    throw InputError(name, row.first, t.header[static_cast<std::size_t>(col)],
+                     "time '" + cell + "' is beyond 1e13 us (" + kMaxProfileTimeText + "): not a profile's time");
+  if (us) return *us;
   throw InputError(name, row.first, t.header[static_cast<std::size_t>(col)],
                    "expected a time (a number, optionally with a unit ns, us, \xc2\xb5s, \xce\xbcs, ms or s, as in '75.794 ms'), got '" + cell + "'");
 }

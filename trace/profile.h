@@ -10,6 +10,13 @@
 
 namespace arfit::trace {
 
+// The largest time one profile cell may hold: 10^13 us, 116 days of kernel time. Beyond it a value is no
+// profile's (a unit mix-up, a corrupted export), and such values summed to inf and nan in the tables.
+inline constexpr double kMaxProfileTimeUs = 1e13;
+inline constexpr const char* kMaxProfileTimeText = "116 days";
+// The largest message size a profile may record for a node: 10^18 bytes, the models' own size bound.
+inline constexpr double kMaxProfileMessageBytes = 1e18;
+
 struct ProfileNode {
   std::string name;
   double cuda_time_us = 0;   // total over all invocations, children included

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -47,6 +48,21 @@ struct Reader {
     if (!it->is_number()) fail(p, "'" + key + "' must be a number, got " + type_name(*it) + " " + it->dump());
     double v = it->get<double>();
     if (!std::isfinite(v)) fail(p, "'" + key + "' is not finite");
+    return v;
+  }
+
+  // A number in [0, max] (`unit` names it in the message); absent: 0.
+  double in_range(const json& obj, const JsonPath& obj_path, const std::string& key, bool required, double max,
+                  const std::string& unit) const {
+    const double v = number(obj, obj_path, key, required, 0);
+    if (v < 0 || v > max) {
+      JsonPath p = obj_path;
+      p.emplace_back(key);
+      if (v < 0) fail(p, "'" + key + "' is negative");
+      std::ostringstream os;
+      os << "'" << key << "' = " << obj.at(key).dump() << " is beyond " << max << " " << unit;
+      fail(p, os.str());
+    }
     return v;
   }
 
@@ -125,15 +141,10 @@ struct Reader {
       fail(p, "'name' must be a string, got " + type_name(*nm));
     }
     n.name = nm->get<std::string>();
-    n.cuda_time_us = number(*e, epath, "cuda_time_us", true, 0);
-    if (n.cuda_time_us < 0) {
-      JsonPath p = epath;
-      p.emplace_back(std::string("cuda_time_us"));
-      fail(p, "'cuda_time_us' is negative");
-    }
+    n.cuda_time_us = in_range(*e, epath, "cuda_time_us", true, kMaxProfileTimeUs, std::string("us (") + kMaxProfileTimeText + ")");
     n.pct_cuda_time = number(*e, epath, "pct_cuda_time", false, 0);
     n.invocations = integer(*e, epath, "invocations");
-    n.bytes = number(*e, epath, "bytes", false, 0);
+    n.bytes = in_range(*e, epath, "bytes", false, kMaxProfileMessageBytes, "bytes");
     if (auto s = e->find("shape"); s != e->end()) {
       JsonPath p = epath;
       p.emplace_back(std::string("shape"));

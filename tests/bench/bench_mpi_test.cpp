@@ -280,3 +280,71 @@ TEST(BenchMpi, HungMpiCollectiveIsRecordedThenResumeContinues) {
   EXPECT_EQ(read_samples_csv(out).samples.size(), 2u);
   EXPECT_FALSE(std::filesystem::exists(out + ".partial"));
 }
+
+// Ranks started with different command lines (an MPMD launch, a wrapper script that differs per node) used to
+// pair unlike collectives: a longer grid on rank 0 sent rank 1 past the end of its own (bad_alloc), unlike
+// sizes aborted in MPI_Allreduce (MPI_ERR_TRUNCATE), and a rank given --dry-run left rank 0 waiting forever.
+// Now every rank compares what it planned before its first collective: usage error (2), nothing written.
+TEST(BenchMpi, RanksWithDifferentOptionsAreRefusedBeforeMeasuring) {
+  TempDir d;
+  const std::string out = d.file("s.csv");
+  const std::string env = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 120 ";
+  const std::string rank = std::string(" -np 1 ") + ARBENCH_BIN + " --backend host --strategy MPI -w 1 -n 2 -q -o " + out;
+  for (const std::string& second : {std::string(" --bytes 1K"), std::string(" --bytes 2K:16K"),
+                                    std::string(" --bytes 1K:8K --timeout 5"), std::string(" --bytes 1K:8K --dry-run")}) {
+    const CommandResult r = run_command(env + ARFIT_MPIEXEC + rank + " --bytes 1K:8K :" + rank + second);
+    EXPECT_EQ(r.exit_code, 2) << second << "\n" << r.output;
+    EXPECT_NE(r.output.find("the ranks were started with different options"), std::string::npos) << second << "\n" << r.output;
+    EXPECT_FALSE(std::filesystem::exists(out)) << second;
+    EXPECT_FALSE(std::filesystem::exists(out + ".partial")) << second;
+  }
+  // A bad option on one rank only is that rank's usage error, said by that rank.
+  const CommandResult bad = run_command(env + ARFIT_MPIEXEC + rank + " --bytes 1K :" + rank + " --bytes 1K --bogus");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("arbench[rank 1]: error: option --bogus"), std::string::npos) << bad.output;
+  // The same command line on every rank still runs.
+  EXPECT_EQ(run_command(env + ARFIT_MPIEXEC + rank + " --bytes 1K :" + rank + " --bytes 1K").exit_code, 0);
+  EXPECT_TRUE(std::filesystem::exists(out));
+}
+
+// The plan of --dry-run is the command's output: written to a full device it is a failed run (1), not success.
+TEST(BenchMpi, DryRunToAFullDeviceFails) {
+  if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "no /dev/full on this system";
+  const std::string dry = std::string(ARBENCH_BIN) + " --backend host --strategy MPI --tp 1 --bytes 1K:64K --dry-run";
+  const CommandResult full = run_command("( " + dry + " 2>&1 >/dev/full )");
+  EXPECT_EQ(full.exit_code, 1) << full.output;
+  EXPECT_NE(full.output.find("arbench: error: writing standard output failed: No space left on device"), std::string::npos)
+      << full.output;
+  EXPECT_EQ(run_command(dry + " >/dev/null").exit_code, 0);
+}
+
+// A resumed run's new rows took the new session's source ("arbench <start>"), and arfit tells machines apart by
+// source when a file names no system: a run killed after 3 cases and resumed read as two machines, one with a
+// single size per curve. Now the resumed rows keep the run's source: one group per curve. And a journal measured
+// on another device (a restarted job on other hardware) is refused before anything runs, its bytes untouched.
+TEST(BenchMpi, ResumedRunStaysOneRunOnOneDevice) {
+  TempDir d;
+  const std::string out = d.file("s.csv");
+  const std::string grid = "--backend host --strategy MPI --bytes 1K:64K -w 1 -n 2 -q";
+  EXPECT_NE(run_command(mpirun(grid + " -o " + out + " --test-crash-after 3")).exit_code, 0);
+  // Another second on the clock: the new session's start time differs from the run's.
+  run_command("sleep 1.1");
+  const std::string journal = arfit::testing::slurp(out + ".partial");
+  std::string other = journal;
+  const std::size_t device = other.find("# device: ");
+  ASSERT_NE(device, std::string::npos);
+  other.replace(device, other.find('\n', device) - device, "# device: Other Machine 9000");
+  d.write("s.csv.partial", other);
+  const CommandResult refused = run_command(mpirun(grid + " -o " + out + " --resume"));
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("was measured on 'Other Machine 9000', this run is on"), std::string::npos) << refused.output;
+  EXPECT_EQ(arfit::testing::slurp(out + ".partial"), other);
+  d.write("s.csv.partial", journal);
+  const CommandResult resumed = run_command(mpirun(grid + " -o " + out + " --resume"));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  const SampleFile f = read_samples_csv(out);
+  ASSERT_EQ(f.samples.size(), 7u);
+  std::set<std::string> sources;
+  for (const Sample& s : f.samples) sources.insert(s.source);
+  EXPECT_EQ(sources.size(), 1u) << *sources.begin() << " ... " << *sources.rbegin();
+}

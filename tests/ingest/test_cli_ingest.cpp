@@ -152,3 +152,44 @@ TEST(CliIngest, DtypeFillsWhatTheFileDoesNotState) {
   EXPECT_EQ(run_command(arfit_bin() + " ingest " + table + " --dtype nibble -o " + out2).exit_code, 2);
   EXPECT_FALSE(std::filesystem::exists(out2));
 }
+
+// Read alone, runs/h100/allreduce.txt and runs/a100/allreduce.txt both label their samples machine 'allreduce'
+// with source 'allreduce.txt': `ingest` and `fit` put two machines' points into one group and `fit` averaged
+// them into one curve, exit 0; a file given twice counted every point twice. Both are bad input now, naming the
+// two files, nothing written; --system says the inputs are one machine.
+TEST(CliIngest, InputsThatCannotBeToldApartAreRefused) {
+  TempDir d;
+  std::filesystem::create_directories(d.file("h100"));
+  std::filesystem::create_directories(d.file("a100"));
+  const std::string a = d.write("h100/unit_allreduce.txt", kGood);
+  std::string other = kGood;
+  other.replace(other.find("10.00"), 5, "30.00");
+  const std::string b = d.write("a100/unit_allreduce.txt", other);
+  const std::string out = d.file("samples.csv");
+  for (const auto& cmd : {" ingest " + a + " " + b + " -o " + out, " fit " + a + " " + b + " -o " + d.file("m.json")}) {
+    const auto r = run_command(arfit_bin() + cmd);
+    EXPECT_EQ(r.exit_code, 1) << cmd << "\n" << r.output;
+    EXPECT_NE(r.output.find(b + ": its samples carry the machine label 'unit_allreduce' and source 'unit_allreduce.txt' as the input " + a),
+              std::string::npos)
+        << r.output;
+  }
+  EXPECT_FALSE(std::filesystem::exists(out));
+  EXPECT_FALSE(std::filesystem::exists(d.file("m.json")));
+  // The same file twice, in another spelling.
+  const auto twice = run_command("cd " + d.path().string() + " && " + arfit_bin() + " ingest h100/unit_allreduce.txt ./h100//unit_allreduce.txt -o " + out);
+  EXPECT_EQ(twice.exit_code, 1) << twice.output;
+  EXPECT_NE(twice.output.find("./h100//unit_allreduce.txt: the same file as the input h100/unit_allreduce.txt: given twice"), std::string::npos)
+      << twice.output;
+  EXPECT_FALSE(std::filesystem::exists(out));
+  // Named one machine, they read together.
+  const auto named = run_command(arfit_bin() + " ingest " + a + " " + b + " --system box -o " + out);
+  EXPECT_EQ(named.exit_code, 0) << named.output;
+  EXPECT_EQ(arfit::read_samples_csv(out).samples.size(), 12u);
+  // Sample CSVs keep the labels they carry: two arbench runs of one machine started within one second share
+  // a source, even in files of one name.
+  const std::string csv = "#arfit-samples v1\ncollective,strategy,fusion,dtype,nranks,bytes,time_us,source\n"
+                          "allreduce,NCCL,NONE,bf16,8,1024,10,arbench 2026-01-01T00:00:00Z\n";
+  const std::string c1 = d.write("h100/run.csv", csv), c2 = d.write("a100/run.csv", csv);
+  const auto runs = run_command(arfit_bin() + " ingest " + c1 + " " + c2 + " -o " + d.file("runs.csv"));
+  EXPECT_EQ(runs.exit_code, 0) << runs.output;
+}

@@ -78,6 +78,24 @@ TEST(NcclTestsJson, ReadsResultsDevicesAndFailures) {
   EXPECT_EQ(r.samples[2].wrong, std::numeric_limits<std::int64_t>::max());
 }
 
+// A result row holding neither placement (both missing or null) measured nothing: it used to be read as no
+// sample at all, so a file of such rows became an empty sample file with exit 0. It is bad input naming the
+// row; a row with one placement null still reads.
+TEST(NcclTestsJson, ResultWithoutAnyPlacementIsAnError) {
+  std::string none = kJson;
+  const std::size_t from = none.find("\"out_of_place\": {\"time\": 11.0");
+  const std::size_t to = none.find("\"actual_iterations\"", from);
+  none.replace(from, to - from, "\"in_place\": null, ");
+  const std::string e = error_of(none, "run.json");
+  EXPECT_EQ(e.rfind("run.json:", 0), 0u) << e;
+  EXPECT_NE(e.find("/results/1"), std::string::npos) << e;
+  EXPECT_NE(e.find("neither 'out_of_place' nor 'in_place'"), std::string::npos) << e;
+  std::string one = kJson;
+  const std::size_t nan_at = one.find("\"in_place\": {\"time\": \"nan\"");
+  one.replace(nan_at, one.find('}', nan_at) + 1 - nan_at, "\"in_place\": null");
+  EXPECT_EQ(ingest_text(one, "run.json", Options{}).samples.size(), 3u);
+}
+
 // ---------------- PARAM comms ----------------
 const char* kParam = R"([Rank   0] world_size: 4
 	COMMS-RES       size (B)  nElementsPerRank   Latency(us):p50         p75         p95         Min         Max    AlgBW(GB/s)    BusBW(GB/s)

@@ -1,6 +1,9 @@
 // The strict parsing helpers and the rank-count inference behind the readers.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <limits>
+
 #include "ingest/readers.h"
 #include "ingest/text_util.h"
 
@@ -45,6 +48,11 @@ TEST(TextUtil, StrictNumbers) {
   EXPECT_EQ(*parse_int("-1"), -1);
   EXPECT_FALSE(parse_grouped_uint("_12"));
   EXPECT_FALSE(parse_grouped_uint("99999999999999999999999"));
+  // The int64 range exactly: 2^63 - 1 reads (it was refused with every value above 922337203685477579x), 2^63 not.
+  EXPECT_EQ(parse_grouped_uint("9223372036854775807"), std::numeric_limits<std::int64_t>::max());
+  EXPECT_EQ(parse_grouped_uint("9_223_372_036_854_775_800"), std::int64_t{9223372036854775800});
+  EXPECT_FALSE(parse_grouped_uint("9223372036854775808"));
+  EXPECT_FALSE(parse_grouped_uint("9223372036854775810"));
   EXPECT_DOUBLE_EQ(half_ulp("0.01"), 0.005);
   EXPECT_DOUBLE_EQ(half_ulp("12"), 0.5);
   EXPECT_DOUBLE_EQ(half_ulp("12.5"), 0.05);

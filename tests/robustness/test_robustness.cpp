@@ -4,6 +4,7 @@
 // option, and the folder afterwards: inputs byte-identical, no temporary file or partial output left.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -643,4 +644,56 @@ TEST_F(Robustness, WriteFailuresSayTheSystemsReason) {
 TEST_F(Robustness, UnknownSubcommandListsTheKnownOnes) {
   const CommandResult r = expect_refused("bogus", 2, {"unknown subcommand 'bogus'", "fit", "predict", "codegen", "whatif"});
   EXPECT_EQ(r.output.find("A subcommand is required"), std::string::npos) << r.output;
+}
+
+// A command's answer on standard output (predict's table or --json, ingest's summary, --help) written to a
+// full disk used to end in success with the answer cut short or missing; now it is a failed run (1) with the
+// system's reason.
+TEST_F(Robustness, StandardOutputThatCannotBeWrittenFails) {
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full on this system";
+  const std::string models = copy("models.json");
+  copy("samples.csv");
+  // The subshell sends arfit's stderr to the captured output and its stdout to the full device.
+  const auto to_full = [&](const std::string& args) {
+    return run_command("cd " + dir.path().string() + " && ( " + arfit_bin() + " " + args + " 2>&1 >/dev/full )");
+  };
+  for (const std::string args : {"predict models.json --collective allreduce --strategy NCCL --nranks 8 --bytes 1K:64M --json",
+                                 "predict models.json --collective allreduce --strategy NCCL --nranks 8 --bytes 4096",
+                                 "ingest samples.csv", "version", "--help"}) {
+    const auto before = snapshot(dir.path());
+    const CommandResult r = to_full(args);
+    EXPECT_EQ(r.exit_code, 1) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find("arfit: error: writing standard output failed"), std::string::npos) << args << "\n" << r.output;
+    expect_unchanged(before, dir.path(), args);
+  }
+  // A usage error keeps its status (2); the same commands to a working stdout succeed.
+  EXPECT_EQ(to_full("predict models.json --bytes 4096").exit_code, 2);
+  EXPECT_EQ(run_command("cd " + dir.path().string() + " && " + arfit_bin() + " ingest samples.csv >/dev/null").exit_code, 0);
+}
+
+// Two equal keys in one JSON object: nlohmann keeps the last, so a hand-edited models file with a second
+// "sigma_in" (or a profile with a second "cuda_time_us", an arbench spec with a second "bytes") was read as
+// the last one, silently. Every JSON input goes through parse_json, which now names the file, the line of the
+// repeated key and the key. Equal keys in different objects, and keys spelled with escapes, are told apart.
+TEST_F(Robustness, JsonKeysGivenTwiceInOneObjectAreErrors) {
+  const std::string text = models().dump(1);
+  const std::size_t sigma = text.find("\"sigma_in\"");
+  ASSERT_NE(sigma, std::string::npos);
+  std::string twice = text;
+  twice.insert(sigma, "\"sigma_in\": 9.0,\n");
+  // The error names the second "sigma_in": the original one, now a line below the inserted one.
+  const long line = static_cast<long>(std::count(twice.begin(), twice.begin() + static_cast<long>(sigma), '\n')) + 2;
+  dir.write("twice.json", twice);
+  expect_refused("predict twice.json --collective allreduce --strategy NCCL --bytes 1M --nranks 8", 1,
+                 {"twice.json:" + std::to_string(line) + ": key 'sigma_in' appears twice in one object"});
+  // The second spelling of a key with an escape is the same key.
+  dir.write("escaped.json", R"({"context": {}, "prefill": {"summary_stats": [{"entry": {"name": "k", "cuda_time_us": 1,
+    "cuda_time_\u0075s": 900}}]}})");
+  expect_refused("breakdown escaped.json -o out --no-figures", 1, {"escaped.json:2: key 'cuda_time_us' appears twice"});
+  dir.write("twice_nccl.json", "{\"results\": [], \"results\": [{\"size\": 8}]}");
+  expect_refused("ingest twice_nccl.json --format nccl-tests-json", 1, {"twice_nccl.json:1: key 'results' appears twice"});
+  // Equal keys in sibling and nested objects are fine.
+  const std::string ok = arfit::testing::run_command("cd " + dir.path().string() + " && " + arfit_bin() + " breakdown " +
+                                                       kProfile + " -o out_ok --no-figures").output;
+  EXPECT_TRUE(fs::exists(dir.file("out_ok/breakdown_classes.csv"))) << ok;
 }

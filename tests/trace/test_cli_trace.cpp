@@ -97,6 +97,11 @@ TEST(TraceCli, MalformedProfilesFailCleanly) {
        "nonnum.json:3: at prefill.summary_stats[0].entry.cuda_time_us: 'cuda_time_us' must be a number"},
       {"cyclic.json", R"({"context": {}, "prefill": {"summary_stats": [{"entry": {"name": "A", "cuda_time_us": 1}, "children": [
          {"entry": {"name": "A", "cuda_time_us": 1}, "children": [{"entry": {"name": "k", "cuda_time_us": 1}}]}]}]}})", "cyclic"},
+      // No kernel at all: these gave tables of zeros and exit 0.
+      {"empty.json", R"({"context": {}, "prefill": {"summary_stats": []}, "decode_1": {"summary_stats": []}})",
+       "no kernel in any phase of the profile (vllm-layerwise)"},
+      {"empty_kern_sum.csv", "Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\r\n",
+       "no kernel in any phase of the profile (nsys-kern-sum)"},
   };
   for (const auto& c : cases) {
     std::string path = dir.write(c.name, c.content);

@@ -215,3 +215,22 @@ TEST(NsysCsv, UnreadableGuiCellsNameFileLineAndColumn) {
     }
   }
 }
+
+// A time cell beyond 10^13 us (116 days; here 1e308 ns) used to be read, and sums of such cells wrote "inf"
+// and "-nan" into the breakdown tables with exit 0. Now it is an error naming the line and the column.
+TEST(NsysCsv, TimesBeyondAnyProfileAreErrorsNamingTheCell) {
+  const std::string header = "Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n";
+  try {
+    parse_nsys_csv(header + "50.0,1e308,1,1,1,1,1,1,k1\n50.0,1e308,1,1,1,1,1,1,k2\n", "huge.csv");
+    FAIL() << "no error";
+  } catch (const arfit::InputError& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.rfind("huge.csv:2: column 'Total Time (ns)':", 0), 0u) << m;
+    EXPECT_NE(m.find("beyond 1e13 us"), std::string::npos) << m;
+  }
+  // The GUI layout with its own unit in the cell: 117 days in seconds is over, 115 days is not.
+  const std::string gui = "Time,Total Time,Instances,Avg,Med,Min,Max,StdDev,Name\n";
+  EXPECT_THROW(parse_nsys_csv(gui + "1%,10108800 s,1,1 s,1 s,1 s,1 s,0 s,k\n", "gui.csv"), arfit::InputError);
+  const Profile p = parse_nsys_csv(gui + "1%,9936000 s,1,1 s,1 s,1 s,1 s,0 s,k\n", "gui.csv");
+  EXPECT_DOUBLE_EQ(p.phases.at(0).roots.at(0).cuda_time_us, 9.936e12);
+}

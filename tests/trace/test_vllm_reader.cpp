@@ -147,3 +147,20 @@ TEST(JsonLocate, FindsLinesOfNestedValues) {
   EXPECT_EQ(json_line_of(text, {std::string("a"), std::size_t{1}, std::string("missing")}), 4);
   EXPECT_EQ(format_json_path({std::string("a"), std::size_t{1}, std::string("c")}), "a[1].c");
 }
+
+// Times beyond any profile's (10^13 us, 116 days) and message sizes beyond 10^18 bytes used to be read: two
+// kernels of 1e308 us summed to inf, and breakdown and whatif wrote "inf" and "-nan" into their tables with
+// exit 0. Now they are errors naming the line and the JSON path, as a negative value is.
+TEST(VllmReader, TimesAndSizesBeyondAnyProfileAreErrors) {
+  const std::string base = std::string("{") + kContext + R"(, "prefill": {"summary_stats": [)";
+  std::string msg = error_of(base + R"({"entry": {"name": "k", "cuda_time_us": 1e308}}]}})", "huge.json");
+  EXPECT_EQ(msg.rfind("huge.json:1: at prefill.summary_stats[0].entry.cuda_time_us:", 0), 0u) << msg;
+  EXPECT_NE(msg.find("beyond 1e+13 us"), std::string::npos) << msg;
+  msg = error_of(base + R"({"entry": {"name": "k", "cuda_time_us": 1, "bytes": 1e30}}]}})");
+  EXPECT_NE(msg.find("entry.bytes: 'bytes' = 1e+30 is beyond 1e+18 bytes"), std::string::npos) << msg;
+  msg = error_of(base + R"({"entry": {"name": "k", "cuda_time_us": 1, "bytes": -5}}]}})");
+  EXPECT_NE(msg.find("entry.bytes: 'bytes' is negative"), std::string::npos) << msg;
+  // At the bound itself the profile reads.
+  const Profile p = parse_vllm_profile(base + R"({"entry": {"name": "k", "cuda_time_us": 1e13, "bytes": 1e18}}]}})", "ok.json");
+  EXPECT_DOUBLE_EQ(p.phases.at(0).roots.at(0).cuda_time_us, 1e13);
+}
