@@ -38,7 +38,8 @@ std::size_t depth_exceeded_at(const std::string& text, int max_depth) {
 // The first key that repeats a key of its own object, found by one scan over `text` (valid JSON: parsed
 // before). nlohmann keeps the last of two equal keys, so `"sigma_in": 0.1, ..., "sigma_in": 9` in a models file,
 // a second "cuda_time_us" in a profile or a second "bytes" in an arbench spec was read as the last, silently.
-// Returns the offset of the repeated key's opening quote (and the key, unescaped), or npos.
+// Returns the offset of the repeated key's opening quote (and the key, unescaped), or npos. Hand-written beside
+// nlohmann's parser because its callback and SAX events carry no position, and the message names the line.
 std::size_t duplicate_key_at(const std::string& text, std::string* key) {
   struct Level {
     bool object = false, expect_key = false;
