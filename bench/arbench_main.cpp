@@ -106,6 +106,10 @@ int run(int argc, char** argv, int rank, int size) {
   }
   if (int status = agree_on_the_run(rank, parse_status, parse_error, parse_status ? 0 : run_fingerprint(opt, grid)))
     return status;
+  if (opt.help) {
+    if (root) std::cout << opt.help_text;
+    return 0;
+  }
   if (root && !opt.quiet)
     for (const auto& n : notices) std::cerr << "arbench: note: " << n << "\n";
   if (opt.dry_run) {

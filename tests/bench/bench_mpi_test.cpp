@@ -307,6 +307,18 @@ TEST(BenchMpi, RanksWithDifferentOptionsAreRefusedBeforeMeasuring) {
   EXPECT_TRUE(std::filesystem::exists(out));
 }
 
+// --help printed nothing and failed ("empty output path", exit 2) once the ranks began agreeing on the run
+// before it: the help is the answer, on standard output, exit 0, whether or not mpirun launches it.
+TEST(BenchMpi, HelpPrintsTheOptionsAndSucceeds) {
+  for (const std::string& cmd : {std::string(ARBENCH_BIN) + " --help", std::string(ARBENCH_BIN) + " -h", mpirun("--help")}) {
+    const CommandResult r = run_command(cmd);
+    EXPECT_EQ(r.exit_code, 0) << cmd << "\n" << r.output;
+    EXPECT_NE(r.output.find("--backend"), std::string::npos) << cmd << "\n" << r.output;
+    EXPECT_NE(r.output.find("--plan"), std::string::npos) << cmd << "\n" << r.output;
+    EXPECT_EQ(r.output.find("arbench: error"), std::string::npos) << cmd << "\n" << r.output;
+  }
+}
+
 // The plan of --dry-run is the command's output: written to a full device it is a failed run (1), not success.
 TEST(BenchMpi, DryRunToAFullDeviceFails) {
   if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "no /dev/full on this system";
