@@ -116,16 +116,16 @@ void run_ingest(const IngestArgs& a) {
             << total_failed << " failed, " << total_dups << " duplicated sizes, "
             << (total_dropped ? std::to_string(total_dropped) + " rows dropped, " : std::string()) << groups.size() << " groups\n";
   if (!a.quiet) {
-    std::printf("  %-34s %-13s %-20s %-12s %6s %6s %5s %6s %7s  %s\n", "system", "collective", "strategy", "fusion/dtype",
-                "ranks", "nodes", "place", "points", "failed", "sizes");
+    std::vector<std::vector<std::string>> rows{
+        {"system", "collective", "strategy", "fusion/dtype", "ranks", "nodes", "place", "points", "failed", "sizes"}};
     for (const auto& [k, g] : groups) {
-      std::string sizes = g.lo < 0 ? "-" : human_bytes(g.lo) + " .. " + human_bytes(g.hi);
       std::string sys = std::get<0>(k);
       if (!std::get<7>(k).empty()) sys += " [" + std::get<7>(k) + "]";
-      std::printf("  %-34s %-13s %-20s %-12s %6d %6d %5s %6zu %7zu  %s\n", sys.c_str(), std::get<1>(k).c_str(),
-                  std::get<2>(k).c_str(), std::get<3>(k).c_str(), std::get<4>(k), std::get<5>(k),
-                  std::get<6>(k) ? "in" : "out", g.ok, g.failed, sizes.c_str());
+      rows.push_back({sys, std::get<1>(k), std::get<2>(k), std::get<3>(k), std::to_string(std::get<4>(k)),
+                      std::to_string(std::get<5>(k)), std::get<6>(k) ? "in" : "out", std::to_string(g.ok),
+                      std::to_string(g.failed), g.lo < 0 ? "-" : human_bytes(g.lo) + " .. " + human_bytes(g.hi)});
     }
+    std::cout << aligned_columns(rows, {false, false, false, false, true, true, true, true, true, false}, "  ");
   }
   if (!a.output.empty()) {
     out.meta.emplace_back("generator", "arfit ingest");

@@ -108,30 +108,6 @@ std::vector<const Cell*> suggest_cells(const StrategyTable& t, int top) {
   return out;
 }
 
-namespace {
-
-// `rows` (the first one the header) as columns as wide as their widest entry, two spaces apart; numbers
-// (right_aligned[c]) to the right, names to the left. Widths come from the content, so a long strategy or
-// fusion name widens its column instead of running into the next one.
-std::string aligned_columns(const std::vector<std::vector<std::string>>& rows, const std::vector<bool>& right_aligned) {
-  std::vector<std::size_t> width(right_aligned.size(), 0);
-  for (const auto& row : rows)
-    for (std::size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
-  std::ostringstream s;
-  for (const auto& row : rows) {
-    std::string line;
-    for (std::size_t c = 0; c < row.size(); ++c) {
-      const std::string pad(width[c] - row[c].size(), ' ');
-      if (c > 0) line += "  ";
-      line += right_aligned[c] ? pad + row[c] : row[c] + pad;
-    }
-    s << line.substr(0, line.find_last_not_of(' ') + 1) << "\n";
-  }
-  return s.str();
-}
-
-}  // namespace
-
 std::string format_suggestions(const StrategyTable& t, const std::vector<const Cell*>& cells) {
   std::ostringstream s;
   s << t.uncertain_cells() << " of " << t.cells.size() << " cells are uncertain (best and runner-up 90 % intervals overlap)";

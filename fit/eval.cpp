@@ -468,7 +468,7 @@ const std::vector<ProtocolEntry>& fit_protocols() {
        [](const std::vector<Sample>& s, const EvalOptions& o) { return eval_sizes(s, "sparse4", o); }},
       {"extrap", "fit sizes <= 64 MiB, predict larger",
        [](const std::vector<Sample>& s, const EvalOptions& o) { return eval_sizes(s, "extrap", o); }},
-      {"crossn", "families at >= 3 GPU counts: fit all but the largest count, predict the largest",
+      {"crossn", "families at >= 3 GPU counts (2 when the larger spans more nodes): fit all but the largest count, predict the largest",
        [](const std::vector<Sample>& s, const EvalOptions& o) { return eval_crossn(s, o); }},
       {"crosshw", "crosshw:K, leave one system out: each curve from K of its sizes and other systems' curves",
        [](const std::vector<Sample>& s, const EvalOptions& o) { return eval_crosshw(s, crosshw_anchors(o.protocol_arg), crosshw_options(o)); },

@@ -1,5 +1,6 @@
 #include "model/text.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 
@@ -76,6 +77,28 @@ std::string name_problem(std::string_view s) {
   if (at == std::string_view::npos) return "";
   return "control character " + visible_control_chars(s.substr(at, 1)) + " at offset " + std::to_string(at) +
          " (names hold printable text only)";
+}
+
+std::string aligned_columns(const std::vector<std::vector<std::string>>& rows, const std::vector<bool>& right_aligned,
+                            std::string_view indent, std::size_t gap) {
+  std::vector<std::size_t> width;
+  for (const auto& row : rows) {
+    if (row.size() > width.size()) width.resize(row.size(), 0);
+    for (std::size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line(indent);
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      const std::string pad(width[c] - row[c].size(), ' ');
+      if (c > 0) line.append(gap, ' ');
+      const bool right = c < right_aligned.size() && right_aligned[c];
+      line += right ? pad + row[c] : row[c] + pad;
+    }
+    line.erase(line.find_last_not_of(' ') + 1);
+    out += line + "\n";
+  }
+  return out;
 }
 
 }  // namespace arfit

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace arfit {
 
@@ -41,6 +42,13 @@ std::string format_number(double v, const char* printf_format);
 // 14695981039346656037 (a digit was lost when it was first written); kept so that the fingerprints in files
 // written before stay comparable. Any fixed basis serves the purpose, telling input files apart.
 std::string fnv1a64_hex(std::string_view bytes);
+
+// `rows` (the first one usually the header) as columns as wide as their widest entry, `gap` spaces apart, each
+// line starting with `indent`; columns where right_aligned[c] (numbers) to the right, the others (names) to the
+// left; trailing blanks dropped. Widths come from the content, so a long name widens its column instead of
+// running into the next one (fixed printf widths did).
+std::string aligned_columns(const std::vector<std::vector<std::string>>& rows, const std::vector<bool>& right_aligned,
+                            std::string_view indent = "", std::size_t gap = 2);
 
 // The elements of `items` as operator<< prints them (strings, integers) with `separator` between them: "2, 4, 8".
 template <typename Range>

@@ -70,3 +70,14 @@ TEST(Text, ControlCharactersAreShownOneWayInNamesAndInputErrors) {
   }
   EXPECT_EQ(InputError::bounded("line 1\n\tline 2"), "line 1\n\tline 2");  // a message's own layout is kept
 }
+
+// Columns as wide as their widest entry: a long name widens its column and the next one stays apart; numbers to
+// the right, names to the left, no trailing blanks, every line indented.
+TEST(Text, AlignedColumnsAreAsWideAsTheirContent) {
+  const std::string table = aligned_columns({{"name", "n", "note"}, {"RESIDUAL_RMS_NORM/bf16", "8", "x"}, {"a", "1024", ""}},
+                                            {false, true, false}, "  ");
+  EXPECT_EQ(table,
+            "  name                       n  note\n"
+            "  RESIDUAL_RMS_NORM/bf16     8  x\n"
+            "  a                       1024\n");
+}
