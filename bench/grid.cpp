@@ -186,22 +186,10 @@ std::int64_t parse_size(const std::string& text, const std::string& option) {
   } catch (const std::logic_error&) {
     throw GridError(option, "'" + text + "' is not a size (examples: 8, 1K, 64M, 8G)");
   }
-  std::string suffix = t.substr(used);
-  long double mult = 1;
-  if (!suffix.empty()) {
-    char c = static_cast<char>(std::toupper(static_cast<unsigned char>(suffix[0])));
-    std::string rest = suffix.substr(1);
-    if (!(rest.empty() || rest == "B" || rest == "b" || rest == "iB")) c = '?';
-    switch (c) {
-      case 'B': mult = rest.empty() ? 1 : -1; break;
-      case 'K': mult = 1024.0L; break;
-      case 'M': mult = 1024.0L * 1024; break;
-      case 'G': mult = 1024.0L * 1024 * 1024; break;
-      case 'T': mult = 1024.0L * 1024 * 1024 * 1024; break;
-      default: mult = -1;
-    }
-    if (mult < 0) throw GridError(option, "'" + text + "' has an unknown unit (use K, M, G or T, powers of 1024)");
-  }
+  std::string why;
+  const std::optional<double> unit = byte_unit_multiplier(t.substr(used), &why);
+  if (!unit) throw GridError(option, "'" + text + "': " + why);
+  const long double mult = *unit;
   long double bytes = v * mult;
   if (!(bytes >= 1) || std::floor(bytes) != bytes) throw GridError(option, "'" + text + "' must be a positive whole number");
   if (bytes > static_cast<long double>(kMaxSize))

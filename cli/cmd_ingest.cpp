@@ -34,17 +34,6 @@ struct IngestArgs {
   bool quiet = false;
 };
 
-std::string human_bytes(std::int64_t b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(b);
-  int u = 0;
-  while (v >= 1024 && u < 4 && static_cast<std::int64_t>(v) % 1024 == 0) {
-    v /= 1024;
-    ++u;
-  }
-  return format_number(v, "%.6g") + " " + units[u];
-}
-
 // What tells apart samples of one file that are not the same series: the markdown section, the variant.
 std::string label(const Sample& s) {
   std::string out;
@@ -123,7 +112,7 @@ void run_ingest(const IngestArgs& a) {
       if (!std::get<7>(k).empty()) sys += " [" + std::get<7>(k) + "]";
       rows.push_back({sys, std::get<1>(k), std::get<2>(k), std::get<3>(k), std::to_string(std::get<4>(k)),
                       std::to_string(std::get<5>(k)), std::get<6>(k) ? "in" : "out", std::to_string(g.ok),
-                      std::to_string(g.failed), g.lo < 0 ? "-" : human_bytes(g.lo) + " .. " + human_bytes(g.hi)});
+                      std::to_string(g.failed), g.lo < 0 ? "-" : human_bytes(static_cast<double>(g.lo), 6) + " .. " + human_bytes(static_cast<double>(g.hi), 6)});
     }
     std::cout << aligned_columns(rows, {false, false, false, false, true, true, true, true, true, false}, "  ");
   }

@@ -49,13 +49,10 @@ double parse_size(const std::string& s, const std::string& option) {
   } catch (const std::exception&) {
     throw UsageError(option + ": bad size '" + s + "'");
   }
-  std::string suf = s.substr(pos);
-  double m = 1;
-  if (suf == "" || suf == "B") m = 1;
-  else if (suf == "K" || suf == "KiB" || suf == "k") m = 1024.0;
-  else if (suf == "M" || suf == "MiB") m = 1024.0 * 1024;
-  else if (suf == "G" || suf == "GiB") m = 1024.0 * 1024 * 1024;
-  else throw UsageError(option + ": bad size suffix in '" + s + "' (use K, M, G)");
+  std::string why;
+  const std::optional<double> unit = byte_unit_multiplier(s.substr(pos), &why);
+  if (!unit) throw UsageError(option + ": '" + s + "': " + why);
+  const double m = *unit;
   if (!(v > 0) || !std::isfinite(v * m)) throw UsageError(option + ": size '" + s + "' must be positive and finite");
   return v * m;
 }

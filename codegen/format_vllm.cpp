@@ -18,11 +18,14 @@ std::uint64_t vllm_max_size(const ThresholdRow& row) { return row.split == 0 ? 0
 
 namespace {
 
-std::string max_size_dict(const std::string& name, const std::string& capability, const std::vector<ThresholdRow>& rows) {
+// `taken`: what runs below the size ("custom", "one-shot"); the comment names the largest size that takes it
+// (vLLM compares inp_size < the value).
+std::string max_size_dict(const std::string& name, const std::string& taken, const std::string& capability,
+                          const std::vector<ThresholdRow>& rows) {
   return name + " = {\n    \"" + capability + "\": " +
          python_tp_dict(rows, "    ", [](const ThresholdRow& r) { return std::to_string(vllm_max_size(r)); },
-                        [](const ThresholdRow& r) {
-                          return vllm_max_size(r) == 0 ? std::string("never") : "below " + human_bytes(double(vllm_max_size(r)));
+                        [&taken](const ThresholdRow& r) {
+                          return vllm_max_size(r) == 0 ? "never " + taken : taken + " up to " + human_bytes(double(r.last_below_bytes()));
                         }) +
          ",\n}\n";
 }
@@ -40,7 +43,7 @@ std::string write_vllm(const VllmConfig& c, const Banner& banner) {
        "# values. Install: call install() before vLLM builds its communicators, or merge the dict into\n"
        "# vllm/distributed/device_communicators/all_reduce_utils.py.\n";
   s << python_disagreement_comments(c.custom_vs_nccl, "size threshold");
-  s << max_size_dict("CUSTOM_ALL_REDUCE_MAX_SIZES", cap, c.custom_vs_nccl) << "\n";
+  s << max_size_dict("CUSTOM_ALL_REDUCE_MAX_SIZES", "custom", cap, c.custom_vs_nccl) << "\n";
   s << "# The one-shot/two-shot switch: one-stage kernel while the message is below this size (bytes), two-stage from\n"
        "# there up. vLLM compiles its switch into csrc/custom_all_reduce.cuh (REDUCE_CASE); using these sizes means\n"
        "# editing that condition and rebuilding.\n";
@@ -49,7 +52,7 @@ std::string write_vllm(const VllmConfig& c, const Banner& banner) {
     s << "ONESHOT_MAX_SIZES = None\n";
   } else {
     s << python_disagreement_comments(c.oneshot_vs_twoshot, "size switch");
-    s << max_size_dict("ONESHOT_MAX_SIZES", cap, c.oneshot_vs_twoshot);
+    s << max_size_dict("ONESHOT_MAX_SIZES", "one-shot", cap, c.oneshot_vs_twoshot);
   }
   s << R"(
 

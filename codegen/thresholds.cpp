@@ -72,16 +72,6 @@ std::vector<ThresholdRow> plan_thresholds(const std::vector<int>& tps, const std
   return rows;
 }
 
-std::string human_bytes(double bytes) {
-  static const char* unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int i = 0;
-  while (bytes >= 1024 && i < 4) {
-    bytes /= 1024;
-    ++i;
-  }
-  return format_number(bytes, "%.4g") + " " + unit[i];
-}
-
 std::vector<std::string> describe_disagreements(const std::vector<ThresholdRow>& rows, const std::string& what) {
   std::vector<std::string> out;
   for (const auto& r : rows) {

@@ -51,7 +51,5 @@ std::string python_tp_dict(const std::vector<ThresholdRow>& rows, const std::str
 std::string python_disagreement_comments(const std::vector<ThresholdRow>& rows, const std::string& what);
 // "# Strategies: custom = vLLM_custom_graph; nccl = NCCL.\n": which model strategies stand for each role.
 std::string python_roles_comment(const StrategySources& roles);
-// 1536 -> "1.5 KiB", 8388608 -> "8 MiB".
-std::string human_bytes(double bytes);
 
 }  // namespace arfit::codegen

@@ -95,21 +95,9 @@ std::optional<std::int64_t> parse_size(std::string_view s, std::string* why) {
     if (why) *why = "'" + std::string(s) + "' is not a size";
     return std::nullopt;
   }
-  double mult = 1;
-  if (unit.empty() || unit == "B") mult = 1;
-  else if (unit == "KiB" || unit == "K" || unit == "k") mult = 1024.0;
-  else if (unit == "MiB" || unit == "M") mult = 1024.0 * 1024;
-  else if (unit == "GiB" || unit == "G") mult = 1024.0 * 1024 * 1024;
-  else if (unit == "TiB" || unit == "T") mult = 1024.0 * 1024 * 1024 * 1024;
-  else {
-    if (why) {
-      if (unit == "KB" || unit == "MB" || unit == "GB" || unit == "kB" || unit == "TB")
-        *why = "size unit '" + std::string(unit) + "' is ambiguous (decimal or binary?): write KiB/MiB/GiB or plain bytes";
-      else
-        *why = "unknown size unit '" + std::string(unit) + "' (known: B, KiB, MiB, GiB, TiB, K, M, G, T)";
-    }
-    return std::nullopt;
-  }
+  const std::optional<double> unit_multiplier = byte_unit_multiplier(unit, why);
+  if (!unit_multiplier) return std::nullopt;
+  const double mult = *unit_multiplier;
   double v;
   if (num.find('.') != std::string_view::npos) {
     auto d = parse_double(num);

@@ -101,4 +101,36 @@ std::string aligned_columns(const std::vector<std::vector<std::string>>& rows, c
   return out;
 }
 
+std::optional<double> byte_unit_multiplier(std::string_view unit, std::string* why) {
+  static const struct {
+    const char* names[3];
+    double multiplier;
+  } kUnits[] = {{{"", "B", "B"}, 1.0},
+                {{"K", "k", "KiB"}, 1024.0},
+                {{"M", "m", "MiB"}, 1024.0 * 1024},
+                {{"G", "g", "GiB"}, 1024.0 * 1024 * 1024},
+                {{"T", "t", "TiB"}, 1024.0 * 1024 * 1024 * 1024}};
+  for (const auto& u : kUnits)
+    for (const char* name : u.names)
+      if (unit == name) return u.multiplier;
+  if (why) {
+    if (unit == "KB" || unit == "kB" || unit == "MB" || unit == "GB" || unit == "TB")
+      *why = "size unit '" + std::string(unit) + "' is ambiguous (decimal or binary?): write KiB/MiB/GiB/TiB (or K/M/G/T) or plain bytes";
+    else
+      *why = "unknown size unit '" + std::string(unit) + "' (known: B, K/KiB, M/MiB, G/GiB, T/TiB, powers of 1024)";
+  }
+  return std::nullopt;
+}
+
+std::string human_bytes(double bytes, int significant) {
+  static const char* const kUnit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int i = 0;
+  while (bytes >= 1024 && i < 6) {
+    bytes /= 1024;
+    ++i;
+  }
+  const std::string format = "%." + std::to_string(significant) + "g";
+  return format_number(bytes, format.c_str()) + " " + kUnit[i];
+}
+
 }  // namespace arfit

@@ -3,6 +3,7 @@
 // Locale-free: case mapping and whitespace are ASCII whatever the C locale says.
 #pragma once
 
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -42,6 +43,15 @@ std::string format_number(double v, const char* printf_format);
 // 14695981039346656037 (a digit was lost when it was first written); kept so that the fingerprints in files
 // written before stay comparable. Any fixed basis serves the purpose, telling input files apart.
 std::string fnv1a64_hex(std::string_view bytes);
+
+// The multiplier of a byte-size unit, powers of 1024 as nccl-tests' -b/-e take them: "" and "B" 1; "K", "k",
+// "KiB" 1024; "M"/"m"/"MiB", "G"/"g"/"GiB", "T"/"t"/"TiB". The decimal-looking KB, kB, MB, GB, TB are refused as ambiguous
+// (is 1 MB 10^6 or 2^20 bytes?). nullopt with *why set on any other unit. One unit table for every size arfit
+// reads: arbench's --bytes, arfit predict's --bytes, the sizes of measurement logs.
+std::optional<double> byte_unit_multiplier(std::string_view unit, std::string* why = nullptr);
+// A byte count for people, in powers of 1024 with `significant` digits: 1536 -> "1.5 KiB", 8388608 -> "8 MiB",
+// 1000 -> "1000 B".
+std::string human_bytes(double bytes, int significant = 4);
 
 // `rows` (the first one usually the header) as columns as wide as their widest entry, `gap` spaces apart, each
 // line starting with `indent`; columns where right_aligned[c] (numbers) to the right, the others (names) to the

@@ -358,3 +358,16 @@ TEST(BenchGrid, SizeBeyondTheLimitSaysSoAndHelpNamesEverySuffix) {
   }
   EXPECT_NE(parse({"--help"}).help_text.find("suffixes K M G T (powers of 1024)"), std::string::npos);
 }
+
+// arbench's sizes take the units arfit reads everywhere (model/text.h): lower-case letters as nccl-tests' -b/-e,
+// KiB spelled out, and the decimal-looking MB refused as ambiguous instead of read as MiB.
+TEST(BenchGrid, SizeUnitsAreArfitsOneTable) {
+  EXPECT_EQ(parse_size("8m", "-e"), std::int64_t{8} << 20);
+  EXPECT_EQ(parse_size("4KiB", "-b"), 4096);
+  try {
+    parse_size("8MB", "--bytes");
+    FAIL() << "8MB was accepted";
+  } catch (const GridError& e) {
+    EXPECT_NE(std::string(e.what()).find("ambiguous"), std::string::npos) << e.what();
+  }
+}

@@ -81,3 +81,24 @@ TEST(Text, AlignedColumnsAreAsWideAsTheirContent) {
             "  RESIDUAL_RMS_NORM/bf16     8  x\n"
             "  a                       1024\n");
 }
+
+// One unit table for every byte size arfit reads (arbench --bytes, predict --bytes, measurement logs): powers of
+// 1024, decimal-looking units refused as ambiguous; one formatter for every size it prints.
+TEST(Text, ByteUnitsAndHumanBytes) {
+  EXPECT_EQ(byte_unit_multiplier(""), 1.0);
+  EXPECT_EQ(byte_unit_multiplier("B"), 1.0);
+  EXPECT_EQ(byte_unit_multiplier("k"), 1024.0);
+  EXPECT_EQ(byte_unit_multiplier("MiB"), 1048576.0);
+  EXPECT_EQ(byte_unit_multiplier("g"), 1073741824.0);
+  EXPECT_EQ(byte_unit_multiplier("TiB"), 1099511627776.0);
+  std::string why;
+  EXPECT_FALSE(byte_unit_multiplier("MB", &why));
+  EXPECT_NE(why.find("ambiguous"), std::string::npos) << why;
+  EXPECT_FALSE(byte_unit_multiplier("Mb", &why));
+  EXPECT_NE(why.find("unknown size unit 'Mb'"), std::string::npos) << why;
+  EXPECT_EQ(human_bytes(1536), "1.5 KiB");
+  EXPECT_EQ(human_bytes(8388608), "8 MiB");
+  EXPECT_EQ(human_bytes(1000), "1000 B");
+  EXPECT_EQ(human_bytes(1e6, 6), "976.562 KiB");
+  EXPECT_EQ(human_bytes(1e18), "888.2 PiB");
+}
