@@ -280,7 +280,7 @@ void add_predict(CLI::App& app) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--sm", a->sm, "Target SM version (80, 89, 90, 100, 103, 120): transfers the model, flagged extrapolated")
       ->check(known_sm_validator());
-  cmd->add_option("--bytes", a->bytes, "Sizes: LIST (4096,64K,1M) or RANGE A:B[:FACTOR] (powers of FACTOR, default 2), at most 1e18 bytes");
+  cmd->add_option("--bytes", a->bytes, "Sizes: LIST (4096,64K,1M; K M G T or KiB..TiB, powers of 1024) or RANGE A:B[:FACTOR] (powers of FACTOR, default 2), at most 1e18 bytes");
   cmd->add_option("--tokens", a->tokens, "Token counts (LIST), with --hidden: bytes = tokens x hidden x dtype size (at most 1e18)");
   cmd->add_option("--hidden", a->hidden, "Hidden sizes (LIST)");
   cmd->add_option("--splits", a->splits,
