@@ -323,6 +323,12 @@ std::string read_bytes(const std::string& path, bool is_input, std::size_t max_b
   struct stat st {};
   const bool known = ::fstat(fd, &st) == 0;
   if (known) {
+    // A device never ends (/dev/zero, /dev/urandom) or is no file of measurements (a disk, a terminal): refused before
+    // a byte is read. FIFOs and pipes (/dev/stdin fed by a pipe, a process substitution) are streams of a file's bytes.
+    if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
+      ::close(fd);
+      throw std::runtime_error(path + ": is " + file_kind(st.st_mode) + ", not a file; give a file, a pipe or a FIFO");
+    }
     if (is_input) remember_input(st, path);
     if (S_ISREG(st.st_mode) && st.st_size > 0 && static_cast<std::uint64_t>(st.st_size) <= max_bytes)
       out.reserve(static_cast<std::size_t>(st.st_size));

@@ -105,8 +105,9 @@ inline constexpr std::size_t kMaxInputBytes = std::size_t{1} << 30;
 // Reads a whole text file as every reader sees it: a leading UTF-8 byte-order mark is dropped and lone
 // carriage returns (classic Mac line ends) become line feeds, so line numbers in messages are the lines an
 // editor shows; CRLF is kept. Records the file as an input of this process. Throws std::runtime_error naming
-// the path and the system's reason, also past `max_bytes` (an input of /dev/zero or a FIFO fed forever stops
-// there instead of filling the memory).
+// the path and the system's reason, for a character or block device (/dev/zero, a disk, a terminal: refused before
+// reading; FIFOs and pipes are read), and past `max_bytes` (a FIFO fed forever stops there instead of filling the
+// memory).
 std::string read_file(const std::string& path, std::size_t max_bytes = kMaxInputBytes);
 // read_file for a command's input: a file that cannot be read is bad input (InputError naming the path, exit 1).
 std::string read_input_file(const std::string& path);
