@@ -470,6 +470,49 @@ TEST_F(Robustness, RuleIdsAndRangeStartsAreChecked) {
                  {"nvtx.csv:3: column 'Projected Start (ns)': negative range start '-2100000'"});
 }
 
+// "-" as an output is standard output where the output is one stream (the data alone there, the report on stderr,
+// no temporary file), and a usage error naming the option where it is a folder or a journal; a file literally named
+// "-" is never made.
+TEST_F(Robustness, DashIsStandardOutputForStreamsAndRefusedForFolders) {
+  copy("samples.csv");
+  copy("models.json");
+  auto split_run = [&](const std::string& args) {
+    const CommandResult r = run_command("(cd " + dir.path().string() + " && " + arfit_bin() + " " + args + " > stdout.txt 2> stderr.txt)");
+    EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.output << slurp(dir.file("stderr.txt"));
+    EXPECT_FALSE(fs::exists(dir.file("-"))) << args;
+    return std::make_pair(slurp(dir.file("stdout.txt")), slurp(dir.file("stderr.txt")));
+  };
+  auto [csv, summary] = split_run("ingest samples.csv -o -");
+  EXPECT_EQ(csv.rfind("#arfit-samples v1\n", 0), 0u) << csv;
+  EXPECT_EQ(arfit::parse_samples_csv(csv, "stdout").samples.size(), 34u);  // 17 sizes x 2 strategies
+  EXPECT_NE(summary.find("summary: 1 files"), std::string::npos) << summary;
+  auto [models_json, fit_report] = split_run("fit samples.csv -o -");
+  EXPECT_EQ(nlohmann::json::parse(models_json).at("schema"), "arfit-models") << models_json.substr(0, 200);
+  EXPECT_NE(fit_report.find("fitted "), std::string::npos) << fit_report;
+  auto [table, codegen_report] = split_run("codegen models.json --format json -o -");
+  EXPECT_TRUE(nlohmann::json::accept(table)) << table.substr(0, 200);
+  EXPECT_NE(codegen_report.find("wrote -"), std::string::npos) << codegen_report;
+  EXPECT_TRUE(nlohmann::json::accept(split_run("suggest models.json --json -").first));
+  EXPECT_TRUE(nlohmann::json::accept(split_run("eval samples.csv --protocol interp2 --json -").first));
+  fs::remove(dir.file("stdout.txt"));
+  fs::remove(dir.file("stderr.txt"));
+  // One stream holds one output.
+  expect_refused("eval samples.csv --protocol interp2 --json - --points -", 2, {"--json and --points name the same file"});
+  // Folders and journals.
+  expect_refused("breakdown " + kProfile + " -o -", 2, {"--out: '-' is standard output, one stream, not a folder"});
+  expect_refused("plot heatmap models.json -o -", 2, {"--out: '-' is standard output, one stream, not a folder"});
+  try {
+    arfit::bench::inspect_output("-", "{}", /*resume=*/true, /*overwrite=*/false);
+    ADD_FAILURE() << "arbench -o - accepted";
+  } catch (const arfit::bench::GridError& e) {
+    EXPECT_EQ(e.option(), "-o/--output");
+    EXPECT_NE(std::string(e.what()).find("journal"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(arfit::check_output_directory("-"), arfit::OutputPathError);
+  EXPECT_THROW(arfit::move_into_place(dir.file("samples.csv"), "-"), arfit::OutputPathError);
+  EXPECT_FALSE(fs::exists(dir.file("-")));
+}
+
 // Control characters quoted from input show as \xNN: a NUL ended the message (what() is a C string).
 TEST_F(Robustness, MessagesShowControlCharactersQuotedFromInput) {
   const arfit::InputError e("f.csv", 3, "collective", std::string("unknown collective 'allre\0duce'", 31));
