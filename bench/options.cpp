@@ -97,7 +97,7 @@ Options parse_options(int argc, const char* const* argv) {
                  "destinations), hot:FRACTION[:RANK] (one rank receives FRACTION); fields take lists A/B and "
                  "ranges LO..HI");
   app.add_option("-o,--output", o.output, "Sample CSV to write: one line per case streams into FILE.partial, moved over FILE when the run ends "
-                 "(a killed run leaves FILE as it was)")
+                 "(a killed run leaves FILE as it was; not '-': the journal is no stream)")
       ->type_name("FILE");
   app.add_flag("--resume", o.resume, "Continue FILE.partial of an interrupted run, else FILE: skip the finished cases, never duplicate");
   app.add_flag("--overwrite", o.overwrite, "Replace an existing FILE (when the run ends) and discard an old FILE.partial");

@@ -91,6 +91,9 @@ bool has_content(const std::string& path) {
 OutputState inspect_output(const std::string& path, const std::string& grid_json, bool resume, bool overwrite,
                            const std::string& cuda_graph, const std::string& device) {
   OutputState st;
+  if (is_standard_output(path))
+    throw GridError("-o/--output", "'-' (standard output): the sample CSV is streamed into a journal FILE.partial that "
+                                   "--resume continues and moved over FILE at the end; name a file (./- for a file named '-')");
   st.journal = journal_path(path);
   // Both become the output (the journal by its final move): not an input, a regular file (or a link to
   // one), writable; refused now, not after the run.

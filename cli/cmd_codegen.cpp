@@ -107,7 +107,7 @@ void add_codegen(CLI::App& app) {
   cmd->footer("FORMAT:\n" + formats_help() + "docs/codegen.md shows a sample of each and how to install it.");
   cmd->add_option("models", args->models, "Models file written by `arfit fit`")->required()->check(CLI::ExistingFile);
   cmd->add_option("--format", args->format, codegen::format_names())->required();
-  cmd->add_option("-o,--output", args->output, "Output file (written atomically)")->required();
+  cmd->add_option("-o,--output", args->output, "Output file (written atomically; '-': standard output, the report then on stderr)")->required();
   add_grid_options(cmd, args->request);
   cmd->add_option("--map", args->request.map,
                   "MODEL_STRATEGY=TARGET, repeatable: trtllm/json: a TensorRT-LLM strategy (NCCL, ONESHOT, TWOSHOT, "

@@ -163,10 +163,10 @@ void add_eval(CLI::App& app) {
                   "max_of_max, max_of_sum, and arfit's choice; default methods auto,seed,seed-paper), select (choose strategies from a "
                   "partial sweep, regret against measured times; docs/codegen.md)")
       ->required();
-  cmd->add_option("--json", a->json, "Also write the results as JSON to this file");
+  cmd->add_option("--json", a->json, "Also write the results as JSON to this file ('-': standard output, the report then on stderr)");
   cmd->add_option("--points", a->points,
                   "Also write every held-out point as CSV (method, group, bytes, measured, predicted, 90 % interval, how); "
-                  "not for select");
+                  "not for select; '-': standard output");
   cmd->add_option("--methods", a->methods,
                   "Comma-separated methods (default auto,seed,alphabeta,loglog; crosshw: auto,loglog,scale, loglog from K = 2; "
                   "alltoallv: auto,seed,seed-paper; select takes none); also any family name, FAMILY+c for the "

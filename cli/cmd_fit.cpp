@@ -129,7 +129,7 @@ void add_fit(CLI::App& app) {
   auto args = std::make_shared<FitArgs>();
   auto* cmd = app.add_subcommand("fit", "Fit latency models to measured samples and write models.json");
   cmd->add_option("samples", args->files, "Sample files in any format `arfit ingest` reads")->required()->check(CLI::ExistingFile);
-  cmd->add_option("-o,--output", args->output, "Models file to write (JSON)")->required();
+  cmd->add_option("-o,--output", args->output, "Models file to write (JSON; '-': standard output, the report then on stderr)")->required();
   cmd->add_option("--family", args->family,
                   "auto (cross-validated choice among alphabeta, satbw, regimes2), seed, alphabeta, "
                   "sigmoid, satbw, regimes (K = 1..4 by cross-validation) or regimes1..regimes4")

@@ -63,6 +63,8 @@ void run_ingest(const IngestArgs& a) {
   std::size_t total_rows = 0, total_failed = 0, total_dups = 0, total_dropped = 0;
   std::string inputs;
   ingest::DistinctInputs distinct(opt);
+  // Before the per-file lines: "-" takes standard output for the samples, and the summary goes to stderr.
+  if (!a.output.empty()) check_output_path(a.output);
   for (const auto& f : a.files) {
     ingest::IngestResult r = ingest::ingest_file(f, opt);
     distinct.add(f, r);
@@ -132,7 +134,8 @@ void add_ingest(CLI::App& app) {
       "arfit CSV) into arfit's sample CSV and print a summary");
   cmd->add_option("files", args->files, "Input files (format detected per file)")->required()->check(CLI::ExistingFile);
   cmd->add_option("-o,--output", args->output,
-                  "Write all samples to this arfit sample CSV (written only if every file reads cleanly)");
+                  "Write all samples to this arfit sample CSV (written only if every file reads cleanly; '-': standard "
+                  "output, the summary then on stderr)");
   cmd->add_option("--format", args->format,
                   "Input format: auto, arfit, nccl-tests, nccl-tests-json, param, trtllm, aiconfigurator")
       ->capture_default_str();

@@ -409,7 +409,7 @@ void add_plot(CLI::App& app) {
       ->required()
       ->check(CLI::IsMember({"fit", "cross", "heatmap", "best", "diff", "regret", "errors", "alltoallv", "all", "index"}));
   cmd->add_option("inputs", a->inputs, "Samples, models.json, codegen JSON, eval JSON (index: the figures folder)")->required();
-  cmd->add_option("-o,--out", a->out_dir, "Output folder for the figures (index: the page to write)");
+  cmd->add_option("-o,--out", a->out_dir, "Output folder for the figures (index: the page to write)")->check(output_folder_validator());
   cmd->add_option("--format", a->format, "Image format: png, svg or both")
       ->check(CLI::IsMember({"png", "svg", "both"}))
       ->capture_default_str();

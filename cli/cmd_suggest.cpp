@@ -43,7 +43,7 @@ void add_suggest(CLI::App& app) {
   auto* cmd = app.add_subcommand("suggest", "List the uncertain cells of the strategy table, ranked by expected regret (what to measure next)");
   cmd->add_option("models", args->models, "Models file written by `arfit fit`")->required()->check(CLI::ExistingFile);
   cmd->add_option("--top", args->top, "How many cells to list (0 = all uncertain cells)")->capture_default_str();
-  cmd->add_option("--json", args->json, "Also write the list as JSON to this file");
+  cmd->add_option("--json", args->json, "Also write the list as JSON to this file ('-': standard output, the list then on stderr)");
   auto& r = args->request;
   cmd->add_option("--system", r.system, "System (model set label); default: the only one in the file");
   cmd->add_option("--sm", r.sm, "SM version (used with --transfer-sm): 80, 89, 90, 100, 103 or 120")

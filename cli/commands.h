@@ -5,6 +5,8 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+
+#include "model/atomic_file.h"
 #include <vector>
 
 namespace arfit::cli {
@@ -27,6 +29,18 @@ class UsageError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+// The check of an option naming an output folder (-o DIR): "-", standard output (model/atomic_file.h), is one stream
+// and holds no folder of outputs. A usage error naming the option.
+inline CLI::Validator output_folder_validator() {
+  return CLI::Validator(
+      [](std::string& value) {
+        return is_standard_output(value) ? std::string("'-' is standard output, one stream, not a folder of outputs: name a folder "
+                                                       "(./- for a folder named '-')")
+                                         : std::string();
+      },
+      "", "OUTPUT_FOLDER");
+}
 
 }  // namespace arfit::cli
 

@@ -106,6 +106,7 @@ IngestResult read_aiconfigurator(const std::string& text, const std::string& nam
     auto get = [&](long c) -> const std::string& { return f[static_cast<std::size_t>(c)]; };
     ++r.rows;
     Sample s;
+    s.line = ln;
     auto coll = try_parse_collective(get(c_op));
     if (!coll) throw InputError(name, ln, "op_name", "unknown collective '" + get(c_op) + "'");
     s.collective = options.collective ? *options.collective : *coll;

@@ -89,7 +89,7 @@ void apply_overrides(IngestResult& r, const std::string& name, const Options& op
   for (Sample& s : r.samples) {
     if (options.nnodes) {
       if (*options.nnodes > s.nranks)
-        throw InputError(name, 0, "", "--nnodes " + std::to_string(*options.nnodes) + " is more than the " +
+        throw InputError(name, s.line, "", "--nnodes " + std::to_string(*options.nnodes) + " is more than the " +
                                           std::to_string(s.nranks) + " rank(s) of a sample at " + std::to_string(s.bytes) + " bytes");
       s.nnodes = *options.nnodes;
     }
@@ -98,7 +98,7 @@ void apply_overrides(IngestResult& r, const std::string& name, const Options& op
       // Fill only: a stated element type decided how the reader turned element counts into bytes.
       const std::string want = canonical_dtype(*options.dtype);
       if (dtype_size(s.dtype) > 0 && canonical_dtype(s.dtype) != want)
-        throw InputError(name, 0, "dtype", "the file states " + s.dtype + " (a sample at " + std::to_string(s.bytes) +
+        throw InputError(name, s.line, "dtype", "the file states " + s.dtype + " (a sample at " + std::to_string(s.bytes) +
                                                " bytes); --dtype " + *options.dtype + " only fills an element type a file does not state");
       s.dtype = want;
     }
@@ -111,8 +111,8 @@ void apply_overrides(IngestResult& r, const std::string& name, const Options& op
 void check_samples(const IngestResult& r, const std::string& name) {
   for (const Sample& s : r.samples) {
     if (const auto b = sample_name_problem(s))
-      throw InputError(name, 0, b->field, b->reason + (b->field == "system" ? " (the machine label: --system, the file's, or its name)" : ""));
-    if (const auto b = sample_bound_problem(s)) throw InputError(name, 0, b->field, b->reason + " (a sample at " + std::to_string(s.bytes) + " bytes)");
+      throw InputError(name, s.line, b->field, b->reason + (b->field == "system" ? " (the machine label: --system, the file's, or its name)" : ""));
+    if (const auto b = sample_bound_problem(s)) throw InputError(name, s.line, b->field, b->reason + " (a sample at " + std::to_string(s.bytes) + " bytes)");
   }
 }
 

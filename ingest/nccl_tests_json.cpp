@@ -22,6 +22,15 @@ namespace arfit::ingest::detail {
 
 namespace {
 
+// Where a sample field beyond arfit's bounds (sample_bound_problem) comes from: its row's value, or the devices
+// list the rank and node counts are taken from. `placement` is "/results/<i>/<out_of_place|in_place>".
+std::string bound_pointer(const std::string& field, const std::string& placement) {
+  if (field == "time_us") return placement + "/time";
+  if (field == "bytes") return placement.substr(0, placement.rfind('/')) + "/size";
+  if (field == "nranks" || field == "nnodes") return "/config/devices";
+  return placement;
+}
+
 // The reader proper; errors about one value are JsonErrors naming its pointer (the caller adds file:line).
 IngestResult read_results(const nlohmann::json& j, const std::string& name, const Options& options) {
   using nlohmann::json;
@@ -77,7 +86,7 @@ IngestResult read_results(const nlohmann::json& j, const std::string& name, cons
   };
   struct P {
     Sample s;
-    double alg = -1, bus = -1;
+    std::string where;  // "/results/<i>/<placement>"
   };
   std::vector<P> ps;
   std::optional<std::int64_t> last;
@@ -109,6 +118,7 @@ IngestResult read_results(const nlohmann::json& j, const std::string& name, cons
       const json& o = row[key];
       if (!o.is_object()) fail(where + "/" + key, "not an object");
       P p;
+      p.where = where + "/" + key;
       p.s.bytes = size;
       p.s.in_place = set == 1;
       p.s.dtype = canonical_dtype(type);
@@ -146,6 +156,9 @@ IngestResult read_results(const nlohmann::json& j, const std::string& name, cons
     s.source = basename_of(name);
     s.extra["system"] = stem_of(name);
     if (!s.ok()) ++r.failed;
+    // Bounds are checked here, where each value's place in the document is known (ingest checks them again for
+    // every format, with the line a JSON sample does not carry).
+    if (const auto b = sample_bound_problem(s)) fail(bound_pointer(b->field, p.where), b->reason);
     r.samples.push_back(std::move(s));
   }
   return r;

@@ -178,8 +178,7 @@ struct Column {
 };
 
 struct Pending {
-  Sample s;
-  long line = 0;
+  Sample s;                             // s.line: the row's line
   std::optional<int> nranks;            // explicit (GPUs column, annotated column, heading)
   std::optional<Collective> collective;  // explicit (collective column)
   std::optional<double> time_us;
@@ -459,7 +458,7 @@ class NcclTextReader {
     check_order(size, line, "");
     for (int set = 0; set < (has_in_place_ ? 2 : 1); ++set) {
       Pending p;
-      p.line = line;
+      p.s.line = line;
       p.s.bytes = size;
       p.s.in_place = set == 1;
       p.s.dtype = canonical_dtype(!dtype.empty() ? dtype : (!facts_.cmd_dtype.empty() ? facts_.cmd_dtype : "float"));
@@ -571,7 +570,7 @@ class NcclTextReader {
     }
     auto make = [&](const std::string& variant) {
       Pending p;
-      p.line = line;
+      p.s.line = line;
       p.s.bytes = size;
       p.s.dtype = "unknown";
       p.nranks = row.ranks;
@@ -634,7 +633,7 @@ class NcclTextReader {
       pipe_keys_.clear();
       return;
     }
-    const long first_line = pending_.front().line;
+    const long first_line = pending_.front().s.line;
     std::optional<Collective> run_coll = facts_.collective;
     std::string coll_from = facts_.collective_from;
     if (!run_coll && (run_coll = collective_in_file_name(name_))) coll_from = "file name";
@@ -706,10 +705,10 @@ class NcclTextReader {
         n = *facts_.cmd_ranks;
         from = "command line";
       } else {
-        fail(p.line, "cannot tell the rank count (no 'Using devices' lines, no -g/-n/-np in a command line, and "
+        fail(p.s.line, "cannot tell the rank count (no 'Using devices' lines, no -g/-n/-np in a command line, and "
                      "busbw/algbw does not pin it for " + to_string(p.s.collective) + "): pass --nranks");
       }
-      if (n < 1) fail(p.line, "rank count " + std::to_string(n) + " is not positive");
+      if (n < 1) fail(p.s.line, "rank count " + std::to_string(n) + " is not positive");
       p.s.nranks = n;
       if (warned.insert("from:" + from).second) result_.meta.emplace_back("nranks_from", from + " (" + std::to_string(n) + ")");
     }

@@ -31,8 +31,7 @@ std::optional<Collective> param_collective(std::string s) {
 }
 
 struct Row {
-  Sample s;
-  long line = 0;
+  Sample s;                        // s.line: the row's line
   std::string alg, bus;            // AlgBW / BusBW as printed (the rank inference reads them)
   std::optional<int> split_ranks;  // all-to-allv file mode: the number of per-rank latencies
 };
@@ -141,7 +140,7 @@ class ParamReader {
                                           std::to_string(cols_.size()) + " columns but this row has " + std::to_string(nvals));
     ++r_.rows;
     Row row;
-    row.line = ln;
+    row.s.line = ln;
     Sample& s = row.s;
     const std::string_view tag = tk[0];
     std::optional<Collective> coll;
@@ -249,10 +248,10 @@ class ParamReader {
       else if (ratio) s.nranks = *ratio;
       else if (row.split_ranks) s.nranks = *row.split_ranks;
       else
-        throw InputError(name_, row.line, "", "cannot tell the rank count (no world_size in the log and AlgBW/BusBW does not pin it for " +
+        throw InputError(name_, row.s.line, "", "cannot tell the rank count (no world_size in the log and AlgBW/BusBW does not pin it for " +
                                                   to_string(s.collective) + "): pass --nranks");
       if (log_world_ && ratio && *ratio != *log_world_)
-        add_warning(r_, name_ + ":" + std::to_string(row.line) + ": world_size " + std::to_string(*log_world_) +
+        add_warning(r_, name_ + ":" + std::to_string(row.s.line) + ": world_size " + std::to_string(*log_world_) +
                             " but BusBW/AlgBW = bus factor of " + std::to_string(*ratio) + " ranks");
       s.strategy = strategy::kNccl;
       s.dtype = "unknown";

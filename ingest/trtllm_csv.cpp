@@ -85,6 +85,7 @@ IngestResult read_trtllm_csv(const std::string& text, const std::string& name, c
     auto get = [&](const std::string& c) -> const std::string& { return f[col.at(c)]; };
     ++r.rows;
     Sample s;
+    s.line = ln;
     s.collective = options.collective ? *options.collective : Collective::AllReduce;
     auto ws = parse_int(get("world_size"));
     if (!ws || *ws < 1 || *ws > 1000000) throw InputError(name, ln, "world_size", "'" + get("world_size") + "' is not a rank count");

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
+#include <iostream>
 #include <mutex>
 #include <stdexcept>
 #include <streambuf>
@@ -265,10 +266,29 @@ std::string file_kind(mode_t m) {
   return "not a regular file";
 }
 
+// The descriptor of standard output for an output named "-", taken once: the process's fd 1 is duplicated for the
+// writer and then points at standard error, so a command's report never mixes into the data.
+int standard_output_fd() {
+  static std::once_flag once;
+  static int fd = -1, err = 0;
+  std::call_once(once, [] {
+    std::cout.flush();
+    std::fflush(stdout);
+    fd = ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+    if (fd < 0) err = errno;
+    else ::dup2(STDERR_FILENO, STDOUT_FILENO);
+  });
+  if (fd < 0) throw std::runtime_error("-: cannot use standard output: " + sys_reason(err));
+  return fd;
+}
+
 ResolvedOutput resolve_output(const std::string& path) {
   ResolvedOutput out;
   out.target = path;
   if (path.empty()) throw OutputPathError("empty output path");
+  if (is_standard_output(path))
+    throw OutputPathError("-: standard output takes an output written as one stream; this one is assembled as a file "
+                          "(a journal, a rendered image, a staged report): name a file (./- for a file named '-')");
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return out;  // a new file (a missing folder is reported when the file is created)
@@ -323,6 +343,12 @@ std::string read_bytes(const std::string& path, bool is_input, std::size_t max_b
   struct stat st {};
   const bool known = ::fstat(fd, &st) == 0;
   if (known) {
+    // A device never ends (/dev/zero, /dev/urandom) or is no file of measurements (a disk, a terminal): refused before
+    // a byte is read. FIFOs and pipes (/dev/stdin fed by a pipe, a process substitution) are streams of a file's bytes.
+    if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
+      ::close(fd);
+      throw std::runtime_error(path + ": is " + file_kind(st.st_mode) + ", not a file; give a file, a pipe or a FIFO");
+    }
     if (is_input) remember_input(st, path);
     if (S_ISREG(st.st_mode) && st.st_size > 0 && static_cast<std::uint64_t>(st.st_size) <= max_bytes)
       out.reserve(static_cast<std::size_t>(st.st_size));
@@ -353,7 +379,12 @@ std::string read_bytes(const std::string& path, bool is_input, std::size_t max_b
 
 }  // namespace
 
-void check_output_path(const std::string& path) { resolve_output(path); }
+bool is_standard_output(const std::string& path) { return path == "-"; }
+
+void check_output_path(const std::string& path) {
+  if (is_standard_output(path)) standard_output_fd();
+  else resolve_output(path);
+}
 
 namespace {
 
@@ -372,6 +403,8 @@ void require_writable_folder(const std::string& output, const std::string& folde
 
 void check_output_directory(const std::string& dir) {
   if (dir.empty()) throw OutputPathError("empty output folder name");
+  if (is_standard_output(dir))
+    throw OutputPathError("-: standard output is one stream, not a folder of outputs: name a folder (./- for a folder named '-')");
   // The folder itself when it exists, else its nearest existing ancestor, in which it will be created.
   std::filesystem::path at = std::filesystem::path(dir);
   struct stat st {};
@@ -385,6 +418,7 @@ void check_output_directory(const std::string& dir) {
 }
 
 void check_output_folder(const std::string& path) {
+  if (is_standard_output(path)) return;
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   const std::string folder = parent.empty() ? "." : parent.string();
   struct stat st {};
@@ -435,6 +469,7 @@ bool is_staging_folder_name(const std::string& name) {
 
 StagingFolder::StagingFolder(const std::string& dir, const std::string& what) : dir_(dir) {
   namespace fs = std::filesystem;
+  if (is_standard_output(dir)) check_output_directory(dir);  // refuses it: standard output holds no folder
   std::error_code ec;
   for (fs::path p = fs::absolute(dir); !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
     created_.push_back(p.string());
@@ -483,7 +518,21 @@ std::vector<std::string> StagingFolder::commit(const std::vector<std::string>& n
   return out;
 }
 
+namespace {
+
+// write_file_atomically for "-": the stream goes straight to standard output's descriptor (nothing to rename).
+void write_standard_output(const std::function<void(std::ostream&)>& write) {
+  FdOutBuf buf(standard_output_fd());
+  std::ostream os(&buf);
+  write(os);
+  os.flush();
+  if (!os || buf.error()) throw std::runtime_error("-: cannot write standard output: " + sys_reason(buf.error() ? buf.error() : EIO));
+}
+
+}  // namespace
+
 void write_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& write) {
+  if (is_standard_output(path)) return write_standard_output(write);
   const ResolvedOutput out = resolve_output(path);
   const std::string tmp = out.target + ".tmp." + std::to_string(::getpid());
   TempRegistration registration(tmp);  // before the file exists, so a signal never misses it

@@ -9,6 +9,10 @@
 //   - a symbolic link is followed: the regular file it names is replaced and the link is kept (the user named
 //     the link to mean its target, as cp and editors do); a dangling link, or one to anything else, is refused;
 //   - an existing output without write permission (a read-only file) is refused, also for root.
+// The path "-" is standard output, for an output written as one stream (write_file_atomically): it is written there
+// (no temporary file), and from the first check or write of "-" on, what the process prints on standard output (a
+// command's report) goes to standard error, so the data stays alone in the stream. Outputs that are folders or
+// assembled as files (check_output_directory, StagingFolder, TemporaryOutput, move_into_place) refuse "-".
 // Refusals throw OutputPathError (a usage error: the path came from an option); write failures throw
 // std::runtime_error with the system's reason (strerror). Temporary files are removed when the process is
 // stopped by SIGINT, SIGTERM, SIGHUP or SIGPIPE (an async-signal-safe handler unlinks them and re-raises the
@@ -25,10 +29,14 @@ namespace arfit {
 
 // Calls write(stream); on success flushes, closes and renames over `path` (or the file its symbolic link
 // names). On any exception or write failure the temporary file is removed and the exception propagates.
+// For "-" the stream is standard output (what was written before a failure has gone out).
 void write_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& write);
 
 // Same, for a complete string.
 void write_string_atomically(const std::string& path, const std::string& content);
+
+// True for "-", the name of standard output as an output path (the rule above).
+bool is_standard_output(const std::string& path);
 
 // Throws OutputPathError when `path` may not be written (the rule above). Every write checks it; commands also
 // call it right after reading their inputs, to refuse before long work rather than after.
@@ -105,8 +113,9 @@ inline constexpr std::size_t kMaxInputBytes = std::size_t{1} << 30;
 // Reads a whole text file as every reader sees it: a leading UTF-8 byte-order mark is dropped and lone
 // carriage returns (classic Mac line ends) become line feeds, so line numbers in messages are the lines an
 // editor shows; CRLF is kept. Records the file as an input of this process. Throws std::runtime_error naming
-// the path and the system's reason, also past `max_bytes` (an input of /dev/zero or a FIFO fed forever stops
-// there instead of filling the memory).
+// the path and the system's reason, for a character or block device (/dev/zero, a disk, a terminal: refused before
+// reading; FIFOs and pipes are read), and past `max_bytes` (a FIFO fed forever stops there instead of filling the
+// memory).
 std::string read_file(const std::string& path, std::size_t max_bytes = kMaxInputBytes);
 // read_file for a command's input: a file that cannot be read is bad input (InputError naming the path, exit 1).
 std::string read_input_file(const std::string& path);

@@ -65,6 +65,8 @@ struct Sample {
   std::string source;        // free-form: file name, run id
   std::string splits;        // all-to-allv split "B,T0-T1-...,D" or per-rank bytes; empty otherwise
   std::map<std::string, std::string> extra;  // unknown columns, kept on round-trip
+  long line = 0;             // line of the input it was read from (1-based), for messages; 0 = none (a measurement,
+                             // a JSON document: its reader names the value's pointer). Not a sample CSV column
 
   bool ok() const { return status == SampleStatus::Ok; }
 };

@@ -191,6 +191,7 @@ SampleFile parse_samples_csv(const std::string& text, const std::string& name) {
       return it == col.end() ? nullptr : &f[it->second];
     };
     Sample s;
+    s.line = lineno;
     try {
       s.collective = parse_collective(*get("collective"));
     } catch (const std::invalid_argument& e) {

@@ -30,6 +30,18 @@ std::string str_field(const std::string& text, const std::string& name, const js
   return it->get<std::string>();
 }
 
+// A class id (a class's "id", a rule's "class"): required and not empty, since rules find their class by it and
+// reports name the time of a class by it.
+std::string id_field(const std::string& text, const std::string& name, const json& obj, const JsonPath& path, const std::string& key) {
+  std::string id = str_field(text, name, obj, path, key, true);
+  if (id.empty()) {
+    JsonPath p = path;
+    p.emplace_back(key);
+    fail(text, name, p, "'" + key + "' must name a class, got an empty string");
+  }
+  return id;
+}
+
 // A pattern as RE2 compiles it: case-insensitive, searched anywhere. nullptr with *why set when RE2 refuses it
 // (a syntax error, or what RE2 does not do: backreferences, lookaround).
 std::shared_ptr<const re2::RE2> compile_pattern(const std::string& pattern, std::string* why) {
@@ -51,7 +63,7 @@ KernelRule parse_rule(const std::string& text, const std::string& name, const js
   JsonPath p{std::string("rules"), i};
   if (!rj.is_object()) fail(text, name, p, "a rule must be an object {\"class\": ..., \"regex\": ...}");
   KernelRule kr;
-  kr.op_class = str_field(text, name, rj, p, "class", true);
+  kr.op_class = id_field(text, name, rj, p, "class");
   kr.pattern = str_field(text, name, rj, p, "regex", true);
   std::vector<std::pair<std::string, JsonPath>> patterns{{kr.pattern, {std::string("rules"), i, std::string("regex")}}};
   if (auto a = rj.find("all_of"); a != rj.end()) {
@@ -101,7 +113,7 @@ RuleTable RuleTable::parse(const std::string& text, const std::string& name) {
       const json& cj = (*c)[i];
       if (!cj.is_object()) fail(text, name, p, "a class must be an object");
       OpClass oc;
-      oc.id = str_field(text, name, cj, p, "id", true);
+      oc.id = id_field(text, name, cj, p, "id");
       oc.label = str_field(text, name, cj, p, "label", false);
       if (oc.label.empty()) oc.label = oc.id;
       if (auto k = cj.find("communication"); k != cj.end()) {

@@ -214,6 +214,11 @@ std::vector<NvtxRange> read_nvtx(const std::string& text, const std::string& nam
     else if (l.find("decode") != std::string::npos) kind = PhaseKind::Decode;
     else continue;  // not a phase range (layers, NCCL calls, ...)
     double start = time_cell_us(t, row, c_start, name);
+    // Times on a report's clock start at 0: a negative start is a damaged report, and would put the range before
+    // every kernel.
+    if (start < 0)
+      throw InputError(name, row.first, t.header[static_cast<std::size_t>(c_start)],
+                       "negative range start '" + row.second[static_cast<std::size_t>(c_start)] + "'");
     double end = c_end >= 0 ? time_cell_us(t, row, c_end, name) : start + time_cell_us(t, row, c_dur, name);
     if (end < start) throw InputError(name, row.first, "End (ns)", "range ends before it starts");
     out.push_back({start, end, nm, kind});

@@ -111,7 +111,7 @@ TEST(CliIngest, NodeCountAndSystemOverrides) {
   std::filesystem::remove(out);
   auto too_many = run_command(arfit_bin() + " ingest " + in + " --nranks 16 --nnodes 32 -o " + out);
   EXPECT_EQ(too_many.exit_code, 1) << too_many.output;
-  EXPECT_NE(too_many.output.find("posted_2node_allreduce.txt: --nnodes 32 is more than the 16 rank(s)"), std::string::npos)
+  EXPECT_NE(too_many.output.find("posted_2node_allreduce.txt:2: --nnodes 32 is more than the 16 rank(s)"), std::string::npos)
       << too_many.output;
   EXPECT_FALSE(std::filesystem::exists(out));
   EXPECT_EQ(run_command(arfit_bin() + " ingest " + in + " --nranks 16 --nnodes 0").exit_code, 2);
@@ -147,7 +147,7 @@ TEST(CliIngest, DtypeFillsWhatTheFileDoesNotState) {
   std::filesystem::remove(out2);
   auto clash = run_command(arfit_bin() + " ingest " + log + " --nranks 8 --dtype fp16 -o " + out2);
   EXPECT_EQ(clash.exit_code, 1) << clash.output;
-  EXPECT_NE(clash.output.find("float_allreduce.txt: column 'dtype': the file states"), std::string::npos) << clash.output;
+  EXPECT_NE(clash.output.find("float_allreduce.txt:2: column 'dtype': the file states"), std::string::npos) << clash.output;
   EXPECT_FALSE(std::filesystem::exists(out2));
   EXPECT_EQ(run_command(arfit_bin() + " ingest " + table + " --dtype nibble -o " + out2).exit_code, 2);
   EXPECT_FALSE(std::filesystem::exists(out2));

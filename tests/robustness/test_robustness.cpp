@@ -395,19 +395,122 @@ TEST_F(Robustness, ModelsWithTwoGroupsOfOneKeyAreRefused) {
   EXPECT_EQ(run_command(arfit_bin() + " predict " + dir.file("counts.json") + " --collective allreduce --bytes 1M --nranks 4").exit_code, 0);
 }
 
-// A device or an endless stream as an input stops at the read limit with the path named, instead of filling
-// the memory (arfit ingest /dev/zero grew to 17 GB before bad_alloc).
+// A device as an input is refused before a byte is read (arfit ingest /dev/zero read 1 GiB before the read limit
+// stopped it); an endless stream (a FIFO fed forever) stops at the read limit with the path named, instead of
+// filling the memory (arfit ingest /dev/zero grew to 17 GB before bad_alloc). Pipes still read.
 TEST_F(Robustness, InputsStopAtTheReadLimit) {
+  for (const std::string device : {"/dev/zero", "/dev/null"}) {
+    try {
+      arfit::read_file(device);
+      ADD_FAILURE() << device << " read";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(device + ": is a character device"), std::string::npos) << e.what();
+    }
+  }
+  expect_refused("ingest /dev/zero -o out.csv", 1, {"/dev/zero: is a character device"});
+  const std::string log = dir.write("log.txt", kNcclTestsLog);
+  const CommandResult piped = run_command("cat " + log + " | " + arfit_bin() + " ingest /dev/stdin --collective allreduce -o " + dir.file("piped.csv"));
+  EXPECT_EQ(piped.exit_code, 0) << piped.output;
+  const std::string fifo = dir.file("endless.fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // The writer's output goes nowhere before it opens the FIFO (blocking until read_file opens it), so the command
+  // returns at once.
+  ASSERT_EQ(run_command("(head -c 2100000 /dev/zero > " + fifo + " &) > /dev/null 2>&1").exit_code, 0);
   try {
-    arfit::read_file("/dev/zero", std::size_t{1} << 20);
-    ADD_FAILURE() << "/dev/zero read whole";
+    arfit::read_file(fifo, std::size_t{1} << 20);
+    ADD_FAILURE() << "an endless FIFO read whole";
   } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("/dev/zero: larger than 1 MiB"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(fifo + ": larger than 1 MiB"), std::string::npos) << e.what();
   }
   // A regular file past the limit is refused before its size is reserved.
   const std::string big = dir.write("big.txt", std::string((std::size_t{1} << 20) + 1, 'x'));
   EXPECT_THROW(arfit::read_file(big, std::size_t{1} << 20), std::runtime_error);
   EXPECT_EQ(arfit::read_file(big, std::size_t{2} << 20).size(), (std::size_t{1} << 20) + 1);
+}
+
+// A sample beyond what arfit models is named at the line (or JSON pointer) of the row it came from, whatever the
+// format: ingest's bound check said "nt.txt: column 'time_us': ..." with no line.
+TEST_F(Robustness, SampleBoundsNameTheRowTheyCameFrom) {
+  std::string log = kNcclTestsLog;
+  log.replace(log.find("25.00"), 5, "1e308");  // the out-of-place time of the 2048-byte row, line 13
+  dir.write("nt.txt", log);
+  expect_refused("ingest nt.txt --collective allreduce -o out.csv", 1, {"nt.txt:13: column 'time_us': time 1e+308 us is outside [1e-06, 1e+09] us"});
+  dir.write("nt.json",
+            "{\"args\": [\"all_reduce_perf\"],\n"
+            " \"config\": {\"devices\": [{\"hostname\": \"h\"}, {\"hostname\": \"h\"}]},\n"
+            " \"results\": [\n"
+            "  {\"size\": 1024, \"type\": \"float\", \"out_of_place\": {\"time\": 10.0, \"alg_bw\": 0.1, \"bus_bw\": 0.1}},\n"
+            "  {\"size\": 2048, \"type\": \"float\",\n"
+            "   \"out_of_place\": {\"time\": 1e308, \"alg_bw\": 0.1, \"bus_bw\": 0.1}}]}\n");
+  expect_refused("ingest nt.json -o out.csv", 1, {"nt.json:6: /results/1/out_of_place/time: time 1e+308 us is outside"});
+  dir.write("aic.csv",
+            "framework,version,device,op_name,kernel_source,nccl_dtype,num_gpus,message_size,latency\n"
+            "trtllm,1.0,H100,all_reduce,NCCL,bf16,8,1024,0.01\n"
+            "trtllm,1.0,H100,all_reduce,NCCL,bf16,8,2048,1e300\n");
+  expect_refused("ingest aic.csv -o out.csv", 1, {"aic.csv:3: column 'time_us': time 1e+303 us is outside"});
+  dir.write("s.csv", "#arfit-samples v1\ncollective,strategy,nranks,bytes,time_us\nallreduce,NCCL,8,1024,10\nallreduce,NCCL,8,2048,1e308\n");
+  expect_refused("ingest s.csv -o out.csv", 1, {"s.csv:4: column 'time_us': time 1e+308 us is outside"});
+  // A name given by an option is checked on every sample, at the first sample's line.
+  expect_refused("ingest aic.csv --system \"$(printf 'a\\007b')\" -o out.csv", 1, {"aic.csv:2: column 'system': control character"});
+}
+
+// Kernel-rule files (--rules) and NVTX range reports (--nvtx) are checked where they are read: an empty class id
+// and a negative range start were taken.
+TEST_F(Robustness, RuleIdsAndRangeStartsAreChecked) {
+  const std::string trace = std::string(ARFIT_SOURCE_DIR) + "/tests/trace/data/nsys_gpu_trace.csv";
+  dir.write("empty_id.json", "{\"classes\": [{\"id\": \"x\"},\n  {\"id\": \"\"}],\n \"rules\": [{\"class\": \"x\", \"regex\": \"gemm\"}]}\n");
+  expect_refused("breakdown " + trace + " --rules empty_id.json -o out", 1, {"empty_id.json:2:", "classes[1].id", "empty"});
+  dir.write("empty_class.json", "{\"rules\": [\n  {\"class\": \"\", \"regex\": \"gemm\"}]}\n");
+  expect_refused("breakdown " + trace + " --rules empty_class.json -o out", 1, {"empty_class.json:2:", "rules[0].class", "empty"});
+  dir.write("nvtx.csv",
+            "Name,Projected Start (ns),Projected Duration (ns)\n"
+            "execute_model prefill,1000000,1000000\n"
+            "execute_model decode,-2100000,400000\n");
+  expect_refused("breakdown " + trace + " --nvtx nvtx.csv -o out", 1,
+                 {"nvtx.csv:3: column 'Projected Start (ns)': negative range start '-2100000'"});
+}
+
+// "-" as an output is standard output where the output is one stream (the data alone there, the report on stderr,
+// no temporary file), and a usage error naming the option where it is a folder or a journal; a file literally named
+// "-" is never made.
+TEST_F(Robustness, DashIsStandardOutputForStreamsAndRefusedForFolders) {
+  copy("samples.csv");
+  copy("models.json");
+  auto split_run = [&](const std::string& args) {
+    const CommandResult r = run_command("(cd " + dir.path().string() + " && " + arfit_bin() + " " + args + " > stdout.txt 2> stderr.txt)");
+    EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.output << slurp(dir.file("stderr.txt"));
+    EXPECT_FALSE(fs::exists(dir.file("-"))) << args;
+    return std::make_pair(slurp(dir.file("stdout.txt")), slurp(dir.file("stderr.txt")));
+  };
+  auto [csv, summary] = split_run("ingest samples.csv -o -");
+  EXPECT_EQ(csv.rfind("#arfit-samples v1\n", 0), 0u) << csv;
+  EXPECT_EQ(arfit::parse_samples_csv(csv, "stdout").samples.size(), 34u);  // 17 sizes x 2 strategies
+  EXPECT_NE(summary.find("summary: 1 files"), std::string::npos) << summary;
+  auto [models_json, fit_report] = split_run("fit samples.csv -o -");
+  EXPECT_EQ(nlohmann::json::parse(models_json).at("schema"), "arfit-models") << models_json.substr(0, 200);
+  EXPECT_NE(fit_report.find("fitted "), std::string::npos) << fit_report;
+  auto [table, codegen_report] = split_run("codegen models.json --format json -o -");
+  EXPECT_TRUE(nlohmann::json::accept(table)) << table.substr(0, 200);
+  EXPECT_NE(codegen_report.find("wrote -"), std::string::npos) << codegen_report;
+  EXPECT_TRUE(nlohmann::json::accept(split_run("suggest models.json --json -").first));
+  EXPECT_TRUE(nlohmann::json::accept(split_run("eval samples.csv --protocol interp2 --json -").first));
+  fs::remove(dir.file("stdout.txt"));
+  fs::remove(dir.file("stderr.txt"));
+  // One stream holds one output.
+  expect_refused("eval samples.csv --protocol interp2 --json - --points -", 2, {"--json and --points name the same file"});
+  // Folders and journals.
+  expect_refused("breakdown " + kProfile + " -o -", 2, {"--out: '-' is standard output, one stream, not a folder"});
+  expect_refused("plot heatmap models.json -o -", 2, {"--out: '-' is standard output, one stream, not a folder"});
+  try {
+    arfit::bench::inspect_output("-", "{}", /*resume=*/true, /*overwrite=*/false);
+    ADD_FAILURE() << "arbench -o - accepted";
+  } catch (const arfit::bench::GridError& e) {
+    EXPECT_EQ(e.option(), "-o/--output");
+    EXPECT_NE(std::string(e.what()).find("journal"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(arfit::check_output_directory("-"), arfit::OutputPathError);
+  EXPECT_THROW(arfit::move_into_place(dir.file("samples.csv"), "-"), arfit::OutputPathError);
+  EXPECT_FALSE(fs::exists(dir.file("-")));
 }
 
 // Control characters quoted from input show as \xNN: a NUL ended the message (what() is a C string).
