@@ -48,12 +48,49 @@ function(arfit_install_programs)
   endforeach()
 endfunction()
 
+# arfit_installed_closure(<component> <out-var>): the component and every installed arfit library it links,
+# directly or through another (its PUBLIC and PRIVATE links: a static library's users link them all), read from
+# the targets as this configuration declared them (fit links ingest, trace links plots, only when those are
+# built). The package config gets this graph, so it cannot drift from the CMakeLists.
+function(arfit_installed_closure component out)
+  get_property(installed GLOBAL PROPERTY ARFIT_INSTALLED_LIBRARIES)
+  set(closure ${component})
+  set(todo ${component})
+  while(todo)
+    list(POP_FRONT todo name)
+    get_target_property(target arfit::${name} ALIASED_TARGET)
+    get_target_property(links ${target} LINK_LIBRARIES)
+    foreach(link IN LISTS links)
+      if(NOT TARGET ${link})
+        continue()
+      endif()
+      get_target_property(real ${link} ALIASED_TARGET)
+      if(NOT real)
+        set(real ${link})
+      endif()
+      get_target_property(dep ${real} EXPORT_NAME)
+      if(dep AND dep IN_LIST installed AND NOT dep IN_LIST closure)
+        list(APPEND closure ${dep})
+        list(APPEND todo ${dep})
+      endif()
+    endforeach()
+  endwhile()
+  set(${out} ${closure} PARENT_SCOPE)
+endfunction()
+
 # Called once, after every library has been declared: the export set, the package config and version files,
 # the pkg-config file, and the CPack settings.
 function(arfit_install_package)
   install(EXPORT arfitTargets NAMESPACE arfit:: FILE arfitTargets.cmake
           DESTINATION ${ARFIT_INSTALL_CMAKEDIR} COMPONENT dev)
   get_property(ARFIT_INSTALLED_LIBRARIES GLOBAL PROPERTY ARFIT_INSTALLED_LIBRARIES)
+  # set(_arfit_needs_<component> ...) lines for the package config.
+  set(ARFIT_COMPONENT_CLOSURES "")
+  foreach(component IN LISTS ARFIT_INSTALLED_LIBRARIES)
+    arfit_installed_closure(${component} closure)
+    list(JOIN closure " " closure)
+    string(APPEND ARFIT_COMPONENT_CLOSURES "set(_arfit_needs_${component} ${closure})\n")
+  endforeach()
   configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/arfitConfig.cmake.in
                                 ${PROJECT_BINARY_DIR}/arfitConfig.cmake
                                 INSTALL_DESTINATION ${ARFIT_INSTALL_CMAKEDIR})
