@@ -41,6 +41,7 @@ std::string system_from(const std::string& name, const std::string& note_system)
 IngestResult read_aiconfigurator(const std::string& text, const std::string& name, const Options& options) {
   IngestResult r;
   r.format = Format::Aiconfigurator;
+  r.field_columns = {{"time_us", "latency"}, {"bytes", "message_size"}, {"nranks", "num_gpus"}};
   auto lines = split_lines(text);
   std::string note_system;
   std::size_t i = 0;

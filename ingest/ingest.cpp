@@ -109,10 +109,16 @@ void apply_overrides(IngestResult& r, const std::string& name, const Options& op
 // into models files, generated tables and figures (machine, strategy, element type, device) hold no control
 // characters, whatever the file or the file name they came from (sample_name_problem).
 void check_samples(const IngestResult& r, const std::string& name) {
+  auto column = [&r](const std::string& field) {
+    const auto it = r.field_columns.find(field);
+    return it == r.field_columns.end() ? field : it->second;
+  };
   for (const Sample& s : r.samples) {
     if (const auto b = sample_name_problem(s))
-      throw InputError(name, s.line, b->field, b->reason + (b->field == "system" ? " (the machine label: --system, the file's, or its name)" : ""));
-    if (const auto b = sample_bound_problem(s)) throw InputError(name, s.line, b->field, b->reason + " (a sample at " + std::to_string(s.bytes) + " bytes)");
+      throw InputError(name, s.line, column(b->field),
+                       b->reason + (b->field == "system" ? " (the machine label: --system, the file's, or its name)" : ""));
+    if (const auto b = sample_bound_problem(s))
+      throw InputError(name, s.line, column(b->field), b->reason + " (a sample at " + std::to_string(s.bytes) + " bytes)");
   }
 }
 

@@ -42,6 +42,9 @@ struct IngestResult {
   std::size_t failed = 0;               // samples with status Failed (N/A timing, #wrong > 0, zero bytes)
   std::size_t dropped = 0;              // rows shaped like data but not read (a negative size, or one beyond
                                         // int64); each is named in a warning, none is dropped silently
+  // The file's column for a sample field it names otherwise ("time_us" -> "latency"): messages about a sample's
+  // value name the column the user can find in the file.
+  std::map<std::string, std::string> field_columns;
 };
 
 // Detects the format from the content (Options::format overrides) and parses. A file without data rows (a

@@ -192,6 +192,7 @@ class NcclTextReader {
   NcclTextReader(const std::string& text, const std::string& name, const Options& options)
       : text_(text), name_(name), options_(options) {
     result_.format = Format::NcclTests;
+    result_.field_columns = {{"time_us", "time"}, {"bytes", "size"}};
   }
 
   IngestResult run() {

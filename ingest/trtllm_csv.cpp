@@ -50,6 +50,7 @@ IngestResult read_trtllm_csv(const std::string& text, const std::string& name, c
         throw InputError(name, header_line, h, "unknown time column/unit (known: 'time (us)', time_us, time_ms)");
     throw InputError(name, header_line, "time (us)", "required column missing");
   }
+  r.field_columns = {{"time_us", time_col}, {"nranks", "world_size"}};
   for (const char* req : {"world_size", "dtype", "strategy"})
     if (!has(req)) throw InputError(name, header_line, req, "required column missing");
   const bool has_tokens = has("num_tokens") && has("hidden_size");

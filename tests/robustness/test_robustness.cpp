@@ -434,7 +434,7 @@ TEST_F(Robustness, SampleBoundsNameTheRowTheyCameFrom) {
   std::string log = kNcclTestsLog;
   log.replace(log.find("25.00"), 5, "1e308");  // the out-of-place time of the 2048-byte row, line 13
   dir.write("nt.txt", log);
-  expect_refused("ingest nt.txt --collective allreduce -o out.csv", 1, {"nt.txt:13: column 'time_us': time 1e+308 us is outside [1e-06, 1e+09] us"});
+  expect_refused("ingest nt.txt --collective allreduce -o out.csv", 1, {"nt.txt:13: column 'time': time 1e+308 us is outside [1e-06, 1e+09] us"});
   dir.write("nt.json",
             "{\"args\": [\"all_reduce_perf\"],\n"
             " \"config\": {\"devices\": [{\"hostname\": \"h\"}, {\"hostname\": \"h\"}]},\n"
@@ -447,7 +447,10 @@ TEST_F(Robustness, SampleBoundsNameTheRowTheyCameFrom) {
             "framework,version,device,op_name,kernel_source,nccl_dtype,num_gpus,message_size,latency\n"
             "trtllm,1.0,H100,all_reduce,NCCL,bf16,8,1024,0.01\n"
             "trtllm,1.0,H100,all_reduce,NCCL,bf16,8,2048,1e300\n");
-  expect_refused("ingest aic.csv -o out.csv", 1, {"aic.csv:3: column 'time_us': time 1e+303 us is outside"});
+  expect_refused("ingest aic.csv -o out.csv", 1, {"aic.csv:3: column 'latency': time 1e+303 us is outside"});
+  // The message names the column as the file names it (its time column in ms here), not the sample field.
+  dir.write("trt.csv", "world_size,dtype,size,strategy,fusion,time_ms\n8,bf16,1024,NCCL,NONE,0.01\n8,bf16,2048,NCCL,NONE,1e300\n");
+  expect_refused("ingest trt.csv --format trtllm -o out.csv", 1, {"trt.csv:3: column 'time_ms': time 1e+303 us is outside"});
   dir.write("s.csv", "#arfit-samples v1\ncollective,strategy,nranks,bytes,time_us\nallreduce,NCCL,8,1024,10\nallreduce,NCCL,8,2048,1e308\n");
   expect_refused("ingest s.csv -o out.csv", 1, {"s.csv:4: column 'time_us': time 1e+308 us is outside"});
   // A name given by an option is checked on every sample, at the first sample's line.
