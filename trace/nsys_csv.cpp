@@ -174,6 +174,17 @@ double time_cell_us(const Table& t, const std::pair<long, std::vector<std::strin
                    "expected a time (a number, optionally with a unit ns, us, \xc2\xb5s, \xce\xbcs, ms or s, as in '75.794 ms'), got '" + cell + "'");
 }
 
+// A start time (of an NVTX range or a kernel, `what`): times on a report's clock start at 0, so a negative start
+// is a damaged report; it would put a range before every kernel, or a kernel outside every range.
+double start_cell_us(const Table& t, const std::pair<long, std::vector<std::string>>& row, int col, const std::string& name,
+                     const std::string& what) {
+  const double start = time_cell_us(t, row, col, name);
+  if (start < 0)
+    throw InputError(name, row.first, t.header[static_cast<std::size_t>(col)],
+                     "negative " + what + " start '" + row.second[static_cast<std::size_t>(col)] + "'");
+  return start;
+}
+
 // A count cell ("Instances"): a whole number, thousands separators allowed.
 double count_cell(const Table& t, const std::pair<long, std::vector<std::string>>& row, int col, const std::string& name) {
   const std::string& cell = cell_text(t, row, col, name);
@@ -213,12 +224,7 @@ std::vector<NvtxRange> read_nvtx(const std::string& text, const std::string& nam
     if (l.find("prefill") != std::string::npos) kind = PhaseKind::Prefill;
     else if (l.find("decode") != std::string::npos) kind = PhaseKind::Decode;
     else continue;  // not a phase range (layers, NCCL calls, ...)
-    double start = time_cell_us(t, row, c_start, name);
-    // Times on a report's clock start at 0: a negative start is a damaged report, and would put the range before
-    // every kernel.
-    if (start < 0)
-      throw InputError(name, row.first, t.header[static_cast<std::size_t>(c_start)],
-                       "negative range start '" + row.second[static_cast<std::size_t>(c_start)] + "'");
+    const double start = start_cell_us(t, row, c_start, name, "range");
     double end = c_end >= 0 ? time_cell_us(t, row, c_end, name) : start + time_cell_us(t, row, c_dur, name);
     if (end < start) throw InputError(name, row.first, "End (ns)", "range ends before it starts");
     out.push_back({start, end, nm, kind});
@@ -320,7 +326,7 @@ Profile parse_nsys_csv(const std::string& text, const std::string& name, const N
   for (const auto& row : t.rows) {
     if (static_cast<std::size_t>(c_name) >= row.second.size()) throw InputError(name, row.first, "Name", "missing cell");
     const std::string& k = row.second[static_cast<std::size_t>(c_name)];
-    double start = time_cell_us(t, row, c_start, name);
+    const double start = start_cell_us(t, row, c_start, name, "kernel");
     double dur = time_cell_us(t, row, c_dur, name);
     if (dur < 0) throw InputError(name, row.first, t.header[static_cast<std::size_t>(c_dur)], "negative duration");
     std::string phase = ranges.empty() ? "all" : "outside_nvtx";

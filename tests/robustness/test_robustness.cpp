@@ -458,7 +458,7 @@ TEST_F(Robustness, SampleBoundsNameTheRowTheyCameFrom) {
 }
 
 // Kernel-rule files (--rules) and NVTX range reports (--nvtx) are checked where they are read: an empty class id
-// and a negative range start were taken.
+// and a negative range or kernel start were taken.
 TEST_F(Robustness, RuleIdsAndRangeStartsAreChecked) {
   const std::string trace = std::string(ARFIT_SOURCE_DIR) + "/tests/trace/data/nsys_gpu_trace.csv";
   dir.write("empty_id.json", "{\"classes\": [{\"id\": \"x\"},\n  {\"id\": \"\"}],\n \"rules\": [{\"class\": \"x\", \"regex\": \"gemm\"}]}\n");
@@ -471,6 +471,12 @@ TEST_F(Robustness, RuleIdsAndRangeStartsAreChecked) {
             "execute_model decode,-2100000,400000\n");
   expect_refused("breakdown " + trace + " --nvtx nvtx.csv -o out", 1,
                  {"nvtx.csv:3: column 'Projected Start (ns)': negative range start '-2100000'"});
+  // A kernel row with a negative start would land outside every range: refused the same way.
+  std::string kernels = arfit::testing::slurp(trace);
+  const std::size_t row3 = kernels.find('\n', kernels.find('\n') + 1) + 1;
+  kernels.replace(row3, kernels.find(',', row3) - row3, "-1000500");
+  dir.write("kernels.csv", kernels);
+  expect_refused("breakdown kernels.csv -o out", 1, {"kernels.csv:3: column 'Start (ns)': negative kernel start '-1000500'"});
 }
 
 // "-" as an output is standard output where the output is one stream (the data alone there, the report on stderr,
