@@ -266,6 +266,8 @@ std::string file_kind(mode_t m) {
   return "not a regular file";
 }
 
+std::atomic<bool> standard_output_moved{false};  // standard_output_fd has pointed the process's fd 1 away
+
 // The descriptor of standard output for an output named "-", taken once: the process's fd 1 is duplicated for the
 // writer and then points at standard error, so a command's report never mixes into the data.
 int standard_output_fd() {
@@ -275,8 +277,17 @@ int standard_output_fd() {
     std::cout.flush();
     std::fflush(stdout);
     fd = ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
-    if (fd < 0) err = errno;
-    else ::dup2(STDERR_FILENO, STDOUT_FILENO);
+    if (fd < 0) {
+      err = errno;
+    } else if (::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+      // Standard error is closed (2>&-): the report is dropped rather than left on the data's descriptor.
+      const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+      if (null >= 0) {
+        ::dup2(null, STDOUT_FILENO);
+        ::close(null);
+      }
+    }
+    standard_output_moved = fd >= 0;
   });
   if (fd < 0) throw std::runtime_error("-: cannot use standard output: " + sys_reason(err));
   return fd;
@@ -380,6 +391,8 @@ std::string read_bytes(const std::string& path, bool is_input, std::size_t max_b
 }  // namespace
 
 bool is_standard_output(const std::string& path) { return path == "-"; }
+
+bool standard_output_taken() { return standard_output_moved; }
 
 void check_output_path(const std::string& path) {
   if (is_standard_output(path)) standard_output_fd();

@@ -37,6 +37,9 @@ void write_string_atomically(const std::string& path, const std::string& content
 
 // True for "-", the name of standard output as an output path (the rule above).
 bool is_standard_output(const std::string& path);
+// True once an output "-" has been checked or written: the process's standard output (std::cout, stdout) then
+// writes to standard error, so what is printed there is a report, no longer an output (model/stdout_check.h).
+bool standard_output_taken();
 
 // Throws OutputPathError when `path` may not be written (the rule above). Every write checks it; commands also
 // call it right after reading their inputs, to refuse before long work rather than after.

@@ -752,6 +752,27 @@ TEST_F(Robustness, WriteFailuresSayTheSystemsReason) {
   expect_unchanged(before, dir.path(), "ingest over the file size limit");
 }
 
+// With "-o -" the report goes to standard error: a report that cannot be written there (2>/dev/full) fails
+// nothing and says nothing of standard output, which was written whole; with standard error closed (2>&-) the
+// report is dropped, never mixed into the data; the data's own descriptor on a full disk still fails (1).
+TEST_F(Robustness, DashOutputStatusFollowsTheDataNotTheReport) {
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full on this system";
+  copy("samples.csv");
+  const std::string in_dir = "cd " + dir.path().string() + " && ";
+  CommandResult r = run_command(in_dir + "( " + arfit_bin() + " fit samples.csv -o - > models.json 2>/dev/full )");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(nlohmann::json::parse(slurp(dir.file("models.json"))).at("schema"), "arfit-models");
+  r = run_command(in_dir + "( " + arfit_bin() + " ingest samples.csv -o - > copy.csv 2>&- )");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  const std::string csv = slurp(dir.file("copy.csv"));
+  EXPECT_EQ(csv.find("summary:"), std::string::npos) << csv;
+  EXPECT_EQ(csv.find("wrote "), std::string::npos) << csv;
+  EXPECT_EQ(arfit::parse_samples_csv(csv, "copy.csv").samples.size(), 34u);
+  r = run_command(in_dir + "( " + arfit_bin() + " fit samples.csv -o - 2>&1 >/dev/full )");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("-: cannot write standard output: No space left on device"), std::string::npos) << r.output;
+}
+
 // `arfit bogus` names the unknown subcommand and lists the known ones.
 TEST_F(Robustness, UnknownSubcommandListsTheKnownOnes) {
   const CommandResult r = expect_refused("bogus", 2, {"unknown subcommand 'bogus'", "fit", "predict", "codegen", "whatif"});
