@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <stdexcept>
 #include <streambuf>
@@ -32,7 +33,6 @@ struct InputFile {
   dev_t dev;
   ino_t ino;
   std::string path;
-  std::string fnv1a64;  // of the bytes read, as a models file records its inputs ("" until read whole)
 };
 
 std::mutex& inputs_mutex() {
@@ -48,23 +48,44 @@ void remember_input(const struct stat& st, const std::string& path) {
   std::lock_guard<std::mutex> lock(inputs_mutex());
   for (const InputFile& f : inputs())
     if (f.dev == st.st_dev && f.ino == st.st_ino) return;
-  inputs().push_back({st.st_dev, st.st_ino, path, ""});
+  inputs().push_back({st.st_dev, st.st_ino, path});
 }
 
-// Records the fingerprint of the bytes read from an input (the last read, when it was read more than once).
-void remember_fingerprint(const struct stat& st, std::string fingerprint) {
+// What was read through each input path as given: the file it named then and the fingerprint of the bytes (the
+// last read, when it was read more than once).
+struct ReadFingerprint {
+  dev_t dev;
+  ino_t ino;
+  std::string fnv1a64;
+};
+
+std::map<std::string, ReadFingerprint>& fingerprints_by_path() {
+  static std::map<std::string, ReadFingerprint> m;
+  return m;
+}
+
+void remember_fingerprint(const struct stat& st, const std::string& path, std::string fingerprint) {
   std::lock_guard<std::mutex> lock(inputs_mutex());
-  for (InputFile& f : inputs())
-    if (f.dev == st.st_dev && f.ino == st.st_ino) f.fnv1a64 = std::move(fingerprint);
+  fingerprints_by_path()[path] = {st.st_dev, st.st_ino, std::move(fingerprint)};
 }
 
-// The fingerprint recorded for the input `path` names, or "" when it is not an input read whole.
+bool names_file(const std::string& path, dev_t dev, ino_t ino) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+}
+
+// The fingerprint of the bytes read through `path`, else through another name (./x, a link) of the file `path`
+// names now, or "" when it was not read whole. Found by the path first: a file renamed over the path after the
+// read (an editor's save, another arfit's atomic write) is not what was read; and an inode number only names a
+// file while that file exists (a deleted input's number is given to the next new file), so another name counts
+// while it still names the same file.
 std::string recorded_fingerprint(const std::string& path) {
+  std::lock_guard<std::mutex> lock(inputs_mutex());
+  if (const auto it = fingerprints_by_path().find(path); it != fingerprints_by_path().end()) return it->second.fnv1a64;
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return "";
-  std::lock_guard<std::mutex> lock(inputs_mutex());
-  for (const InputFile& f : inputs())
-    if (f.dev == st.st_dev && f.ino == st.st_ino) return f.fnv1a64;
+  for (const auto& [read_path, read] : fingerprints_by_path())
+    if (read.dev == st.st_dev && read.ino == st.st_ino && names_file(read_path, read.dev, read.ino)) return read.fnv1a64;
   return "";
 }
 
@@ -384,7 +405,7 @@ std::string read_bytes(const std::string& path, bool is_input, std::size_t max_b
   ::close(fd);
   // What a models file records of its inputs, taken from these bytes: hashing the file again later would read a
   // FIFO twice and could hash another version of the file than the one read.
-  if (known && is_input) remember_fingerprint(st, fnv1a64_hex(out));
+  if (known && is_input) remember_fingerprint(st, path, fnv1a64_hex(out));
   return out;
 }
 
