@@ -338,6 +338,11 @@ void run_plot(const PlotArgs& a) {
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
+  // The page is staged with the figures and moved into place after them: no stream (plot index writes it alone).
+  // Refused here, not after the models are fitted and the figures rendered.
+  if (is_standard_output(a.index))
+    throw UsageError("--index: '-' (standard output): the page is staged with the figures and moved into place after "
+                     "them; name a file (./- for a file named '-')");
   plots::require_gnuplot();  // say so before reading anything large
   for (const auto& p : a.inputs)
     if (!fs::is_regular_file(p)) throw InputError(p, 0, "", "no such file");

@@ -510,6 +510,9 @@ TEST_F(Robustness, DashIsStandardOutputForStreamsAndRefusedForFolders) {
   // Folders and journals.
   expect_refused("breakdown " + kProfile + " -o -", 2, {"--out: '-' is standard output, one stream, not a folder"});
   expect_refused("plot heatmap models.json -o -", 2, {"--out: '-' is standard output, one stream, not a folder"});
+  // plot's --index page is staged with the figures: refused naming the option, before any fit or figure.
+  expect_refused("plot fit samples.csv -o figs --index -", 2, {"--index: '-' (standard output): the page is staged"});
+  EXPECT_FALSE(fs::exists(dir.file("figs")));
   try {
     arfit::bench::inspect_output("-", "{}", /*resume=*/true, /*overwrite=*/false);
     ADD_FAILURE() << "arbench -o - accepted";
