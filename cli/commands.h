@@ -4,10 +4,11 @@
 // Mains stay thin: parsing and printing here, the work in model/, ingest/, fit/, codegen/, plots/.
 #pragma once
 
+#include <vector>
+
 #include <CLI/CLI.hpp>
 
 #include "model/atomic_file.h"
-#include <vector>
 
 namespace arfit::cli {
 

@@ -45,11 +45,19 @@ std::string fnv1a64_hex(std::string_view bytes) {
   return buf;
 }
 
+namespace {
+
+// The ASCII control characters (0x00–0x1f, 0x7f): what find_control_char looks for and visible_control_chars shows.
+bool is_control_char(char ch) {
+  const auto c = static_cast<unsigned char>(ch);
+  return c < 0x20 || c == 0x7f;
+}
+
+}  // namespace
+
 std::size_t find_control_char(std::string_view s) {
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x20 || c == 0x7f) return i;
-  }
+  for (std::size_t i = 0; i < s.size(); ++i)
+    if (is_control_char(s[i])) return i;
   return std::string_view::npos;
 }
 
@@ -59,7 +67,7 @@ std::string visible_control_chars(std::string_view s, bool keep_layout) {
   out.reserve(s.size());
   for (const char ch : s) {
     const auto c = static_cast<unsigned char>(ch);
-    if ((c >= 0x20 && c != 0x7f) || (keep_layout && (ch == '\n' || ch == '\t'))) {
+    if (!is_control_char(ch) || (keep_layout && (ch == '\n' || ch == '\t'))) {
       out += ch;
     } else if (c < 14 && *kEscapes[c]) {
       out += kEscapes[c];
