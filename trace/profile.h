@@ -8,14 +8,16 @@
 #include <string>
 #include <vector>
 
+#include "model/sample.h"
+
 namespace arfit::trace {
 
 // The largest time one profile cell may hold: 10^13 us, 116 days of kernel time. Beyond it a value is no
 // profile's (a unit mix-up, a corrupted export), and such values summed to inf and nan in the tables.
 inline constexpr double kMaxProfileTimeUs = 1e13;
 inline constexpr const char* kMaxProfileTimeText = "116 days";
-// The largest message size a profile may record for a node: 10^18 bytes, the models' own size bound.
-inline constexpr double kMaxProfileMessageBytes = 1e18;
+// The largest message size a profile may record for a node: the models' own size bound (model/sample.h).
+inline constexpr double kMaxProfileMessageBytes = kMaxSampleBytes;
 
 struct ProfileNode {
   std::string name;
