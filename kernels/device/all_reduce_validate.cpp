@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <sstream>
 
 #include "kernels/all_reduce.h"
@@ -28,6 +29,21 @@ void require_pointer(const void* p, const char* what, int local_rank, bool must_
 }
 
 bool is_fused(FusionOp f) { return f != FusionOp::None; }
+
+void require_positive_count(const std::string& who, std::int64_t count) {
+  if (count <= 0) {
+    throw KernelError(who + ": element count must be positive, got " + std::to_string(count), KernelParam::Count);
+  }
+}
+
+// "N bytes" of a message of `count` elements, also when N does not fit in 64 bits.
+std::string message_bytes_text(std::int64_t count, DType dtype) {
+  const int size = dtype_bytes(dtype);
+  if (count > std::numeric_limits<std::int64_t>::max() / size) {
+    return "more than " + std::to_string(std::numeric_limits<std::int64_t>::max()) + " bytes";
+  }
+  return std::to_string(count * size) + " bytes";
+}
 
 // One buffer of one local rank, as a byte range.
 struct Extent {
@@ -70,7 +86,10 @@ void require_no_overlap(const std::string& who, const std::vector<Extent>& exten
 
 void validate_rms_eps(const std::string& who, float rms_eps) {
   if (!(rms_eps > 0 && std::isfinite(rms_eps))) {
-    throw KernelError(who + ": rms_eps must be finite and > 0, got " + std::to_string(rms_eps), KernelParam::RmsEps);
+    // Stream formatting, not std::to_string's six fixed decimals: -1e-7 must not read "-0.000000".
+    std::ostringstream s;
+    s << who << ": rms_eps must be finite and > 0, got " << rms_eps;
+    throw KernelError(s.str(), KernelParam::RmsEps);
   }
 }
 
@@ -122,12 +141,11 @@ void validate_all_reduce_shape(AllReduceAlgorithm algorithm, const TeamShape& te
                           " is not implemented (supported fusions: NONE, RESIDUAL_RMS_NORM, RESIDUAL_RMS_NORM_QUANT_FP8)",
                       KernelParam::Fusion);
   }
-  if (count <= 0) {
-    throw KernelError(who + ": element count must be positive, got " + std::to_string(count), KernelParam::Count);
-  }
-  const std::int64_t bytes = count * dtype_bytes(dtype);
-  if (bytes > team.max_bytes) {
-    throw KernelError(who + ": message of " + std::to_string(bytes) + " bytes (" + std::to_string(count) + " " +
+  require_positive_count(who, count);
+  // Compared in elements: count * element size may not fit in 64 bits (2^61 + 1 fp32 elements wrapped to 4
+  // bytes and passed).
+  if (count > team.max_bytes / dtype_bytes(dtype)) {
+    throw KernelError(who + ": message of " + message_bytes_text(count, dtype) + " (" + std::to_string(count) + " " +
                           to_string(dtype) + " elements) exceeds the team's workspace limit of " +
                           std::to_string(team.max_bytes) + " bytes per rank (create the team with a larger max_bytes)",
                       KernelParam::Workspace);
@@ -197,6 +215,11 @@ void validate_residual_rms_norm_shape(DType dtype, FusionOp fusion, std::int64_t
                       KernelParam::Fusion);
   }
   const int width = vector_width(dtype);
+  // The buffers' byte sizes (count * element size) must fit in 64 bits for the overlap checks below.
+  if (count > std::numeric_limits<std::int64_t>::max() / dtype_bytes(dtype)) {
+    throw KernelError(who + ": count " + std::to_string(count) + " is a message of " + message_bytes_text(count, dtype),
+                      KernelParam::Count);
+  }
   if (count <= 0 || hidden <= 0 || hidden % width != 0 || count % hidden != 0) {
     throw KernelError(who + ": count " + std::to_string(count) + " and hidden " + std::to_string(hidden) +
                           " must be positive, hidden a multiple of " + std::to_string(width) +
