@@ -95,11 +95,14 @@ ARFIT_DEVICE bool team_barrier(const TeamPointers& team, int rank, int block, st
 // sum of squares over a long row stays within a few ulp whatever the row length: a plain fp32 running sum of the
 // 2^17 squares of a one-thread row (bench/host runs one thread per block) was off by 1e-4 relative, ten times
 // the fp32 tolerance. Deterministic (no reassociation is allowed without fast-math, on either compiler), so
-// every rank still gets the same bits. Four flops per 16-byte vector, nothing next to the loads.
+// every rank still gets the same bits. A few flops per 16-byte vector, nothing next to the loads.
+// Once the sum overflows to inf the carry would be inf - inf = NaN and poison the later terms; it is dropped
+// instead, so an overflowing row still gives inv_rms = 0 as a plain sum does (a NaN term still makes sum NaN).
 ARFIT_DEVICE void compensated_add(float& sum, float& carry, float value) {
   const float corrected = value - carry;
   const float next = sum + corrected;
-  carry = (next - sum) - corrected;
+  const float lost = (next - sum) - corrected;
+  carry = lost == lost ? lost : 0.0f;  // NaN only when next or sum is not finite
   sum = next;
 }
 
@@ -127,7 +130,7 @@ ARFIT_DEVICE void residual_rms_norm_row(LoadReduced load_reduced, const T* resid
     store_16(residual_out + j * W, rounded);
     float r[W] = {};
     accumulate<T>(rounded, r);
-    float vector_squares = 0;  // W terms: a plain sum is exact enough; the long run over vectors is compensated
+    float vector_squares = 0;  // W terms: a plain sum is accurate enough; the long run over vectors is compensated
     ARFIT_UNROLL
     for (int k = 0; k < W; ++k) vector_squares += r[k] * r[k];
     compensated_add(sum_squares, sum_squares_carry, vector_squares);

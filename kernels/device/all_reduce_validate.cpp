@@ -30,12 +30,6 @@ void require_pointer(const void* p, const char* what, int local_rank, bool must_
 
 bool is_fused(FusionOp f) { return f != FusionOp::None; }
 
-void require_positive_count(const std::string& who, std::int64_t count) {
-  if (count <= 0) {
-    throw KernelError(who + ": element count must be positive, got " + std::to_string(count), KernelParam::Count);
-  }
-}
-
 // "N bytes" of a message of `count` elements, also when N does not fit in 64 bits.
 std::string message_bytes_text(std::int64_t count, DType dtype) {
   const int size = dtype_bytes(dtype);
@@ -53,13 +47,15 @@ struct Extent {
   bool written;
 };
 
-// Pairs of the same rank's buffers that may be the same memory: in place, and fused in place.
+// Pairs of the same rank's buffers that may be the same memory: in place, fused in place, and the unfused
+// epilogue's output written over its reduced input (vLLM's in-place fused_add_rms_norm: the thread that reads
+// vector j of `reduced` is the one that later stores vector j of `output`, residual_rms_norm_row).
 bool allowed_alias(const Extent& a, const Extent& b) {
   if (a.local_rank != b.local_rank || a.begin != b.begin || a.end != b.end) return false;
   auto is = [&](const char* x, const char* y) {
     return (std::string(a.name) == x && std::string(b.name) == y) || (std::string(a.name) == y && std::string(b.name) == x);
   };
-  return is("input", "output") || is("residual_in", "residual_out");
+  return is("input", "output") || is("residual_in", "residual_out") || is("reduced", "output");
 }
 
 std::string extent_text(const Extent& e) {
@@ -78,7 +74,7 @@ void require_no_overlap(const std::string& who, const std::vector<Extent>& exten
       if (a.begin >= b.end || b.begin >= a.end) continue;
       if (allowed_alias(a, b)) continue;
       throw KernelError(who + ": " + extent_text(a) + " overlaps " + extent_text(b) +
-                            " (only output == input and residual_out == residual_in may share memory)",
+                            " (only output == input or reduced, and residual_out == residual_in, may share memory)",
                         KernelParam::Buffers);
     }
   }
@@ -141,7 +137,9 @@ void validate_all_reduce_shape(AllReduceAlgorithm algorithm, const TeamShape& te
                           " is not implemented (supported fusions: NONE, RESIDUAL_RMS_NORM, RESIDUAL_RMS_NORM_QUANT_FP8)",
                       KernelParam::Fusion);
   }
-  require_positive_count(who, count);
+  if (count <= 0) {
+    throw KernelError(who + ": element count must be positive, got " + std::to_string(count), KernelParam::Count);
+  }
   // Compared in elements: count * element size may not fit in 64 bits (2^61 + 1 fp32 elements wrapped to 4
   // bytes and passed).
   if (count > team.max_bytes / dtype_bytes(dtype)) {

@@ -337,6 +337,14 @@ TEST(KernelValidation, UnfusedEpilogueChecksItsInputs) {
   EXPECT_THROW(validate_residual_rms_norm(DType::BF16, FusionOp::ResidualRmsNorm, 1024, 256, eps, 1.0f,
                                           address(reinterpret_cast<std::uintptr_t>(b.output) + 16), b),
                KernelError);
+  // ...but exactly the output, with the residual updated in place too (vLLM's fused_add_rms_norm), is fine.
+  AllReduceBuffers in_place = b;
+  in_place.residual_out = const_cast<void*>(b.residual_in);
+  EXPECT_NO_THROW(validate_residual_rms_norm(DType::BF16, FusionOp::ResidualRmsNormQuantFp8, 1024, 256, eps, 1.0f,
+                                             b.output, in_place));
+  // Other overlaps stay refused, e.g. the reduced input over the new residual.
+  EXPECT_THROW(validate_residual_rms_norm(DType::BF16, FusionOp::ResidualRmsNorm, 1024, 256, eps, 1.0f, b.residual_out, b),
+               KernelError);
 }
 
 }  // namespace
