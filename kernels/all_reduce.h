@@ -99,7 +99,8 @@ bool all_reduce_on_host(AllReduceAlgorithm algorithm, const HostTeamView& team, 
                         int threads_per_block, const device::host::LaunchOptions& options = {});
 
 // The unfused epilogue kernel used after an NCCL all-reduce: residual_out = reduced + residual_in,
-// output = rmsnorm(residual_out) * gamma (+ e4m3). `reduced` is the all-reduce result (count elements).
+// output = rmsnorm(residual_out) * gamma (+ e4m3). `reduced` is the all-reduce result (count elements). Output may
+// equal reduced and residual_out may equal residual_in (vLLM's in-place fused_add_rms_norm); no other overlap.
 void residual_rms_norm(DType dtype, FusionOp fusion, std::int64_t count, std::int64_t hidden, float rms_eps,
                        float fp8_scale, const void* reduced, const AllReduceBuffers& buffers, void* stream);
 // The same epilogue kernel on the CPU, one block of `threads_per_block` threads (on the calling thread).

@@ -92,6 +92,12 @@ class Team {
 // rank fits: the barriers would wait for blocks that can never start.
 int co_resident_blocks_per_rank(int active_blocks_per_sm, int sms, int local_ranks);
 
+// The per-message limit of a team asked for `max_bytes`: rounded up to a multiple of 128 (staging and scratch
+// slots stay aligned). Throws KernelError (Workspace), the message starting with `who`, when max_bytes is not
+// positive or the rank's whole workspace (workspace_allocation_bytes of the result) would not fit in 64 bits: a
+// wrapped size would allocate a few KiB for a team that then accepts messages of any size.
+std::int64_t team_max_bytes(const std::string& who, std::int64_t max_bytes);
+
 // The first two ranks whose devices have the same identifier (PCI bus id), if any: two IPC ranks on one GPU.
 std::optional<std::pair<int, int>> ranks_sharing_a_device(const std::vector<std::string>& device_ids);
 

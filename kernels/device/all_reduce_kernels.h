@@ -91,6 +91,21 @@ ARFIT_DEVICE bool team_barrier(const TeamPointers& team, int rank, int block, st
 
 // ---------------- fused epilogue ----------------
 
+// sum += value with Kahan compensation (`carry` keeps the low-order bits the running sum dropped), so a thread's
+// sum of squares over a long row stays within a few ulp whatever the row length: a plain fp32 running sum of the
+// 2^17 squares of a one-thread row (bench/host runs one thread per block) was off by 1e-4 relative, ten times
+// the fp32 tolerance. Deterministic (no reassociation is allowed without fast-math, on either compiler), so
+// every rank still gets the same bits. A few flops per 16-byte vector, nothing next to the loads.
+// Once the sum overflows to inf the carry would be inf - inf = NaN and poison the later terms; it is dropped
+// instead, so an overflowing row still gives inv_rms = 0 as a plain sum does (a NaN term still makes sum NaN).
+ARFIT_DEVICE void compensated_add(float& sum, float& carry, float value) {
+  const float corrected = value - carry;
+  const float next = sum + corrected;
+  const float lost = (next - sum) - corrected;
+  carry = lost == lost ? lost : 0.0f;  // NaN only when next or sum is not finite
+  sum = next;
+}
+
 // One row of residual_out = reduced + residual_in; output = residual_out * rsqrt(mean(residual_out^2) + eps)
 // * gamma; e4m3 = saturate(output * fp8_inv_scale). `load_reduced(j, acc)` adds the all-reduced fp32 values
 // of vector j of the row into acc. Order of operations (the host backend runs this same code):
@@ -106,6 +121,7 @@ ARFIT_DEVICE void residual_rms_norm_row(LoadReduced load_reduced, const T* resid
                                         float fp8_inv_scale) {
   constexpr int W = VectorWidth<T>::value;
   float sum_squares = 0;
+  float sum_squares_carry = 0;
   for (std::int64_t j = thread_index(); j < vectors_per_row; j += kThreads) {
     float acc[W] = {};
     load_reduced(j, acc);
@@ -114,8 +130,10 @@ ARFIT_DEVICE void residual_rms_norm_row(LoadReduced load_reduced, const T* resid
     store_16(residual_out + j * W, rounded);
     float r[W] = {};
     accumulate<T>(rounded, r);
+    float vector_squares = 0;  // W terms: a plain sum is accurate enough; the long run over vectors is compensated
     ARFIT_UNROLL
-    for (int k = 0; k < W; ++k) sum_squares += r[k] * r[k];
+    for (int k = 0; k < W; ++k) vector_squares += r[k] * r[k];
+    compensated_add(sum_squares, sum_squares_carry, vector_squares);
   }
   const float inv_rms = reciprocal_sqrt(block_sum<kThreads>(sum_squares) / static_cast<float>(hidden) + eps);
   for (std::int64_t j = thread_index(); j < vectors_per_row; j += kThreads) {

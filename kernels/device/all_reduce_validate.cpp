@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <sstream>
 
 #include "kernels/all_reduce.h"
@@ -29,6 +30,15 @@ void require_pointer(const void* p, const char* what, int local_rank, bool must_
 
 bool is_fused(FusionOp f) { return f != FusionOp::None; }
 
+// "N bytes" of a message of `count` elements, also when N does not fit in 64 bits.
+std::string message_bytes_text(std::int64_t count, DType dtype) {
+  const int size = dtype_bytes(dtype);
+  if (count > std::numeric_limits<std::int64_t>::max() / size) {
+    return "more than " + std::to_string(std::numeric_limits<std::int64_t>::max()) + " bytes";
+  }
+  return std::to_string(count * size) + " bytes";
+}
+
 // One buffer of one local rank, as a byte range.
 struct Extent {
   int local_rank;
@@ -37,13 +47,15 @@ struct Extent {
   bool written;
 };
 
-// Pairs of the same rank's buffers that may be the same memory: in place, and fused in place.
+// Pairs of the same rank's buffers that may be the same memory: in place, fused in place, and the unfused
+// epilogue's output written over its reduced input (vLLM's in-place fused_add_rms_norm: the thread that reads
+// vector j of `reduced` is the one that later stores vector j of `output`, residual_rms_norm_row).
 bool allowed_alias(const Extent& a, const Extent& b) {
   if (a.local_rank != b.local_rank || a.begin != b.begin || a.end != b.end) return false;
   auto is = [&](const char* x, const char* y) {
     return (std::string(a.name) == x && std::string(b.name) == y) || (std::string(a.name) == y && std::string(b.name) == x);
   };
-  return is("input", "output") || is("residual_in", "residual_out");
+  return is("input", "output") || is("residual_in", "residual_out") || is("reduced", "output");
 }
 
 std::string extent_text(const Extent& e) {
@@ -62,7 +74,7 @@ void require_no_overlap(const std::string& who, const std::vector<Extent>& exten
       if (a.begin >= b.end || b.begin >= a.end) continue;
       if (allowed_alias(a, b)) continue;
       throw KernelError(who + ": " + extent_text(a) + " overlaps " + extent_text(b) +
-                            " (only output == input and residual_out == residual_in may share memory)",
+                            " (only output == input or reduced, and residual_out == residual_in, may share memory)",
                         KernelParam::Buffers);
     }
   }
@@ -70,7 +82,10 @@ void require_no_overlap(const std::string& who, const std::vector<Extent>& exten
 
 void validate_rms_eps(const std::string& who, float rms_eps) {
   if (!(rms_eps > 0 && std::isfinite(rms_eps))) {
-    throw KernelError(who + ": rms_eps must be finite and > 0, got " + std::to_string(rms_eps), KernelParam::RmsEps);
+    // Stream formatting, not std::to_string's six fixed decimals: -1e-7 must not read "-0.000000".
+    std::ostringstream s;
+    s << who << ": rms_eps must be finite and > 0, got " << rms_eps;
+    throw KernelError(s.str(), KernelParam::RmsEps);
   }
 }
 
@@ -125,9 +140,10 @@ void validate_all_reduce_shape(AllReduceAlgorithm algorithm, const TeamShape& te
   if (count <= 0) {
     throw KernelError(who + ": element count must be positive, got " + std::to_string(count), KernelParam::Count);
   }
-  const std::int64_t bytes = count * dtype_bytes(dtype);
-  if (bytes > team.max_bytes) {
-    throw KernelError(who + ": message of " + std::to_string(bytes) + " bytes (" + std::to_string(count) + " " +
+  // Compared in elements: count * element size may not fit in 64 bits (2^61 + 1 fp32 elements wrapped to 4
+  // bytes and passed).
+  if (count > team.max_bytes / dtype_bytes(dtype)) {
+    throw KernelError(who + ": message of " + message_bytes_text(count, dtype) + " (" + std::to_string(count) + " " +
                           to_string(dtype) + " elements) exceeds the team's workspace limit of " +
                           std::to_string(team.max_bytes) + " bytes per rank (create the team with a larger max_bytes)",
                       KernelParam::Workspace);
@@ -197,6 +213,11 @@ void validate_residual_rms_norm_shape(DType dtype, FusionOp fusion, std::int64_t
                       KernelParam::Fusion);
   }
   const int width = vector_width(dtype);
+  // The buffers' byte sizes (count * element size) must fit in 64 bits for the overlap checks below.
+  if (count > std::numeric_limits<std::int64_t>::max() / dtype_bytes(dtype)) {
+    throw KernelError(who + ": count " + std::to_string(count) + " is a message of " + message_bytes_text(count, dtype),
+                      KernelParam::Count);
+  }
   if (count <= 0 || hidden <= 0 || hidden % width != 0 || count % hidden != 0) {
     throw KernelError(who + ": count " + std::to_string(count) + " and hidden " + std::to_string(hidden) +
                           " must be positive, hidden a multiple of " + std::to_string(width) +

@@ -4,14 +4,16 @@
 #include <cstring>
 #include <new>
 
+#include "kernels/team.h"
+
 namespace arfit::kernels {
 
 HostTeam::HostTeam(int nranks, std::int64_t max_bytes, int max_blocks_per_rank)
-    : nranks_(nranks), max_bytes_((max_bytes + 127) / 128 * 128), max_blocks_per_rank_(max_blocks_per_rank) {
+    : nranks_(nranks), max_blocks_per_rank_(max_blocks_per_rank) {
   if (!custom_all_reduce_supports_ranks(nranks)) {
     throw KernelError("HostTeam: unsupported rank count " + std::to_string(nranks) + " (2, 4 or 8)", KernelParam::Ranks);
   }
-  if (max_bytes <= 0) throw KernelError("HostTeam: max_bytes must be positive", KernelParam::Workspace);
+  max_bytes_ = team_max_bytes("HostTeam", max_bytes);
   if (max_blocks_per_rank < 1 || max_blocks_per_rank > kMaxBlocksPerRank) {
     throw KernelError("HostTeam: blocks per rank must be in 1.." + std::to_string(kMaxBlocksPerRank), KernelParam::Device);
   }

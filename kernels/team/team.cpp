@@ -13,17 +13,14 @@ namespace arfit::kernels {
 
 namespace {
 
-std::int64_t round_up(std::int64_t v, std::int64_t to) { return (v + to - 1) / to * to; }
-
-void check_team_size(int nranks, std::int64_t max_bytes) {
+// Checks the team's size and returns its per-message limit (team_max_bytes), before anything is allocated.
+std::int64_t checked_team_size(int nranks, std::int64_t max_bytes) {
   if (!custom_all_reduce_supports_ranks(nranks)) {
     throw KernelError("Team: unsupported rank count " + std::to_string(nranks) +
                           " (the custom kernels are instantiated for 2, 4 or 8 ranks)",
                       KernelParam::Ranks);
   }
-  if (max_bytes <= 0) {
-    throw KernelError("Team: max_bytes must be positive, got " + std::to_string(max_bytes), KernelParam::Workspace);
-  }
+  return team_max_bytes("Team", max_bytes);
 }
 
 // Blocks per rank the device keeps resident for `local_ranks` ranks (occupancy of the kernels as compiled).
@@ -45,13 +42,13 @@ void allocate_abort_word(std::uint32_t** host, const std::uint32_t** device) {
 }  // namespace
 
 std::unique_ptr<Team> Team::create_virtual(int nranks, std::int64_t max_bytes, int device) {
-  check_team_size(nranks, max_bytes);
+  const std::int64_t limit = checked_team_size(nranks, max_bytes);
   std::unique_ptr<Team> team(new Team());
   team->nranks_ = nranks;
   team->first_rank_ = 0;
   team->local_ranks_ = nranks;
   team->device_ = device;
-  team->max_bytes_ = round_up(max_bytes, 128);
+  team->max_bytes_ = limit;
   ARFIT_CUDA_CHECK(cudaSetDevice(device));
   team->max_blocks_per_rank_ = co_resident_blocks(device, nranks);
   allocate_abort_word(&team->abort_host_, &team->abort_device_);
@@ -68,13 +65,13 @@ std::unique_ptr<Team> Team::create_virtual(int nranks, std::int64_t max_bytes, i
 
 std::unique_ptr<Team> Team::create_ipc(HandleExchange& exchange, std::int64_t max_bytes, int device) {
   const int nranks = exchange.size();
-  check_team_size(nranks, max_bytes);
+  const std::int64_t limit = checked_team_size(nranks, max_bytes);
   std::unique_ptr<Team> team(new Team());
   team->nranks_ = nranks;
   team->first_rank_ = exchange.rank();
   team->local_ranks_ = 1;
   team->device_ = device;
-  team->max_bytes_ = round_up(max_bytes, 128);
+  team->max_bytes_ = limit;
   ARFIT_CUDA_CHECK(cudaSetDevice(device));
 
   // Every rank must use the same block partition and the same limit, and a GPU of its own.

@@ -1,5 +1,6 @@
 // The host-side rules of team construction and teardown (kernels/team.h): plain C++, tested without a GPU.
 #include <algorithm>
+#include <limits>
 
 #include "kernels/team.h"
 
@@ -16,6 +17,19 @@ int co_resident_blocks_per_rank(int active_blocks_per_sm, int sms, int local_ran
                       KernelParam::Device);
   }
   return static_cast<int>(std::min<long long>(per_rank, kMaxBlocksPerRank));
+}
+
+std::int64_t team_max_bytes(const std::string& who, std::int64_t max_bytes) {
+  constexpr std::int64_t kAlign = 128;
+  // The largest multiple of 128 whose workspace (signals + staging + scratch slots) fits in an int64.
+  constexpr std::int64_t kLargest =
+      (std::numeric_limits<std::int64_t>::max() - static_cast<std::int64_t>(sizeof(RankSignals))) /
+      (1 + kScratchSlots) / kAlign * kAlign;
+  if (max_bytes <= 0 || max_bytes > kLargest) {
+    throw KernelError(who + ": max_bytes must be in 1.." + std::to_string(kLargest) + ", got " + std::to_string(max_bytes),
+                      KernelParam::Workspace);
+  }
+  return (max_bytes + kAlign - 1) / kAlign * kAlign;
 }
 
 std::optional<std::pair<int, int>> ranks_sharing_a_device(const std::vector<std::string>& device_ids) {

@@ -2,9 +2,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "kernels/all_reduce.h"
+#include "kernels/team.h"
+#include "kernels/team/host_team.h"
 
 namespace arfit::kernels {
 namespace {
@@ -41,6 +44,15 @@ std::string error_of(AllReduceAlgorithm algorithm, const TeamShape& team, const 
     return e.what();
   }
   return "";
+}
+
+KernelParam parameter_of(AllReduceAlgorithm algorithm, const TeamShape& team, const AllReduceParams& p) {
+  try {
+    validate_all_reduce(algorithm, team, p);
+  } catch (const KernelError& e) {
+    return e.parameter();
+  }
+  return KernelParam::None;
 }
 
 constexpr std::int64_t kMiB = 1 << 20;
@@ -110,6 +122,55 @@ TEST(KernelValidation, RejectsSizesAboveTheWorkspace) {
   EXPECT_NE(e.find("exceeds the team's workspace limit of 1048576 bytes"), std::string::npos) << e;
 }
 
+// Counts whose byte size does not fit in 64 bits: 2^61 + 1 fp32 elements are 2^63 + 4 bytes, which wrapped to a
+// 4-byte message that every workspace held.
+TEST(KernelValidation, RejectsCountsWhoseByteSizeOverflows) {
+  const std::int64_t max = std::numeric_limits<std::int64_t>::max();
+  for (DType dtype : {DType::BF16, DType::FP16, DType::FP32}) {
+    for (std::int64_t count : {(std::int64_t{1} << 61) + 1, std::int64_t{1} << 62, max / 2 + 1, max}) {
+      const std::string e = error_of(AllReduceAlgorithm::TwoShot, {2, 1, kMiB}, params(dtype, FusionOp::None, count, 0, 1));
+      EXPECT_NE(e.find("exceeds the team's workspace limit"), std::string::npos) << count << " " << to_string(dtype) << ": " << e;
+      EXPECT_EQ(parameter_of(AllReduceAlgorithm::TwoShot, {2, 1, kMiB}, params(dtype, FusionOp::None, count, 0, 1)),
+                KernelParam::Workspace);
+    }
+  }
+  const std::string e = error_of(AllReduceAlgorithm::OneShot, {2, 1, kMiB}, params(DType::FP32, FusionOp::None, max, 0, 1));
+  EXPECT_NE(e.find("message of more than 9223372036854775807 bytes"), std::string::npos) << e;
+  // The unfused epilogue has no workspace, but its buffers' byte sizes must fit too (they wrapped to 0 bytes,
+  // so no overlap was ever found).
+  try {
+    validate_residual_rms_norm(DType::FP32, FusionOp::ResidualRmsNorm, std::int64_t{1} << 62, 1 << 20, 1e-6f, 1.0f,
+                               address(0x50000000), aligned_buffers(0x40000000));
+    ADD_FAILURE() << "2^62 fp32 elements accepted";
+  } catch (const KernelError& error) {
+    EXPECT_EQ(error.parameter(), KernelParam::Count) << error.what();
+  }
+}
+
+// A team's workspace (signals + staging + 3 scratch slots of max_bytes) must fit in 64 bits: max_bytes = 2^62
+// wrapped to a workspace of 2304 bytes, and validation then accepted messages of up to 2^62 bytes on it.
+TEST(KernelValidation, TeamWorkspaceMustFitIn64Bits) {
+  EXPECT_EQ(team_max_bytes("HostTeam", 1), 128);
+  EXPECT_EQ(team_max_bytes("HostTeam", 4096 + 100), 4224);
+  for (std::int64_t max_bytes : {std::int64_t{0}, std::int64_t{-1}, std::int64_t{1} << 61, std::int64_t{1} << 62,
+                                 std::numeric_limits<std::int64_t>::max()}) {
+    try {
+      team_max_bytes("HostTeam", max_bytes);
+      ADD_FAILURE() << max_bytes << " accepted";
+    } catch (const KernelError& e) {
+      EXPECT_EQ(e.parameter(), KernelParam::Workspace);
+      EXPECT_NE(std::string(e.what()).find("HostTeam: max_bytes must be in 1.."), std::string::npos) << e.what();
+    }
+  }
+  // The largest accepted limit is a multiple of 128 whose workspace still fits.
+  const std::int64_t largest = (std::numeric_limits<std::int64_t>::max() - static_cast<std::int64_t>(sizeof(RankSignals))) /
+                               (1 + kScratchSlots) / 128 * 128;
+  EXPECT_EQ(team_max_bytes("HostTeam", largest), largest);
+  EXPECT_GT(workspace_allocation_bytes(largest), 0);
+  EXPECT_THROW(team_max_bytes("HostTeam", largest + 1), KernelError);
+  EXPECT_THROW(HostTeam(2, std::int64_t{1} << 62, 1), KernelError);  // refused before it allocates anything
+}
+
 TEST(KernelValidation, RejectsUnsupportedFusionDtypePairs) {
   for (DType dtype : {DType::BF16, DType::FP16, DType::FP32}) {
     const std::string e = error_of(AllReduceAlgorithm::TwoShot, {4, 1, kMiB},
@@ -158,15 +219,6 @@ TEST(KernelValidation, RejectsBadCountsAndBufferSets) {
   EXPECT_NE(e.find("fp8_scale must be a normal, positive, finite float, got 0"), std::string::npos) << e;
 }
 
-KernelParam parameter_of(AllReduceAlgorithm algorithm, const TeamShape& team, const AllReduceParams& p) {
-  try {
-    validate_all_reduce(algorithm, team, p);
-  } catch (const KernelError& e) {
-    return e.parameter();
-  }
-  return KernelParam::None;
-}
-
 TEST(KernelValidation, Fp8ScaleMustBeANormalPositiveFloat) {
   AllReduceParams p = params(DType::BF16, FusionOp::ResidualRmsNormQuantFp8, 1024, 256, 1);
   for (float scale : {0.0f, -0.0f, -1.0f, 1e-40f /* subnormal: 1/scale overflows */, INFINITY, -INFINITY, NAN}) {
@@ -189,6 +241,10 @@ TEST(KernelValidation, RmsEpsMustBePositive) {
     p.rms_eps = eps;
     EXPECT_EQ(parameter_of(AllReduceAlgorithm::TwoShot, {2, 1, kMiB}, p), KernelParam::RmsEps) << eps;
   }
+  // The message shows the value given (std::to_string printed -1e-07 as "-0.000000").
+  p.rms_eps = -1e-7f;
+  const std::string e = error_of(AllReduceAlgorithm::TwoShot, {2, 1, kMiB}, p);
+  EXPECT_NE(e.find("rms_eps must be finite and > 0, got -1e-07"), std::string::npos) << e;
   p.rms_eps = 1e-6f;
   EXPECT_EQ(error_of(AllReduceAlgorithm::TwoShot, {2, 1, kMiB}, p), "");
   AllReduceParams unfused = params(DType::FP16, FusionOp::None, 1024, 0, 1);
@@ -280,6 +336,14 @@ TEST(KernelValidation, UnfusedEpilogueChecksItsInputs) {
   // The reduced input inside the output it is normalised into.
   EXPECT_THROW(validate_residual_rms_norm(DType::BF16, FusionOp::ResidualRmsNorm, 1024, 256, eps, 1.0f,
                                           address(reinterpret_cast<std::uintptr_t>(b.output) + 16), b),
+               KernelError);
+  // ...but exactly the output, with the residual updated in place too (vLLM's fused_add_rms_norm), is fine.
+  AllReduceBuffers in_place = b;
+  in_place.residual_out = const_cast<void*>(b.residual_in);
+  EXPECT_NO_THROW(validate_residual_rms_norm(DType::BF16, FusionOp::ResidualRmsNormQuantFp8, 1024, 256, eps, 1.0f,
+                                             b.output, in_place));
+  // Other overlaps stay refused, e.g. the reduced input over the new residual.
+  EXPECT_THROW(validate_residual_rms_norm(DType::BF16, FusionOp::ResidualRmsNorm, 1024, 256, eps, 1.0f, b.residual_out, b),
                KernelError);
 }
 
