@@ -10,6 +10,7 @@
 #include <string>
 #include <unistd.h>
 
+#include "bench/agreement.h"
 #include "bench/backend.h"
 #include "bench/options.h"
 #include "bench/plan.h"
@@ -24,47 +25,6 @@
 using namespace arfit::bench;
 
 namespace {
-
-// What every rank must agree on before its first collective: the cases (planned from its own command line,
-// and from its node's memory and rank count), how each is timed, and whether to measure at all. Ranks that
-// differ would pair unlike collectives (MPI_ERR_TRUNCATE, a case index beyond a shorter grid, bad_alloc) or
-// wait forever for a rank that only listed the plan.
-std::uint64_t run_fingerprint(const Options& opt, const PlannedGrid& grid) {
-  std::ostringstream s;
-  s.precision(17);
-  s << opt.help << '|' << opt.spec.backend << '|' << opt.dry_run << '|' << opt.workspace << '|' << opt.runner.warmup << '|'
-    << opt.runner.iters << '|' << opt.runner.buffers << '|' << opt.runner.cuda_graph << '|' << opt.runner.timeout_s
-    << '|' << opt.runner.stop_on_timeout << '|' << opt.runner.virtual_ranks;
-  for (const Case& c : grid.cases) s << '|' << c.index << ' ' << c.key();
-  return std::stoull(arfit::fnv1a64_hex(s.str()), nullptr, 16);
-}
-
-// Collective over the world: every rank reports whether its command line parsed and what it planned. Returns
-// the exit status every rank leaves with (0: go on), after the rank(s) that know why have said it.
-int agree_on_the_run(int rank, int parse_status, const std::string& parse_error, std::uint64_t fingerprint) {
-  // One MAX reduction: any rank's status, rank 0's status, and the fingerprint with its complement (all
-  // fingerprints equal exactly when max(~f) == ~max(f)).
-  unsigned long long mine[4] = {static_cast<unsigned long long>(parse_status),
-                                rank == 0 ? static_cast<unsigned long long>(parse_status) : 0ULL, fingerprint, ~fingerprint};
-  unsigned long long all[4] = {0, 0, 0, 0};
-  MPI_Allreduce(mine, all, 4, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
-  if (all[1] != 0 || (all[0] != 0 && parse_status != 0)) {
-    // Rank 0 speaks for a command line every rank shares; another rank speaks only when rank 0 had no error.
-    if (rank == 0 || all[1] == 0)
-      std::cerr << "arbench" << (rank == 0 ? std::string() : "[rank " + std::to_string(rank) + "]") << ": error: " << parse_error
-                << "\nRun with --help for more information.\n";
-    return static_cast<int>(all[1] != 0 ? all[1] : all[0]);
-  }
-  if (all[0] != 0) return static_cast<int>(all[0]);
-  if (all[3] != ~all[2]) {
-    if (rank == 0)
-      std::cerr << "arbench: error: the ranks were started with different options (the planned cases, -w/-n, "
-                   "--buffers, --cuda-graph, --timeout, --on-timeout, --workspace, --virtual-ranks or --dry-run differ, "
-                   "or the nodes' memory planned different cases): give every rank the same command line\n";
-    return 2;
-  }
-  return 0;
-}
 
 // Collective over the world (so called by every rank, whatever its command line): the ranks on this node.
 int ranks_on_this_node(int rank) {
@@ -94,20 +54,33 @@ int run(int argc, char** argv, int rank, int size) {
   PlannedGrid grid;
   std::unique_ptr<Backend> backend;
   std::vector<std::string> notices;
-  int parse_status = 0;
+  RankPlan mine;
   std::string parse_error;
   const int ranks_per_node = ranks_on_this_node(rank);
   try {
     opt = parse_options(argc, argv);
-    if (!opt.help) grid = plan_grid(opt, size, ranks_per_node, &notices);
+    if (!opt.help && !opt.version) grid = plan_grid(opt, size, ranks_per_node, &notices);
+    mine = plan_of_rank(opt, grid);
   } catch (const GridError& e) {
-    parse_status = 2;
     parse_error = e.what();
+    mine = usage_error_of_rank(e.option(), parse_error);
+  } catch (const std::exception& e) {  // out of memory planning a huge grid: still meets the others below
+    parse_error = e.what();
+    mine = failure_of_rank(parse_error);
   }
-  if (int status = agree_on_the_run(rank, parse_status, parse_error, parse_status ? 0 : run_fingerprint(opt, grid)))
-    return status;
-  if (opt.help) {
-    if (root) std::cout << opt.help_text;
+  // Before the first collective of the run, every rank learns what every other rank planned: ranks that differ
+  // would pair unlike collectives (MPI_ERR_TRUNCATE, a case index beyond a shorter grid, bad_alloc) or wait
+  // forever for a rank that only printed its help or its plan.
+  const Verdict verdict = agree_on_the_run(MPI_COMM_WORLD, mine);
+  // Each message in one write: the ranks' lines reach mpirun's relay whole, not interleaved.
+  if (verdict.print_own_error)
+    std::cerr << "arbench" + (root ? std::string() : "[rank " + std::to_string(rank) + "]") + ": error: " + parse_error +
+                     (mine.kind == RankPlan::kUsageError ? "\nRun with --help for more information.\n" : "\n")
+              << std::flush;
+  if (root && !verdict.message.empty()) std::cerr << "arbench: error: " + verdict.message + "\n" << std::flush;
+  if (verdict.status != 0) return verdict.status;
+  if (opt.help || opt.version) {
+    if (root) std::cout << (opt.help ? opt.help_text : opt.version_text + "\n");
     return 0;
   }
   if (root && !opt.quiet)

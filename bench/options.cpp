@@ -70,6 +70,7 @@ Options parse_options(int argc, const char* const* argv) {
       "Rank 0 writes the output and the progress; every rank checks correctness."};
   app.name("arbench");
   app.set_help_flag("-h,--help", "Print this help and exit");
+  app.set_version_flag("--version", std::string("arbench (arfit ") + ARFIT_VERSION + ")", "Print the version and exit");
   std::string backend = "host", preset_name, spec_file, collectives, strategies, fusions, dtypes, tp, tokens, hidden,
               bytes, minbytes, maxbytes, plan, workspace, on_timeout = "continue", profile_cases;
   double stepfactor = 0;
@@ -132,6 +133,10 @@ Options parse_options(int argc, const char* const* argv) {
   } catch (const CLI::CallForHelp&) {
     o.help = true;
     o.help_text = app.help();
+    return o;
+  } catch (const CLI::CallForVersion& v) {
+    o.version = true;
+    o.version_text = v.what();
     return o;
   } catch (const CLI::ParseError& e) {
     std::string what = e.what();

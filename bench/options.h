@@ -26,6 +26,8 @@ struct Options {
   std::string command_line;
   bool help = false;          // --help was given; `help_text` holds it
   std::string help_text;
+  bool version = false;       // --version was given; `version_text` holds it
+  std::string version_text;
 };
 
 // Parses argv. Throws GridError (message names the option) for bad values and combinations; CLI11's own

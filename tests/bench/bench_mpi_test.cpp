@@ -302,6 +302,16 @@ TEST(BenchMpi, RanksWithDifferentOptionsAreRefusedBeforeMeasuring) {
   const CommandResult bad = run_command(env + ARFIT_MPIEXEC + rank + " --bytes 1K :" + rank + " --bytes 1K --bogus");
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_NE(bad.output.find("arbench[rank 1]: error: option --bogus"), std::string::npos) << bad.output;
+  // One rank alone given --help or --version: the refusal says which rank asked for what, and which option differed.
+  for (const auto& [second, named] : {std::pair{std::string(" --bytes 1K --help"), std::string("rank 1 was given --help")},
+                                      std::pair{std::string(" --bytes 1K --version"), std::string("rank 1 was given --version")},
+                                      std::pair{std::string(" --bytes 1K --buffers 3"), std::string("rank 1 differs from rank 0 in --buffers")},
+                                      std::pair{std::string(" --bytes 1K --bogus"), std::string("rank 1 has a usage error in option --bogus")}}) {
+    const CommandResult r = run_command(env + ARFIT_MPIEXEC + rank + " --bytes 1K :" + rank + second);
+    EXPECT_EQ(r.exit_code, 2) << second << "\n" << r.output;
+    EXPECT_NE(r.output.find(named), std::string::npos) << second << "\n" << r.output;
+    EXPECT_FALSE(std::filesystem::exists(out)) << second;
+  }
   // The same command line on every rank still runs.
   EXPECT_EQ(run_command(env + ARFIT_MPIEXEC + rank + " --bytes 1K :" + rank + " --bytes 1K").exit_code, 0);
   EXPECT_TRUE(std::filesystem::exists(out));
@@ -316,6 +326,14 @@ TEST(BenchMpi, HelpPrintsTheOptionsAndSucceeds) {
     EXPECT_NE(r.output.find("--backend"), std::string::npos) << cmd << "\n" << r.output;
     EXPECT_NE(r.output.find("--plan"), std::string::npos) << cmd << "\n" << r.output;
     EXPECT_EQ(r.output.find("arbench: error"), std::string::npos) << cmd << "\n" << r.output;
+  }
+}
+
+TEST(BenchMpi, VersionPrintsTheVersionAndSucceeds) {
+  for (const std::string& cmd : {std::string(ARBENCH_BIN) + " --version", mpirun("--version")}) {
+    const CommandResult r = run_command(cmd);
+    EXPECT_EQ(r.exit_code, 0) << cmd << "\n" << r.output;
+    EXPECT_NE(r.output.find(std::string("arbench (arfit ") + ARFIT_VERSION + ")"), std::string::npos) << cmd << "\n" << r.output;
   }
 }
 
