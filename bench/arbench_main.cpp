@@ -36,6 +36,21 @@ int ranks_on_this_node(int rank) {
   return n;
 }
 
+// One rank's error on standard error in one write (whole lines through mpirun's relay), prefixed by the rank
+// except on rank 0, whose errors are the command line's.
+void say_error(int rank, const std::string& text) {
+  std::cerr << "arbench" + (rank == 0 ? std::string() : "[rank " + std::to_string(rank) + "]") + ": error: " + text + "\n"
+            << std::flush;
+}
+
+// Collective over the world: a step that may fail on some ranks only. Each failing rank says why, naming its
+// rank (rank 0's error is the command line's: no prefix); every rank returns the worst status (0: all went well).
+int worst_status_of_all(int rank, int status, const std::string& error) {
+  if (status != 0) say_error(rank, error);
+  MPI_Allreduce(MPI_IN_PLACE, &status, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return status;
+}
+
 // The cases this rank will run: its command line's grid within what its node can hold.
 PlannedGrid plan_grid(Options& opt, int size, int ranks_per_node, std::vector<std::string>* notices) {
   PlanOptions po;
@@ -72,12 +87,9 @@ int run(int argc, char** argv, int rank, int size) {
   // would pair unlike collectives (MPI_ERR_TRUNCATE, a case index beyond a shorter grid, bad_alloc) or wait
   // forever for a rank that only printed its help or its plan.
   const Verdict verdict = agree_on_the_run(MPI_COMM_WORLD, mine);
-  // Each message in one write: the ranks' lines reach mpirun's relay whole, not interleaved.
   if (verdict.print_own_error)
-    std::cerr << "arbench" + (root ? std::string() : "[rank " + std::to_string(rank) + "]") + ": error: " + parse_error +
-                     (mine.kind == RankPlan::kUsageError ? "\nRun with --help for more information.\n" : "\n")
-              << std::flush;
-  if (root && !verdict.message.empty()) std::cerr << "arbench: error: " + verdict.message + "\n" << std::flush;
+    say_error(rank, parse_error + (mine.kind == RankPlan::kUsageError ? "\nRun with --help for more information." : ""));
+  if (root && !verdict.message.empty()) say_error(rank, verdict.message);
   if (verdict.status != 0) return verdict.status;
   if (opt.help || opt.version) {
     if (root) std::cout << (opt.help ? opt.help_text : opt.version_text + "\n");
@@ -94,7 +106,10 @@ int run(int argc, char** argv, int rank, int size) {
     return 0;
   }
 
-  // The backend first: --resume compares its device with the file's.
+  // The backend first: --resume compares its device with the file's. It may fail on some ranks only (a node
+  // without the GPU asked for): every rank says its own reason, and all leave together.
+  int backend_status = 0;
+  std::string backend_error;
   try {
     BackendOptions bo;
     bo.workspace = opt.workspace;
@@ -102,11 +117,16 @@ int run(int argc, char** argv, int rank, int size) {
     bo.device = opt.device;
     bo.cuda_graph = opt.runner.cuda_graph;
     backend = make_backend(opt.spec.backend, bo);
+    fail_if_injected(opt.runner, rank, "backend");
+    opt.runner.device = backend->device_info();
   } catch (const GridError& e) {
-    if (root) std::cerr << "arbench: error: " << e.what() << "\n";
-    return 2;
+    backend_status = 2;
+    backend_error = e.what();
+  } catch (const std::exception& e) {
+    backend_status = 1;
+    backend_error = e.what();
   }
-  opt.runner.device = backend->device_info();
+  if (int status = worst_status_of_all(rank, backend_status, backend_error)) return status;
 
   // Output state (rank 0), shared with every rank: an error flag and the cases still to run.
   const RunIdentity id = identify_run(MPI_COMM_WORLD);

@@ -125,6 +125,8 @@ Options parse_options(int argc, const char* const* argv) {
   // Test-only hooks, hidden from --help.
   app.add_option("--test-crash-after", o.runner.crash_after, "")->group("");
   app.add_option("--test-hang-case", o.runner.inject_hang_case, "")->group("");
+  std::string test_fail;  // RANK:STAGE, the stages of RunnerOptions::fail_stage
+  app.add_option("--test-fail", test_fail, "")->group("");
 
   std::vector<std::string> args;
   for (int i = argc - 1; i >= 1; --i) args.emplace_back(argv[i]);
@@ -240,6 +242,14 @@ Options parse_options(int argc, const char* const* argv) {
     o.runner.stop_on_timeout = true;
   else
     throw GridError("--on-timeout", "expected 'continue' or 'stop', found '" + on_timeout + "'");
+  if (!test_fail.empty()) {
+    const auto colon = test_fail.find(':');
+    const std::set<std::string> stages = {"backend", "group", "init", "check"};
+    if (colon == std::string::npos || !stages.count(test_fail.substr(colon + 1)))
+      throw GridError("--test-fail", "expected RANK:backend|group|init|check");
+    o.runner.fail_rank = parse_int_list(test_fail.substr(0, colon), "--test-fail").at(0);
+    o.runner.fail_stage = test_fail.substr(colon + 1);
+  }
   if (!profile_cases.empty()) o.runner.profile_cases = parse_case_indices(profile_cases, "--profile-cases");
   if (o.runner.iters < 1) throw GridError("-n/--iters", "needs at least 1 timed iteration");
   if (o.runner.warmup < 0) throw GridError("-w/--warmup", "cannot be negative");

@@ -329,6 +329,23 @@ TEST(BenchMpi, HelpPrintsTheOptionsAndSucceeds) {
   }
 }
 
+// A failure on a rank other than 0 — the backend's creation, a group's setup, a case's init or its check —
+// printed nothing before mpirun's abort text (a check that threw before its collective left rank 0's collective
+// to be paired with rank 1's next agreement: MPI_ERR_TRUNCATE, exit 15). Now that rank says its reason, naming
+// itself, every rank leaves (the watchdog ends a peer's wait in the collective it left) and the run fails with 1.
+TEST(BenchMpi, AFailureOnAnotherRankIsSaidByThatRankAndFailsTheRun) {
+  TempDir d;
+  for (const std::string stage : {"backend", "group", "init", "check"}) {
+    const std::string out = d.file(stage + ".csv");
+    const CommandResult r = run_command(
+        "timeout 120 env " + mpirun("--backend host --strategy MPI --bytes 1K -w 1 -n 2 -q --timeout 1 -o " + out + " --test-fail 1:" + stage));
+    EXPECT_EQ(r.exit_code, 1) << stage << "\n" << r.output;
+    EXPECT_NE(r.output.find("arbench[rank 1]"), std::string::npos) << stage << "\n" << r.output;
+    EXPECT_NE(r.output.find("injected failure at " + stage), std::string::npos) << stage << "\n" << r.output;
+    EXPECT_EQ(r.output.find("MPI_ERR_TRUNCATE"), std::string::npos) << stage << "\n" << r.output;
+  }
+}
+
 TEST(BenchMpi, VersionPrintsTheVersionAndSucceeds) {
   for (const std::string& cmd : {std::string(ARBENCH_BIN) + " --version", mpirun("--version")}) {
     const CommandResult r = run_command(cmd);
