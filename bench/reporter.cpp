@@ -94,10 +94,10 @@ OutputState inspect_output(const std::string& path, const std::string& grid_json
   if (is_standard_output(path))
     throw GridError("-o/--output", "'-' (standard output): the sample CSV is streamed into a journal FILE.partial that "
                                    "--resume continues and moved over FILE at the end; name a file (./- for a file named '-')");
-  st.journal = journal_path(path);
   // Both become the output (the journal by its final move): not an input, a regular file (or a link to
-  // one), writable; refused now, not after the run.
-  check_output_path(path);
+  // one), writable; refused now, not after the run. The journal lies next to the file the output names (a
+  // symbolic link's target), so that its final rename never crosses file systems.
+  st.journal = journal_path(output_target(path));
   check_output_path(st.journal);
   const bool output_exists = has_content(path), journal_exists = has_content(st.journal);
   if (overwrite) return st;  // a fresh journal; the output is replaced only when the run ends

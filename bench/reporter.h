@@ -51,7 +51,7 @@ enum class JournalStart {
 
 // Output file state found before the run (rank 0).
 struct OutputState {
-  std::string journal;                       // journal_path(output)
+  std::string journal;                       // journal_path(output_target(output)): beside the file it replaces
   JournalStart start = JournalStart::Fresh;
   std::string copied_output;                 // CopyOfOutput: the output's bytes, a partial last row cut
   std::set<std::string> finished;            // Case::key()s already in the journal or output

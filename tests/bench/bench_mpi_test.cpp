@@ -2,9 +2,11 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
+#include <sys/stat.h>
 
 #include "bench/grid.h"
 #include "model/sample_csv.h"
@@ -344,6 +346,45 @@ TEST(BenchMpi, AFailureOnAnotherRankIsSaidByThatRankAndFailsTheRun) {
     EXPECT_NE(r.output.find("injected failure at " + stage), std::string::npos) << stage << "\n" << r.output;
     EXPECT_EQ(r.output.find("MPI_ERR_TRUNCATE"), std::string::npos) << stage << "\n" << r.output;
   }
+}
+
+// -o a symbolic link to a file on another file system (the output on /dev/shm, the link in the working folder):
+// the journal streamed beside the link and its final rename over the link's target crossed file systems (EXDEV,
+// "Invalid cross-device link", exit 1 after the whole run). Now the journal lies beside the target: the run
+// succeeds, the target holds the samples, the link stays a link, and no journal is left.
+TEST(BenchMpi, OutputLinkedToAnotherFileSystemIsReplacedInPlace) {
+  TempDir d;
+  std::string shm = "/dev/shm/arfit-test-XXXXXX";
+  if (!::mkdtemp(shm.data())) GTEST_SKIP() << "no /dev/shm";
+  struct RemoveAll {
+    std::string dir;
+    ~RemoveAll() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } cleanup{shm};
+  struct stat here {}, there {};
+  if (::stat(d.path().c_str(), &here) != 0 || ::stat(shm.c_str(), &there) != 0 || here.st_dev == there.st_dev)
+    GTEST_SKIP() << "/dev/shm is on the temporary folder's file system";
+  const std::string target = shm + "/s.csv", link = d.file("s.csv");
+  auto write_target = [&](const std::string& text) { std::ofstream(target, std::ios::binary) << text; };
+  write_target("old\n");
+  std::filesystem::create_symlink(target, link);
+  const std::string grid = "--backend host --strategy MPI --bytes 1K:2K -w 1 -n 2 -q";
+  const CommandResult r = run_command(mpirun(grid + " -o " + link + " --overwrite"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+  EXPECT_EQ(read_samples_csv(target).samples.size(), 2u);
+  EXPECT_FALSE(std::filesystem::exists(link + ".partial"));
+  EXPECT_FALSE(std::filesystem::exists(target + ".partial"));
+  // Killed and resumed through the link: the journal beside the target is found and continued.
+  write_target("");
+  EXPECT_NE(run_command(mpirun("--backend host --strategy MPI --bytes 1K:8K -w 1 -n 2 -q -o " + link + " --test-crash-after 2")).exit_code, 0);
+  EXPECT_TRUE(std::filesystem::exists(target + ".partial"));
+  const CommandResult resumed = run_command(mpirun("--backend host --strategy MPI --bytes 1K:8K -w 1 -n 2 -q -o " + link + " --resume"));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_EQ(read_samples_csv(target).samples.size(), 4u);
+  EXPECT_FALSE(std::filesystem::exists(target + ".partial"));
 }
 
 TEST(BenchMpi, VersionPrintsTheVersionAndSucceeds) {
