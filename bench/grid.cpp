@@ -458,7 +458,11 @@ void apply_json_spec(GridSpec& spec, const std::string& text, const std::string&
     throw GridError("--spec", e.what());
   }
   if (!j.is_object()) throw GridError("--spec " + file, "the spec must be a JSON object");
-  auto where = [&](const std::string& key) { return "--spec " + file + " key '" + key + "'"; };
+  // "--spec FILE:LINE key 'KEY'": the line where the key's value starts (the rule: file, line and field).
+  auto where = [&](const std::string& key) {
+    const long line = json_line_of(text, json_pointer_append("", key));
+    return "--spec " + file + (line > 0 ? ":" + std::to_string(line) : std::string()) + " key '" + key + "'";
+  };
   if (j.contains("preset")) {
     if (!j["preset"].is_string()) throw GridError(where("preset"), "expected a string");
     try {

@@ -291,8 +291,27 @@ TEST(BenchGrid, PlanStrideBeyondAnIntIsAUsageErrorNamingThePlan) {
     apply_json_spec(g, R"({"plan":"lattice:4294967296"})", "s.json");
     FAIL() << "no error";
   } catch (const GridError& e) {
-    EXPECT_EQ(e.option(), "--spec s.json key 'plan'");
+    EXPECT_EQ(e.option(), "--spec s.json:1 key 'plan'");
     EXPECT_NE(std::string(e.what()).find("1..2147483647"), std::string::npos) << e.what();
+  }
+}
+
+// A bad value in a --spec file was named by file and key only: the message names the line too.
+TEST(BenchGrid, SpecErrorsNameTheFileLineAndKey) {
+  const struct {
+    std::string json, option;
+  } cases[] = {{"{\n  \"bytes\": [1024],\n  \"tp\": [-2]\n}", "--spec s.json:3 key 'tp'"},
+               {"{\"bytes\": [1024,\n -5]}", "--spec s.json:1 key 'bytes'"},
+               {"{\n\n \"bytez\": 1}", "--spec s.json:3 key 'bytez'"},
+               {"{\"bytes\": [1024],\n \"plan\": \"anchors:0\"}", "--spec s.json:2 key 'plan'"}};
+  for (const auto& c : cases) {
+    GridSpec g;
+    try {
+      apply_json_spec(g, c.json, "s.json");
+      ADD_FAILURE() << "no error for " << c.json;
+    } catch (const GridError& e) {
+      EXPECT_EQ(e.option(), c.option) << e.what();
+    }
   }
 }
 
