@@ -1,6 +1,7 @@
 #include "bench/options.h"
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <limits>
 #include <numeric>
 #include <optional>
@@ -221,7 +222,7 @@ Options parse_options(int argc, const char* const* argv) {
     const std::int64_t hi = maxbytes.empty() ? (g.bytes.empty() ? lo : g.bytes.back()) : parse_size(maxbytes, "-e/--maxbytes");
     if (lo > hi) throw GridError("-b/--minbytes", "minimum " + std::to_string(lo) + " is above the maximum " + std::to_string(hi) + " (-e)");
     const double f = app.count("--stepfactor") ? stepfactor : 2.0;
-    if (!(f > 1.0)) throw GridError("-f/--stepfactor", "the step factor must be above 1");
+    if (!(f > 1.0) || !std::isfinite(f)) throw GridError("-f/--stepfactor", "the step factor must be a finite number above 1");
     g.bytes = geometric_sizes(lo, hi, f, "-b/-e/-f");
     g.origin["bytes"] = "-b/-e/-f";
     g.tokens.clear(), g.hidden.clear();

@@ -296,6 +296,13 @@ TEST(BenchGrid, PlanStrideBeyondAnIntIsAUsageErrorNamingThePlan) {
   }
 }
 
+// -f inf swept nothing past the first size (8 * inf is above any end) and ran: a step factor is finite.
+TEST(BenchGrid, InfiniteStepFactorIsRefused) {
+  for (std::string f : {"inf", "nan", "1"})
+    EXPECT_EQ(offending_option({"-b", "8", "-e", "1K", "-f", f, "--strategy", "MPI", "--dry-run"}), "-f/--stepfactor") << f;
+  EXPECT_EQ(offending_option({"-b", "8", "-e", "1K", "-f", "4", "--strategy", "MPI", "--dry-run"}), "");
+}
+
 // A bad value in a --spec file was named by file and key only: the message names the line too.
 TEST(BenchGrid, SpecErrorsNameTheFileLineAndKey) {
   const struct {
