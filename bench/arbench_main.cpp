@@ -128,6 +128,7 @@ int run(int argc, char** argv, int rank, int size) {
   }
   if (int status = worst_status_of_all(rank, backend_status, backend_error)) return status;
 
+  opt.runner.backend_label = "arbench-" + opt.spec.backend;
   // Output state (rank 0), shared with every rank: an error flag and the cases still to run.
   const RunIdentity id = identify_run(MPI_COMM_WORLD);
   std::vector<int> todo;
@@ -137,8 +138,11 @@ int run(int argc, char** argv, int rank, int size) {
   std::string error_text;
   if (root) {
     try {
+      std::set<std::string> planned;
+      for (const Case& c : grid.cases) planned.insert(c.key());
       out = inspect_output(opt.output, opt.spec.to_json(), opt.resume, opt.overwrite,
-                           cuda_graph_header_value(opt.runner.cuda_graph), opt.runner.device.device);
+                           cuda_graph_header_value(opt.runner.cuda_graph), opt.runner.device.device, &planned,
+                           opt.runner.backend_label);
       if (!opt.json_output.empty()) {
         if (arfit::same_path(opt.json_output, opt.output))
           throw GridError("--json", "'" + opt.json_output + "' is also the sample CSV (-o); write the JSON to another file");
@@ -174,7 +178,6 @@ int run(int argc, char** argv, int rank, int size) {
   unsigned long long resumed_all = resumed;
   MPI_Bcast(&resumed_all, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
 
-  opt.runner.backend_label = "arbench-" + opt.spec.backend;
   // A resumed run keeps its source: the file stays one run, whatever the number of sessions.
   opt.runner.source = out.resumed() && !out.source.empty() ? out.source : "arbench " + id.started_utc;
   opt.runner.nnodes = id.nnodes;

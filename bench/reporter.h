@@ -73,9 +73,12 @@ struct OutputState {
 // (cuda_graph_header_value), compared with the file's (absent = "off"); InputError (bad data, exit 1) when
 // the file is not a readable sample file. `device` (DeviceInfo::device of this run; "" = not checked) must be
 // the file's `device`, naming --resume: a job restarted on other hardware would put two machines' timings in
-// one run.
+// one run. Every row continued must be a case of `planned` (Case::key()s; null = not checked), appear once, and
+// come from `backend` (Sample::backend, "" = not checked): an edited, duplicated or foreign row would stay in the
+// output beside the case measured again (InputError naming the file, line and column; the file untouched).
 OutputState inspect_output(const std::string& path, const std::string& grid_json, bool resume, bool overwrite,
-                           const std::string& cuda_graph = "off", const std::string& device = "");
+                           const std::string& cuda_graph = "off", const std::string& device = "",
+                           const std::set<std::string>* planned = nullptr, const std::string& backend = "");
 
 // The sample CSV: the model/ schema with one extra column, "note". Rows go to the journal (OutputState) and
 // are flushed one by one; finish() (the run ended, whether or not cases failed) moves the journal over the
