@@ -116,7 +116,7 @@ Options parse_options(int argc, const char* const* argv) {
       ->type_name("K")
       ->capture_default_str();
   app.add_option("--workspace", workspace, "Largest message of the workspace strategies (host ONESHOT/TWOSHOT, custom); default 256M");
-  app.add_option("--timeout", o.runner.timeout_s, "Per-case timeout in seconds")->capture_default_str();
+  app.add_option("--timeout", o.runner.timeout_s, "Per-case timeout in seconds (up to 604800, a week)")->capture_default_str();
   app.add_option("--on-timeout", on_timeout, "After a timed-out case: continue or stop")->capture_default_str();
   app.add_option("--profile-cases", profile_cases, "Case indices to wrap in cudaProfilerStart/Stop (GPU backends), counted from 0 as --dry-run lists them, e.g. 0,5");
   app.add_flag("--virtual-ranks", o.runner.virtual_ranks, "custom backend: one process plays all TP ranks on one GPU (testing, not NVLink performance)");
@@ -255,7 +255,11 @@ Options parse_options(int argc, const char* const* argv) {
   if (o.runner.iters < 1) throw GridError("-n/--iters", "needs at least 1 timed iteration");
   if (o.runner.warmup < 0) throw GridError("-w/--warmup", "cannot be negative");
   if (o.runner.buffers < 0 || o.runner.buffers > 4096) throw GridError("--buffers", "must be between 0 and 4096");
-  if (!(o.runner.timeout_s > 0)) throw GridError("--timeout", "must be positive");
+  // The watchdog adds the timeout to a clock reading in nanoseconds: beyond about 292 years (inf, 1e300) that
+  // overflowed (undefined; a case's clock could have fired at once). A week bounds any real case.
+  if (!(o.runner.timeout_s > 0) || !(o.runner.timeout_s <= kMaxTimeoutSeconds))
+    throw GridError("--timeout", "must be a positive number of seconds up to " + std::to_string(static_cast<int>(kMaxTimeoutSeconds)) +
+                                     " (a week)");
   if (o.resume && o.overwrite) throw GridError("--resume", "--resume and --overwrite exclude each other");
   if (o.output.empty() && !o.dry_run) throw GridError("-o/--output", "an output file is required (or --dry-run)");
   if (o.runner.cuda_graph < 0 || o.runner.cuda_graph > kMaxCollectivesPerGraph)

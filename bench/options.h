@@ -14,6 +14,8 @@ namespace arfit::bench {
 // --cuda-graph bounds: collectives per graph, and collectives one case captures over all its graphs.
 inline constexpr int kMaxCollectivesPerGraph = 1024;
 inline constexpr std::int64_t kMaxCapturedCollectives = 65536;
+// --timeout bound, seconds: a week.
+inline constexpr double kMaxTimeoutSeconds = 7 * 24 * 3600;
 
 struct Options {
   GridSpec spec;

@@ -303,6 +303,13 @@ TEST(BenchGrid, InfiniteStepFactorIsRefused) {
   EXPECT_EQ(offending_option({"-b", "8", "-e", "1K", "-f", "4", "--strategy", "MPI", "--dry-run"}), "");
 }
 
+// --timeout inf or 1e300 overflowed the watchdog's nanosecond clock arithmetic (undefined behaviour): bounded.
+TEST(BenchGrid, TimeoutIsPositiveAndBounded) {
+  for (std::string t : {"inf", "1e300", "nan", "0", "-1", "604801"})
+    EXPECT_EQ(offending_option({"--bytes", "1K", "--strategy", "MPI", "--tp", "1", "--dry-run", "--timeout", t}), "--timeout") << t;
+  EXPECT_EQ(offending_option({"--bytes", "1K", "--strategy", "MPI", "--tp", "1", "--dry-run", "--timeout", "604800"}), "");
+}
+
 // A bad value in a --spec file was named by file and key only: the message names the line too.
 TEST(BenchGrid, SpecErrorsNameTheFileLineAndKey) {
   const struct {
