@@ -105,7 +105,7 @@ Options parse_options(int argc, const char* const* argv) {
   app.add_flag("--overwrite", o.overwrite, "Replace an existing FILE (when the run ends) and discard an old FILE.partial");
   app.add_option("--json", o.json_output, "Also write every record as JSON (at the end)");
   app.add_option("-w,--warmup", o.runner.warmup, "Warm-up iterations per case")->capture_default_str();
-  app.add_option("-n,--iters", o.runner.iters, "Timed iterations per case")->capture_default_str();
+  app.add_option("-n,--iters", o.runner.iters, "Timed iterations per case (1 to 10000000)")->capture_default_str();
   app.add_option("--buffers", o.runner.buffers, "Input buffers to rotate through (0: automatic, spanning 64 MiB)")->capture_default_str();
   app.add_option("-G,--cuda-graph", o.runner.cuda_graph,
                  "nccl/custom backends: after the eager -w warm-up, capture K consecutive collectives (on consecutive "
@@ -252,7 +252,10 @@ Options parse_options(int argc, const char* const* argv) {
     o.runner.fail_stage = test_fail.substr(colon + 1);
   }
   if (!profile_cases.empty()) o.runner.profile_cases = parse_case_indices(profile_cases, "--profile-cases");
-  if (o.runner.iters < 1) throw GridError("-n/--iters", "needs at least 1 timed iteration");
+  // Every rank keeps one time per iteration (and its timer a mark per iteration): -n 2e9 asked for 16 GB each
+  // before the first case and ended in bad_alloc and MPI_Abort. Ten million iterations is 10 s of 1 us collectives.
+  if (o.runner.iters < 1 || o.runner.iters > kMaxIterations)
+    throw GridError("-n/--iters", "timed iterations must be between 1 and " + std::to_string(kMaxIterations));
   if (o.runner.warmup < 0) throw GridError("-w/--warmup", "cannot be negative");
   if (o.runner.buffers < 0 || o.runner.buffers > 4096) throw GridError("--buffers", "must be between 0 and 4096");
   // The watchdog adds the timeout to a clock reading in nanoseconds: beyond about 292 years (inf, 1e300) that

@@ -14,6 +14,8 @@ namespace arfit::bench {
 // --cuda-graph bounds: collectives per graph, and collectives one case captures over all its graphs.
 inline constexpr int kMaxCollectivesPerGraph = 1024;
 inline constexpr std::int64_t kMaxCapturedCollectives = 65536;
+// -n bound: the per-iteration times every rank keeps (8 bytes each, a few copies).
+inline constexpr int kMaxIterations = 10'000'000;
 // --timeout bound, seconds: a week.
 inline constexpr double kMaxTimeoutSeconds = 7 * 24 * 3600;
 

@@ -310,6 +310,13 @@ TEST(BenchGrid, TimeoutIsPositiveAndBounded) {
   EXPECT_EQ(offending_option({"--bytes", "1K", "--strategy", "MPI", "--tp", "1", "--dry-run", "--timeout", "604800"}), "");
 }
 
+// -n 2000000000 allocated 16 GB of per-iteration times on every rank before the first case (bad_alloc, MPI_Abort).
+TEST(BenchGrid, TimedIterationsAreBounded) {
+  for (std::string n : {"0", "-1", "10000001", "2000000000"})
+    EXPECT_EQ(offending_option({"--bytes", "1K", "--strategy", "MPI", "--tp", "1", "--dry-run", "-n", n}), "-n/--iters") << n;
+  EXPECT_EQ(offending_option({"--bytes", "1K", "--strategy", "MPI", "--tp", "1", "--dry-run", "-n", "10000000"}), "");
+}
+
 // A bad value in a --spec file was named by file and key only: the message names the line too.
 TEST(BenchGrid, SpecErrorsNameTheFileLineAndKey) {
   const struct {
