@@ -314,7 +314,11 @@ RunSummary Runner::run(const std::vector<Case>& cases, std::size_t planned, std:
               // A graph replay's time is that of K back-to-back collectives: the sample is the mean per collective.
               if (!graphs.empty())
                 for (double& x : t) x /= opt_.cuda_graph;
-              if (status == kOk && t.size() == us.size()) us = t;
+              // A timer that returned another count would leave zeros recorded as times: the case's error instead.
+              if (status == kOk && t.size() != us.size())
+                throw std::runtime_error("the timer returned " + std::to_string(t.size()) + " times for " +
+                                         std::to_string(us.size()) + " iterations");
+              if (status == kOk) us = t;
               if (dog.fired()) status = kAborted;  // e.g. a GPU op whose wait was cut short
             });
           }
