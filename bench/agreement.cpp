@@ -162,8 +162,8 @@ Verdict judge_agreement(const std::vector<RankPlan>& all, int rank) {
   // A rank that failed makes it a failed run (1); otherwise the command lines differ (2).
   const bool any_failed = std::any_of(all.begin(), all.end(), [](const RankPlan& p) { return p.kind == RankPlan::kFailed; });
   v.status = any_failed ? 1 : 2;
-  // An error is said by the rank that has it, once for the ranks that share rank 0's.
-  v.print_own_error = is_error(mine) && (rank == 0 || !same_plan(mine, root));
+  // Each distinct error is said once, by the lowest rank that has it.
+  v.print_own_error = is_error(mine) && std::none_of(all.begin(), all.begin() + rank, [&](const RankPlan& p) { return same_plan(p, mine); });
   v.message = describe_disagreement(all);
   return v;
 }
@@ -175,6 +175,24 @@ Verdict agree_on_the_run(MPI_Comm world, const RankPlan& mine) {
   std::vector<RankPlan> all(static_cast<std::size_t>(size));
   MPI_Allgather(&mine, sizeof(RankPlan), MPI_BYTE, all.data(), sizeof(RankPlan), MPI_BYTE, world);
   return judge_agreement(all, rank);
+}
+
+StepOutcome agree_on_step(MPI_Comm world, int status, const std::string& error) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(world, &rank);
+  MPI_Comm_size(world, &size);
+  const std::uint64_t mine[2] = {static_cast<std::uint64_t>(status), status != 0 ? fingerprint(error) : 0};
+  std::vector<std::uint64_t> all(2 * static_cast<std::size_t>(size));
+  MPI_Allgather(mine, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, world);
+  StepOutcome out;
+  bool said_below = false;
+  for (int r = 0; r < size; ++r) {
+    const std::uint64_t* theirs = &all[2 * static_cast<std::size_t>(r)];
+    out.status = std::max(out.status, static_cast<int>(theirs[0]));
+    if (r < rank && theirs[0] == mine[0] && theirs[1] == mine[1]) said_below = true;
+  }
+  out.say_own_error = status != 0 && !said_below;
+  return out;
 }
 
 }  // namespace arfit::bench

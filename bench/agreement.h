@@ -49,4 +49,13 @@ Verdict judge_agreement(const std::vector<RankPlan>& all, int rank);
 // Collective over `world`: gathers every rank's plan (one MPI_Allgather) and judges it.
 Verdict agree_on_the_run(MPI_Comm world, const RankPlan& mine);
 
+// A later step that may fail on some ranks only (the backend's creation), agreed on the same way: every rank
+// leaves with the worst status (0: all went well), and each distinct error is said once, by the lowest rank
+// that has it (`say_own_error`), so eight ranks without a GPU print one line, and a lone rank's reason is never lost.
+struct StepOutcome {
+  int status = 0;
+  bool say_own_error = false;
+};
+StepOutcome agree_on_step(MPI_Comm world, int status, const std::string& error);
+
 }  // namespace arfit::bench

@@ -43,14 +43,6 @@ void say_error(int rank, const std::string& text) {
             << std::flush;
 }
 
-// Collective over the world: a step that may fail on some ranks only. Each failing rank says why, naming its
-// rank (rank 0's error is the command line's: no prefix); every rank returns the worst status (0: all went well).
-int worst_status_of_all(int rank, int status, const std::string& error) {
-  if (status != 0) say_error(rank, error);
-  MPI_Allreduce(MPI_IN_PLACE, &status, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  return status;
-}
-
 // The cases this rank will run: its command line's grid within what its node can hold.
 PlannedGrid plan_grid(Options& opt, int size, int ranks_per_node, std::vector<std::string>* notices) {
   PlanOptions po;
@@ -126,7 +118,9 @@ int run(int argc, char** argv, int rank, int size) {
     backend_status = 1;
     backend_error = e.what();
   }
-  if (int status = worst_status_of_all(rank, backend_status, backend_error)) return status;
+  const StepOutcome backend_outcome = agree_on_step(MPI_COMM_WORLD, backend_status, backend_error);
+  if (backend_outcome.say_own_error) say_error(rank, backend_error);
+  if (backend_outcome.status != 0) return backend_outcome.status;
 
   opt.runner.backend_label = "arbench-" + opt.spec.backend;
   // Output state (rank 0), shared with every rank: an error flag and the cases still to run.
