@@ -290,6 +290,19 @@ std::string sample_key(const Sample& s) {
   return key_of(s.collective, s.strategy, s.fusion, s.dtype, s.nranks, s.tokens, s.hidden, s.bytes, s.splits);
 }
 
+Case case_of_sample(const Sample& s) {
+  Case c;
+  c.collective = s.collective;
+  c.strategy = s.strategy;
+  c.fusion = s.fusion;
+  c.dtype = s.dtype;
+  c.tp = s.nranks;
+  c.tokens = s.tokens;
+  c.hidden = s.hidden;
+  c.bytes = s.bytes;
+  return c;
+}
+
 std::string Case::describe() const {
   std::ostringstream os;
   os << to_string(collective) << ' ' << strategy << ' ' << to_string(fusion) << ' ' << dtype << " tp=" << tp;

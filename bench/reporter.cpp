@@ -105,20 +105,6 @@ std::vector<long> data_row_lines(const std::string& text) {
   return lines;
 }
 
-// A row as --dry-run and the progress lines name its case.
-std::string describe_row(const Sample& s) {
-  Case c;
-  c.collective = s.collective;
-  c.strategy = s.strategy;
-  c.fusion = s.fusion;
-  c.dtype = s.dtype;
-  c.tp = s.nranks;
-  c.tokens = s.tokens;
-  c.hidden = s.hidden;
-  c.bytes = s.bytes;
-  return c.describe();
-}
-
 // The rows --resume continues: each a case of this run, once, from this backend (inspect_output).
 void check_resumed_rows(const SampleFile& f, const std::string& text, const std::string& source,
                         const std::set<std::string>* planned, const std::string& backend) {
@@ -127,17 +113,16 @@ void check_resumed_rows(const SampleFile& f, const std::string& text, const std:
   for (std::size_t i = 0; i < f.samples.size(); ++i) {
     const Sample& s = f.samples[i];
     const long line = i < lines.size() ? lines[i] : 0;
-    const std::string key = sample_key(s);
+    const std::string key = sample_key(s), row = "--resume: the row '" + case_of_sample(s).describe() + "'";
     if (!backend.empty() && s.backend != backend)
       throw InputError(source, line, "backend", "--resume: a row of '" + s.backend + "' in a run of '" + backend +
                                                      "' (an edited or foreign row); use another -o or --overwrite");
     if (planned && !planned->count(key))
-      throw InputError(source, line, "", "--resume: the row '" + describe_row(s) + "' is not a case of this run's plan (an edited row, "
-                                         "or a run started with another world size or on a node with other memory); use "
-                                         "another -o or --overwrite");
+      throw InputError(source, line, "", row + " is not a case of this run's plan (an edited row, or a run started with "
+                                               "another world size or on a node with other memory); use another -o or --overwrite");
     if (const auto [it, fresh] = seen.emplace(key, line); !fresh)
-      throw InputError(source, line, "", "--resume: the row '" + describe_row(s) + "' repeats line " + std::to_string(it->second) +
-                                         " (an edited file); use another -o or --overwrite");
+      throw InputError(source, line, "", row + " repeats line " + std::to_string(it->second) +
+                                             " (an edited file); use another -o or --overwrite");
   }
 }
 

@@ -41,15 +41,7 @@ std::vector<std::string> planned_descriptions(const std::string& grid) {
 }
 
 std::string describe(const Sample& s) {
-  bench::Case c;
-  c.collective = s.collective;
-  c.strategy = s.strategy;
-  c.fusion = s.fusion;
-  c.dtype = s.dtype;
-  c.tp = s.nranks;
-  c.tokens = s.tokens;
-  c.hidden = s.hidden;
-  c.bytes = s.bytes;
+  bench::Case c = bench::case_of_sample(s);
   if (s.collective == Collective::AllToAllV) c.split = "cyclic";  // the default split of these grids
   return c.describe();
 }
