@@ -128,6 +128,7 @@ int run(int argc, char** argv, int rank, int size) {
   std::vector<int> todo;
   std::size_t resumed = 0;
   OutputState out;
+  std::unique_ptr<CsvReporter> csv;
   int error = 0;
   std::string error_text;
   if (root) {
@@ -149,13 +150,17 @@ int run(int argc, char** argv, int rank, int size) {
           ++resumed;
         else
           todo.push_back(c.index);
+      // Last: the journal opened now, so an output folder that cannot be made or written is refused before any
+      // case runs (it was an MPI_Abort at the first case).
+      csv = std::make_unique<CsvReporter>(opt.output, out);
+      csv->open_journal();
     } catch (const GridError& e) {
       error = 2;
       error_text = e.what();
     } catch (const arfit::OutputPathError& e) {
       error = 2;
       error_text = e.what();
-    } catch (const arfit::InputError& e) {
+    } catch (const std::exception& e) {  // bad data (InputError), or a path the system refuses to check
       error = 1;
       error_text = e.what();
     }
@@ -182,12 +187,10 @@ int run(int argc, char** argv, int rank, int size) {
   std::vector<Case> cases;
   for (int i : todo) cases.push_back(grid.cases[static_cast<std::size_t>(i)]);
   std::unique_ptr<ConsoleReporter> console;
-  std::unique_ptr<CsvReporter> csv;
   std::unique_ptr<JsonReporter> json;
   std::vector<Reporter*> reporters;
   if (root) {
     console = std::make_unique<ConsoleReporter>(std::cout, std::cerr, opt.quiet);
-    csv = std::make_unique<CsvReporter>(opt.output, out);
     reporters = {console.get(), csv.get()};
     if (!opt.json_output.empty()) {
       json = std::make_unique<JsonReporter>(opt.json_output);

@@ -214,7 +214,8 @@ CsvReporter::~CsvReporter() {
   if (f_) std::fclose(f_);
 }
 
-void CsvReporter::start(const RunHeader& header, std::size_t, std::size_t) {
+void CsvReporter::open_journal() {
+  if (f_) return;
   // The output's folder is created (e.g. out/ of the main job).
   std::error_code ec;
   const auto parent = std::filesystem::path(path_).parent_path();
@@ -229,6 +230,11 @@ void CsvReporter::start(const RunHeader& header, std::size_t, std::size_t) {
     f_ = std::fopen(journal.c_str(), "wb");
   }
   if (!f_) throw GridError("-o/--output", "cannot open '" + journal + "' for writing: " + std::strerror(errno));
+}
+
+void CsvReporter::start(const RunHeader& header, std::size_t, std::size_t) {
+  open_journal();
+  const std::string& journal = state_.journal;
   if (state_.start != JournalStart::Continue) {
     const std::string start = state_.start == JournalStart::CopyOfOutput
                                   ? state_.copied_output

@@ -87,6 +87,10 @@ class CsvReporter : public Reporter {
  public:
   CsvReporter(std::string path, OutputState state);
   ~CsvReporter() override;
+  // Creates the output's folder and opens the journal (GridError naming -o/--output when it cannot): arbench
+  // calls it before the run, so an unwritable place is a usage error of every rank, not an MPI_Abort at the
+  // first case. start() opens it when this was not called.
+  void open_journal();
   void start(const RunHeader& header, std::size_t planned, std::size_t already_done) override;
   void report(const Record& r) override;
   void finish(const RunSummary& s) override;

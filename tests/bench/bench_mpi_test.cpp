@@ -206,6 +206,21 @@ TEST(BenchMpi, ImpossibleGridsFailBeforeMeasuringNamingTheOption) {
   }
 }
 
+// An output whose folder cannot be made (under a regular file, or in /proc) ended in MPI_Abort: at the first case
+// (the journal opened then), or before it (the path check's system error was not caught). Now rank 0 opens the
+// journal before the run and every rank leaves with the error, nothing measured, no MPI_Abort.
+TEST(BenchMpi, UnwritableOutputFolderIsRefusedBeforeMeasuring) {
+  TempDir d;
+  const std::string file = d.write("file", "x\n");
+  for (const auto& [out, status] : {std::pair{file + "/s.csv", 1}, std::pair{std::string("/proc/arfit-none/s.csv"), 2}}) {
+    const CommandResult r = run_command(mpirun("--backend host --strategy MPI --bytes 1K -w 1 -n 2 -q -o " + out));
+    EXPECT_EQ(r.exit_code, status) << out << "\n" << r.output;
+    EXPECT_NE(r.output.find("arbench: error: "), std::string::npos) << out << "\n" << r.output;
+    EXPECT_EQ(r.output.find("MPI_ABORT"), std::string::npos) << out << "\n" << r.output;
+  }
+  EXPECT_EQ(arfit::testing::slurp(file), "x\n");
+}
+
 TEST(BenchMpi, TimedOutSharedMemoryCaseIsRecordedAndTheRunContinues) {
   TempDir d;
   const std::string out = d.file("s.csv");
