@@ -219,6 +219,14 @@ TEST(BenchMpi, UnwritableOutputFolderIsRefusedBeforeMeasuring) {
     EXPECT_EQ(r.output.find("MPI_ABORT"), std::string::npos) << out << "\n" << r.output;
   }
   EXPECT_EQ(arfit::testing::slurp(file), "x\n");
+  // --json into a missing folder failed after the whole run (MPI_Abort); now refused before it.
+  const std::string out = d.file("s.csv");
+  const CommandResult json = run_command(mpirun("--backend host --strategy MPI --bytes 1K -w 1 -n 2 -q -o " + out +
+                                                " --json " + d.file("missing/j.json")));
+  EXPECT_EQ(json.exit_code, 2) << json.output;
+  EXPECT_NE(json.output.find("the folder"), std::string::npos) << json.output;
+  EXPECT_FALSE(std::filesystem::exists(out));
+  EXPECT_FALSE(std::filesystem::exists(out + ".partial"));
 }
 
 TEST(BenchMpi, TimedOutSharedMemoryCaseIsRecordedAndTheRunContinues) {
