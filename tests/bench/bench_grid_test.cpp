@@ -317,6 +317,24 @@ TEST(BenchGrid, TimedIterationsAreBounded) {
   EXPECT_EQ(offending_option({"--bytes", "1K", "--strategy", "MPI", "--tp", "1", "--dry-run", "-n", "10000000"}), "");
 }
 
+// A grid whose every case is below one element per rank (a dlrm split of 1 element over 4 ranks) was refused as
+// "option --strategy: the grid has no runnable case", blaming an option not given and hiding why.
+TEST(BenchGrid, EmptyGridSaysWhyEveryCaseWent) {
+  const std::vector<std::string> args = {"--collective", "alltoallv", "--strategy", "MPI", "--dtype", "fp32", "--tp", "4",
+                                         "--bytes", "4K", "--splits", "dlrm:1:1:1:0", "--dry-run"};
+  EXPECT_EQ(offending_option(args, 4), "--bytes");
+  try {
+    Options o = parse(args);
+    PlanOptions po;
+    po.limits.world = 4;
+    po.limits.workspace = o.workspace;
+    plan_cases(o.spec, po, nullptr);
+    ADD_FAILURE() << "planned";
+  } catch (const GridError& e) {
+    EXPECT_NE(std::string(e.what()).find("below one element per rank"), std::string::npos) << e.what();
+  }
+}
+
 // A bad value in a --spec file was named by file and key only: the message names the line too.
 TEST(BenchGrid, SpecErrorsNameTheFileLineAndKey) {
   const struct {
