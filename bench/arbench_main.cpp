@@ -10,6 +10,7 @@
 #include <string>
 #include <unistd.h>
 
+#include "bench/agreement.h"
 #include "bench/backend.h"
 #include "bench/options.h"
 #include "bench/plan.h"
@@ -25,47 +26,6 @@ using namespace arfit::bench;
 
 namespace {
 
-// What every rank must agree on before its first collective: the cases (planned from its own command line,
-// and from its node's memory and rank count), how each is timed, and whether to measure at all. Ranks that
-// differ would pair unlike collectives (MPI_ERR_TRUNCATE, a case index beyond a shorter grid, bad_alloc) or
-// wait forever for a rank that only listed the plan.
-std::uint64_t run_fingerprint(const Options& opt, const PlannedGrid& grid) {
-  std::ostringstream s;
-  s.precision(17);
-  s << opt.help << '|' << opt.spec.backend << '|' << opt.dry_run << '|' << opt.workspace << '|' << opt.runner.warmup << '|'
-    << opt.runner.iters << '|' << opt.runner.buffers << '|' << opt.runner.cuda_graph << '|' << opt.runner.timeout_s
-    << '|' << opt.runner.stop_on_timeout << '|' << opt.runner.virtual_ranks;
-  for (const Case& c : grid.cases) s << '|' << c.index << ' ' << c.key();
-  return std::stoull(arfit::fnv1a64_hex(s.str()), nullptr, 16);
-}
-
-// Collective over the world: every rank reports whether its command line parsed and what it planned. Returns
-// the exit status every rank leaves with (0: go on), after the rank(s) that know why have said it.
-int agree_on_the_run(int rank, int parse_status, const std::string& parse_error, std::uint64_t fingerprint) {
-  // One MAX reduction: any rank's status, rank 0's status, and the fingerprint with its complement (all
-  // fingerprints equal exactly when max(~f) == ~max(f)).
-  unsigned long long mine[4] = {static_cast<unsigned long long>(parse_status),
-                                rank == 0 ? static_cast<unsigned long long>(parse_status) : 0ULL, fingerprint, ~fingerprint};
-  unsigned long long all[4] = {0, 0, 0, 0};
-  MPI_Allreduce(mine, all, 4, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
-  if (all[1] != 0 || (all[0] != 0 && parse_status != 0)) {
-    // Rank 0 speaks for a command line every rank shares; another rank speaks only when rank 0 had no error.
-    if (rank == 0 || all[1] == 0)
-      std::cerr << "arbench" << (rank == 0 ? std::string() : "[rank " + std::to_string(rank) + "]") << ": error: " << parse_error
-                << "\nRun with --help for more information.\n";
-    return static_cast<int>(all[1] != 0 ? all[1] : all[0]);
-  }
-  if (all[0] != 0) return static_cast<int>(all[0]);
-  if (all[3] != ~all[2]) {
-    if (rank == 0)
-      std::cerr << "arbench: error: the ranks were started with different options (the planned cases, -w/-n, "
-                   "--buffers, --cuda-graph, --timeout, --on-timeout, --workspace, --virtual-ranks or --dry-run differ, "
-                   "or the nodes' memory planned different cases): give every rank the same command line\n";
-    return 2;
-  }
-  return 0;
-}
-
 // Collective over the world (so called by every rank, whatever its command line): the ranks on this node.
 int ranks_on_this_node(int rank) {
   int n = 1;
@@ -74,6 +34,13 @@ int ranks_on_this_node(int rank) {
   MPI_Comm_size(node, &n);
   MPI_Comm_free(&node);
   return n;
+}
+
+// One rank's error on standard error in one write (whole lines through mpirun's relay), prefixed by the rank
+// except on rank 0, whose errors are the command line's.
+void say_error(int rank, const std::string& text) {
+  std::cerr << "arbench" + (rank == 0 ? std::string() : "[rank " + std::to_string(rank) + "]") + ": error: " + text + "\n"
+            << std::flush;
 }
 
 // The cases this rank will run: its command line's grid within what its node can hold.
@@ -94,20 +61,30 @@ int run(int argc, char** argv, int rank, int size) {
   PlannedGrid grid;
   std::unique_ptr<Backend> backend;
   std::vector<std::string> notices;
-  int parse_status = 0;
+  RankPlan mine;
   std::string parse_error;
   const int ranks_per_node = ranks_on_this_node(rank);
   try {
     opt = parse_options(argc, argv);
-    if (!opt.help) grid = plan_grid(opt, size, ranks_per_node, &notices);
+    if (!opt.help && !opt.version) grid = plan_grid(opt, size, ranks_per_node, &notices);
+    mine = plan_of_rank(opt, grid);
   } catch (const GridError& e) {
-    parse_status = 2;
     parse_error = e.what();
+    mine = usage_error_of_rank(e.option(), parse_error);
+  } catch (const std::exception& e) {  // out of memory planning a huge grid: still meets the others below
+    parse_error = e.what();
+    mine = failure_of_rank(parse_error);
   }
-  if (int status = agree_on_the_run(rank, parse_status, parse_error, parse_status ? 0 : run_fingerprint(opt, grid)))
-    return status;
-  if (opt.help) {
-    if (root) std::cout << opt.help_text;
+  // Before the first collective of the run, every rank learns what every other rank planned: ranks that differ
+  // would pair unlike collectives (MPI_ERR_TRUNCATE, a case index beyond a shorter grid, bad_alloc) or wait
+  // forever for a rank that only printed its help or its plan.
+  const Verdict verdict = agree_on_the_run(MPI_COMM_WORLD, mine);
+  if (verdict.print_own_error)
+    say_error(rank, parse_error + (mine.kind == RankPlan::kUsageError ? "\nRun with --help for more information." : ""));
+  if (root && !verdict.message.empty()) say_error(rank, verdict.message);
+  if (verdict.status != 0) return verdict.status;
+  if (opt.help || opt.version) {
+    if (root) std::cout << (opt.help ? opt.help_text : opt.version_text + "\n");
     return 0;
   }
   if (root && !opt.quiet)
@@ -121,7 +98,10 @@ int run(int argc, char** argv, int rank, int size) {
     return 0;
   }
 
-  // The backend first: --resume compares its device with the file's.
+  // The backend first: --resume compares its device with the file's. It may fail on some ranks only (a node
+  // without the GPU asked for): every rank says its own reason, and all leave together.
+  int backend_status = 0;
+  std::string backend_error;
   try {
     BackendOptions bo;
     bo.workspace = opt.workspace;
@@ -129,42 +109,59 @@ int run(int argc, char** argv, int rank, int size) {
     bo.device = opt.device;
     bo.cuda_graph = opt.runner.cuda_graph;
     backend = make_backend(opt.spec.backend, bo);
+    fail_if_injected(opt.runner, rank, "backend");
+    opt.runner.device = backend->device_info();
   } catch (const GridError& e) {
-    if (root) std::cerr << "arbench: error: " << e.what() << "\n";
-    return 2;
+    backend_status = 2;
+    backend_error = e.what();
+  } catch (const std::exception& e) {
+    backend_status = 1;
+    backend_error = e.what();
   }
-  opt.runner.device = backend->device_info();
+  const StepOutcome backend_outcome = agree_on_step(MPI_COMM_WORLD, backend_status, backend_error);
+  if (backend_outcome.say_own_error) say_error(rank, backend_error);
+  if (backend_outcome.status != 0) return backend_outcome.status;
 
+  opt.runner.backend_label = "arbench-" + opt.spec.backend;
   // Output state (rank 0), shared with every rank: an error flag and the cases still to run.
   const RunIdentity id = identify_run(MPI_COMM_WORLD);
   std::vector<int> todo;
   std::size_t resumed = 0;
   OutputState out;
+  std::unique_ptr<CsvReporter> csv;
   int error = 0;
   std::string error_text;
   if (root) {
     try {
+      std::set<std::string> planned;
+      for (const Case& c : grid.cases) planned.insert(c.key());
       out = inspect_output(opt.output, opt.spec.to_json(), opt.resume, opt.overwrite,
-                           cuda_graph_header_value(opt.runner.cuda_graph), opt.runner.device.device);
+                           cuda_graph_header_value(opt.runner.cuda_graph), opt.runner.device.device, &planned,
+                           opt.runner.backend_label);
       if (!opt.json_output.empty()) {
         if (arfit::same_path(opt.json_output, opt.output))
           throw GridError("--json", "'" + opt.json_output + "' is also the sample CSV (-o); write the JSON to another file");
         if (arfit::same_path(opt.json_output, out.journal))
           throw GridError("--json", "'" + opt.json_output + "' is the journal of the sample CSV (-o); write the JSON to another file");
         arfit::check_output_path(opt.json_output);  // refused now, not after the run
+        arfit::check_output_folder(opt.json_output);
       }
       for (const Case& c : grid.cases)
         if (out.finished.count(c.key()))
           ++resumed;
         else
           todo.push_back(c.index);
+      // Last: the journal opened now, so an output folder that cannot be made or written is refused before any
+      // case runs (it was an MPI_Abort at the first case).
+      csv = std::make_unique<CsvReporter>(opt.output, out);
+      csv->open_journal();
     } catch (const GridError& e) {
       error = 2;
       error_text = e.what();
     } catch (const arfit::OutputPathError& e) {
       error = 2;
       error_text = e.what();
-    } catch (const arfit::InputError& e) {
+    } catch (const std::exception& e) {  // bad data (InputError), or a path the system refuses to check
       error = 1;
       error_text = e.what();
     }
@@ -181,7 +178,6 @@ int run(int argc, char** argv, int rank, int size) {
   unsigned long long resumed_all = resumed;
   MPI_Bcast(&resumed_all, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
 
-  opt.runner.backend_label = "arbench-" + opt.spec.backend;
   // A resumed run keeps its source: the file stays one run, whatever the number of sessions.
   opt.runner.source = out.resumed() && !out.source.empty() ? out.source : "arbench " + id.started_utc;
   opt.runner.nnodes = id.nnodes;
@@ -192,12 +188,10 @@ int run(int argc, char** argv, int rank, int size) {
   std::vector<Case> cases;
   for (int i : todo) cases.push_back(grid.cases[static_cast<std::size_t>(i)]);
   std::unique_ptr<ConsoleReporter> console;
-  std::unique_ptr<CsvReporter> csv;
   std::unique_ptr<JsonReporter> json;
   std::vector<Reporter*> reporters;
   if (root) {
     console = std::make_unique<ConsoleReporter>(std::cout, std::cerr, opt.quiet);
-    csv = std::make_unique<CsvReporter>(opt.output, out);
     reporters = {console.get(), csv.get()};
     if (!opt.json_output.empty()) {
       json = std::make_unique<JsonReporter>(opt.json_output);

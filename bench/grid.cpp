@@ -290,6 +290,19 @@ std::string sample_key(const Sample& s) {
   return key_of(s.collective, s.strategy, s.fusion, s.dtype, s.nranks, s.tokens, s.hidden, s.bytes, s.splits);
 }
 
+Case case_of_sample(const Sample& s) {
+  Case c;
+  c.collective = s.collective;
+  c.strategy = s.strategy;
+  c.fusion = s.fusion;
+  c.dtype = s.dtype;
+  c.tp = s.nranks;
+  c.tokens = s.tokens;
+  c.hidden = s.hidden;
+  c.bytes = s.bytes;
+  return c;
+}
+
 std::string Case::describe() const {
   std::ostringstream os;
   os << to_string(collective) << ' ' << strategy << ' ' << to_string(fusion) << ' ' << dtype << " tp=" << tp;
@@ -458,7 +471,11 @@ void apply_json_spec(GridSpec& spec, const std::string& text, const std::string&
     throw GridError("--spec", e.what());
   }
   if (!j.is_object()) throw GridError("--spec " + file, "the spec must be a JSON object");
-  auto where = [&](const std::string& key) { return "--spec " + file + " key '" + key + "'"; };
+  // "--spec FILE:LINE key 'KEY'": the line where the key's value starts (the rule: file, line and field).
+  auto where = [&](const std::string& key) {
+    const long line = json_line_of(text, json_pointer_append("", key));
+    return "--spec " + file + (line > 0 ? ":" + std::to_string(line) : std::string()) + " key '" + key + "'";
+  };
   if (j.contains("preset")) {
     if (!j["preset"].is_string()) throw GridError(where("preset"), "expected a string");
     try {

@@ -93,6 +93,9 @@ struct Case {
 
 // Identity of an already written sample, in Case::key's format.
 std::string sample_key(const Sample& s);
+// The case a written sample measured, as far as its row tells (its key fields; no split pattern): for messages
+// that name a row (--resume) and for tests.
+Case case_of_sample(const Sample& s);
 
 // Elements of the message for a collective, nccl-tests style: all-gather, reduce-scatter and all-to-all(v)
 // move `count` elements in total per rank, so count is rounded down to a multiple of the rank count.

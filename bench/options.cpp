@@ -1,6 +1,7 @@
 #include "bench/options.h"
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <limits>
 #include <numeric>
 #include <optional>
@@ -70,6 +71,7 @@ Options parse_options(int argc, const char* const* argv) {
       "Rank 0 writes the output and the progress; every rank checks correctness."};
   app.name("arbench");
   app.set_help_flag("-h,--help", "Print this help and exit");
+  app.set_version_flag("--version", std::string("arbench (arfit ") + ARFIT_VERSION + ")", "Print the version and exit");
   std::string backend = "host", preset_name, spec_file, collectives, strategies, fusions, dtypes, tp, tokens, hidden,
               bytes, minbytes, maxbytes, plan, workspace, on_timeout = "continue", profile_cases;
   double stepfactor = 0;
@@ -103,7 +105,7 @@ Options parse_options(int argc, const char* const* argv) {
   app.add_flag("--overwrite", o.overwrite, "Replace an existing FILE (when the run ends) and discard an old FILE.partial");
   app.add_option("--json", o.json_output, "Also write every record as JSON (at the end)");
   app.add_option("-w,--warmup", o.runner.warmup, "Warm-up iterations per case")->capture_default_str();
-  app.add_option("-n,--iters", o.runner.iters, "Timed iterations per case")->capture_default_str();
+  app.add_option("-n,--iters", o.runner.iters, "Timed iterations per case (1 to 10000000)")->capture_default_str();
   app.add_option("--buffers", o.runner.buffers, "Input buffers to rotate through (0: automatic, spanning 64 MiB)")->capture_default_str();
   app.add_option("-G,--cuda-graph", o.runner.cuda_graph,
                  "nccl/custom backends: after the eager -w warm-up, capture K consecutive collectives (on consecutive "
@@ -114,7 +116,7 @@ Options parse_options(int argc, const char* const* argv) {
       ->type_name("K")
       ->capture_default_str();
   app.add_option("--workspace", workspace, "Largest message of the workspace strategies (host ONESHOT/TWOSHOT, custom); default 256M");
-  app.add_option("--timeout", o.runner.timeout_s, "Per-case timeout in seconds")->capture_default_str();
+  app.add_option("--timeout", o.runner.timeout_s, "Per-case timeout in seconds (up to 604800, a week)")->capture_default_str();
   app.add_option("--on-timeout", on_timeout, "After a timed-out case: continue or stop")->capture_default_str();
   app.add_option("--profile-cases", profile_cases, "Case indices to wrap in cudaProfilerStart/Stop (GPU backends), counted from 0 as --dry-run lists them, e.g. 0,5");
   app.add_flag("--virtual-ranks", o.runner.virtual_ranks, "custom backend: one process plays all TP ranks on one GPU (testing, not NVLink performance)");
@@ -124,6 +126,8 @@ Options parse_options(int argc, const char* const* argv) {
   // Test-only hooks, hidden from --help.
   app.add_option("--test-crash-after", o.runner.crash_after, "")->group("");
   app.add_option("--test-hang-case", o.runner.inject_hang_case, "")->group("");
+  std::string test_fail;  // RANK:STAGE, the stages of RunnerOptions::fail_stage
+  app.add_option("--test-fail", test_fail, "")->group("");
 
   std::vector<std::string> args;
   for (int i = argc - 1; i >= 1; --i) args.emplace_back(argv[i]);
@@ -132,6 +136,10 @@ Options parse_options(int argc, const char* const* argv) {
   } catch (const CLI::CallForHelp&) {
     o.help = true;
     o.help_text = app.help();
+    return o;
+  } catch (const CLI::CallForVersion& v) {
+    o.version = true;
+    o.version_text = v.what();
     return o;
   } catch (const CLI::ParseError& e) {
     std::string what = e.what();
@@ -214,7 +222,7 @@ Options parse_options(int argc, const char* const* argv) {
     const std::int64_t hi = maxbytes.empty() ? (g.bytes.empty() ? lo : g.bytes.back()) : parse_size(maxbytes, "-e/--maxbytes");
     if (lo > hi) throw GridError("-b/--minbytes", "minimum " + std::to_string(lo) + " is above the maximum " + std::to_string(hi) + " (-e)");
     const double f = app.count("--stepfactor") ? stepfactor : 2.0;
-    if (!(f > 1.0)) throw GridError("-f/--stepfactor", "the step factor must be above 1");
+    if (!(f > 1.0) || !std::isfinite(f)) throw GridError("-f/--stepfactor", "the step factor must be a finite number above 1");
     g.bytes = geometric_sizes(lo, hi, f, "-b/-e/-f");
     g.origin["bytes"] = "-b/-e/-f";
     g.tokens.clear(), g.hidden.clear();
@@ -235,11 +243,26 @@ Options parse_options(int argc, const char* const* argv) {
     o.runner.stop_on_timeout = true;
   else
     throw GridError("--on-timeout", "expected 'continue' or 'stop', found '" + on_timeout + "'");
+  if (!test_fail.empty()) {
+    const auto colon = test_fail.find(':');
+    const std::set<std::string> stages = {"backend", "group", "init", "check"};
+    if (colon == std::string::npos || !stages.count(test_fail.substr(colon + 1)))
+      throw GridError("--test-fail", "expected RANK:backend|group|init|check");
+    o.runner.fail_rank = parse_int_list(test_fail.substr(0, colon), "--test-fail").at(0);
+    o.runner.fail_stage = test_fail.substr(colon + 1);
+  }
   if (!profile_cases.empty()) o.runner.profile_cases = parse_case_indices(profile_cases, "--profile-cases");
-  if (o.runner.iters < 1) throw GridError("-n/--iters", "needs at least 1 timed iteration");
+  // Every rank keeps one time per iteration (and its timer a mark per iteration): -n 2e9 asked for 16 GB each
+  // before the first case and ended in bad_alloc and MPI_Abort. Ten million iterations is 10 s of 1 us collectives.
+  if (o.runner.iters < 1 || o.runner.iters > kMaxIterations)
+    throw GridError("-n/--iters", "timed iterations must be between 1 and " + std::to_string(kMaxIterations));
   if (o.runner.warmup < 0) throw GridError("-w/--warmup", "cannot be negative");
   if (o.runner.buffers < 0 || o.runner.buffers > 4096) throw GridError("--buffers", "must be between 0 and 4096");
-  if (!(o.runner.timeout_s > 0)) throw GridError("--timeout", "must be positive");
+  // The watchdog adds the timeout to a clock reading in nanoseconds: beyond about 292 years (inf, 1e300) that
+  // overflowed (undefined; a case's clock could have fired at once). A week bounds any real case.
+  if (!(o.runner.timeout_s > 0) || !(o.runner.timeout_s <= kMaxTimeoutSeconds))
+    throw GridError("--timeout", "must be a positive number of seconds up to " + std::to_string(static_cast<int>(kMaxTimeoutSeconds)) +
+                                     " (a week)");
   if (o.resume && o.overwrite) throw GridError("--resume", "--resume and --overwrite exclude each other");
   if (o.output.empty() && !o.dry_run) throw GridError("-o/--output", "an output file is required (or --dry-run)");
   if (o.runner.cuda_graph < 0 || o.runner.cuda_graph > kMaxCollectivesPerGraph)

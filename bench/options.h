@@ -14,6 +14,10 @@ namespace arfit::bench {
 // --cuda-graph bounds: collectives per graph, and collectives one case captures over all its graphs.
 inline constexpr int kMaxCollectivesPerGraph = 1024;
 inline constexpr std::int64_t kMaxCapturedCollectives = 65536;
+// -n bound: the per-iteration times every rank keeps (8 bytes each, a few copies).
+inline constexpr int kMaxIterations = 10'000'000;
+// --timeout bound, seconds: a week.
+inline constexpr double kMaxTimeoutSeconds = 7 * 24 * 3600;
 
 struct Options {
   GridSpec spec;
@@ -26,6 +30,8 @@ struct Options {
   std::string command_line;
   bool help = false;          // --help was given; `help_text` holds it
   std::string help_text;
+  bool version = false;       // --version was given; `version_text` holds it
+  std::string version_text;
 };
 
 // Parses argv. Throws GridError (message names the option) for bad values and combinations; CLI11's own

@@ -154,7 +154,17 @@ PlannedGrid plan_cases(GridSpec& spec, const PlanOptions& options, std::vector<s
                          " cases repeat an earlier case's measurement (the same all-to-allv split at the same "
                          "size, e.g. dlrm seeds that draw the same tables per rank)");
   }
-  if (out.cases.empty()) throw GridError(spec.option_for("strategies"), "the grid has no runnable case");
+  if (out.cases.empty()) {
+    // Say why every case went: the notices above are printed only for a run that goes on.
+    if (too_small && dropped.empty())
+      throw GridError(spec.token_mode() ? spec.option_for("tokens") + "/" + spec.option_for("hidden") : spec.option_for("bytes"),
+                      "the grid has no runnable case: all " + std::to_string(too_small) +
+                          " are below one element per rank (a larger size, a fatter split or a smaller TP)");
+    std::string why;
+    for (const auto& d : dropped) why += (why.empty() ? "" : "; ") + d;
+    if (too_small) why += (why.empty() ? "" : "; ") + std::to_string(too_small) + " below one element per rank";
+    throw GridError(spec.option_for("strategies"), "the grid has no runnable case" + (why.empty() ? std::string() : " (" + why + ")"));
+  }
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <unistd.h>
@@ -86,18 +87,58 @@ bool has_content(const std::string& path) {
   return std::filesystem::exists(path, ec) && std::filesystem::file_size(path, ec) > 0 && !ec;
 }
 
+// 1-based line of each data row of a sample CSV (the lines after the column header that are neither empty nor
+// comments), in the order parse_samples_csv returns the samples.
+std::vector<long> data_row_lines(const std::string& text) {
+  std::vector<long> lines;
+  bool header_seen = false;
+  long line = 0;
+  for (std::size_t at = 0; at < text.size();) {
+    std::size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    ++line;
+    const bool data = end > at && text[at] != '#' && text[at] != '\r';
+    if (data && header_seen) lines.push_back(line);
+    header_seen = header_seen || data;
+    at = end + 1;
+  }
+  return lines;
+}
+
+// The rows --resume continues: each a case of this run, once, from this backend (inspect_output).
+void check_resumed_rows(const SampleFile& f, const std::string& text, const std::string& source,
+                        const std::set<std::string>* planned, const std::string& backend) {
+  const std::vector<long> lines = data_row_lines(text);
+  std::map<std::string, long> seen;
+  for (std::size_t i = 0; i < f.samples.size(); ++i) {
+    const Sample& s = f.samples[i];
+    const long line = i < lines.size() ? lines[i] : 0;
+    const std::string key = sample_key(s), row = "--resume: the row '" + case_of_sample(s).describe() + "'";
+    if (!backend.empty() && s.backend != backend)
+      throw InputError(source, line, "backend", "--resume: a row of '" + s.backend + "' in a run of '" + backend +
+                                                     "' (an edited or foreign row); use another -o or --overwrite");
+    if (planned && !planned->count(key))
+      throw InputError(source, line, "", row + " is not a case of this run's plan (an edited row, or a run started with "
+                                               "another world size or on a node with other memory); use another -o or --overwrite");
+    if (const auto [it, fresh] = seen.emplace(key, line); !fresh)
+      throw InputError(source, line, "", row + " repeats line " + std::to_string(it->second) +
+                                             " (an edited file); use another -o or --overwrite");
+  }
+}
+
 }  // namespace
 
 OutputState inspect_output(const std::string& path, const std::string& grid_json, bool resume, bool overwrite,
-                           const std::string& cuda_graph, const std::string& device) {
+                           const std::string& cuda_graph, const std::string& device, const std::set<std::string>* planned,
+                           const std::string& backend) {
   OutputState st;
   if (is_standard_output(path))
     throw GridError("-o/--output", "'-' (standard output): the sample CSV is streamed into a journal FILE.partial that "
                                    "--resume continues and moved over FILE at the end; name a file (./- for a file named '-')");
-  st.journal = journal_path(path);
   // Both become the output (the journal by its final move): not an input, a regular file (or a link to
-  // one), writable; refused now, not after the run.
-  check_output_path(path);
+  // one), writable; refused now, not after the run. The journal lies next to the file the output names (a
+  // symbolic link's target), so that its final rename never crosses file systems.
+  st.journal = journal_path(output_target(path));
   check_output_path(st.journal);
   const bool output_exists = has_content(path), journal_exists = has_content(st.journal);
   if (overwrite) return st;  // a fresh journal; the output is replaced only when the run ends
@@ -151,6 +192,7 @@ OutputState inspect_output(const std::string& path, const std::string& grid_json
                                     ", this run is on '" + device + "': one file holds one machine's run; use another -o");
   if (f.extra_columns != CsvReporter::extra_columns())
     throw GridError("--resume", "'" + source + "' has different columns than arbench writes");
+  check_resumed_rows(f, bytes.substr(0, keep), source, planned, backend);
   if (journal_exists) {
     if (keep != bytes.size()) {
       std::filesystem::resize_file(st.journal, keep, ec);
@@ -172,7 +214,8 @@ CsvReporter::~CsvReporter() {
   if (f_) std::fclose(f_);
 }
 
-void CsvReporter::start(const RunHeader& header, std::size_t, std::size_t) {
+void CsvReporter::open_journal() {
+  if (f_) return;
   // The output's folder is created (e.g. out/ of the main job).
   std::error_code ec;
   const auto parent = std::filesystem::path(path_).parent_path();
@@ -187,6 +230,11 @@ void CsvReporter::start(const RunHeader& header, std::size_t, std::size_t) {
     f_ = std::fopen(journal.c_str(), "wb");
   }
   if (!f_) throw GridError("-o/--output", "cannot open '" + journal + "' for writing: " + std::strerror(errno));
+}
+
+void CsvReporter::start(const RunHeader& header, std::size_t, std::size_t) {
+  open_journal();
+  const std::string& journal = state_.journal;
   if (state_.start != JournalStart::Continue) {
     const std::string start = state_.start == JournalStart::CopyOfOutput
                                   ? state_.copied_output

@@ -51,7 +51,7 @@ enum class JournalStart {
 
 // Output file state found before the run (rank 0).
 struct OutputState {
-  std::string journal;                       // journal_path(output)
+  std::string journal;                       // journal_path(output_target(output)): beside the file it replaces
   JournalStart start = JournalStart::Fresh;
   std::string copied_output;                 // CopyOfOutput: the output's bytes, a partial last row cut
   std::set<std::string> finished;            // Case::key()s already in the journal or output
@@ -73,9 +73,12 @@ struct OutputState {
 // (cuda_graph_header_value), compared with the file's (absent = "off"); InputError (bad data, exit 1) when
 // the file is not a readable sample file. `device` (DeviceInfo::device of this run; "" = not checked) must be
 // the file's `device`, naming --resume: a job restarted on other hardware would put two machines' timings in
-// one run.
+// one run. Every row continued must be a case of `planned` (Case::key()s; null = not checked), appear once, and
+// come from `backend` (Sample::backend, "" = not checked): an edited, duplicated or foreign row would stay in the
+// output beside the case measured again (InputError naming the file, line and column; the file untouched).
 OutputState inspect_output(const std::string& path, const std::string& grid_json, bool resume, bool overwrite,
-                           const std::string& cuda_graph = "off", const std::string& device = "");
+                           const std::string& cuda_graph = "off", const std::string& device = "",
+                           const std::set<std::string>* planned = nullptr, const std::string& backend = "");
 
 // The sample CSV: the model/ schema with one extra column, "note". Rows go to the journal (OutputState) and
 // are flushed one by one; finish() (the run ended, whether or not cases failed) moves the journal over the
@@ -84,6 +87,10 @@ class CsvReporter : public Reporter {
  public:
   CsvReporter(std::string path, OutputState state);
   ~CsvReporter() override;
+  // Creates the output's folder and opens the journal (GridError naming -o/--output when it cannot): arbench
+  // calls it before the run, so an unwritable place is a usage error of every rank, not an MPI_Abort at the
+  // first case. start() opens it when this was not called.
+  void open_journal();
   void start(const RunHeader& header, std::size_t planned, std::size_t already_done) override;
   void report(const Record& r) override;
   void finish(const RunSummary& s) override;

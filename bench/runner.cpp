@@ -115,6 +115,11 @@ int graphs_for_rotation(int collectives_per_graph, int buffers) {
 
 }  // namespace
 
+void fail_if_injected(const RunnerOptions& options, int rank, const std::string& stage) {
+  if (rank == options.fail_rank && stage == options.fail_stage)
+    throw std::runtime_error("injected failure at " + stage + " (--test-fail)");
+}
+
 Runner::Runner(MPI_Comm world, Backend& backend, RunnerOptions options)
     : world_(world), backend_(backend), opt_(std::move(options)) {
   MPI_Comm_rank(world_, &rank_);
@@ -187,11 +192,17 @@ RunSummary Runner::run(const std::vector<Case>& cases, std::size_t planned, std:
       MPI_Comm_split(world_, in_group ? 0 : MPI_UNDEFINED, rank_, &group);
     }
     int grank = 0, gsize = 1;
+    // The ranks' agreements go over their own communicator: a rank that failed before one of the op's collectives
+    // (an error in its check) and went on to agree can never be paired with a peer still waiting in that
+    // collective (an MPI_ERR_TRUNCATE abort, or silently wrong pairs); the peer's wait ends at the watchdog.
+    MPI_Comm agreement = MPI_COMM_NULL;
     if (in_group) {
+      MPI_Comm_dup(group, &agreement);
       MPI_Comm_rank(group, &grank);
       MPI_Comm_size(group, &gsize);
       std::vector<const Case*> block;
       for (std::size_t k = i; k < end; ++k) block.push_back(&cases[k]);
+      fail_if_injected(opt_, rank_, "group");
       backend_.begin_group(group, block);
     }
 
@@ -215,6 +226,12 @@ RunSummary Runner::run(const std::vector<Case>& cases, std::size_t planned, std:
         ctx.backend = &backend_;
         if (c.index == opt_.inject_hang_case && grank == 1) ctx.inject = RunContext::Inject::kWithhold;
         std::unique_ptr<CollectiveOp> op;
+        // This rank's error in this case, said by this rank (its peers, rank 0 included, do not know it), in one
+        // write so that it reaches mpirun's relay as a whole line.
+        auto say = [&](const std::string& what) {
+          std::cerr << "arbench[rank " + std::to_string(rank_) + "]: case " + std::to_string(c.index) + " (" + c.describe() +
+                           "): " + what + "\n";
+        };
         // Runs `work`; an exception (a trapped kernel, a failed launch) becomes this case's error instead of
         // leaving the runner (which would end in MPI_Abort): the ranks still meet at every agreement point below.
         auto run_guarded = [&](int& st, std::string& err, const auto& work) {
@@ -223,20 +240,21 @@ RunSummary Runner::run(const std::vector<Case>& cases, std::size_t planned, std:
           } catch (const std::exception& e) {
             st = kError;
             err = e.what();
-            std::cerr << "arbench[rank " << rank_ << "]: case " << c.index << " (" << c.describe() << "): " << err << "\n";
+            say(err);
           }
         };
         try {
           const Descriptor* d = find_descriptor(c.backend, c.collective, c.strategy);
           if (!d) throw std::runtime_error("no descriptor for " + c.describe());
           op = d->make(c);
+          fail_if_injected(opt_, rank_, "init");
           op->init(c, ctx);
         } catch (const std::exception& e) {
           status = kError;
           error = e.what();
-          std::cerr << "arbench[rank " << rank_ << "]: case " << c.index << " (" << c.describe() << "): " << error << "\n";
+          say(error);
         }
-        status = agree(group, status);
+        status = agree(agreement, status);
         if (status == kOk) {
           backend_.begin_case(c, profile);
           // Warm-up: eager launches in both modes, as nccl-tests does before it captures its timed loop. In graph
@@ -263,13 +281,12 @@ RunSummary Runner::run(const std::vector<Case>& cases, std::size_t planned, std:
                 graphs.clear();
                 status = kError;
                 error = std::string("CUDA graph capture (--cuda-graph): ") + e.what();
-                std::cerr << "arbench[rank " << rank_ << "]: case " << c.index << " (" << c.describe() << "): " << error
-                          << "\n";
+                say(error);
               }
             }
             // No rank replays a graph unless every rank captured its graphs: a lone replay would start collectives
             // its peers never join.
-            status = agree(group, status);
+            status = agree(agreement, status);
             // One untimed replay of each graph: the first launch of an executable graph costs more than the next.
             run_guarded(status, error, [&] {
               for (auto& g : graphs)
@@ -281,7 +298,7 @@ RunSummary Runner::run(const std::vector<Case>& cases, std::size_t planned, std:
             if (graphs.empty()) return op->run(i % buffers);
             return graphs[static_cast<std::size_t>(i) % graphs.size()]->launch();
           };
-          status = agree(group, status);  // also the barrier before the timed iterations
+          status = agree(agreement, status);  // also the barrier before the timed iterations
           if (status == kOk) {
             run_guarded(status, error, [&] {
               auto timer = backend_.make_timer();
@@ -297,25 +314,31 @@ RunSummary Runner::run(const std::vector<Case>& cases, std::size_t planned, std:
               // A graph replay's time is that of K back-to-back collectives: the sample is the mean per collective.
               if (!graphs.empty())
                 for (double& x : t) x /= opt_.cuda_graph;
-              if (status == kOk && t.size() == us.size()) us = t;
+              // A timer that returned another count would leave zeros recorded as times: the case's error instead.
+              if (status == kOk && t.size() != us.size())
+                throw std::runtime_error("the timer returned " + std::to_string(t.size()) + " times for " +
+                                         std::to_string(us.size()) + " iterations");
+              if (status == kOk) us = t;
               if (dog.fired()) status = kAborted;  // e.g. a GPU op whose wait was cut short
             });
           }
           // The graphs hold the op's buffers and (nccl) communicator work: freed before the check, the op and any
           // communicator recovery (after an abort the GPU backend has freed them already, before ncclCommAbort).
           graphs.clear();
-          status = agree(group, status);
+          status = agree(agreement, status);
           if (status == kOk) {
             std::int64_t w = 0;
             try {
+              fail_if_injected(opt_, rank_, "check");
               if (op->check(&w) != RunStatus::Ok) status = kAborted;
             } catch (const std::exception& e) {
               status = kError;
               error = std::string("check: ") + e.what();
+              say(error);
             }
             wrong = w;
           }
-          status = agree(group, status);
+          status = agree(agreement, status);
           backend_.end_case(c, profile);
           // Every rank reaches this with the same status: after an abort or an error the backend restores its
           // synchronisation state (collective over the group), ordered after its own work stopped.
@@ -359,7 +382,7 @@ RunSummary Runner::run(const std::vector<Case>& cases, std::size_t planned, std:
           if (status == kAborted)
             r.note = "timeout after " + std::to_string(static_cast<int>(opt_.timeout_s)) + " s";
           else if (status == kError)
-            r.note = "error: " + (error.empty() ? std::string("setup failed on another rank (see its messages)") : error);
+            r.note = "error: " + (error.empty() ? std::string("failed on another rank (see its messages)") : error);
           else
             r.note = "wrong results: " + std::to_string(wrong) + " elements";
         }
@@ -371,6 +394,7 @@ RunSummary Runner::run(const std::vector<Case>& cases, std::size_t planned, std:
     }
     if (in_group) {
       backend_.end_group();
+      MPI_Comm_free(&agreement);
       MPI_Comm_free(&group);
     }
     i = std::max(i, end);

@@ -34,12 +34,17 @@ struct RunnerOptions {
   // Test-only hooks.
   int inject_hang_case = -1;     // this case's rank 1 withholds itself (shared-memory ops) or hangs (MPI ops)
   int crash_after = -1;          // rank 0 SIGKILLs itself after writing this many cases
+  int fail_rank = -1;            // this rank throws at `fail_stage`: backend, group, init or check (--test-fail)
+  std::string fail_stage;
   // Sample fields shared by every record.
   std::string backend_label;     // Sample::backend, e.g. "arbench-host"
   std::string source;            // Sample::source, e.g. the run's start time
   DeviceInfo device;
   int nnodes = 1;
 };
+
+// Test hook (--test-fail RANK:STAGE): throws on that rank at that stage, as a failing backend would.
+void fail_if_injected(const RunnerOptions& options, int rank, const std::string& stage);
 
 class Runner {
  public:

@@ -415,6 +415,8 @@ bool is_standard_output(const std::string& path) { return path == "-"; }
 
 bool standard_output_taken() { return standard_output_moved; }
 
+std::string output_target(const std::string& path) { return resolve_output(path).target; }
+
 void check_output_path(const std::string& path) {
   if (is_standard_output(path)) standard_output_fd();
   else resolve_output(path);

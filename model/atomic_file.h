@@ -41,6 +41,11 @@ bool is_standard_output(const std::string& path);
 // writes to standard error, so what is printed there is a report, no longer an output (model/stdout_check.h).
 bool standard_output_taken();
 
+// The file an output path replaces: `path`, or the regular file its symbolic link names (the rule above, which it
+// checks). A file that becomes the output by a rename (a journal) belongs in this file's folder: a rename never
+// crosses file systems.
+std::string output_target(const std::string& path);
+
 // Throws OutputPathError when `path` may not be written (the rule above). Every write checks it; commands also
 // call it right after reading their inputs, to refuse before long work rather than after.
 void check_output_path(const std::string& path);

@@ -85,16 +85,18 @@ class GpuTimer : public IterationTimer {
 class GpuBackend : public Backend {
  public:
   GpuBackend(std::string kind, const BackendOptions& o) : kind_(std::move(kind)), opt_(o) {
-    if (std::string why = kernels::cuda_device_unavailable_reason(); !why.empty())
-      throw GridError("--backend", kind_ + " needs a GPU: " + why);
-    int n = 0;
-    ARFIT_CUDA_CHECK(cudaGetDeviceCount(&n));
+    // The split is collective over the world: every rank makes it before anything here can throw, so a rank
+    // whose node has no GPU cannot leave the others waiting in it (arbench then agrees on every rank's outcome).
     int local = 0, local_size = 1;
     MPI_Comm node;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
     MPI_Comm_rank(node, &local);
     MPI_Comm_size(node, &local_size);
     MPI_Comm_free(&node);
+    if (std::string why = kernels::cuda_device_unavailable_reason(); !why.empty())
+      throw GridError("--backend", kind_ + " needs a GPU: " + why);
+    int n = 0;
+    ARFIT_CUDA_CHECK(cudaGetDeviceCount(&n));
     // One GPU per rank: IPC teams and NCCL communicators refuse two ranks on one device, and would fail later,
     // inside a collective, with a less clear error. (Virtual ranks play every rank in one process.)
     if (!o.virtual_ranks && local_size > 1 && (o.device >= 0 || local_size > n))

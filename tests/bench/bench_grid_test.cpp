@@ -291,8 +291,66 @@ TEST(BenchGrid, PlanStrideBeyondAnIntIsAUsageErrorNamingThePlan) {
     apply_json_spec(g, R"({"plan":"lattice:4294967296"})", "s.json");
     FAIL() << "no error";
   } catch (const GridError& e) {
-    EXPECT_EQ(e.option(), "--spec s.json key 'plan'");
+    EXPECT_EQ(e.option(), "--spec s.json:1 key 'plan'");
     EXPECT_NE(std::string(e.what()).find("1..2147483647"), std::string::npos) << e.what();
+  }
+}
+
+// -f inf swept nothing past the first size (8 * inf is above any end) and ran: a step factor is finite.
+TEST(BenchGrid, InfiniteStepFactorIsRefused) {
+  for (std::string f : {"inf", "nan", "1"})
+    EXPECT_EQ(offending_option({"-b", "8", "-e", "1K", "-f", f, "--strategy", "MPI", "--dry-run"}), "-f/--stepfactor") << f;
+  EXPECT_EQ(offending_option({"-b", "8", "-e", "1K", "-f", "4", "--strategy", "MPI", "--dry-run"}), "");
+}
+
+// --timeout inf or 1e300 overflowed the watchdog's nanosecond clock arithmetic (undefined behaviour): bounded.
+TEST(BenchGrid, TimeoutIsPositiveAndBounded) {
+  for (std::string t : {"inf", "1e300", "nan", "0", "-1", "604801"})
+    EXPECT_EQ(offending_option({"--bytes", "1K", "--strategy", "MPI", "--tp", "1", "--dry-run", "--timeout", t}), "--timeout") << t;
+  EXPECT_EQ(offending_option({"--bytes", "1K", "--strategy", "MPI", "--tp", "1", "--dry-run", "--timeout", "604800"}), "");
+}
+
+// -n 2000000000 allocated 16 GB of per-iteration times on every rank before the first case (bad_alloc, MPI_Abort).
+TEST(BenchGrid, TimedIterationsAreBounded) {
+  for (std::string n : {"0", "-1", "10000001", "2000000000"})
+    EXPECT_EQ(offending_option({"--bytes", "1K", "--strategy", "MPI", "--tp", "1", "--dry-run", "-n", n}), "-n/--iters") << n;
+  EXPECT_EQ(offending_option({"--bytes", "1K", "--strategy", "MPI", "--tp", "1", "--dry-run", "-n", "10000000"}), "");
+}
+
+// A grid whose every case is below one element per rank (a dlrm split of 1 element over 4 ranks) was refused as
+// "option --strategy: the grid has no runnable case", blaming an option not given and hiding why.
+TEST(BenchGrid, EmptyGridSaysWhyEveryCaseWent) {
+  const std::vector<std::string> args = {"--collective", "alltoallv", "--strategy", "MPI", "--dtype", "fp32", "--tp", "4",
+                                         "--bytes", "4K", "--splits", "dlrm:1:1:1:0", "--dry-run"};
+  EXPECT_EQ(offending_option(args, 4), "--bytes");
+  try {
+    Options o = parse(args);
+    PlanOptions po;
+    po.limits.world = 4;
+    po.limits.workspace = o.workspace;
+    plan_cases(o.spec, po, nullptr);
+    ADD_FAILURE() << "planned";
+  } catch (const GridError& e) {
+    EXPECT_NE(std::string(e.what()).find("below one element per rank"), std::string::npos) << e.what();
+  }
+}
+
+// A bad value in a --spec file was named by file and key only: the message names the line too.
+TEST(BenchGrid, SpecErrorsNameTheFileLineAndKey) {
+  const struct {
+    std::string json, option;
+  } cases[] = {{"{\n  \"bytes\": [1024],\n  \"tp\": [-2]\n}", "--spec s.json:3 key 'tp'"},
+               {"{\"bytes\": [1024,\n -5]}", "--spec s.json:1 key 'bytes'"},
+               {"{\n\n \"bytez\": 1}", "--spec s.json:3 key 'bytez'"},
+               {"{\"bytes\": [1024],\n \"plan\": \"anchors:0\"}", "--spec s.json:2 key 'plan'"}};
+  for (const auto& c : cases) {
+    GridSpec g;
+    try {
+      apply_json_spec(g, c.json, "s.json");
+      ADD_FAILURE() << "no error for " << c.json;
+    } catch (const GridError& e) {
+      EXPECT_EQ(e.option(), c.option) << e.what();
+    }
   }
 }
 

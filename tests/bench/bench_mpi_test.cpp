@@ -2,9 +2,11 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
+#include <sys/stat.h>
 
 #include "bench/grid.h"
 #include "model/sample_csv.h"
@@ -39,15 +41,7 @@ std::vector<std::string> planned_descriptions(const std::string& grid) {
 }
 
 std::string describe(const Sample& s) {
-  bench::Case c;
-  c.collective = s.collective;
-  c.strategy = s.strategy;
-  c.fusion = s.fusion;
-  c.dtype = s.dtype;
-  c.tp = s.nranks;
-  c.tokens = s.tokens;
-  c.hidden = s.hidden;
-  c.bytes = s.bytes;
+  bench::Case c = bench::case_of_sample(s);
   if (s.collective == Collective::AllToAllV) c.split = "cyclic";  // the default split of these grids
   return c.describe();
 }
@@ -212,6 +206,29 @@ TEST(BenchMpi, ImpossibleGridsFailBeforeMeasuringNamingTheOption) {
   }
 }
 
+// An output whose folder cannot be made (under a regular file, or in /proc) ended in MPI_Abort: at the first case
+// (the journal opened then), or before it (the path check's system error was not caught). Now rank 0 opens the
+// journal before the run and every rank leaves with the error, nothing measured, no MPI_Abort.
+TEST(BenchMpi, UnwritableOutputFolderIsRefusedBeforeMeasuring) {
+  TempDir d;
+  const std::string file = d.write("file", "x\n");
+  for (const auto& [out, status] : {std::pair{file + "/s.csv", 1}, std::pair{std::string("/proc/arfit-none/s.csv"), 2}}) {
+    const CommandResult r = run_command(mpirun("--backend host --strategy MPI --bytes 1K -w 1 -n 2 -q -o " + out));
+    EXPECT_EQ(r.exit_code, status) << out << "\n" << r.output;
+    EXPECT_NE(r.output.find("arbench: error: "), std::string::npos) << out << "\n" << r.output;
+    EXPECT_EQ(r.output.find("MPI_ABORT"), std::string::npos) << out << "\n" << r.output;
+  }
+  EXPECT_EQ(arfit::testing::slurp(file), "x\n");
+  // --json into a missing folder failed after the whole run (MPI_Abort); now refused before it.
+  const std::string out = d.file("s.csv");
+  const CommandResult json = run_command(mpirun("--backend host --strategy MPI --bytes 1K -w 1 -n 2 -q -o " + out +
+                                                " --json " + d.file("missing/j.json")));
+  EXPECT_EQ(json.exit_code, 2) << json.output;
+  EXPECT_NE(json.output.find("the folder"), std::string::npos) << json.output;
+  EXPECT_FALSE(std::filesystem::exists(out));
+  EXPECT_FALSE(std::filesystem::exists(out + ".partial"));
+}
+
 TEST(BenchMpi, TimedOutSharedMemoryCaseIsRecordedAndTheRunContinues) {
   TempDir d;
   const std::string out = d.file("s.csv");
@@ -302,6 +319,16 @@ TEST(BenchMpi, RanksWithDifferentOptionsAreRefusedBeforeMeasuring) {
   const CommandResult bad = run_command(env + ARFIT_MPIEXEC + rank + " --bytes 1K :" + rank + " --bytes 1K --bogus");
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_NE(bad.output.find("arbench[rank 1]: error: option --bogus"), std::string::npos) << bad.output;
+  // One rank alone given --help or --version: the refusal says which rank asked for what, and which option differed.
+  for (const auto& [second, named] : {std::pair{std::string(" --bytes 1K --help"), std::string("rank 1 was given --help")},
+                                      std::pair{std::string(" --bytes 1K --version"), std::string("rank 1 was given --version")},
+                                      std::pair{std::string(" --bytes 1K --buffers 3"), std::string("rank 1 differs from rank 0 in --buffers")},
+                                      std::pair{std::string(" --bytes 1K --bogus"), std::string("rank 1 has a usage error in option --bogus")}}) {
+    const CommandResult r = run_command(env + ARFIT_MPIEXEC + rank + " --bytes 1K :" + rank + second);
+    EXPECT_EQ(r.exit_code, 2) << second << "\n" << r.output;
+    EXPECT_NE(r.output.find(named), std::string::npos) << second << "\n" << r.output;
+    EXPECT_FALSE(std::filesystem::exists(out)) << second;
+  }
   // The same command line on every rank still runs.
   EXPECT_EQ(run_command(env + ARFIT_MPIEXEC + rank + " --bytes 1K :" + rank + " --bytes 1K").exit_code, 0);
   EXPECT_TRUE(std::filesystem::exists(out));
@@ -316,6 +343,70 @@ TEST(BenchMpi, HelpPrintsTheOptionsAndSucceeds) {
     EXPECT_NE(r.output.find("--backend"), std::string::npos) << cmd << "\n" << r.output;
     EXPECT_NE(r.output.find("--plan"), std::string::npos) << cmd << "\n" << r.output;
     EXPECT_EQ(r.output.find("arbench: error"), std::string::npos) << cmd << "\n" << r.output;
+  }
+}
+
+// A failure on a rank other than 0 — the backend's creation, a group's setup, a case's init or its check —
+// printed nothing before mpirun's abort text (a check that threw before its collective left rank 0's collective
+// to be paired with rank 1's next agreement: MPI_ERR_TRUNCATE, exit 15). Now that rank says its reason, naming
+// itself, every rank leaves (the watchdog ends a peer's wait in the collective it left) and the run fails with 1.
+TEST(BenchMpi, AFailureOnAnotherRankIsSaidByThatRankAndFailsTheRun) {
+  TempDir d;
+  for (const std::string stage : {"backend", "group", "init", "check"}) {
+    const std::string out = d.file(stage + ".csv");
+    const CommandResult r = run_command(
+        "timeout 120 env " + mpirun("--backend host --strategy MPI --bytes 1K -w 1 -n 2 -q --timeout 1 -o " + out + " --test-fail 1:" + stage));
+    EXPECT_EQ(r.exit_code, 1) << stage << "\n" << r.output;
+    EXPECT_NE(r.output.find("arbench[rank 1]"), std::string::npos) << stage << "\n" << r.output;
+    EXPECT_NE(r.output.find("injected failure at " + stage), std::string::npos) << stage << "\n" << r.output;
+    EXPECT_EQ(r.output.find("MPI_ERR_TRUNCATE"), std::string::npos) << stage << "\n" << r.output;
+  }
+}
+
+// -o a symbolic link to a file on another file system (the output on /dev/shm, the link in the working folder):
+// the journal streamed beside the link and its final rename over the link's target crossed file systems (EXDEV,
+// "Invalid cross-device link", exit 1 after the whole run). Now the journal lies beside the target: the run
+// succeeds, the target holds the samples, the link stays a link, and no journal is left.
+TEST(BenchMpi, OutputLinkedToAnotherFileSystemIsReplacedInPlace) {
+  TempDir d;
+  std::string shm = "/dev/shm/arfit-test-XXXXXX";
+  if (!::mkdtemp(shm.data())) GTEST_SKIP() << "no /dev/shm";
+  struct RemoveAll {
+    std::string dir;
+    ~RemoveAll() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } cleanup{shm};
+  struct stat here {}, there {};
+  if (::stat(d.path().c_str(), &here) != 0 || ::stat(shm.c_str(), &there) != 0 || here.st_dev == there.st_dev)
+    GTEST_SKIP() << "/dev/shm is on the temporary folder's file system";
+  const std::string target = shm + "/s.csv", link = d.file("s.csv");
+  auto write_target = [&](const std::string& text) { std::ofstream(target, std::ios::binary) << text; };
+  write_target("old\n");
+  std::filesystem::create_symlink(target, link);
+  const std::string grid = "--backend host --strategy MPI --bytes 1K:2K -w 1 -n 2 -q";
+  const CommandResult r = run_command(mpirun(grid + " -o " + link + " --overwrite"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+  EXPECT_EQ(read_samples_csv(target).samples.size(), 2u);
+  EXPECT_FALSE(std::filesystem::exists(link + ".partial"));
+  EXPECT_FALSE(std::filesystem::exists(target + ".partial"));
+  // Killed and resumed through the link: the journal beside the target is found and continued.
+  write_target("");
+  EXPECT_NE(run_command(mpirun("--backend host --strategy MPI --bytes 1K:8K -w 1 -n 2 -q -o " + link + " --test-crash-after 2")).exit_code, 0);
+  EXPECT_TRUE(std::filesystem::exists(target + ".partial"));
+  const CommandResult resumed = run_command(mpirun("--backend host --strategy MPI --bytes 1K:8K -w 1 -n 2 -q -o " + link + " --resume"));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_EQ(read_samples_csv(target).samples.size(), 4u);
+  EXPECT_FALSE(std::filesystem::exists(target + ".partial"));
+}
+
+TEST(BenchMpi, VersionPrintsTheVersionAndSucceeds) {
+  for (const std::string& cmd : {std::string(ARBENCH_BIN) + " --version", mpirun("--version")}) {
+    const CommandResult r = run_command(cmd);
+    EXPECT_EQ(r.exit_code, 0) << cmd << "\n" << r.output;
+    EXPECT_NE(r.output.find(std::string("arbench (arfit ") + ARFIT_VERSION + ")"), std::string::npos) << cmd << "\n" << r.output;
   }
 }
 

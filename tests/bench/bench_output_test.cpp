@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "bench/reporter.h"
 #include "bench/run_info.h"
@@ -193,4 +194,41 @@ TEST(BenchOutput, RunHeaderRecordsTheCudaGraphMode) {
   EXPECT_NE(graph["timing"].find("CUDA-graph replay"), std::string::npos) << graph["timing"];
   EXPECT_NE(graph["timing"].find("divided by 4"), std::string::npos) << graph["timing"];
   EXPECT_EQ(header_of(0)["timing"].find("graph"), std::string::npos);
+}
+
+// --resume kept any row the file held: an edited size, a duplicated row, another backend's row stayed in the
+// output beside the case measured again (a sample of no planned case, a case twice). Now each row continued must
+// be a planned case, once, of this backend: refused as bad data naming the file and line, the file untouched.
+TEST(BenchOutput, ResumeRefusesRowsThatAreNotThisRunsCasesOnce) {
+  TempDir d;
+  const std::set<std::string> planned = {sample_key(sample(1)), sample_key(sample(2)), sample_key(sample(4))};
+  auto with_backend = [](Sample s, const std::string& b) {
+    s.backend = b;
+    return s;
+  };
+  const Sample one = with_backend(sample(1), "arbench-host"), two = with_backend(sample(2), "arbench-host");
+  const struct {
+    std::vector<Sample> rows;
+    std::string says;
+  } cases[] = {{{one, with_backend(sample(3), "arbench-host")}, "not a case of this run's plan"},
+               {{one, two, one}, "repeats line"},
+               {{one, with_backend(sample(2), "arbench-nccl")}, "column 'backend'"}};
+  for (const auto& c : cases) {
+    const std::string journal_text = file_with("G", c.rows, false);
+    const std::string path = d.file("s.csv");
+    const std::string journal = d.write("s.csv.partial", journal_text);
+    try {
+      inspect_output(path, "G", true, false, "off", "", &planned, "arbench-host");
+      ADD_FAILURE() << c.says << ": accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("s.csv.partial:"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(c.says),
+                std::string::npos)
+          << e.what();
+    }
+    EXPECT_EQ(arfit::testing::slurp(journal), journal_text);
+  }
+  // The same rows, each once and planned, are continued.
+  d.write("s.csv.partial", file_with("G", {one, two}, false));
+  EXPECT_EQ(inspect_output(d.file("s.csv"), "G", true, false, "off", "", &planned, "arbench-host").finished.size(), 2u);
 }
