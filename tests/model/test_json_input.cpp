@@ -97,3 +97,14 @@ TEST(JsonInput, DepthThenSyntaxThenRepeatedKey) {
   // The repeat after the deepest nesting allowed is still found.
   EXPECT_NE(refusal("{\"b\": " + deep + ",\n\"b\": 1}", 6).find("t.json:2: key 'b' appears twice"), std::string::npos);
 }
+
+// An object of many keys (compared through a hash set beyond the first few) and the objects nested in it.
+TEST(JsonInput, RepeatsAmongManyKeys) {
+  std::string many = "{";
+  for (int k = 0; k < 40; ++k) many += "\"k" + std::to_string(k) + "\": {\"k" + std::to_string(k) + "\": 1, \"x\": 2},\n";
+  EXPECT_EQ(repeated_key_line(many + "\"last\": 0}"), 0);
+  EXPECT_EQ(repeated_key_line(many + "\"k3\": 0}"), 41);
+  EXPECT_EQ(repeated_key_line(many + "\"k39\": 0}"), 41);
+  // A repeat within a nested object after the outer one holds many keys.
+  EXPECT_EQ(repeated_key_line(many + "\"in\": {\"a\": 1, \"a\": 2}}"), 41);
+}
