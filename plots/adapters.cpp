@@ -382,7 +382,7 @@ StrategyGrid grid_from_samples(const std::vector<Sample>& samples, Collective co
   for (const auto& [d, n] : dtypes)
     if (n > best) best = n, g.dtype = d;
   if (any_shaped)
-    for (auto& c : g.cells) c.bytes = static_cast<double>(c.tokens) * c.hidden * std::max(1, dtype_size(g.dtype));
+    for (auto& c : g.cells) c.bytes = message_bytes(static_cast<double>(c.tokens), static_cast<double>(c.hidden), g.dtype);
   return g;
 }
 
