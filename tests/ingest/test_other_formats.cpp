@@ -96,6 +96,28 @@ TEST(NcclTestsJson, ResultWithoutAnyPlacementIsAnError) {
   EXPECT_EQ(ingest_text(one, "run.json", Options{}).samples.size(), 3u);
 }
 
+// The node count is the devices list's hostnames: more of them than the ranks --nranks gives names the list (line 4
+// of kJson), the hostnames and the option; --nnodes sets the node count instead, and a --nnodes beyond the ranks is
+// ingest's own message, not the list's.
+TEST(NcclTestsJson, NodeCountBeyondTheRanksNamesTheHostnamesAndTheOptions) {
+  Options one_rank;
+  one_rank.nranks = 1;
+  std::string e = error_of(kJson, "run.json", one_rank);
+  EXPECT_EQ(e.rfind("run.json:4: /config/devices: 2 distinct hostnames (nodes), more than the 1 rank(s) --nranks gives", 0), 0u) << e;
+  EXPECT_NE(e.find("--nnodes"), std::string::npos) << e;
+  Options one_node = one_rank;
+  one_node.nnodes = 1;
+  const IngestResult r = ingest_text(kJson, "run.json", one_node);
+  ASSERT_EQ(r.samples.size(), 4u);
+  EXPECT_EQ(r.samples[0].nranks, 1);
+  EXPECT_EQ(r.samples[0].nnodes, 1);
+  Options two_nodes = one_rank;
+  two_nodes.nnodes = 2;
+  e = error_of(kJson, "run.json", two_nodes);
+  EXPECT_NE(e.find("--nnodes 2 is more than the 1 rank(s)"), std::string::npos) << e;
+  EXPECT_EQ(e.find("/config/devices"), std::string::npos) << e;
+}
+
 // ---------------- PARAM comms ----------------
 const char* kParam = R"([Rank   0] world_size: 4
 	COMMS-RES       size (B)  nElementsPerRank   Latency(us):p50         p75         p95         Min         Max    AlgBW(GB/s)    BusBW(GB/s)
