@@ -152,10 +152,12 @@ struct PlotAxes {
   bool fusions_given = false;
   std::vector<int> tps;  // --tp, at most kMaxSampleRanks; empty when not given
   std::vector<int> sms;  // --sm
+  std::string dtype;     // --dtype: a cell's bytes are tokens x hidden x its size
 };
 
 PlotAxes parse_axes(const PlotArgs& a) {
   PlotAxes axes;
+  axes.dtype = a.dtype;
   try {
     axes.grid.tokens = codegen::parse_pow2_axis(a.tokens, "--tokens");
     axes.grid.hiddens = codegen::parse_pow2_axis(a.hidden, "--hidden");
@@ -172,7 +174,7 @@ PlotAxes parse_axes(const PlotArgs& a) {
 
 // Predicted strategy grids from a model set, one per system (codegen's table builder, so the figures show
 // exactly what `arfit codegen` would choose).
-std::vector<plots::StrategyGrid> grids_from_models(const ModelSet& models, const PlotAxes& axes, const std::string& dtype) {
+std::vector<plots::StrategyGrid> grids_from_models(const ModelSet& models, const PlotAxes& axes) {
   std::vector<plots::StrategyGrid> out;
   for (const auto& system : models.systems()) {
     std::set<int> tps;
@@ -185,7 +187,7 @@ std::vector<plots::StrategyGrid> grids_from_models(const ModelSet& models, const
     if (!axes.fusions_given) gs.fusions.assign(fusions.begin(), fusions.end());
     codegen::TableOptions to;
     to.system = system;
-    to.dtype = dtype;
+    to.dtype = axes.dtype;
     to.sm = axes.sms.empty() ? 0 : axes.sms.front();
     auto table = codegen::build_table(gs, codegen::model_set_candidates(models, system), codegen::model_set_predictor(models), to);
     codegen::Banner banner;
@@ -196,9 +198,9 @@ std::vector<plots::StrategyGrid> grids_from_models(const ModelSet& models, const
   return out;
 }
 
-std::vector<plots::StrategyGrid> predicted_grids(const Inputs& in, const PlotAxes& axes, const std::string& dtype) {
+std::vector<plots::StrategyGrid> predicted_grids(const Inputs& in, const PlotAxes& axes) {
   std::vector<plots::StrategyGrid> out = in.tables;
-  if (out.empty() && in.models) out = grids_from_models(*in.models, axes, dtype);
+  if (out.empty() && in.models) out = grids_from_models(*in.models, axes);
   return out;
 }
 
@@ -226,9 +228,9 @@ struct InputGrids {
   std::optional<plots::StrategyGrid> measured;  // absent without measured cells
 };
 
-InputGrids input_grids(const Inputs& in, const PlotAxes& axes, const std::string& dtype) {
+InputGrids input_grids(const Inputs& in, const PlotAxes& axes) {
   InputGrids g;
-  g.predicted = predicted_grids(in, axes, dtype);
+  g.predicted = predicted_grids(in, axes);
   if (!in.samples.empty()) g.measured = plots::grid_from_samples(in.samples);
   if (g.measured && g.measured->cells.empty()) g.measured.reset();
   return g;
@@ -344,8 +346,7 @@ void run_plot(const PlotArgs& a) {
   Renderer r(a.out_dir, formats);
   if (a.kind == "fit") plot_fit(in, a, r);
   else if (a.kind == "cross") plot_cross(in, axes, r);
-  else if (a.kind == "heatmap" || a.kind == "best" || a.kind == "diff" || a.kind == "regret")
-    plot_grids(a.kind, input_grids(in, axes, a.dtype), r);
+  else if (a.kind == "heatmap" || a.kind == "best" || a.kind == "diff" || a.kind == "regret") plot_grids(a.kind, input_grids(in, axes), r);
   else if (a.kind == "errors") plot_errors(in, a, r);
   else if (a.kind == "alltoallv") {
     if (plot_alltoallv(in, r) == 0)
@@ -358,7 +359,7 @@ void run_plot(const PlotArgs& a) {
     if (!in.tables.empty() || in.models || !in.samples.empty()) {
       PlotAxes modelled = axes;
       modelled.tps.clear();  // --tp names the TP sizes to extrapolate to (cross); the grids use the modelled ones
-      const InputGrids grids = input_grids(in, modelled, a.dtype);
+      const InputGrids grids = input_grids(in, modelled);
       const bool two = grids.measured && grids.measured->strategies.size() >= 2;
       // A models file of other collectives only (all-to-all, say) has no strategy grid to draw.
       const bool predicted = !grids.predicted.empty();
