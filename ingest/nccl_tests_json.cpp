@@ -177,11 +177,7 @@ IngestResult read_results(const nlohmann::json& j, const std::string& name, cons
 
 IngestResult read_nccl_tests_json(const std::string& text, const std::string& name, const Options& options) {
   const nlohmann::json j = parse_json(text, name);
-  try {
-    return read_results(j, name, options);
-  } catch (const JsonError& e) {
-    throw json_input_error(e, text, name);
-  }
+  return read_json_document(text, name, [&] { return read_results(j, name, options); });
 }
 
 }  // namespace arfit::ingest::detail

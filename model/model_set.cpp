@@ -129,11 +129,7 @@ ModelSet ModelSet::parse(const std::string& text, const std::string& name) {
 }
 
 ModelSet ModelSet::from_document(const nlohmann::json& j, const std::string& text, const std::string& name) {
-  try {
-    return parse_checked(j);
-  } catch (const JsonError& e) {
-    throw json_input_error(e, text, name);
-  }
+  return read_json_document(text, name, [&] { return parse_checked(j); });
 }
 
 void ModelSet::save(const std::string& path) const { write_string_atomically(path, json_.dump(1) + "\n"); }
