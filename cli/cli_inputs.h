@@ -43,31 +43,29 @@ inline void append_ingested(ingest::IngestResult r, const std::string& path, ing
   for (auto& s : r.samples) all.push_back(std::move(s));
 }
 
-// The samples of every file, read as `format` (auto: detected file by file), dropped rows reported file by file.
-inline std::vector<Sample> load_samples_option(const std::vector<std::string>& files, const std::string& format,
-                                               const std::string& option = "--format") {
-  ingest::Options o;
-  o.format = ingest_format_option(format, option);
-  std::vector<Sample> all;
-  ingest::DistinctInputs distinct(o);
-  for (const auto& f : files) append_ingested(ingest::ingest_file(f, o), f, distinct, all);
-  return all;
-}
-
 // A file's path and its text, read once (read_file) by a command that looked at the text before knowing what the
 // file is.
 struct InputText {
   std::string path, text;
 };
 
-// load_samples_option for files already read.
-inline std::vector<Sample> load_samples_option(const std::vector<InputText>& files, const std::string& format,
-                                               const std::string& option = "--format") {
+// One input's samples: a path is read here, when its turn comes (one file in memory at a time); a text already
+// read is ingested as it is.
+inline ingest::IngestResult ingest_input(const std::string& path, const ingest::Options& o) { return ingest::ingest_file(path, o); }
+inline ingest::IngestResult ingest_input(const InputText& f, const ingest::Options& o) { return ingest::ingest_text(f.text, f.path, o); }
+inline const std::string& input_path(const std::string& path) { return path; }
+inline const std::string& input_path(const InputText& f) { return f.path; }
+
+// The samples of every input (paths, or InputTexts already read), read as `format` (auto: detected file by file),
+// dropped rows reported file by file.
+template <class Input>
+std::vector<Sample> load_samples_option(const std::vector<Input>& files, const std::string& format,
+                                        const std::string& option = "--format") {
   ingest::Options o;
   o.format = ingest_format_option(format, option);
   std::vector<Sample> all;
   ingest::DistinctInputs distinct(o);
-  for (const auto& f : files) append_ingested(ingest::ingest_text(f.text, f.path, o), f.path, distinct, all);
+  for (const Input& f : files) append_ingested(ingest_input(f, o), input_path(f), distinct, all);
   return all;
 }
 

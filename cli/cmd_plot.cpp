@@ -145,35 +145,36 @@ class Renderer {
   int count_ = 0, indexed_ = 0;
 };
 
-std::vector<int> int_list(const std::string& s, const std::string& option) {
-  if (s.empty()) return {};
-  try {
-    return codegen::parse_int_list(s, option);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(e.what());
-  }
-}
+// The grid and target options, parsed once before anything is read or the output folder is made (codegen's
+// parsers, as `arfit codegen` reads them) and passed to every kind that uses them.
+struct PlotAxes {
+  codegen::Grid grid;    // --tokens and --hidden; --fusion when given (else the fusions modelled)
+  bool fusions_given = false;
+  std::vector<int> tps;  // --tp, at most kMaxSampleRanks; empty when not given
+  std::vector<int> sms;  // --sm
+  std::string dtype;     // --dtype: a cell's bytes are tokens x hidden x its size
+};
 
-// --tp: GPU counts, at most kMaxSampleRanks (codegen's parser, as `arfit codegen --tp`).
-std::vector<int> tp_list(const std::string& s) {
+PlotAxes parse_axes(const PlotArgs& a) {
+  PlotAxes axes;
+  axes.dtype = a.dtype;
   try {
-    return codegen::parse_rank_list(s, "--tp");
+    axes.grid.tokens = codegen::parse_pow2_axis(a.tokens, "--tokens");
+    axes.grid.hiddens = codegen::parse_pow2_axis(a.hidden, "--hidden");
+    codegen::check_cell_bytes(axes.grid, a.dtype);
+    axes.fusions_given = !a.fusion.empty();
+    if (axes.fusions_given) axes.grid.fusions = codegen::parse_fusion_list(a.fusion, "--fusion");
+    if (!a.tp.empty()) axes.tps = codegen::parse_rank_list(a.tp, "--tp");
+    if (!a.sm.empty()) axes.sms = codegen::parse_int_list(a.sm, "--sm");
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
+  return axes;
 }
 
 // Predicted strategy grids from a model set, one per system (codegen's table builder, so the figures show
 // exactly what `arfit codegen` would choose).
-std::vector<plots::StrategyGrid> grids_from_models(const ModelSet& models, const PlotArgs& a) {
-  codegen::Grid grid;
-  try {
-    grid.tokens = codegen::parse_pow2_axis(a.tokens, "--tokens");
-    grid.hiddens = codegen::parse_pow2_axis(a.hidden, "--hidden");
-    if (!a.fusion.empty()) grid.fusions = codegen::parse_fusion_list(a.fusion, "--fusion");
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(e.what());
-  }
+std::vector<plots::StrategyGrid> grids_from_models(const ModelSet& models, const PlotAxes& axes) {
   std::vector<plots::StrategyGrid> out;
   for (const auto& system : models.systems()) {
     std::set<int> tps;
@@ -181,13 +182,13 @@ std::vector<plots::StrategyGrid> grids_from_models(const ModelSet& models, const
     for (const auto& g : models.groups())
       if (g.key.system == system && g.key.collective == Collective::AllReduce) tps.insert(g.key.nranks), fusions.insert(g.key.fusion);
     if (tps.empty()) continue;
-    codegen::Grid gs = grid;
-    gs.tps = a.tp.empty() ? std::vector<int>(tps.begin(), tps.end()) : tp_list(a.tp);
-    if (a.fusion.empty()) gs.fusions.assign(fusions.begin(), fusions.end());
+    codegen::Grid gs = axes.grid;
+    gs.tps = axes.tps.empty() ? std::vector<int>(tps.begin(), tps.end()) : axes.tps;
+    if (!axes.fusions_given) gs.fusions.assign(fusions.begin(), fusions.end());
     codegen::TableOptions to;
     to.system = system;
-    to.dtype = a.dtype;
-    to.sm = a.sm.empty() ? 0 : int_list(a.sm, "--sm").front();
+    to.dtype = axes.dtype;
+    to.sm = axes.sms.empty() ? 0 : axes.sms.front();
     auto table = codegen::build_table(gs, codegen::model_set_candidates(models, system), codegen::model_set_predictor(models), to);
     codegen::Banner banner;
     banner.version = ARFIT_VERSION;
@@ -197,9 +198,9 @@ std::vector<plots::StrategyGrid> grids_from_models(const ModelSet& models, const
   return out;
 }
 
-std::vector<plots::StrategyGrid> predicted_grids(const Inputs& in, const PlotArgs& a) {
+std::vector<plots::StrategyGrid> predicted_grids(const Inputs& in, const PlotAxes& axes) {
   std::vector<plots::StrategyGrid> out = in.tables;
-  if (out.empty() && in.models) out = grids_from_models(*in.models, a);
+  if (out.empty() && in.models) out = grids_from_models(*in.models, axes);
   return out;
 }
 
@@ -211,10 +212,10 @@ void plot_fit(const Inputs& in, const PlotArgs& a, Renderer& r) {
   for (const auto& f : figs) r.draw(plots::fit_figure(f.data, r.stem(f.name)));
 }
 
-void plot_cross(const Inputs& in, const PlotArgs& a, Renderer& r) {
+void plot_cross(const Inputs& in, const PlotAxes& axes, Renderer& r) {
   if (!in.models) throw UsageError("plot cross needs a models.json");
-  std::vector<int> tps = a.tp.empty() ? std::vector<int>{2, 4, 8, 16} : tp_list(a.tp);
-  auto figs = plots::cross_figures(in.samples, *in.models, tps, int_list(a.sm, "--sm"));
+  const std::vector<int> tps = axes.tps.empty() ? std::vector<int>{2, 4, 8, 16} : axes.tps;
+  auto figs = plots::cross_figures(in.samples, *in.models, tps, axes.sms);
   if (figs.empty())
     std::cerr << "arfit plot cross: no family has a TP in --tp (or an --sm) that was not measured; nothing to draw\n";
   for (const auto& f : figs) r.draw(plots::fit_figure(f.data, r.stem(f.name)), "cross");
@@ -227,9 +228,9 @@ struct InputGrids {
   std::optional<plots::StrategyGrid> measured;  // absent without measured cells
 };
 
-InputGrids input_grids(const Inputs& in, const PlotArgs& a) {
+InputGrids input_grids(const Inputs& in, const PlotAxes& axes) {
   InputGrids g;
-  g.predicted = predicted_grids(in, a);
+  g.predicted = predicted_grids(in, axes);
   if (!in.samples.empty()) g.measured = plots::grid_from_samples(in.samples);
   if (g.measured && g.measured->cells.empty()) g.measured.reset();
   return g;
@@ -329,15 +330,10 @@ void run_plot(const PlotArgs& a) {
   std::vector<plots::ImageFormat> formats;
   try {
     formats = plots::parse_formats(a.format);
-    // The grid axes (codegen's parser) are checked before anything is read or the output folder is made.
-    codegen::Grid axes;
-    axes.tokens = codegen::parse_pow2_axis(a.tokens, "--tokens");
-    axes.hiddens = codegen::parse_pow2_axis(a.hidden, "--hidden");
-    codegen::check_cell_bytes(axes, a.dtype);
-    if (!a.tp.empty()) codegen::parse_rank_list(a.tp, "--tp");
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
+  const PlotAxes axes = parse_axes(a);
   // The page is staged with the figures and moved into place after them: no stream (plot index writes it alone).
   // Refused here, not after the models are fitted and the figures rendered.
   if (is_standard_output(a.index))
@@ -349,8 +345,8 @@ void run_plot(const PlotArgs& a) {
   Inputs in = read_inputs(a.inputs, a.ingest_format);
   Renderer r(a.out_dir, formats);
   if (a.kind == "fit") plot_fit(in, a, r);
-  else if (a.kind == "cross") plot_cross(in, a, r);
-  else if (a.kind == "heatmap" || a.kind == "best" || a.kind == "diff" || a.kind == "regret") plot_grids(a.kind, input_grids(in, a), r);
+  else if (a.kind == "cross") plot_cross(in, axes, r);
+  else if (a.kind == "heatmap" || a.kind == "best" || a.kind == "diff" || a.kind == "regret") plot_grids(a.kind, input_grids(in, axes), r);
   else if (a.kind == "errors") plot_errors(in, a, r);
   else if (a.kind == "alltoallv") {
     if (plot_alltoallv(in, r) == 0)
@@ -359,11 +355,11 @@ void run_plot(const PlotArgs& a) {
   } else if (a.kind == "all") {
     // Everything the inputs allow.
     if (!in.samples.empty() || in.models) plot_fit(in, a, r);
-    if (in.models && !a.tp.empty()) plot_cross(in, a, r);
+    if (in.models && !axes.tps.empty()) plot_cross(in, axes, r);
     if (!in.tables.empty() || in.models || !in.samples.empty()) {
-      PlotArgs ga = a;
-      ga.tp.clear();  // --tp names the TP sizes to extrapolate to (cross); the grids use the modelled ones
-      const InputGrids grids = input_grids(in, ga);
+      PlotAxes modelled = axes;
+      modelled.tps.clear();  // --tp names the TP sizes to extrapolate to (cross); the grids use the modelled ones
+      const InputGrids grids = input_grids(in, modelled);
       const bool two = grids.measured && grids.measured->strategies.size() >= 2;
       // A models file of other collectives only (all-to-all, say) has no strategy grid to draw.
       const bool predicted = !grids.predicted.empty();

@@ -80,14 +80,6 @@ std::vector<std::string> split_list(const std::string& s, char sep) {
   }
 }
 
-// What a --bytes value may be: at most kMaxSampleBytes, the largest size a sample or a model holds (above it a
-// query would read "no model answers" when it is a request no model could ever answer).
-std::string above_byte_bound(const std::string& option, double bytes, const std::string& what) {
-  if (bytes <= kMaxSampleBytes) return {};
-  return option + ": " + what + " is above " + format_number(kMaxSampleBytes, "%.0e") +
-         " bytes, the largest size arfit models";
-}
-
 // LIST "a,b,c" or RANGE "A:B[:F]" (A, A·F, A·F², ... up to B; F = 2 by default).
 std::vector<double> parse_sizes(const std::string& s) {
   std::vector<double> out;
@@ -107,7 +99,7 @@ std::vector<double> parse_sizes(const std::string& s) {
     }
     if (!(f > 1) || !std::isfinite(f)) throw UsageError("--bytes: range factor must be a finite number > 1");
     if (b < a) throw UsageError("--bytes: range end is below its start");
-    if (const std::string why = above_byte_bound("--bytes", b, "range end '" + p[1] + "'"); !why.empty()) throw UsageError(why);
+    if (const std::string why = byte_bound_problem("--bytes", "range end '" + p[1] + "'", b); !why.empty()) throw UsageError(why);
     // Points of A, A·F, ... up to B: refused beyond the cap rather than cut short.
     const double points = std::floor(std::log(b * (1 + 1e-12) / a) / std::log(f)) + 1;
     if (!(points <= static_cast<double>(kMaxPredictPoints)))
@@ -117,7 +109,7 @@ std::vector<double> parse_sizes(const std::string& s) {
   } else {
     for (const auto& x : split_list(s, ',')) {
       out.push_back(parse_size(x, "--bytes"));
-      if (const std::string why = above_byte_bound("--bytes", out.back(), "size '" + x + "'"); !why.empty()) throw UsageError(why);
+      if (const std::string why = byte_bound_problem("--bytes", "size '" + x + "'", out.back()); !why.empty()) throw UsageError(why);
     }
   }
   if (out.empty()) throw UsageError("--bytes: no sizes given");
@@ -185,9 +177,8 @@ void run_predict(const PredictArgs& a) {
         q.tokens = parse_count(t, "--tokens");
         q.hidden = parse_count(h, "--hidden");
         // Sized by --dtype, or at least one byte per element (the group's type answers without --dtype).
-        const int element = a.dtype.empty() ? 1 : std::max(1, dtype_size(canonical_dtype(a.dtype)));
-        if (const std::string why = above_byte_bound("--tokens x --hidden", static_cast<double>(q.tokens) * q.hidden * element,
-                                                     t + " x " + h + (a.dtype.empty() ? "" : " x " + std::to_string(element)));
+        if (const std::string why = byte_bound_problem("--tokens x --hidden", t + " x " + h + (a.dtype.empty() ? "" : " x " + a.dtype),
+                                                       message_bytes(static_cast<double>(q.tokens), static_cast<double>(q.hidden), a.dtype));
             !why.empty())
           throw UsageError(why);
         qs.push_back(q);
@@ -205,8 +196,9 @@ void run_predict(const PredictArgs& a) {
       double sent = 0;
       for (int r = 0; r < split.nranks(); ++r) sent += split.sent(r);
       if (!(sent > 0)) throw UsageError("--splits '" + sp + "' sends nothing");
-      if (sent > kMaxSampleBytes * split.nranks())
-        throw UsageError("--splits '" + sp + "' sends more than the " + format_number(kMaxSampleBytes, "%.0e") + " bytes per rank arfit models");
+      if (const std::string why = byte_bound_problem("--splits", "what a rank of '" + sp + "' sends on average", sent / split.nranks());
+          !why.empty())
+        throw UsageError(why);
       PredictQuery q = base;
       q.splits = sp;
       qs.push_back(q);

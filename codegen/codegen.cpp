@@ -37,12 +37,10 @@ Grid request_grid(const Request& r) {
 void check_cell_bytes(const Grid& g, const std::string& dtype) {
   if (g.tokens.empty() || g.hiddens.empty()) return;
   // Each cell is tokens x hidden x the element size bytes: the largest cell must be a size a model can hold.
-  const double largest = static_cast<double>(g.tokens.back()) * static_cast<double>(g.hiddens.back()) *
-                         std::max(1, dtype_size(canonical_dtype(dtype)));
-  if (largest > kMaxSampleBytes)
-    throw std::invalid_argument("--tokens x --hidden: " + std::to_string(g.tokens.back()) + " x " +
-                                std::to_string(g.hiddens.back()) + " x " + dtype + " is " + format_number(largest, "%.3g") +
-                                " bytes, above " + format_number(kMaxSampleBytes, "%.0e") + ", the largest size arfit models");
+  const std::string why = byte_bound_problem(
+      "--tokens x --hidden", std::to_string(g.tokens.back()) + " x " + std::to_string(g.hiddens.back()) + " x " + dtype,
+      message_bytes(static_cast<double>(g.tokens.back()), static_cast<double>(g.hiddens.back()), dtype));
+  if (!why.empty()) throw std::invalid_argument(why);
 }
 
 int prediction_sm(const Request& r) { return r.transfer_sm ? r.sm : 0; }

@@ -4,6 +4,8 @@
 
 #include "ingest/readers.h"
 #include "ingest/text_util.h"
+#include "model/errors.h"
+#include "model/sample_csv.h"
 
 namespace arfit::ingest::detail {
 
@@ -23,6 +25,28 @@ void finish_warnings(IngestResult& r, const std::string& name) {
   }
   if (extra) kept.push_back(name + ": ... and " + std::to_string(extra) + " more warnings");
   r.warnings = std::move(kept);
+}
+
+std::map<std::string, std::size_t> csv_header_columns(const std::vector<std::string>& header, bool lower_case,
+                                                      const std::string& name, long header_line) {
+  std::map<std::string, std::size_t> col;
+  for (std::size_t c = 0; c < header.size(); ++c) {
+    const std::string h = lower_case ? lower(trim(header[c])) : std::string(trim(header[c]));
+    if (h.empty()) throw InputError(name, header_line, "", "empty column name at position " + std::to_string(c + 1));
+    if (!col.emplace(h, c).second) throw InputError(name, header_line, h, "duplicated column");
+  }
+  return col;
+}
+
+std::vector<std::string> csv_row_fields(const std::string& line, std::size_t header_fields, long header_line,
+                                        const std::string& name, long line_no) {
+  bool open_quote = false;
+  std::vector<std::string> f = split_csv_line(line, &open_quote);
+  if (open_quote) throw InputError(name, line_no, "", "unterminated quoted field");
+  if (f.size() != header_fields)
+    throw InputError(name, line_no, "", "expected " + std::to_string(header_fields) + " fields (as the header, line " +
+                                            std::to_string(header_line) + "), found " + std::to_string(f.size()));
+  return f;
 }
 
 double half_ulp(const std::string& printed) {

@@ -31,6 +31,14 @@ std::string bound_pointer(const std::string& field, const std::string& placement
   return placement;
 }
 
+// The reason for a bound problem, with what the user can do about a node count: the devices list gives at most one
+// host per rank, so more nodes than ranks means --nranks gave fewer ranks than the list's hostnames.
+std::string bound_reason(const SampleBoundProblem& b, const Sample& s, const Options& options) {
+  if (b.field != "nnodes" || !options.nranks) return b.reason;
+  return std::to_string(s.nnodes) + " distinct hostnames (nodes), more than the " + std::to_string(s.nranks) +
+         " rank(s) --nranks gives: give the run's rank count, or --nnodes for the node count";
+}
+
 // The reader proper; errors about one value are JsonErrors naming its pointer (the caller adds file:line).
 IngestResult read_results(const nlohmann::json& j, const std::string& name, const Options& options) {
   using nlohmann::json;
@@ -148,7 +156,8 @@ IngestResult read_results(const nlohmann::json& j, const std::string& name, cons
     Sample& s = p.s;
     s.collective = *coll;
     s.nranks = n;
-    s.nnodes = hosts.empty() ? 1 : static_cast<int>(hosts.size());
+    // The hostnames' count, unless --nnodes says it (ingest sets and checks that one for every format).
+    s.nnodes = hosts.empty() || options.nnodes ? 1 : static_cast<int>(hosts.size());
     s.device = device_name;
     s.iterations = iters;
     s.strategy = strategy::kNccl;
@@ -158,7 +167,7 @@ IngestResult read_results(const nlohmann::json& j, const std::string& name, cons
     if (!s.ok()) ++r.failed;
     // Bounds are checked here, where each value's place in the document is known (ingest checks them again for
     // every format, with the line a JSON sample does not carry).
-    if (const auto b = sample_bound_problem(s)) fail(bound_pointer(b->field, p.where), b->reason);
+    if (const auto b = sample_bound_problem(s)) fail(bound_pointer(b->field, p.where), bound_reason(*b, s, options));
     r.samples.push_back(std::move(s));
   }
   return r;
@@ -168,11 +177,7 @@ IngestResult read_results(const nlohmann::json& j, const std::string& name, cons
 
 IngestResult read_nccl_tests_json(const std::string& text, const std::string& name, const Options& options) {
   const nlohmann::json j = parse_json(text, name);
-  try {
-    return read_results(j, name, options);
-  } catch (const JsonError& e) {
-    throw json_input_error(e, text, name);
-  }
+  return read_json_document(text, name, [&] { return read_results(j, name, options); });
 }
 
 }  // namespace arfit::ingest::detail

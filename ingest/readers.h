@@ -2,7 +2,9 @@
 // Internal to ingest/: other components use ingest/ingest.h.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -49,6 +51,16 @@ class RankInference {
   double lo_ = 1.0, hi_ = 1e300;  // bounds on n
   int used_ = 0;
 };
+
+// The columns of a CSV header row (line `header_line` of `name`), each name trimmed (and lower-cased when
+// `lower_case`) to its position. An empty or repeated name is an InputError naming the line.
+std::map<std::string, std::size_t> csv_header_columns(const std::vector<std::string>& header, bool lower_case,
+                                                      const std::string& name, long header_line);
+// The fields of a CSV data row, line `line_no` of `name` (the CSV readers: TensorRT-LLM, aiconfigurator): as many
+// as the header's, read at line `header_line`. An unterminated quoted field or another count of fields is an
+// InputError naming the line.
+std::vector<std::string> csv_row_fields(const std::string& line, std::size_t header_fields, long header_line,
+                                        const std::string& name, long line_no);
 
 // Half a unit in the last place of a printed decimal number ("0.01" -> 0.005, "12" -> 0.5).
 double half_ulp(const std::string& printed);

@@ -27,13 +27,7 @@ IngestResult read_trtllm_csv(const std::string& text, const std::string& name, c
   if (i >= lines.size()) throw InputError(name, 0, "", "no CSV header line (expected world_size,dtype,size,...)");
   const long header_line = static_cast<long>(i + 1);
   std::vector<std::string> header = split_csv_line(std::string(lines[i]));
-  std::map<std::string, std::size_t> col;
-  for (std::size_t c = 0; c < header.size(); ++c) {
-    std::string h = lower(trim(header[c]));
-    if (h.empty()) throw InputError(name, header_line, "", "empty column name at position " + std::to_string(c + 1));
-    if (col.count(h)) throw InputError(name, header_line, h, "duplicated column");
-    col[h] = c;
-  }
+  const std::map<std::string, std::size_t> col = csv_header_columns(header, true, name, header_line);
   auto has = [&](const char* c) { return col.count(c) > 0; };
   std::string time_col;
   double time_mult = 1;
@@ -76,12 +70,7 @@ IngestResult read_trtllm_csv(const std::string& text, const std::string& name, c
     const long ln = static_cast<long>(i + 1);
     std::string_view l = trim(lines[i]);
     if (l.empty() || l.front() == '#') continue;
-    bool open_quote = false;
-    std::vector<std::string> f = split_csv_line(std::string(lines[i]), &open_quote);
-    if (open_quote) throw InputError(name, ln, "", "unterminated quoted field");
-    if (f.size() != header.size())
-      throw InputError(name, ln, "", "expected " + std::to_string(header.size()) + " fields (as the header, line " +
-                                         std::to_string(header_line) + "), found " + std::to_string(f.size()));
+    std::vector<std::string> f = csv_row_fields(std::string(lines[i]), header.size(), header_line, name, ln);
     for (auto& v : f) v = std::string(trim(v));
     auto get = [&](const std::string& c) -> const std::string& { return f[col.at(c)]; };
     ++r.rows;

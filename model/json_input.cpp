@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <memory>
 #include <string_view>
 #include <unordered_set>
 
@@ -15,38 +16,46 @@ namespace arfit {
 
 namespace {
 
-// Deepest nesting of arrays and objects, found by one scan over the text (strings skipped), before the
-// parser builds anything. Returns the offset where `max_depth` is first exceeded, or npos. A scan rather than
-// nlohmann's parser callback: the callback parser took 26 s instead of 0.13 s on a 9.5 MB document.
-std::size_t depth_exceeded_at(const std::string& text, int max_depth) {
-  int depth = 0;
-  const std::size_t n = text.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    const char c = text[i];
-    if (c == '"') {
-      for (++i; i < n && text[i] != '"'; ++i)
-        if (text[i] == '\\') ++i;
-    } else if (c == '[' || c == '{') {
-      if (++depth > max_depth) return i;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return std::string::npos;
-}
+// What one scan over the text finds before nlohmann's parser builds anything (strings skipped): the offset
+// where the nesting of arrays and objects first exceeds `max_depth`, and the first key that repeats a key of its
+// own object (the offset of its opening quote and the key, unescaped); npos where there is none. The first
+// matters for stack safety, so it is looked for in the whole text; the second counts only for text that parses.
+//
+// Hand-written beside nlohmann's parser: its callback parser took 26 s instead of 0.13 s on a 9.5 MB document,
+// and neither its callback nor its SAX events carry a position, while the message names the line. nlohmann keeps
+// the last of two equal keys, so `"sigma_in": 0.1, ..., "sigma_in": 9` in a models file, a second "cuda_time_us"
+// in a profile or a second "bytes" in an arbench spec was read as the last, silently.
+struct JsonScan {
+  std::size_t too_deep_at = std::string::npos;
+  std::size_t repeated_key_at = std::string::npos;
+  std::string repeated_key;
+};
 
-// The first key that repeats a key of its own object, found by one scan over `text` (valid JSON: parsed
-// before). nlohmann keeps the last of two equal keys, so `"sigma_in": 0.1, ..., "sigma_in": 9` in a models file,
-// a second "cuda_time_us" in a profile or a second "bytes" in an arbench spec was read as the last, silently.
-// Returns the offset of the repeated key's opening quote (and the key, unescaped), or npos. Hand-written beside
-// nlohmann's parser because its callback and SAX events carry no position, and the message names the line.
-std::size_t duplicate_key_at(const std::string& text, std::string* key) {
+JsonScan scan_json(const std::string& text, int max_depth) {
+  // The keys of each open object: one stack of views (an object's from its first_key on), compared one by one
+  // while they are few, as in most objects, and through a hash set once an object has many.
+  constexpr std::size_t kFewKeys = 16;
   struct Level {
     bool object = false, expect_key = false;
-    std::unordered_set<std::string_view> keys;
+    std::size_t first_key = 0;
+    std::unique_ptr<std::unordered_set<std::string_view>> many;
   };
-  std::vector<Level> levels;
+  std::vector<Level> levels;  // at most max_depth: the scan stops where the nesting exceeds it
+  std::vector<std::string_view> keys;
+  const auto is_new_key = [&keys](Level& level, std::string_view key) {
+    if (level.many) return level.many->insert(key).second;
+    const auto first = keys.begin() + static_cast<std::ptrdiff_t>(level.first_key);
+    if (std::find(first, keys.end(), key) != keys.end()) return false;
+    keys.push_back(key);
+    if (keys.size() - level.first_key > kFewKeys) {
+      level.many = std::make_unique<std::unordered_set<std::string_view>>(keys.begin() + static_cast<std::ptrdiff_t>(level.first_key), keys.end());
+      keys.resize(level.first_key);
+    }
+    return true;
+  };
   std::deque<std::string> unescaped;  // owns the keys that held escapes (stable addresses for the views)
+  bool look_for_keys = true;  // until a repeat is found, or text that is no JSON makes keys meaningless
+  JsonScan out;
   const std::size_t n = text.size();
   for (std::size_t i = 0; i < n; ++i) {
     const char c = text[i];
@@ -58,23 +67,37 @@ std::size_t duplicate_key_at(const std::string& text, std::string* key) {
           escaped = true;
           ++i;
         }
-      if (levels.empty() || !levels.back().expect_key) continue;
-      std::string_view k(text.data() + open + 1, i - open - 1);
-      if (escaped) k = unescaped.emplace_back(nlohmann::json::parse(text.substr(open, i - open + 1)).get<std::string>());
-      if (!levels.back().keys.insert(k).second) {
-        *key = std::string(k);
-        return open;
-      }
+      if (!look_for_keys || levels.empty() || !levels.back().expect_key) continue;
+      if (i >= n) break;  // an unterminated string: not JSON, the parser says so
       levels.back().expect_key = false;
+      std::string_view key(text.data() + open + 1, i - open - 1);
+      if (escaped) {
+        try {
+          key = unescaped.emplace_back(nlohmann::json::parse(text.substr(open, i - open + 1)).get<std::string>());
+        } catch (const nlohmann::json::exception&) {
+          look_for_keys = false;  // a bad escape: not JSON, the parser says so
+          continue;
+        }
+      }
+      if (!is_new_key(levels.back(), key)) {
+        out.repeated_key_at = open;
+        out.repeated_key = std::string(key);
+        look_for_keys = false;
+      }
     } else if (c == '{' || c == '[') {
-      levels.push_back(Level{c == '{', c == '{', {}});
+      if (levels.size() >= static_cast<std::size_t>(std::max(0, max_depth))) {
+        out.too_deep_at = i;
+        return out;
+      }
+      levels.push_back(Level{c == '{', c == '{', keys.size(), nullptr});
     } else if ((c == '}' || c == ']') && !levels.empty()) {
+      keys.resize(levels.back().first_key);
       levels.pop_back();
     } else if (c == ',' && !levels.empty() && levels.back().object) {
       levels.back().expect_key = true;
     }
   }
-  return std::string::npos;
+  return out;
 }
 
 // nlohmann's message without its "[json.exception.parse_error.101] parse error at line 1, column 2: " prefix
@@ -97,15 +120,16 @@ std::string parse_reason(const std::string& what) {
 }  // namespace
 
 nlohmann::json parse_json(const std::string& text, const std::string& name, int max_depth) {
-  if (const std::size_t at = depth_exceeded_at(text, max_depth); at != std::string::npos)
-    throw InputError(name, line_of_offset(text, at), "",
+  // Reported in this order: too deep (before nlohmann builds anything), not JSON, a repeated key.
+  const JsonScan scan = scan_json(text, max_depth);
+  if (scan.too_deep_at != std::string::npos)
+    throw InputError(name, line_of_offset(text, scan.too_deep_at), "",
                      "JSON nested deeper than " + std::to_string(max_depth) + " levels of arrays and objects");
   try {
     nlohmann::json j = nlohmann::json::parse(text);
-    std::string key;
-    if (const std::size_t at = duplicate_key_at(text, &key); at != std::string::npos)
-      throw InputError(name, line_of_offset(text, at), "",
-                       "key '" + key + "' appears twice in one object (which value is meant?): keep one");
+    if (scan.repeated_key_at != std::string::npos)
+      throw InputError(name, line_of_offset(text, scan.repeated_key_at), "",
+                       "key '" + scan.repeated_key + "' appears twice in one object (which value is meant?): keep one");
     return j;
   } catch (const nlohmann::json::parse_error& e) {
     // e.byte: 1-based index of the last character read (one past the end at a premature end of input).

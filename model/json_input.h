@@ -47,6 +47,17 @@ class JsonError : public std::invalid_argument {
 // The JsonError as an InputError naming `name` and the line of the pointer's value in `text`.
 InputError json_input_error(const JsonError& e, const std::string& text, const std::string& name);
 
+// read(), a reader of a document parsed from `text`, with its JsonErrors turned into InputErrors naming `name` and
+// the line (json_input_error): the one way every reader of a parsed document reports a bad value as file:line.
+template <class Read>
+auto read_json_document(const std::string& text, const std::string& name, Read&& read) -> decltype(read()) {
+  try {
+    return read();
+  } catch (const JsonError& e) {
+    throw json_input_error(e, text, name);
+  }
+}
+
 // 1-based line where the value at `pointer` starts in `text` (already parsed as valid JSON); when only a
 // prefix of the pointer exists, the line of the deepest value found. 0 when the text cannot be scanned.
 long json_line_of(const std::string& text, const std::string& pointer);

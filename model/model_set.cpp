@@ -129,11 +129,7 @@ ModelSet ModelSet::parse(const std::string& text, const std::string& name) {
 }
 
 ModelSet ModelSet::from_document(const nlohmann::json& j, const std::string& text, const std::string& name) {
-  try {
-    return parse_checked(j);
-  } catch (const JsonError& e) {
-    throw json_input_error(e, text, name);
-  }
+  return read_json_document(text, name, [&] { return parse_checked(j); });
 }
 
 void ModelSet::save(const std::string& path) const { write_string_atomically(path, json_.dump(1) + "\n"); }
@@ -297,7 +293,7 @@ std::optional<Prediction> ModelSet::predict(const PredictQuery& q0, const std::v
   double bytes = q.bytes;
   std::string how_size;
   const std::string dtype = !q.dtype.empty() ? canonical_dtype(q.dtype) : (!cands.empty() ? cands[0]->key.dtype : "bf16");
-  if (bytes <= 0 && q.tokens > 0 && q.hidden > 0) bytes = static_cast<double>(q.tokens) * q.hidden * std::max(1, dtype_size(dtype));
+  if (bytes <= 0 && q.tokens > 0 && q.hidden > 0) bytes = message_bytes(static_cast<double>(q.tokens), static_cast<double>(q.hidden), dtype);
   if (!q.splits.empty()) {
     const AllToAllvSplit sp = parse_alltoallv_split(q.splits, std::max(1, dtype_size(dtype)));
     bytes = effective_alltoall_bytes(sp, parse_effective_mode(json_.value("alltoallv_mode", std::string("max_of_sum"))));

@@ -129,6 +129,16 @@ std::optional<SampleBoundProblem> sample_name_problem(const Sample& s) {
   return std::nullopt;
 }
 
+double message_bytes(double tokens, double hidden, const std::string& dtype) {
+  return tokens * hidden * std::max(1, dtype_size(dtype));
+}
+
+std::string byte_bound_problem(const std::string& option, const std::string& what, double bytes) {
+  if (bytes <= kMaxSampleBytes) return {};
+  return option + ": " + what + " is " + format_number(bytes, "%.3g") + " bytes, above " + format_number(kMaxSampleBytes, "%.0e") +
+         ", the largest size arfit models";
+}
+
 std::optional<SampleBoundProblem> sample_bound_problem(const Sample& s) {
   auto number = [](double v) { return format_number(v, "%.6g"); };
   if (s.nranks > kMaxSampleRanks)

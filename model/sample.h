@@ -79,6 +79,14 @@ inline constexpr double kMaxSampleBytes = 1e18;
 inline constexpr double kMinSampleTimeUs = 1e-6;
 inline constexpr double kMaxSampleTimeUs = 1e9;
 
+// Bytes of a message of tokens x hidden elements of `dtype`: at least one byte an element (an unknown or empty
+// type counts one), as predict, codegen's grid and plot's cells size a shaped message.
+double message_bytes(double tokens, double hidden, const std::string& dtype);
+// Why a size an option asks for is beyond kMaxSampleBytes, the largest a sample or a model holds (no model could
+// ever answer it): "OPTION: WHAT is B bytes, above 1e+18, the largest size arfit models", WHAT as the user gave
+// it ("size '2e18'", "1099511627776 x 1099511627776 x bf16"); "" within the bound. One message for every option.
+std::string byte_bound_problem(const std::string& option, const std::string& what, double bytes);
+
 // A value of `s` beyond those bounds (or more nodes than ranks): the field and why, for the reader's message.
 struct SampleBoundProblem {
   std::string field, reason;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 
 namespace arfit {
 
@@ -132,13 +133,23 @@ std::optional<double> byte_unit_multiplier(std::string_view unit, std::string* w
 
 std::string human_bytes(double bytes, int significant) {
   static const char* const kUnit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  constexpr int kLast = 6;
+  const std::string format = "%." + std::to_string(std::max(1, significant)) + "g";
   int i = 0;
-  while (bytes >= 1024 && i < 6) {
+  while (bytes >= 1024 && i < kLast) {
     bytes /= 1024;
     ++i;
   }
-  const std::string format = "%." + std::to_string(significant) + "g";
-  return format_number(bytes, format.c_str()) + " " + kUnit[i];
+  std::string digits = format_number(bytes, format.c_str());
+  // Rounding can reach the next unit: 2^30 - 1 bytes is 1023.999999 MiB, "1024" at 6 digits, so "1 GiB".
+  if (std::strtod(digits.c_str(), nullptr) >= 1024 && i < kLast) {
+    bytes /= 1024;
+    ++i;
+    digits = format_number(bytes, format.c_str());
+  }
+  // %g writes 1000 at fewer than 4 digits as "1e+03": the rounded value written out.
+  if (digits.find('e') != std::string::npos) digits = format_number(std::strtod(digits.c_str(), nullptr), "%.0f");
+  return digits + " " + kUnit[i];
 }
 
 }  // namespace arfit

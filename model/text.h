@@ -50,7 +50,8 @@ std::string fnv1a64_hex(std::string_view bytes);
 // reads: arbench's --bytes, arfit predict's --bytes, the sizes of measurement logs.
 std::optional<double> byte_unit_multiplier(std::string_view unit, std::string* why = nullptr);
 // A byte count for people, in powers of 1024 with `significant` digits: 1536 -> "1.5 KiB", 8388608 -> "8 MiB",
-// 1000 -> "1000 B".
+// 1000 -> "1000 B". Rounding that reaches 1024 moves to the next unit (2^30 - 1 at 6 digits -> "1 GiB", not
+// "1024 MiB"); no exponent form (1000 at 2 digits -> "1000 B").
 std::string human_bytes(double bytes, int significant = 4);
 
 // `rows` (the first one usually the header) as columns as wide as their widest entry, `gap` spaces apart, each

@@ -330,11 +330,7 @@ StrategyGrid read_codegen_json(const JsonView& root, const std::string& name) {
 }  // namespace
 
 StrategyGrid grid_from_codegen_json(const nlohmann::json& j, const std::string& name, const std::string& text) {
-  try {
-    return read_codegen_json(JsonView(j), name);
-  } catch (const JsonError& e) {
-    throw json_input_error(e, text, name);
-  }
+  return read_json_document(text, name, [&] { return read_codegen_json(JsonView(j), name); });
 }
 
 StrategyGrid grid_from_samples(const std::vector<Sample>& samples, Collective collective) {
@@ -382,7 +378,7 @@ StrategyGrid grid_from_samples(const std::vector<Sample>& samples, Collective co
   for (const auto& [d, n] : dtypes)
     if (n > best) best = n, g.dtype = d;
   if (any_shaped)
-    for (auto& c : g.cells) c.bytes = static_cast<double>(c.tokens) * c.hidden * std::max(1, dtype_size(g.dtype));
+    for (auto& c : g.cells) c.bytes = message_bytes(static_cast<double>(c.tokens), static_cast<double>(c.hidden), g.dtype);
   return g;
 }
 
@@ -638,7 +634,7 @@ std::vector<NamedHeatmap> regret_maps_from_select_json(const nlohmann::json& j, 
                      "the codegen JSON and the measured samples instead (`arfit plot regret TABLE.json SAMPLES...`)");
   StrategyGrid chosen, measured;
   chosen.source = "select eval";
-  try {
+  read_json_document(text, name, [&] {
     const JsonView cells = JsonView(j).at("cells");
     for (std::size_t i = 0; i < cells.size(); ++i) {
       const JsonView jc = cells.at(i);
@@ -646,9 +642,7 @@ std::vector<NamedHeatmap> regret_maps_from_select_json(const nlohmann::json& j, 
       const auto m = jc.find("method");
       if ((m ? m->name() : std::string("auto")) == method) read_select_cell(jc, name, chosen, measured);
     }
-  } catch (const JsonError& e) {
-    throw json_input_error(e, text, name);
-  }
+  });
   return regret_maps(chosen, measured);
 }
 
@@ -733,19 +727,11 @@ ErrorData read_eval_points(const JsonView& root, const std::string& name) {
 }  // namespace
 
 ErrorSummaryData summary_from_eval_json(const nlohmann::json& j, const std::string& name, const std::string& text) {
-  try {
-    return read_eval_summary(JsonView(j), name);
-  } catch (const JsonError& e) {
-    throw json_input_error(e, text, name);
-  }
+  return read_json_document(text, name, [&] { return read_eval_summary(JsonView(j), name); });
 }
 
 ErrorData errors_from_eval_json(const nlohmann::json& j, const std::string& name, const std::string& text) {
-  try {
-    return read_eval_points(JsonView(j), name);
-  } catch (const JsonError& e) {
-    throw json_input_error(e, text, name);
-  }
+  return read_json_document(text, name, [&] { return read_eval_points(JsonView(j), name); });
 }
 
 }  // namespace arfit::plots

@@ -73,7 +73,8 @@ TEST(FitCli, PredictTokensSizedByTheGroupsDtype) {
 }
 
 // Sizes above 1e18 bytes (kMaxSampleBytes: no model holds them) are usage errors naming the option and the bound,
-// in a list, at a range's end and as tokens x hidden x the --dtype's size; 1e18 itself is a size predict asks.
+// in a list, at a range's end, as tokens x hidden x the --dtype's size and as an all-to-allv split's mean per rank,
+// in one message shape (model/sample.h byte_bound_problem, as codegen's grid); 1e18 itself is a size predict asks.
 TEST(FitCli, PredictRefusesSizesAboveTheLargestModelled) {
   TempDir dir;
   const std::string models = dir.file("models.json");
@@ -81,15 +82,23 @@ TEST(FitCli, PredictRefusesSizesAboveTheLargestModelled) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::string predict = arfit::testing::arfit_bin() + " predict " + models + " --collective allreduce --nranks 8 ";
   for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
-           {"--bytes 2e18", "--bytes: size '2e18' is above 1e+18 bytes"},
-           {"--bytes 1K,1e19", "--bytes: size '1e19' is above 1e+18 bytes"},
-           {"--bytes 1K:4e18:1024", "--bytes: range end '4e18' is above 1e+18 bytes"},
-           {"--tokens 4503599627370496 --hidden 4503599627370496", "--tokens x --hidden: 4503599627370496 x 4503599627370496 is above"},
-           {"--tokens 1073741824 --hidden 1073741824 --dtype fp32", "--tokens x --hidden: 1073741824 x 1073741824 x 4 is above"}}) {
+           {"--bytes 2e18", "--bytes: size '2e18' is 2e+18 bytes, above 1e+18, the largest size arfit models"},
+           {"--bytes 1K,1e19", "--bytes: size '1e19' is 1e+19 bytes, above 1e+18"},
+           {"--bytes 1K:4e18:1024", "--bytes: range end '4e18' is 4e+18 bytes, above 1e+18"},
+           {"--tokens 4503599627370496 --hidden 4503599627370496",
+            "--tokens x --hidden: 4503599627370496 x 4503599627370496 is 2.03e+31 bytes, above 1e+18"},
+           {"--tokens 1073741824 --hidden 1073741824 --dtype fp32",
+            "--tokens x --hidden: 1073741824 x 1073741824 x fp32 is 4.61e+18 bytes, above 1e+18"}}) {
     r = run_command(predict + args);
     EXPECT_EQ(r.exit_code, 2) << args << ": " << r.output;
     EXPECT_NE(r.output.find(says), std::string::npos) << args << ": " << r.output;
   }
+  // All-to-allv: what a rank sends on average (a 2-rank matrix of 1e18 bytes to each peer and itself).
+  r = run_command(arfit::testing::arfit_bin() + " predict " + models + " --collective alltoallv --nranks 2 --splits 1e18-1e18/1e18-1e18");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--splits: what a rank of '1e18-1e18/1e18-1e18' sends on average is 2e+18 bytes, above 1e+18"),
+            std::string::npos)
+      << r.output;
   // 2^30 x 2^29 x 1 byte (5.8e17) is within the bound: no usage error (the model answers or says it cannot).
   r = run_command(predict + "--tokens 1073741824 --hidden 536870912 --dtype fp8");
   EXPECT_NE(r.exit_code, 2) << r.output;

@@ -96,6 +96,28 @@ TEST(NcclTestsJson, ResultWithoutAnyPlacementIsAnError) {
   EXPECT_EQ(ingest_text(one, "run.json", Options{}).samples.size(), 3u);
 }
 
+// The node count is the devices list's hostnames: more of them than the ranks --nranks gives names the list (line 4
+// of kJson), the hostnames and the option; --nnodes sets the node count instead, and a --nnodes beyond the ranks is
+// ingest's own message, not the list's.
+TEST(NcclTestsJson, NodeCountBeyondTheRanksNamesTheHostnamesAndTheOptions) {
+  Options one_rank;
+  one_rank.nranks = 1;
+  std::string e = error_of(kJson, "run.json", one_rank);
+  EXPECT_EQ(e.rfind("run.json:4: /config/devices: 2 distinct hostnames (nodes), more than the 1 rank(s) --nranks gives", 0), 0u) << e;
+  EXPECT_NE(e.find("--nnodes"), std::string::npos) << e;
+  Options one_node = one_rank;
+  one_node.nnodes = 1;
+  const IngestResult r = ingest_text(kJson, "run.json", one_node);
+  ASSERT_EQ(r.samples.size(), 4u);
+  EXPECT_EQ(r.samples[0].nranks, 1);
+  EXPECT_EQ(r.samples[0].nnodes, 1);
+  Options two_nodes = one_rank;
+  two_nodes.nnodes = 2;
+  e = error_of(kJson, "run.json", two_nodes);
+  EXPECT_NE(e.find("--nnodes 2 is more than the 1 rank(s)"), std::string::npos) << e;
+  EXPECT_EQ(e.find("/config/devices"), std::string::npos) << e;
+}
+
 // ---------------- PARAM comms ----------------
 const char* kParam = R"([Rank   0] world_size: 4
 	COMMS-RES       size (B)  nElementsPerRank   Latency(us):p50         p75         p95         Min         Max    AlgBW(GB/s)    BusBW(GB/s)
@@ -272,6 +294,33 @@ TEST(ArfitCsv, RoundTripThroughIngest) {
   ASSERT_EQ(r.samples.size(), 1u);
   EXPECT_EQ(r.samples[0].bytes, 4096);
   EXPECT_EQ(r.samples[0].extra.at("system"), "q");
+}
+
+// The two CSV readers share their header and row checks (ingest/readers.h csv_header_columns, csv_row_fields): an
+// empty or repeated column name (TensorRT-LLM's compared lower-cased), an unterminated quoted field and a row of
+// another field count are errors naming the file and line.
+TEST(CsvReaders, HeaderAndRowErrorsNameTheLine) {
+  const auto first_line = [](const char* text) { return std::string(text).substr(0, std::string(text).find('\n')); };
+  const std::string trt_header = first_line(kTrt);
+  std::string aic_body = kAic;
+  const std::size_t aic_header_at = aic_body.find("framework,");
+  const std::string aic_head = aic_body.substr(0, aic_header_at);  // two comment lines: the header is line 3
+  const std::string aic_header = first_line(kAic + aic_header_at);
+  const std::string aic_row = "vLLM,0.1.0,Green GPU,all_reduce,vLLM_custom_graph,bfloat16,2,128,0.004,vllm_graph\n";
+  const std::string trt_row = "8,bfloat16,4096,1,4096,ONESHOT,NONE,allreduce,7.5\n";
+  Options trt, aic;
+  trt.format = Format::TrtllmCsv;
+  aic.format = Format::Aiconfigurator;
+  std::string e = error_of(trt_header + ",SIZE\n" + trt_row, "t.csv", trt);
+  EXPECT_EQ(e.rfind("t.csv:1:", 0), 0u) << e;
+  EXPECT_NE(e.find("duplicated column"), std::string::npos) << e;
+  e = error_of(aic_head + aic_header + ",,x\n" + aic_row, "a.txt", aic);
+  EXPECT_EQ(e.rfind("a.txt:3:", 0), 0u) << e;
+  EXPECT_NE(e.find("empty column name at position 11"), std::string::npos) << e;
+  e = error_of(trt_header + "\n" + trt_row + "8,\"bfloat16,4096\n", "t.csv", trt);
+  EXPECT_EQ(e, "t.csv:3: unterminated quoted field") << e;
+  e = error_of(aic_head + aic_header + "\n" + aic_row + "vLLM,0.1.0\n", "a.txt", aic);
+  EXPECT_EQ(e, "a.txt:5: expected 10 fields (as the header, line 3), found 2") << e;
 }
 
 TEST(Detect, FormatsByContentAndOverride) {

@@ -68,3 +68,43 @@ TEST(JsonInput, KeysCompareUnescaped) {
   // Escapes that unescape to different keys stay apart.
   EXPECT_EQ(repeated_key_line(R"({"\u0061": 1, "\u0062": 2, "a\\": 3, "a\\\\": 4})"), 0);
 }
+
+// One scan before the parse finds both the nesting bound and a repeated key; the errors come in this order:
+// too deep (before anything is built, wherever it is), not JSON, a repeated key (only in text that parses).
+TEST(JsonInput, DepthThenSyntaxThenRepeatedKey) {
+  std::string message;
+  const std::string deep = std::string(5, '[') + std::string(5, ']');
+  const auto refusal = [&](const std::string& text, int max_depth) {
+    try {
+      parse_json(text, "t.json", max_depth);
+      return std::string("parsed");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+  };
+  // Exactly the bound parses; one level more is refused at the bracket that exceeds it, even after a repeat.
+  EXPECT_EQ(refusal(deep, 5), "parsed");
+  EXPECT_NE(refusal("{\"a\": 1, \"a\": 2,\n\"b\": " + deep + "}", 5).find("t.json:2: JSON nested deeper than 5"),
+            std::string::npos);
+  // Too deep in text that is not JSON either (a missing bracket at the end).
+  EXPECT_NE(refusal("{\"b\": " + deep + ", \"a\": [", 4).find("nested deeper than 4"), std::string::npos);
+  // A repeat before a syntax error: the syntax error (line 3), not the repeat (line 2).
+  const std::string bad = refusal("{\"a\": 1,\n\"a\": 2,\n\"b\": tru}", 512);
+  EXPECT_NE(bad.find("t.json:3: invalid JSON"), std::string::npos) << bad;
+  // A key with a bad escape, or a string that never ends: the parser's error, not a scan's.
+  EXPECT_NE(refusal(R"({"a\q": 1, "a\q": 2})", 512).find("invalid JSON"), std::string::npos);
+  EXPECT_NE(refusal("{\"a\": 1, \"a", 512).find("invalid JSON"), std::string::npos);
+  // The repeat after the deepest nesting allowed is still found.
+  EXPECT_NE(refusal("{\"b\": " + deep + ",\n\"b\": 1}", 6).find("t.json:2: key 'b' appears twice"), std::string::npos);
+}
+
+// An object of many keys (compared through a hash set beyond the first few) and the objects nested in it.
+TEST(JsonInput, RepeatsAmongManyKeys) {
+  std::string many = "{";
+  for (int k = 0; k < 40; ++k) many += "\"k" + std::to_string(k) + "\": {\"k" + std::to_string(k) + "\": 1, \"x\": 2},\n";
+  EXPECT_EQ(repeated_key_line(many + "\"last\": 0}"), 0);
+  EXPECT_EQ(repeated_key_line(many + "\"k3\": 0}"), 41);
+  EXPECT_EQ(repeated_key_line(many + "\"k39\": 0}"), 41);
+  // A repeat within a nested object after the outer one holds many keys.
+  EXPECT_EQ(repeated_key_line(many + "\"in\": {\"a\": 1, \"a\": 2}}"), 41);
+}

@@ -102,3 +102,36 @@ TEST(Text, ByteUnitsAndHumanBytes) {
   EXPECT_EQ(human_bytes(1e6, 6), "976.562 KiB");
   EXPECT_EQ(human_bytes(1e18), "888.2 PiB");
 }
+
+// Rounding that reaches 1024 of a unit carries into the next one, at every boundary from KiB to EiB and at every
+// precision; %g's exponent form never shows.
+TEST(Text, HumanBytesCarriesRoundingIntoTheNextUnit) {
+  const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  for (int k = 1; k <= 6; ++k) {
+    const double unit = std::ldexp(1.0, 10 * k);
+    SCOPED_TRACE(units[k]);
+    EXPECT_EQ(human_bytes(unit), std::string("1 ") + units[k]);
+    EXPECT_EQ(human_bytes(unit * 1023), std::string("1023 ") + units[k]);
+    // Just below the boundary: 1023.99... of the unit below, "1024" once rounded, is the next unit.
+    EXPECT_EQ(human_bytes(unit * (1 - 1e-9)), std::string("1 ") + units[k]);
+    EXPECT_EQ(human_bytes(unit * (1 - 1e-9), 6), std::string("1 ") + units[k]);
+    // At 2 digits 1023.99 rounds to 1000, below the next unit: written out in the unit below.
+    EXPECT_EQ(human_bytes(unit * (1 - 1e-5), 2), std::string("1000 ") + units[k - 1]);
+    EXPECT_EQ(human_bytes(unit * (1 - 1e-5), 3), std::string("1020 ") + units[k - 1]);
+  }
+  EXPECT_EQ(human_bytes(std::ldexp(1.0, 30) - 1, 6), "1 GiB");
+  // Where the next unit shows the difference at that precision, it does.
+  EXPECT_EQ(human_bytes(std::ldexp(1.0, 20) - 1, 6), "0.999999 MiB");
+  EXPECT_EQ(human_bytes(1023.6), "0.9996 KiB");
+  // Whole bytes below 1024 are exact at 4 digits or more.
+  EXPECT_EQ(human_bytes(1023), "1023 B");
+  EXPECT_EQ(human_bytes(1023, 6), "1023 B");
+  // Fewer digits than the integer part has: the rounded value written out, not "1e+03".
+  EXPECT_EQ(human_bytes(1000, 2), "1000 B");
+  EXPECT_EQ(human_bytes(1023, 3), "1020 B");
+  EXPECT_EQ(human_bytes(1e6, 1), "1000 KiB");
+  EXPECT_EQ(human_bytes(1536, 1), "2 KiB");
+  // EiB is the last unit: nothing to carry into.
+  EXPECT_EQ(human_bytes(std::ldexp(1.0, 70)), "1024 EiB");
+  EXPECT_EQ(human_bytes(std::ldexp(1.0, 70) * (1 - 1e-9)), "1024 EiB");
+}

@@ -240,3 +240,20 @@ TEST(PlotOptions, RanksAndCellsAboveTheModelBoundsAreUsageErrors) {
   EXPECT_TRUE(has(r.output, "--tokens x --hidden: 1099511627776 x 1099511627776 x bf16")) << r.output;
   EXPECT_FALSE(fs::exists(out));
 }
+
+// Every grid and target option (--tp, --fusion, --sm, --tokens, --hidden) is parsed once, up front: a bad value is
+// a usage error naming the option before any input is read (here one that does not exist), whatever the kind.
+TEST(PlotOptions, GridOptionsAreParsedBeforeAnyInputIsRead) {
+  TempDir tmp;
+  const std::string missing = tmp.file("missing.csv"), out = tmp.file("figures");
+  for (const auto& [option, says] : std::vector<std::pair<std::string, std::string>>{
+           {"--fusion bogus", "--fusion"}, {"--sm 9x", "--sm"}, {"--tp 0", "--tp"}, {"--tokens 3", "--tokens"}}) {
+    for (const std::string kind : {"heatmap", "cross", "fit"}) {
+      const auto r = run_command(arfit_bin() + " plot " + kind + " " + missing + " -o " + out + " " + option);
+      EXPECT_EQ(r.exit_code, 2) << kind << " " << option << ": " << r.output;
+      EXPECT_TRUE(has(r.output, says)) << kind << " " << option << ": " << r.output;
+      EXPECT_FALSE(has(r.output, "no such file")) << kind << " " << option << ": " << r.output;
+    }
+  }
+  EXPECT_FALSE(fs::exists(out));
+}
