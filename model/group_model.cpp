@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "model/sm_targets.h"
+#include "model/text.h"
 
 namespace arfit {
 
@@ -135,6 +136,22 @@ void read_transfer(const JsonView& t, GroupModel& g) {
   }
 }
 
+// The corrected curve passes through the measured times at its knots (fit/fit_group.cpp: the residual is
+// ln t_measured - ln t_model there), so the family's time times e^residual is a sample time at every knot: one
+// outside the samples' bounds is a hand edit that predicted 1e307 us with an infinite upper bound (or 1e-304 us
+// with an infinite bus bandwidth) from residuals within +-700.
+void check_knot_times(const JsonView& c, const GroupModel& g) {
+  const std::vector<double>& x = g.correction.x();
+  const std::vector<double>& y = g.correction.y();
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double t = std::exp(g.model_log_time(knot_bytes(x[i])) + y[i]);
+    if (!(t >= kMinSampleTimeUs && t <= kMaxSampleTimeUs))
+      c.at("log_resid").at(i).fail("puts the time at knot " + std::to_string(i) + " (" + format_number(knot_bytes(x[i]), "%g") +
+                                   " bytes) at " + format_number(t, "%g") + " us, outside a measured time's bounds [" +
+                                   format_number(kMinSampleTimeUs, "%g") + ", " + format_number(kMaxSampleTimeUs, "%g") + "] us");
+  }
+}
+
 }  // namespace
 
 GroupModel GroupModel::from_json(const nlohmann::json& j) { return from_json(JsonView(j)); }
@@ -164,6 +181,7 @@ GroupModel GroupModel::from_json(const JsonView& j) {
     c->expect_object();
     g.correction = read_correction(*c);
     read_spike_residuals(*c, g);
+    check_knot_times(*c, g);
   }
   const JsonView r = j.at("range");
   g.min_bytes = r.at("min_bytes").number();
@@ -245,7 +263,7 @@ double GroupModel::log_half_width(double bytes) const {
     const double d = sigma_out_per_octave * oct;
     var += d * d;
   }
-  return z * std::sqrt(var);
+  return std::min(z * std::sqrt(var), kMaxLogHalfWidth);
 }
 
 double GroupModel::out_of_range_log_time(double bytes) const {
@@ -262,7 +280,7 @@ Prediction GroupModel::predict(double bytes) const {
   const bool in_range = bytes >= min_bytes && bytes <= max_bytes;
   double lt = in_range ? model_log_time(bytes) : out_of_range_log_time(bytes);
   // The correction needs the family's ln t at its knots (additive rule).
-  auto model_at = [this](double x) { return model_log_time(std::exp(x)); };
+  auto model_at = [this](double x) { return model_log_time(knot_bytes(x)); };
   if (in_range && !correction.x().empty()) lt = correction.corrected(lx, lt, model_at);
   const double h = log_half_width(bytes);
   double lo = lt - h, hi = lt + h;

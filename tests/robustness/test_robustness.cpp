@@ -338,6 +338,10 @@ TEST_F(Robustness, HandEditedModelsAreValidated) {
       {"/groups/0/key/nnodes", -1},
       {"/groups/0/key/collective", "allmagic"},
       {"/groups/0/tail/b_us_per_byte", -1e-3},
+      // Within +-700 but the corrected time at the knot, a measured time, is 1e304 us: predict printed 1e307 us
+      // with an upper bound of null (inf), or 1e-304 us with a bus bandwidth of null, exit 0.
+      {"/groups/0/correction/log_resid/0", 700},
+      {"/groups/0/correction/log_resid/3", -700},
       {"/groups/0/sm", 1e12},
       // Optional parts of the wrong type are a broken file, not a fit without them.
       {"/groups/0/correction", "x"},
@@ -362,6 +366,31 @@ TEST_F(Robustness, HandEditedModelsAreValidated) {
   dir.write("overflow.json", text);
   const CommandResult r = expect_refused("predict overflow.json --collective allreduce --bytes 1M --nranks 8", 1, {"overflow.json", "1e999"});
   EXPECT_EQ(r.output.find("[json.exception"), std::string::npos) << r.output;
+}
+
+// The seed family's band is not clipped to the physical bounds outside the measured range, so a sigma_out_per_octave
+// at its bound (50) carried 60 octaves made a half-width past e^709: hi_us null (inf) and lo_us 0 in --json with
+// exit 0. The 90 % half-width stops at ln(1e9 / 1e-6), every time a sample can have.
+TEST_F(Robustness, ExtremeSigmasKeepIntervalsFinite) {
+  copy("samples.csv");
+  const CommandResult fitted = run_command(arfit_bin() + " fit " + dir.file("samples.csv") + " --family seed -o " + dir.file("seed.json") + " -q");
+  ASSERT_EQ(fitted.exit_code, 0) << fitted.output;
+  nlohmann::json m = nlohmann::json::parse(slurp(dir.file("seed.json")));
+  for (auto& g : m["groups"]) {
+    g["interval"]["sigma_in"] = 50;
+    g["interval"]["sigma_out_per_octave"] = 50;
+    g["interval"]["z"] = 10;
+  }
+  write_models("wide.json", m);
+  const CommandResult r = run_command(arfit_bin() + " predict " + dir.file("wide.json") + " --collective allreduce --nranks 8 --bytes 1,1M,1e18 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const auto& p : nlohmann::json::parse(r.output)) {
+    ASSERT_TRUE(p["hi_us"].is_number() && p["lo_us"].is_number()) << p.dump();
+    EXPECT_GT(p["lo_us"].get<double>(), 0) << p.dump();
+    EXPECT_LE(p["lo_us"].get<double>(), p["time_us"].get<double>()) << p.dump();
+    EXPECT_LE(p["time_us"].get<double>(), p["hi_us"].get<double>()) << p.dump();
+    EXPECT_LT(p["hi_us"].get<double>() / p["time_us"].get<double>(), 1e15 * 1.0001) << p.dump();
+  }
 }
 
 // Two groups of one key: the second was shadowed by the first without a word (predict answered from the other
