@@ -10,6 +10,7 @@
 #include "model/atomic_file.h"
 #include "model/bus_factor.h"
 #include "model/errors.h"
+#include "model/file_kind.h"
 #include "model/group_model.h"
 #include "model/joint_model.h"
 #include "model/json_input.h"
@@ -164,14 +165,35 @@ nlohmann::json ModelSet::to_json() const { return json_; }
 
 ModelSet ModelSet::load(const std::string& path) { return parse(read_input_file(path), path); }
 
+namespace {
+
+// Another file arfit writes, given where a models file belongs, is refused for what it is: the reader's own complaint
+// named a symptom ("invalid JSON at column 1" for a sample CSV, "missing key 'schema'" for a codegen json table).
+void refuse_other_arfit_file(const std::string& text, const std::string& name) {
+  const auto k = arfit_file_kind(text);
+  if (!k || k->kind == ArfitFileKind::Models) return;
+  throw InputError(name, 0, "", k->what + ", not a models file" +
+                                    (k->kind == ArfitFileKind::Samples ? ": fit it first (arfit fit " + name + " -o models.json)" : ""));
+}
+
+}  // namespace
+
 ModelSet ModelSet::parse(const std::string& text, const std::string& name) {
-  return from_document(parse_json(text, name), text, name);
+  nlohmann::json j;
+  try {
+    j = parse_json(text, name);
+  } catch (const InputError&) {
+    refuse_other_arfit_file(text, name);
+    throw;
+  }
+  return from_document(j, text, name);
 }
 
 ModelSet ModelSet::from_document(const nlohmann::json& j, const std::string& text, const std::string& name) {
   try {
     return parse_checked(j);
   } catch (const JsonError& e) {
+    refuse_other_arfit_file(text, name);
     throw json_input_error(e, text, name);
   }
 }

@@ -159,6 +159,35 @@ TEST(SeedPort, PiecewisePrediction) {
   EXPECT_GT(m.time_us(std::ldexp(1.0, 20) * 1.01, 1.0) - m.time_us(std::ldexp(1.0, 20), 1.0), 5.0);
 }
 
+// A seed group whose knot sits exactly on its turning point 2^sats_p (the sizes of a public nccl-tests table,
+// thomaslie reduce_scatter): the residual is taken at the measured size, on the logistic's side, where the model
+// is 8.6e-13 us. Read back at e^(ln s), a last-bit neighbour above sats_p, the model was the line (3,526 us), and
+// the stored residual of +35.5 predicted 9.6e18 us there.
+TEST(SeedPort, CorrectionKnotOnTheTurningPointPredictsTheMeasurement) {
+  SeedModel m;
+  m.ln_p = 25.357552004618082;
+  m.sats_p = std::log2(63963136.0);
+  m.max_bw = 13.946964675885066;
+  m.overhead = 1232.57;
+  m.L = 25.672425341971497;
+  m.x0 = 25.514988673294788;
+  m.k = 1;
+  m.b = 1.1004190826464015;
+  const std::vector<double> sizes = {53477376, 63963136, 74448896}, times = {2017.72, 2365.0, 2767.11};
+  nlohmann::json lx = nlohmann::json::array(), resid = nlohmann::json::array();
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    lx.push_back(std::log(sizes[i]));
+    resid.push_back(std::log(times[i]) - std::log(m.time_us(sizes[i], 0.5)));  // as fit/fit_group.cpp takes it
+  }
+  const nlohmann::json j = {
+      {"key", {{"system", "s"}, {"collective", "reducescatter"}, {"strategy", "NCCL"}, {"fusion", "NONE"}, {"dtype", "fp32"}, {"nranks", 2}, {"nnodes", 1}}},
+      {"ok", true}, {"family", "seed"}, {"params", nlohmann::json::array()}, {"seed", m.to_json()}, {"bus_factor", 0.5},
+      {"range", {{"min_bytes", sizes.front()}, {"max_bytes", sizes.back()}, {"points", 3}}},
+      {"correction", {{"kind", "additive"}, {"log_bytes", lx}, {"log_resid", resid}}}};
+  const GroupModel g = GroupModel::from_json(j);
+  for (std::size_t i = 0; i < sizes.size(); ++i) EXPECT_NEAR(g.predict(sizes[i]).time_us, times[i], 1e-6 * times[i]) << sizes[i];
+}
+
 TEST(AllToAllv, EffectiveSizesByHand) {
   // Per-rank totals: rank 0 sends 400, rank 1 sends 200 (evenly over 2 ranks).
   const AllToAllvSplit sp = parse_alltoallv_split("400-200");
