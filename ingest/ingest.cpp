@@ -160,12 +160,11 @@ IngestResult ingest_as(Format format, const std::string& text, const std::string
                                               : "no data rows (a table without measurements)");
     }
   } catch (const InputError&) {
-    // Another file arfit writes is refused for what it is: a models file read as an nccl-tests JSON log said
-    // "column 'results': missing 'results' list".
+    // Another file arfit writes is refused for what it is: a models file (or arbench's JSON records) read as an
+    // nccl-tests JSON log said "column 'results': missing 'results' list".
     const auto k = arfit_file_kind(text);
     if (k && k->kind != ArfitFileKind::Samples)
-      throw InputError(name, 0, "", k->what + ", not measurements" +
-                                        (k->kind == ArfitFileKind::Models ? " (a models file goes to predict, codegen, suggest, plot or --prior)" : ""));
+      throw InputError(name, 0, "", k->what + ", not measurements" + instead_of_samples(k->kind));
     throw;
   }
   detail::finish_warnings(r, name);
