@@ -3,11 +3,14 @@
 // groups took codegen json 12.8 s and suggest 10.9 s. The set is indexed by curve kind (model/model_set.cpp).
 //   BM_PredictOneQuery     one query, N strategies x 3 GPU counts in the set: flat in N (BigO o(1) expected)
 //   BM_PredictEveryCurve   every strategy at one size and count, what a table cell asks: linear in N
+//   BM_ParseAllToAllvSplit an all-to-allv split of N per-rank sizes ("S0-S1-..."), what predict --splits and every
+//                          all-to-allv sample parse: linear in N (an N x N byte matrix took 0.8 GB at N = 10,000)
 #include <benchmark/benchmark.h>
 
 #include <cmath>
 #include <string>
 
+#include "model/alltoallv.h"
 #include "model/model_set.h"
 
 using namespace arfit;
@@ -57,6 +60,17 @@ void BM_PredictEveryCurve(benchmark::State& state) {
   state.SetComplexityN(n);
 }
 BENCHMARK(BM_PredictEveryCurve)->RangeMultiplier(4)->Range(16, 4096)->Complexity()->Unit(benchmark::kMicrosecond);
+
+void BM_ParseAllToAllvSplit(benchmark::State& state) {
+  std::string text = "1000";
+  for (int r = 1; r < state.range(0); ++r) text += "-" + std::to_string(1000 + r % 7);
+  for (auto _ : state) {
+    const AllToAllvSplit split = parse_alltoallv_split(text);
+    benchmark::DoNotOptimize(effective_alltoall_bytes(split, EffectiveMode::MaxOfSum));
+  }
+  state.SetComplexityN(state.range(0));
+}
+BENCHMARK(BM_ParseAllToAllvSplit)->RangeMultiplier(4)->Range(64, 65536)->Complexity()->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 
