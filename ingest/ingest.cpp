@@ -123,10 +123,6 @@ void check_samples(const IngestResult& r, const std::string& name) {
   }
 }
 
-}  // namespace
-
-namespace {
-
 IngestResult read_as(Format format, const std::string& text, const std::string& name, const Options& options) {
   using namespace detail;
   switch (format) {

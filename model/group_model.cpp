@@ -137,18 +137,18 @@ void read_transfer(const JsonView& t, GroupModel& g) {
 }
 
 // The corrected curve passes through the measured times at its knots (fit/fit_group.cpp: the residual is
-// ln t_measured - ln t_model there), so the family's time times e^residual is a sample time at every knot: one
-// outside the samples' bounds is a hand edit that predicted 1e307 us with an infinite upper bound (or 1e-304 us
-// with an infinite bus bandwidth) from residuals within +-700.
-void check_knot_times(const JsonView& c, const GroupModel& g) {
-  const std::vector<double>& x = g.correction.x();
-  const std::vector<double>& y = g.correction.y();
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    const double t = std::exp(g.model_log_time(knot_bytes(x[i])) + y[i]);
+// ln t_measured - ln t_model there), so the family's time times e^residual is a sample time at every knot, and at
+// every spike the fit set aside: one outside the samples' bounds is a hand edit. Knot residuals within +-700
+// predicted 1e307 us with an infinite upper bound (or 1e-304 us with an infinite bus bandwidth); a spike's, carried
+// by fit --prior into a new machine's curve, 1.6e84 us. `what` names the point ("knot", "spike").
+void check_measured_times(const JsonView& resid, const std::vector<double>& log_bytes, const std::vector<double>& log_resid,
+                          const GroupModel& g, const std::string& what) {
+  for (std::size_t i = 0; i < log_bytes.size() && i < log_resid.size(); ++i) {
+    const double t = std::exp(g.model_log_time(knot_bytes(log_bytes[i])) + log_resid[i]);
     if (!(t >= kMinSampleTimeUs && t <= kMaxSampleTimeUs))
-      c.at("log_resid").at(i).fail("puts the time at knot " + std::to_string(i) + " (" + format_number(knot_bytes(x[i]), "%g") +
-                                   " bytes) at " + format_number(t, "%g") + " us, outside a measured time's bounds [" +
-                                   format_number(kMinSampleTimeUs, "%g") + ", " + format_number(kMaxSampleTimeUs, "%g") + "] us");
+      resid.at(i).fail("puts the time at " + what + " " + std::to_string(i) + " (" + format_number(knot_bytes(log_bytes[i]), "%g") +
+                       " bytes) at " + format_number(t, "%g") + " us, outside a measured time's bounds [" +
+                       format_number(kMinSampleTimeUs, "%g") + ", " + format_number(kMaxSampleTimeUs, "%g") + "] us");
   }
 }
 
@@ -181,7 +181,8 @@ GroupModel GroupModel::from_json(const JsonView& j) {
     c->expect_object();
     g.correction = read_correction(*c);
     read_spike_residuals(*c, g);
-    check_knot_times(*c, g);
+    check_measured_times(c->at("log_resid"), g.correction.x(), g.correction.y(), g, "knot");
+    if (!g.spike_log_bytes.empty()) check_measured_times(c->at("spike_log_resid"), g.spike_log_bytes, g.spike_log_resid, g, "spike");
   }
   const JsonView r = j.at("range");
   g.min_bytes = r.at("min_bytes").number();

@@ -62,10 +62,6 @@ namespace {
 
 const char* kWhere = "<models>";
 
-}  // namespace
-
-namespace {
-
 // What a query asks for before its dtype, counts and size: system, collective, strategy and fusion.
 using CurveKind = std::tuple<std::string, Collective, std::string, FusionOp>;
 CurveKind curve_kind(const GroupKey& k) { return {k.system, k.collective, k.strategy, k.fusion}; }

@@ -360,6 +360,17 @@ TEST_F(Robustness, HandEditedModelsAreValidated) {
     EXPECT_EQ(r.output.find("nan"), std::string::npos) << r.output;
     fs::remove(dir.file("edited.json"));
   }
+  {
+    // A spike's residual likewise: fit --prior carried one of +700 into a new machine's curve (1.6e84 us).
+    nlohmann::json m = models();
+    m["groups"][0]["correction"]["spike_bytes"] = {3000};
+    m["groups"][0]["correction"]["spike_log_resid"] = {700};
+    write_models("spike.json", m);
+    const CommandResult spike = expect_refused("predict spike.json --collective allreduce --bytes 1M --nranks 8", 1,
+                                               {"/groups/0/correction/spike_log_resid/0: puts the time at spike 0 (3000 bytes)"});
+    EXPECT_TRUE(names_file_line(spike.output, "spike.json")) << spike.output;
+    fs::remove(dir.file("spike.json"));
+  }
   // Non-finite numbers cannot be written in JSON; one beyond double is refused by the parser, naming the line.
   std::string text = models().dump(1);
   text.replace(text.find("\"bus_factor\": ") + 14, 4, "1e999");
