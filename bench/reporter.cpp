@@ -9,6 +9,8 @@
 #include <iomanip>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "model/atomic_file.h"
@@ -86,6 +88,16 @@ bool has_content(const std::string& path) {
   return std::filesystem::exists(path, ec) && std::filesystem::file_size(path, ec) > 0 && !ec;
 }
 
+// True when another process holds the lock of the journal `journal` (CsvReporter::start takes it for the whole
+// run): an arbench run still measuring into it.
+bool journal_in_use(const std::string& journal) {
+  const int fd = ::open(journal.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool busy = ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);  // releases the lock when it was taken
+  return busy;
+}
+
 }  // namespace
 
 OutputState inspect_output(const std::string& path, const std::string& grid_json, bool resume, bool overwrite,
@@ -100,6 +112,11 @@ OutputState inspect_output(const std::string& path, const std::string& grid_json
   check_output_path(path);
   check_output_path(st.journal);
   const bool output_exists = has_content(path), journal_exists = has_content(st.journal);
+  // A second run into the same -o while the first still measures: --overwrite removed the first's journal (its rows
+  // lost, and it failed at the end with 'cannot set the permissions of FILE.partial'), --resume appended to it.
+  if (journal_exists && journal_in_use(st.journal))
+    throw GridError("-o/--output", "'" + st.journal + "' is the journal of an arbench run still measuring into '" + path +
+                                       "'; wait for it to end, or give another -o");
   if (overwrite) return st;  // a fresh journal; the output is replaced only when the run ends
   if (!resume) {
     if (output_exists)
@@ -187,6 +204,10 @@ void CsvReporter::start(const RunHeader& header, std::size_t, std::size_t) {
     f_ = std::fopen(journal.c_str(), "wb");
   }
   if (!f_) throw GridError("-o/--output", "cannot open '" + journal + "' for writing: " + std::strerror(errno));
+  // Held until the process ends: another run's inspect_output sees the journal in use (journal_in_use).
+  if (::flock(fileno(f_), LOCK_EX | LOCK_NB) != 0)
+    throw GridError("-o/--output", "'" + journal + "' is the journal of an arbench run still measuring into '" + path_ +
+                                       "'; wait for it to end, or give another -o");
   if (state_.start != JournalStart::Continue) {
     const std::string start = state_.start == JournalStart::CopyOfOutput
                                   ? state_.copied_output
