@@ -698,6 +698,7 @@ TEST_F(Robustness, BadOptionValuesAreUsageErrorsNamingTheOption) {
       {predict + "--bytes 1M --sm 0", "--sm"},
       {predict + "--bytes 1M --sm 999", "--sm"},
       {predict + "--bytes 1K:1M:abc", "--bytes"},
+      {predict + "--bytes 1e-3:1:2 --nranks 8", "--bytes: size '1e-3' must be at least 1"},  // ten rows of '0' bytes
       {"whatif profile.json --models models.json --tp 8 --tokens 0", "--tokens"},
       {"whatif profile.json --models models.json --tp 8 --tokens -5", "--tokens"},
       {"whatif profile.json --models models.json --tp 0", "--tp"},
