@@ -98,6 +98,11 @@ bool journal_in_use(const std::string& journal) {
   return busy;
 }
 
+GridError journal_in_use_error(const std::string& journal, const std::string& output) {
+  return GridError("-o/--output", "'" + journal + "' is the journal of an arbench run still measuring into '" + output +
+                                      "'; wait for it to end, or give another -o");
+}
+
 }  // namespace
 
 OutputState inspect_output(const std::string& path, const std::string& grid_json, bool resume, bool overwrite,
@@ -114,9 +119,7 @@ OutputState inspect_output(const std::string& path, const std::string& grid_json
   const bool output_exists = has_content(path), journal_exists = has_content(st.journal);
   // A second run into the same -o while the first still measures: --overwrite removed the first's journal (its rows
   // lost, and it failed at the end with 'cannot set the permissions of FILE.partial'), --resume appended to it.
-  if (journal_exists && journal_in_use(st.journal))
-    throw GridError("-o/--output", "'" + st.journal + "' is the journal of an arbench run still measuring into '" + path +
-                                       "'; wait for it to end, or give another -o");
+  if (journal_exists && journal_in_use(st.journal)) throw journal_in_use_error(st.journal, path);
   if (overwrite) return st;  // a fresh journal; the output is replaced only when the run ends
   if (!resume) {
     if (output_exists)
@@ -205,9 +208,7 @@ void CsvReporter::start(const RunHeader& header, std::size_t, std::size_t) {
   }
   if (!f_) throw GridError("-o/--output", "cannot open '" + journal + "' for writing: " + std::strerror(errno));
   // Held until the process ends: another run's inspect_output sees the journal in use (journal_in_use).
-  if (::flock(fileno(f_), LOCK_EX | LOCK_NB) != 0)
-    throw GridError("-o/--output", "'" + journal + "' is the journal of an arbench run still measuring into '" + path_ +
-                                       "'; wait for it to end, or give another -o");
+  if (::flock(fileno(f_), LOCK_EX | LOCK_NB) != 0) throw journal_in_use_error(journal, path_);
   if (state_.start != JournalStart::Continue) {
     const std::string start = state_.start == JournalStart::CopyOfOutput
                                   ? state_.copied_output
