@@ -10,6 +10,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "model/atomic_file.h"
@@ -126,6 +128,21 @@ void check_resumed_rows(const SampleFile& f, const std::string& text, const std:
   }
 }
 
+// True when another process holds the lock of the journal `journal` (CsvReporter::start takes it for the whole
+// run): an arbench run still measuring into it.
+bool journal_in_use(const std::string& journal) {
+  const int fd = ::open(journal.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool busy = ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);  // releases the lock when it was taken
+  return busy;
+}
+
+GridError journal_in_use_error(const std::string& journal, const std::string& output) {
+  return GridError("-o/--output", "'" + journal + "' is the journal of an arbench run still measuring into '" + output +
+                                      "'; wait for it to end, or give another -o");
+}
+
 }  // namespace
 
 OutputState inspect_output(const std::string& path, const std::string& grid_json, bool resume, bool overwrite,
@@ -141,6 +158,9 @@ OutputState inspect_output(const std::string& path, const std::string& grid_json
   st.journal = journal_path(output_target(path));
   check_output_path(st.journal);
   const bool output_exists = has_content(path), journal_exists = has_content(st.journal);
+  // A second run into the same -o while the first still measures: --overwrite removed the first's journal (its rows
+  // lost, and it failed at the end with 'cannot set the permissions of FILE.partial'), --resume appended to it.
+  if (journal_exists && journal_in_use(st.journal)) throw journal_in_use_error(st.journal, path);
   if (overwrite) return st;  // a fresh journal; the output is replaced only when the run ends
   if (!resume) {
     if (output_exists)
@@ -230,6 +250,8 @@ void CsvReporter::open_journal() {
     f_ = std::fopen(journal.c_str(), "wb");
   }
   if (!f_) throw GridError("-o/--output", "cannot open '" + journal + "' for writing: " + std::strerror(errno));
+  // Held until the process ends: another run's inspect_output sees the journal in use (journal_in_use).
+  if (::flock(fileno(f_), LOCK_EX | LOCK_NB) != 0) throw journal_in_use_error(journal, path_);
 }
 
 void CsvReporter::start(const RunHeader& header, std::size_t, std::size_t) {

@@ -53,7 +53,8 @@ double parse_size(const std::string& s, const std::string& option) {
   const std::optional<double> unit = byte_unit_multiplier(s.substr(pos), &why);
   if (!unit) throw UsageError(option + ": '" + s + "': " + why);
   const double m = *unit;
-  if (!(v > 0) || !std::isfinite(v * m)) throw UsageError(option + ": size '" + s + "' must be positive and finite");
+  // At least one byte (or one token, one element): --bytes 1e-3:1:2 printed ten rows of '0' bytes with exit 0.
+  if (!(v * m >= 1) || !std::isfinite(v * m)) throw UsageError(option + ": size '" + s + "' must be at least 1 and finite");
   return v * m;
 }
 
@@ -272,7 +273,7 @@ void add_predict(CLI::App& app) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--sm", a->sm, "Target SM version (80, 89, 90, 100, 103, 120): transfers the model, flagged extrapolated")
       ->check(known_sm_validator());
-  cmd->add_option("--bytes", a->bytes, "Sizes: LIST (4096,64K,1M; K M G T or KiB..TiB, powers of 1024) or RANGE A:B[:FACTOR] (powers of FACTOR, default 2), at most 1e18 bytes");
+  cmd->add_option("--bytes", a->bytes, "Sizes: LIST (4096,64K,1M; K M G T or KiB..TiB, powers of 1024) or RANGE A:B[:FACTOR] (powers of FACTOR, default 2), from 1 to 1e18 bytes");
   cmd->add_option("--tokens", a->tokens, "Token counts (LIST), with --hidden: bytes = tokens x hidden x dtype size (at most 1e18)");
   cmd->add_option("--hidden", a->hidden, "Hidden sizes (LIST)");
   cmd->add_option("--splits", a->splits,

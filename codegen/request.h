@@ -36,7 +36,13 @@ inline const Request kDefaultRequest{};
 // std::invalid_argument listing the systems when ambiguous or unknown.
 std::string resolve_system(const ModelSet& models, const std::string& requested);
 
-// The grid of --tp, --fusion, --hidden, --tokens. Throws std::invalid_argument naming the option.
+// The most cells a table may have: 1e6, about 800 default grids (1,260 cells). A table holds every strategy's
+// prediction of every cell in memory, and the json format writes about 500 bytes a cell: 4,000 TP sizes (1.68e6
+// cells) took 5.9 GB of memory for an 830 MB file, and a --tp list of every count up to 2^20 ran out of memory.
+inline constexpr double kMaxGridCells = 1e6;
+
+// The grid of --tp, --fusion, --hidden, --tokens. Throws std::invalid_argument naming the option (and naming all
+// four when the grid has more than kMaxGridCells cells).
 Grid request_grid(const Request& request);
 // Refuses a grid whose largest cell (tokens x hidden x the size of `dtype`, 1 byte when unknown) is above
 // kMaxSampleBytes: std::invalid_argument naming --tokens x --hidden. request_grid calls it; so does `arfit plot`'s

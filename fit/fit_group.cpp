@@ -89,7 +89,7 @@ void cross_validate(Evaluated& e, const std::vector<double>& s, const std::vecto
     if (correction) sp = correction_spline(e.spec, p, seed, ts, tt, f, spike_indices(tt));
     for (size_t i = 0; i < hs.size(); ++i) {
       double lt = log_model(e.spec, p, seed, hs[i], f);
-      if (correction) lt = sp.corrected(std::log(hs[i]), lt, [&](double x) { return log_model(e.spec, p, seed, std::exp(x), f); });
+      if (correction) lt = sp.corrected(std::log(hs[i]), lt, [&](double x) { return log_model(e.spec, p, seed, knot_bytes(x), f); });
       errs.push_back(lt - std::log(ht[i]));
     }
   }

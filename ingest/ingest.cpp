@@ -7,6 +7,7 @@
 #include "ingest/text_util.h"
 #include "model/atomic_file.h"
 #include "model/errors.h"
+#include "model/file_kind.h"
 #include "model/sample_csv.h"
 
 namespace arfit::ingest {
@@ -122,33 +123,47 @@ void check_samples(const IngestResult& r, const std::string& name) {
   }
 }
 
+IngestResult read_as(Format format, const std::string& text, const std::string& name, const Options& options) {
+  using namespace detail;
+  switch (format) {
+    case Format::ArfitCsv: return read_arfit_csv(text, name, options);
+    case Format::NcclTests: return read_nccl_tests_text(text, name, options);
+    case Format::NcclTestsJson: return read_nccl_tests_json(text, name, options);
+    case Format::ParamComms: return read_param_comms(text, name, options);
+    case Format::TrtllmCsv: return read_trtllm_csv(text, name, options);
+    case Format::Aiconfigurator: return read_aiconfigurator(text, name, options);
+    case Format::Auto: break;
+  }
+  return {};
+}
+
 }  // namespace
 
 IngestResult ingest_as(Format format, const std::string& text, const std::string& name, const Options& options) {
-  using namespace detail;
-  if (format == Format::Auto) format = detect_format(text, name);
   IngestResult r;
-  switch (format) {
-    case Format::ArfitCsv: r = read_arfit_csv(text, name, options); break;
-    case Format::NcclTests: r = read_nccl_tests_text(text, name, options); break;
-    case Format::NcclTestsJson: r = read_nccl_tests_json(text, name, options); break;
-    case Format::ParamComms: r = read_param_comms(text, name, options); break;
-    case Format::TrtllmCsv: r = read_trtllm_csv(text, name, options); break;
-    case Format::Aiconfigurator: r = read_aiconfigurator(text, name, options); break;
-    case Format::Auto: break;
+  try {
+    if (format == Format::Auto) format = detect_format(text, name);
+    r = read_as(format, text, name, options);
+    r.format = format;
+    apply_overrides(r, name, options);
+    check_samples(r, name);
+    // Every reader counts its data rows; none may give an empty result as if it had read measurements.
+    if (r.rows == 0) {
+      std::string first_dropped;
+      for (const auto& w : r.warnings)
+        if (first_dropped.empty() && w.find(": row dropped: ") != std::string::npos) first_dropped = w;
+      throw InputError(name, 0, "", r.dropped ? std::to_string(r.dropped) + " data row(s), every one dropped; the first: " + first_dropped
+                                              : "no data rows (a table without measurements)");
+    }
+  } catch (const InputError&) {
+    // Another file arfit writes is refused for what it is: a models file (or arbench's JSON records) read as an
+    // nccl-tests JSON log said "column 'results': missing 'results' list".
+    const auto k = arfit_file_kind(text);
+    if (k && k->kind != ArfitFileKind::Samples)
+      throw InputError(name, 0, "", k->what + ", not measurements" + instead_of_samples(k->kind));
+    throw;
   }
-  r.format = format;
-  apply_overrides(r, name, options);
-  check_samples(r, name);
-  // Every reader counts its data rows; none may give an empty result as if it had read measurements.
-  if (r.rows == 0) {
-    std::string first_dropped;
-    for (const auto& w : r.warnings)
-      if (first_dropped.empty() && w.find(": row dropped: ") != std::string::npos) first_dropped = w;
-    throw InputError(name, 0, "", r.dropped ? std::to_string(r.dropped) + " data row(s), every one dropped; the first: " + first_dropped
-                                            : "no data rows (a table without measurements)");
-  }
-  finish_warnings(r, name);
+  detail::finish_warnings(r, name);
   return r;
 }
 

@@ -57,18 +57,6 @@ const std::vector<EffectiveMode>& all_effective_modes() {
   return v;
 }
 
-double AllToAllvSplit::sent(int r) const {
-  double s = 0;
-  for (double v : matrix[r]) s += v;
-  return s;
-}
-
-double AllToAllvSplit::received(int r) const {
-  double s = 0;
-  for (const auto& row : matrix) s += row[r];
-  return s;
-}
-
 namespace {
 
 std::vector<double> numbers(const std::string& list, const std::string& text) {
@@ -78,13 +66,36 @@ std::vector<double> numbers(const std::string& list, const std::string& text) {
 }
 
 AllToAllvSplit from_matrix_rows(const std::vector<std::string>& rows, const std::string& text) {
+  const std::size_t n = rows.size();
   AllToAllvSplit out;
-  for (const auto& row : rows) out.matrix.push_back(numbers(row, text));
-  for (const auto& row : out.matrix)
-    if (row.size() != out.matrix.size())
-      throw std::invalid_argument("all-to-allv split '" + text + "': a matrix of " + std::to_string(out.matrix.size()) +
-                                  " rows needs " + std::to_string(out.matrix.size()) + " entries per row, found " +
-                                  std::to_string(row.size()));
+  out.received_bytes.assign(n, 0.0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::vector<double> row = numbers(rows[i], text);
+    if (row.size() != n)
+      throw std::invalid_argument("all-to-allv split '" + text + "': a matrix of " + std::to_string(n) + " rows needs " +
+                                  std::to_string(n) + " entries per row, found " + std::to_string(row.size()));
+    double sent = 0;
+    for (std::size_t j = 0; j < n; ++j) {
+      sent += row[j];
+      out.received_bytes[j] += row[j];
+    }
+    out.sent_bytes.push_back(sent);
+    out.self_bytes.push_back(row[i]);
+  }
+  return out;
+}
+
+// Rank r sends `to_each[r]` bytes to every rank, itself included.
+AllToAllvSplit from_rows_of_one_value(const std::vector<double>& to_each) {
+  const double n = static_cast<double>(to_each.size());
+  double column = 0;  // every rank receives one value from every sender
+  for (double v : to_each) column += v;
+  AllToAllvSplit out;
+  for (double v : to_each) {
+    out.sent_bytes.push_back(v * n);
+    out.received_bytes.push_back(column);
+    out.self_bytes.push_back(v);
+  }
   return out;
 }
 
@@ -99,12 +110,15 @@ AllToAllvSplit parse_alltoallv_split(const std::string& text, double element_byt
     const size_t n = tables.size();
     // floor(B/n) samples per rank, as PARAM and the DLRM paper's code split the batch.
     const double local_batch = std::floor(batch / static_cast<double>(n));
-    for (double t : tables) out.matrix.emplace_back(n, local_batch * t * dim * element_bytes);
+    std::vector<double> to_each;
+    for (double t : tables) to_each.push_back(local_batch * t * dim * element_bytes);
+    out = from_rows_of_one_value(to_each);
   } else if (parts.size() == 1 && text.find('/') != std::string::npos) {
     out = from_matrix_rows(split(parts[0], '/'), text);
   } else if (parts.size() == 1) {
-    const std::vector<double> sent = numbers(parts[0], text);
-    for (double v : sent) out.matrix.emplace_back(sent.size(), v / static_cast<double>(sent.size()));
+    std::vector<double> to_each = numbers(parts[0], text);  // bytes sent per rank, spread evenly
+    for (double& v : to_each) v /= static_cast<double>(to_each.size());
+    out = from_rows_of_one_value(to_each);
   } else {
     throw std::invalid_argument("all-to-allv split '" + text +
                                 "': expected \"B,T0-T1-...,D\" (batch, tables per rank, dimension), \"S0-S1-...\" "
@@ -144,7 +158,7 @@ double paper_effective_bytes(const AllToAllvSplit& split, EffectiveMode mode) {
   if (mode == EffectiveMode::Sum) return effective_alltoall_bytes(split, mode);
   double out = 0;
   for (int r = 0; r < split.nranks(); ++r) {
-    const double self = split.matrix[r][r];
+    const double self = split.self(r);
     const double s = split.sent(r) - self, v = split.received(r) - self;
     out = std::max(out, mode == EffectiveMode::MaxOfMax ? std::max(s, v) : s + v);
   }

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "model/sm_targets.h"
+#include "model/text.h"
 
 namespace arfit {
 
@@ -135,6 +136,22 @@ void read_transfer(const JsonView& t, GroupModel& g) {
   }
 }
 
+// The corrected curve passes through the measured times at its knots (fit/fit_group.cpp: the residual is
+// ln t_measured - ln t_model there), so the family's time times e^residual is a sample time at every knot, and at
+// every spike the fit set aside: one outside the samples' bounds is a hand edit. Knot residuals within +-700
+// predicted 1e307 us with an infinite upper bound (or 1e-304 us with an infinite bus bandwidth); a spike's, carried
+// by fit --prior into a new machine's curve, 1.6e84 us. `what` names the point ("knot", "spike").
+void check_measured_times(const JsonView& resid, const std::vector<double>& log_bytes, const std::vector<double>& log_resid,
+                          const GroupModel& g, const std::string& what) {
+  for (std::size_t i = 0; i < log_bytes.size() && i < log_resid.size(); ++i) {
+    const double t = std::exp(g.model_log_time(knot_bytes(log_bytes[i])) + log_resid[i]);
+    if (!(t >= kMinSampleTimeUs && t <= kMaxSampleTimeUs))
+      resid.at(i).fail("puts the time at " + what + " " + std::to_string(i) + " (" + format_number(knot_bytes(log_bytes[i]), "%g") +
+                       " bytes) at " + format_number(t, "%g") + " us, outside a measured time's bounds [" +
+                       format_number(kMinSampleTimeUs, "%g") + ", " + format_number(kMaxSampleTimeUs, "%g") + "] us");
+  }
+}
+
 }  // namespace
 
 GroupModel GroupModel::from_json(const nlohmann::json& j) { return from_json(JsonView(j)); }
@@ -164,6 +181,8 @@ GroupModel GroupModel::from_json(const JsonView& j) {
     c->expect_object();
     g.correction = read_correction(*c);
     read_spike_residuals(*c, g);
+    check_measured_times(c->at("log_resid"), g.correction.x(), g.correction.y(), g, "knot");
+    if (!g.spike_log_bytes.empty()) check_measured_times(c->at("spike_log_resid"), g.spike_log_bytes, g.spike_log_resid, g, "spike");
   }
   const JsonView r = j.at("range");
   g.min_bytes = r.at("min_bytes").number();
@@ -245,7 +264,7 @@ double GroupModel::log_half_width(double bytes) const {
     const double d = sigma_out_per_octave * oct;
     var += d * d;
   }
-  return z * std::sqrt(var);
+  return std::min(z * std::sqrt(var), kMaxLogHalfWidth);
 }
 
 double GroupModel::out_of_range_log_time(double bytes) const {
@@ -262,7 +281,7 @@ Prediction GroupModel::predict(double bytes) const {
   const bool in_range = bytes >= min_bytes && bytes <= max_bytes;
   double lt = in_range ? model_log_time(bytes) : out_of_range_log_time(bytes);
   // The correction needs the family's ln t at its knots (additive rule).
-  auto model_at = [this](double x) { return model_log_time(std::exp(x)); };
+  auto model_at = [this](double x) { return model_log_time(knot_bytes(x)); };
   if (in_range && !correction.x().empty()) lt = correction.corrected(lx, lt, model_at);
   const double h = log_half_width(bytes);
   double lo = lt - h, hi = lt + h;

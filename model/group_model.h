@@ -14,6 +14,7 @@
 //   a curve of a new machine carried from other machines' curves, fit/transfer.h)
 #pragma once
 
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,6 +43,10 @@ inline constexpr double kMaxModelBytes = kMaxSampleBytes;
 inline constexpr double kMaxModelTimeUs = kMaxSampleTimeUs;
 inline constexpr double kMaxLogSigma = 50;
 inline constexpr double kMaxLogResidual = 700;
+// Widest 90 % half-width in ln t: e^34.5 either way spans every time a sample can have ([1e-6, 1e9] us). A wider
+// band says nothing more, and the seed's unclipped band (sigma_out_per_octave x octaves beyond the range) grew past
+// e^709: an upper bound of inf and a lower one of 0 (null in --json) with exit 0.
+inline const double kMaxLogHalfWidth = std::log(kMaxSampleTimeUs / kMinSampleTimeUs);
 
 // Both throw JsonError (a std::invalid_argument naming the JSON pointer of the bad value).
 GroupKey group_key_from_json(const JsonView& j, int min_nranks = 1);  // joint models' keys hold nranks 0

@@ -63,6 +63,16 @@ inline SplineKind parse_spline_kind(const std::string& s) {
 // Log-log interpolation: piecewise-linear ln y against ln x through the points (x ascending, all > 0), the end
 // segments extended linearly beyond them (the table-driven approach, and the `loglog` baseline of every
 // evaluation protocol). One point: its y everywhere; none: NaN.
+// The size in bytes at a knot stored as ln bytes: knots are measured sizes, whole byte counts (Sample::bytes), and
+// e^(ln s) is a last-bit neighbour of s. A model is evaluated at the knot where its residual was taken, at s itself:
+// the seed's turning points are steps, and a knot at exactly 2^sats_p evaluated at the neighbour took the line
+// (3,526 us) where the fit had taken the logistic (8.6e-13 us), so its residual of +35.5 predicted 9.6e18 us there (a
+// public nccl-tests table, fit --family seed). Sizes that are not whole numbers are left as they are.
+inline double knot_bytes(double log_bytes) {
+  const double s = std::exp(log_bytes), whole = std::round(s);
+  return whole >= 1 && std::fabs(whole - s) <= 1e-12 * s ? whole : s;
+}
+
 inline double loglog_at(const std::vector<double>& x, const std::vector<double>& y, double at) {
   const size_t n = x.size();
   if (n == 0) return std::numeric_limits<double>::quiet_NaN();

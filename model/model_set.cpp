@@ -10,6 +10,7 @@
 #include "model/atomic_file.h"
 #include "model/bus_factor.h"
 #include "model/errors.h"
+#include "model/file_kind.h"
 #include "model/group_model.h"
 #include "model/joint_model.h"
 #include "model/json_input.h"
@@ -61,13 +62,48 @@ namespace {
 
 const char* kWhere = "<models>";
 
+// What a query asks for before its dtype, counts and size: system, collective, strategy and fusion.
+using CurveKind = std::tuple<std::string, Collective, std::string, FusionOp>;
+CurveKind curve_kind(const GroupKey& k) { return {k.system, k.collective, k.strategy, k.fusion}; }
+
 }  // namespace
 
 // Evaluating a model needs its parsed form; parsing a group from JSON costs far more than predicting from it,
-// and codegen, plots and whatif predict thousands of cells from one set. So the set is parsed once, here.
+// and codegen, plots and whatif predict thousands of cells from one set. So the set is parsed once, here, and
+// indexed by curve kind: a prediction looks at its own curves only (it scanned every group, which made codegen
+// and suggest quadratic in the number of curves: 4,800 groups took 12.8 s and 10.9 s; benchmarks/model).
 struct ModelSet::Parsed {
   std::vector<GroupModel> groups;  // every group of the file, in file order (ok == false ones included)
   std::vector<JointModel> joint;
+  std::map<CurveKind, std::vector<const GroupModel*>> groups_of_kind;  // the fitted ones, in file order
+  std::map<CurveKind, std::vector<const JointModel*>> joint_of_kind;   // in file order
+  std::vector<std::string> systems;                                    // of the fitted groups and joint families
+
+  Parsed() = default;
+  Parsed(const Parsed&) = delete;  // the index points into groups and joint
+  Parsed& operator=(const Parsed&) = delete;
+  void index() {
+    std::set<std::string> s;
+    for (const GroupModel& m : groups)
+      if (m.ok) {
+        groups_of_kind[curve_kind(m.key)].push_back(&m);
+        s.insert(m.key.system);
+      }
+    for (const JointModel& jm : joint) {
+      joint_of_kind[curve_kind(jm.key)].push_back(&jm);
+      s.insert(jm.key.system);
+    }
+    systems.assign(s.begin(), s.end());
+  }
+  template <typename T>
+  static const std::vector<const T*>& of_kind(const std::map<CurveKind, std::vector<const T*>>& index, const PredictQuery& q) {
+    static const std::vector<const T*> none;
+    const auto it = index.find({q.system, q.collective, q.strategy, q.fusion});
+    return it == index.end() ? none : it->second;
+  }
+  // The fitted groups and the joint families of the query's curve kind.
+  const std::vector<const GroupModel*>& groups_of(const PredictQuery& q) const { return of_kind(groups_of_kind, q); }
+  const std::vector<const JointModel*>& joint_of(const PredictQuery& q) const { return of_kind(joint_of_kind, q); }
 };
 
 // The document read and validated; throws JsonError naming the pointer of the first bad value.
@@ -106,6 +142,7 @@ ModelSet ModelSet::parse_checked(const nlohmann::json& j) {
       mode->fail(e.what());
     }
   }
+  parsed->index();
   ModelSet m;
   m.json_ = j;
   m.parsed_ = std::move(parsed);
@@ -124,12 +161,37 @@ nlohmann::json ModelSet::to_json() const { return json_; }
 
 ModelSet ModelSet::load(const std::string& path) { return parse(read_input_file(path), path); }
 
+namespace {
+
+// Another file arfit writes, given where a models file belongs, is refused for what it is: the reader's own complaint
+// named a symptom ("invalid JSON at column 1" for a sample CSV, "missing key 'schema'" for a codegen json table).
+void refuse_other_arfit_file(const std::string& text, const std::string& name) {
+  const auto k = arfit_file_kind(text);
+  if (!k || k->kind == ArfitFileKind::Models) return;
+  throw InputError(name, 0, "", k->what + ", not a models file" +
+                                    (k->kind == ArfitFileKind::Samples ? ": fit it first (arfit fit " + name + " -o models.json)" : ""));
+}
+
+}  // namespace
+
 ModelSet ModelSet::parse(const std::string& text, const std::string& name) {
-  return from_document(parse_json(text, name), text, name);
+  nlohmann::json j;
+  try {
+    j = parse_json(text, name);
+  } catch (const InputError&) {
+    refuse_other_arfit_file(text, name);
+    throw;
+  }
+  return from_document(j, text, name);
 }
 
 ModelSet ModelSet::from_document(const nlohmann::json& j, const std::string& text, const std::string& name) {
-  return read_json_document(text, name, [&] { return parse_checked(j); });
+  try {
+    return read_json_document(text, name, [&] { return parse_checked(j); });
+  } catch (const InputError&) {
+    refuse_other_arfit_file(text, name);
+    throw;
+  }
 }
 
 void ModelSet::save(const std::string& path) const { write_string_atomically(path, json_.dump(1) + "\n"); }
@@ -153,14 +215,7 @@ std::vector<GroupModelView> ModelSet::groups() const {
   return out;
 }
 
-std::vector<std::string> ModelSet::systems() const {
-  std::set<std::string> s;
-  if (!parsed_) return {};
-  for (const GroupModel& m : parsed_->groups)
-    if (m.ok) s.insert(m.key.system);
-  for (const JointModel& jm : parsed_->joint) s.insert(jm.key.system);
-  return {s.begin(), s.end()};
-}
+std::vector<std::string> ModelSet::systems() const { return parsed_ ? parsed_->systems : std::vector<std::string>{}; }
 
 std::vector<std::string> ModelSet::strategies(const std::string& system, Collective c, FusionOp f, int nranks) const {
   std::set<std::string> s;
@@ -175,24 +230,19 @@ std::vector<std::string> ModelSet::strategies(const std::string& system, Collect
 
 namespace {
 
-// The query's machine, collective, strategy and fusion (`q` resolved: ModelSet::resolve_query).
-bool same_curve_kind(const GroupKey& k, const PredictQuery& q) {
-  return k.system == q.system && k.collective == q.collective && k.strategy == q.strategy && k.fusion == q.fusion;
-}
-
 // The query's element type, or any when it names none.
 bool dtype_matches(const GroupKey& k, const PredictQuery& q) { return q.dtype.empty() || canonical_dtype(q.dtype) == k.dtype; }
 
-// A group or joint family that answers `q` on the nodes it measured: the query's curve kind, dtype and node count.
-bool answers_on_its_nodes(const GroupKey& k, const PredictQuery& q) {
-  return same_curve_kind(k, q) && dtype_matches(k, q) && k.nnodes == q.nnodes;
-}
+// A group or joint family of the query's curve kind that answers `q` on the nodes it measured: its dtype and node
+// count.
+bool answers_on_its_nodes(const GroupKey& k, const PredictQuery& q) { return dtype_matches(k, q) && k.nnodes == q.nnodes; }
 
-// The fitted groups that answer `q` at their own count: predict's first candidates, counted by gpu_counts.
-std::vector<const GroupModel*> measured_on_its_nodes(const std::vector<GroupModel>& groups, const PredictQuery& q) {
+// The fitted groups of the query's curve kind (`kind`) that answer `q` at their own count: predict's first
+// candidates, counted by gpu_counts.
+std::vector<const GroupModel*> measured_on_its_nodes(const std::vector<const GroupModel*>& kind, const PredictQuery& q) {
   std::vector<const GroupModel*> out;
-  for (const GroupModel& m : groups)
-    if (m.ok && answers_on_its_nodes(m.key, q)) out.push_back(&m);
+  for (const GroupModel* m : kind)
+    if (answers_on_its_nodes(m->key, q)) out.push_back(m);
   return out;
 }
 
@@ -205,16 +255,17 @@ std::vector<const GroupModel*> measured_on_its_nodes(const std::vector<GroupMode
 // same count's own answer, the joint-n answer, or the one count carried (one_count_across_nodes) is kept, widened
 // by the unknown network.
 // `lender_pool`: the groups other machines' steps may come from (the set's own, then those of --prior files).
-std::optional<Prediction> predict_across_nodes(const std::vector<GroupModel>& groups, const std::vector<JointModel>& joint,
+// `groups` and `joint`: the fitted groups and the joint families of the query's curve kind.
+std::optional<Prediction> predict_across_nodes(const std::vector<const GroupModel*>& groups, const std::vector<const JointModel*>& joint,
                                                const std::vector<const GroupModel*>& lender_pool, const PredictQuery& q,
                                                double bytes, int* measured_sm, double* latency_us) {
   if (q.nranks <= 0 || !q.across_nodes) return std::nullopt;
   const GroupModel* last = nullptr;
-  for (const GroupModel& m : groups) {
-    const GroupKey& k = m.key;
-    if (!m.ok || !same_curve_kind(k, q) || !dtype_matches(k, q) || k.nnodes >= q.nnodes || k.nranks > q.nranks) continue;
+  for (const GroupModel* m : groups) {
+    const GroupKey& k = m->key;
+    if (!dtype_matches(k, q) || k.nnodes >= q.nnodes || k.nranks > q.nranks) continue;
     if (last && q.dtype.empty() && last->key.dtype != k.dtype) return std::nullopt;  // ambiguous dtype
-    if (!last || std::tie(k.nnodes, k.nranks) > std::tie(last->key.nnodes, last->key.nranks)) last = &m;
+    if (!last || std::tie(k.nnodes, k.nranks) > std::tie(last->key.nnodes, last->key.nranks)) last = m;
   }
   if (!last) return std::nullopt;
   *measured_sm = last->sm;
@@ -223,10 +274,9 @@ std::optional<Prediction> predict_across_nodes(const std::vector<GroupModel>& gr
   if (last->key.nnodes > 1) {
     // The machine measured its network: carried within it, from its counts on more than one node.
     std::vector<GroupModel> multi_node;
-    for (const GroupModel& m : groups)
-      if (m.ok && same_curve_kind(m.key, q) && m.key.dtype == last->key.dtype && m.key.nnodes > 1 && m.key.nnodes < q.nnodes &&
-          m.key.nranks <= q.nranks)
-        multi_node.push_back(m);
+    for (const GroupModel* m : groups)
+      if (m->key.dtype == last->key.dtype && m->key.nnodes > 1 && m->key.nnodes < q.nnodes && m->key.nranks <= q.nranks)
+        multi_node.push_back(*m);
     return carry_within_network(multi_node, q.nranks, q.nnodes, bytes);
   }
   GroupKey target = last->key;
@@ -251,9 +301,9 @@ std::optional<Prediction> predict_across_nodes(const std::vector<GroupModel>& gr
   }
   if (!chosen.empty()) return scale_out_by_lenders(*last, sm, chosen, q.nranks, q.nnodes, bytes, true);
   if (q.nranks == last->key.nranks) return widen_across_nodes(last->predict(bytes), sm);
-  for (const JointModel& jm : joint) {
-    if (same_curve_kind(jm.key, q) && jm.key.nnodes == last->key.nnodes && jm.key.dtype == last->key.dtype)
-      return widen_across_nodes(jm.predict(q.nranks, bytes), sm);
+  for (const JointModel* jm : joint) {
+    if (jm->key.nnodes == last->key.nnodes && jm->key.dtype == last->key.dtype)
+      return widen_across_nodes(jm->predict(q.nranks, bytes), sm);
   }
   return one_count_across_nodes(*last, q.nranks, q.nnodes, bytes, sm);
 }
@@ -277,7 +327,7 @@ std::vector<int> ModelSet::gpu_counts(const PredictQuery& q0) const {
   const std::optional<PredictQuery> q = resolve_query(q0);
   if (!parsed_ || !q) return {};
   std::set<int> counts;
-  for (const GroupModel* m : measured_on_its_nodes(parsed_->groups, *q)) counts.insert(m->key.nranks);
+  for (const GroupModel* m : measured_on_its_nodes(parsed_->groups_of(*q), *q)) counts.insert(m->key.nranks);
   return {counts.begin(), counts.end()};
 }
 
@@ -288,7 +338,7 @@ std::optional<Prediction> ModelSet::predict(const PredictQuery& q0, const std::v
   const std::optional<PredictQuery> resolved = resolve_query(q0);
   if (!resolved) return std::nullopt;
   const PredictQuery& q = *resolved;
-  const std::vector<const GroupModel*> cands = measured_on_its_nodes(parsed_->groups, q);
+  const std::vector<const GroupModel*> cands = measured_on_its_nodes(parsed_->groups_of(q), q);
   // Effective size: bytes, or tokens × hidden × dtype size, or an all-to-allv split.
   double bytes = q.bytes;
   std::string how_size;
@@ -320,11 +370,11 @@ std::optional<Prediction> ModelSet::predict(const PredictQuery& q0, const std::v
   }
   // 2) the joint fit across GPU counts
   if (!out && q.nranks > 0) {
-    for (const JointModel& jm : parsed_->joint) {
-      if (!answers_on_its_nodes(jm.key, q)) continue;
-      out = jm.predict(q.nranks, bytes);
-      measured_sm = jm.sm;
-      latency_us = jm.predict(q.nranks, jm.members.back().min_bytes).time_us;
+    for (const JointModel* jm : parsed_->joint_of(q)) {
+      if (!answers_on_its_nodes(jm->key, q)) continue;
+      out = jm->predict(q.nranks, bytes);
+      measured_sm = jm->sm;
+      latency_us = jm->predict(q.nranks, jm->members.back().min_bytes).time_us;
       break;
     }
   }
@@ -335,7 +385,7 @@ std::optional<Prediction> ModelSet::predict(const PredictQuery& q0, const std::v
     for (const ModelSet& l : lenders)
       if (l.parsed_)
         for (const GroupModel& g : l.parsed_->groups) lender_pool.push_back(&g);
-    out = predict_across_nodes(parsed_->groups, parsed_->joint, lender_pool, q, bytes, &measured_sm, &latency_us);
+    out = predict_across_nodes(parsed_->groups_of(q), parsed_->joint_of(q), lender_pool, q, bytes, &measured_sm, &latency_us);
   }
   if (!out) return std::nullopt;
   // 4) another SM target: scale by the per-generation bandwidth table

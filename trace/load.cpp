@@ -4,6 +4,7 @@
 
 #include "model/atomic_file.h"
 #include "model/errors.h"
+#include "model/file_kind.h"
 #include "trace/nsys_csv.h"
 #include "trace/vllm_profile.h"
 
@@ -32,6 +33,8 @@ Profile load_profile(const std::string& path, const LoadOptions& opt) {
   if (format == "auto") {
     if (looks_like_vllm_profile(text)) format = "vllm";
     else if (looks_like_nsys_csv(text)) format = "nsys";
+    else if (const auto k = arfit_file_kind(text))  // a models file or samples given as the profile
+      throw InputError(path, 0, "", k->what + ", not a profile (a vLLM layerwise JSON or an nsys stats CSV)");
     else
       throw InputError(path, 0, "",
                        "unrecognised profile format: expected vLLM layerwise JSON (with 'context' and 'prefill') or an nsys "

@@ -2,6 +2,12 @@
 // existing files), and the reporter that moves the journal over the output when the run ends.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <map>
 #include <set>
@@ -122,6 +128,42 @@ TEST(BenchOutput, ExistingJournalNeedsResumeOrOverwrite) {
   }
   EXPECT_EQ(inspect_output(path, "G", false, true).start, JournalStart::Fresh);
   EXPECT_EQ(inspect_output(path, "G", true, false).start, JournalStart::Continue);
+}
+
+// A journal another run holds (CsvReporter locks it while it measures) is refused whatever the flags: a second run
+// with --overwrite removed it under the first, whose 33 measured cases were lost when it failed at the end.
+TEST(BenchOutput, JournalOfARunStillMeasuringIsRefused) {
+  TempDir d;
+  const std::string path = d.file("s.csv");
+  d.write("s.csv.partial", file_with("G", {sample(1)}, false));
+  const int fd = ::open((path + ".partial").c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  const pid_t pid = ::fork();  // flock locks belong to the open file: another process holds this one
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::flock(fd, LOCK_EX);
+    ::pause();
+    std::_Exit(0);
+  }
+  ::close(fd);
+  for (int i = 0; i < 200; ++i) {  // until the child holds the lock
+    const int probe = ::open((path + ".partial").c_str(), O_RDONLY);
+    const bool held = ::flock(probe, LOCK_EX | LOCK_NB) != 0;
+    ::close(probe);
+    if (held) break;
+    ::usleep(10000);
+  }
+  for (const auto& [resume, overwrite] : {std::pair<bool, bool>{false, true}, {true, false}, {false, false}}) {
+    try {
+      inspect_output(path, "G", resume, overwrite);
+      ADD_FAILURE() << "resume " << resume << " overwrite " << overwrite;
+    } catch (const GridError& e) {
+      EXPECT_NE(std::string(e.what()).find("is the journal of an arbench run still measuring"), std::string::npos) << e.what();
+    }
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  EXPECT_EQ(inspect_output(path, "G", false, true).start, JournalStart::Fresh);  // the lock went with the run
 }
 
 // The journal is an output too (it becomes one by its final move): the output-path rule holds for it up front.

@@ -1,6 +1,7 @@
 // Size ranges whose doubling would overflow int64 (--hidden 1:4611686018427387904 once looped for ever and ate
 // memory in `codegen`, `suggest` and `plot heatmap`): one parser (codegen/axes.h) refuses any value above 2^40,
-// and each command exits 2 naming the option without writing its output.
+// and each command exits 2 naming the option without writing its output. So does a grid of more cells than a table
+// holds (codegen::kMaxGridCells).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -69,6 +70,8 @@ TEST(CodegenRanges, CodegenSuggestAndPlotExitTwoNamingTheOptionWithoutOutput) {
   TempDir dir;
   const std::string models = write_models(dir);
   const std::string range = std::string("1:") + kHuge;
+  std::string many_tps = "2";
+  for (int tp = 3; tp <= 4001; ++tp) many_tps += "," + std::to_string(tp);
   struct Case {
     std::string args, option, output;
   };
@@ -78,6 +81,10 @@ TEST(CodegenRanges, CodegenSuggestAndPlotExitTwoNamingTheOptionWithoutOutput) {
       {"codegen " + models + " --format vllm --bytes " + range + " -o " + dir.file("vllm.py"), "--bytes", dir.file("vllm.py")},
       {"suggest " + models + " --hidden " + range + " --json " + dir.file("suggest.json"), "--hidden", dir.file("suggest.json")},
       {"plot heatmap " + models + " --hidden " + range + " -o " + dir.file("figures"), "--hidden", dir.file("figures")},
+      // Every axis within its bounds but a grid of 1.68e6 cells: 4,000 TP sizes took 5.9 GB of memory for an 830 MB
+      // json table, and a longer --tp list ran out of memory.
+      {"codegen " + models + " --format json --tp " + many_tps + " -o " + dir.file("table.json"), "--tp x --fusion x --hidden x --tokens: 4000 x 4 x 7 x 15 = 1680000 cells", dir.file("table.json")},
+      {"suggest " + models + " --tp " + many_tps + " --json " + dir.file("suggest.json"), "more than 1000000", dir.file("suggest.json")},
   };
   for (const auto& c : cases) {
     const auto r = arfit_cmd(c.args);
