@@ -60,9 +60,6 @@ inline SplineKind parse_spline_kind(const std::string& s) {
   throw std::invalid_argument("unknown spline kind '" + s + "' (known: natural, akima, pchip, linear, additive)");
 }
 
-// Log-log interpolation: piecewise-linear ln y against ln x through the points (x ascending, all > 0), the end
-// segments extended linearly beyond them (the table-driven approach, and the `loglog` baseline of every
-// evaluation protocol). One point: its y everywhere; none: NaN.
 // The size in bytes at a knot stored as ln bytes: knots are measured sizes, whole byte counts (Sample::bytes), and
 // e^(ln s) is a last-bit neighbour of s. A model is evaluated at the knot where its residual was taken, at s itself:
 // the seed's turning points are steps, and a knot at exactly 2^sats_p evaluated at the neighbour took the line
@@ -73,6 +70,9 @@ inline double knot_bytes(double log_bytes) {
   return whole >= 1 && std::fabs(whole - s) <= 1e-12 * s ? whole : s;
 }
 
+// Log-log interpolation: piecewise-linear ln y against ln x through the points (x ascending, all > 0), the end
+// segments extended linearly beyond them (the table-driven approach, and the `loglog` baseline of every
+// evaluation protocol). One point: its y everywhere; none: NaN.
 inline double loglog_at(const std::vector<double>& x, const std::vector<double>& y, double at) {
   const size_t n = x.size();
   if (n == 0) return std::numeric_limits<double>::quiet_NaN();
