@@ -117,7 +117,10 @@ class Renderer {
       for (const auto& w : r.warnings) warnings.push_back("gnuplot " + w + " (" + stem(name) + ".gp)");
     }
     // The index page shows the folder as it will be, and is made before the first figure moves, so that writing
-    // it cannot fail after the folder changed; it is renamed into place right after the figures.
+    // it cannot fail after the folder changed; it is renamed into place right after the figures. The folder's lock
+    // is taken before the folder is read and held until the page is in place, so another run writing into the same
+    // folder commits wholly before or after this one (model/atomic_file.h OutputFolderLock).
+    staging.lock();
     std::optional<TemporaryOutput> page;
     if (!index.empty()) {
       const plots::IndexPage p = plots::index_page(dir_, index, staging.path());

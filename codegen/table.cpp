@@ -146,10 +146,7 @@ Predictor model_set_predictor(const ModelSet& models) {
 }
 
 std::vector<std::string> system_strategies(const ModelSet& models, const std::string& system) {
-  std::set<std::string> names;
-  for (const auto& g : models.groups())
-    if (g.key.system == system && g.key.collective == Collective::AllReduce) names.insert(g.key.strategy);
-  return {names.begin(), names.end()};
+  return models.strategies(system, Collective::AllReduce);
 }
 
 Predictor with_same_size_dtypes(Predictor base) {

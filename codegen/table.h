@@ -96,7 +96,7 @@ StrategyTable build_table(const Grid& grid, const CandidateLister& candidates, c
 // Adapters for a fitted model set: all-reduce strategies of (system, fusion, nranks), and ModelSet::predict.
 CandidateLister model_set_candidates(const ModelSet& models, const std::string& system);
 Predictor model_set_predictor(const ModelSet& models);
-// The all-reduce strategies the model set holds for `system`, sorted.
+// The all-reduce strategies the model set holds for `system` (fitted groups or joint-n families), sorted.
 std::vector<std::string> system_strategies(const ModelSet& models, const std::string& system);
 
 // A predictor that asks for q.dtype first, then for the other types of the same element size (aiconfigurator's

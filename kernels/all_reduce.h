@@ -36,7 +36,7 @@ struct AllReduceParams {
   FusionOp fusion = FusionOp::None;
   std::int64_t count = 0;   // elements per rank
   std::int64_t hidden = 0;  // row length for fused epilogues (count % hidden == 0, hidden % vector width == 0)
-  float rms_eps = 1e-6f;     // > 0
+  float rms_eps = 1e-6f;     // > 0, a normal float
   float fp8_scale = 1.0f;   // e4m3 = saturate(output / fp8_scale), of the output as stored (rounded to dtype);
                             // a normal, positive, finite float
   std::vector<AllReduceBuffers> buffers;  // one per local rank of the team
@@ -56,12 +56,14 @@ bool custom_all_reduce_supports_ranks(int nranks);
 bool custom_all_reduce_supports_fusion(FusionOp fusion);
 
 // Throws KernelError naming the problem and its parameter: unsupported rank count, dtype/fusion pair, missing,
-// misaligned or overlapping buffers, size above the workspace, bad row shape, rms_eps <= 0, an FP8 scale that
-// is zero, subnormal, negative or not finite. Host-only; runs without a GPU.
+// misaligned or overlapping buffers, size above the workspace, bad row shape, rms_eps not a positive normal
+// float, an FP8 scale that is zero, subnormal, negative or not finite. Host-only; runs without a GPU.
 void validate_all_reduce(AllReduceAlgorithm algorithm, const TeamShape& team, const AllReduceParams& params);
-// The epilogue's scalars: rms_eps > 0 and finite (fused), fp8_scale a normal positive float (FP8). `who` starts
-// the message.
-void validate_epilogue_scalars(const std::string& who, FusionOp fusion, float rms_eps, float fp8_scale);
+// The epilogue's scalars: rms_eps > 0, finite and a normal float (fused: the kernels compute in float, so an epsilon
+// given as a double that rounds to zero, a subnormal or infinity is refused), fp8_scale a normal positive float
+// (FP8). rms_eps is taken as given (a StrategyCase's double), so the message shows that value, not its float
+// rounding. `who` starts the message.
+void validate_epilogue_scalars(const std::string& who, FusionOp fusion, double rms_eps, float fp8_scale);
 // The same checks without buffers (for planning a grid before anything is allocated).
 void validate_all_reduce_shape(AllReduceAlgorithm algorithm, const TeamShape& team, DType dtype, FusionOp fusion,
                                std::int64_t count, std::int64_t hidden);
@@ -109,7 +111,7 @@ void residual_rms_norm_on_host(DType dtype, FusionOp fusion, std::int64_t count,
                                int threads_per_block);
 // Validation of the above (host-only), and of its shape and scalars alone.
 void validate_residual_rms_norm_shape(DType dtype, FusionOp fusion, std::int64_t count, std::int64_t hidden,
-                                      float rms_eps, float fp8_scale);
+                                      double rms_eps, float fp8_scale);
 void validate_residual_rms_norm(DType dtype, FusionOp fusion, std::int64_t count, std::int64_t hidden, float rms_eps,
                                 float fp8_scale, const void* reduced, const AllReduceBuffers& buffers);
 

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <streambuf>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -503,6 +504,21 @@ bool is_staging_folder_name(const std::string& name) {
   return name.rfind(kStagingPrefix, 0) == 0 && name.find(kStagingInfix) != std::string::npos;
 }
 
+OutputFolderLock::OutputFolderLock(const std::string& dir) {
+  fd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd_ < 0) throw std::runtime_error(dir + ": cannot open the output folder to lock it: " + sys_reason(errno));
+  int rc;
+  while ((rc = ::flock(fd_, LOCK_EX)) != 0 && errno == EINTR) {
+  }
+  if (rc != 0) {
+    const int err = errno;
+    ::close(fd_);
+    throw std::runtime_error(dir + ": cannot lock the output folder: " + sys_reason(err));
+  }
+}
+
+OutputFolderLock::~OutputFolderLock() { ::close(fd_); }  // closing the last descriptor releases the lock
+
 StagingFolder::StagingFolder(const std::string& dir, const std::string& what) : dir_(dir) {
   namespace fs = std::filesystem;
   if (is_standard_output(dir)) check_output_directory(dir);  // refuses it: standard output holds no folder
@@ -524,7 +540,11 @@ StagingFolder::StagingFolder(const std::string& dir, const std::string& what) : 
   }
 }
 
-StagingFolder::~StagingFolder() { remove(); }
+StagingFolder::~StagingFolder() { remove(); }  // then lock_ is released
+
+void StagingFolder::lock() {
+  if (!lock_) lock_ = std::make_unique<OutputFolderLock>(dir_);
+}
 
 void StagingFolder::remove() {
   std::error_code ec;
@@ -541,7 +561,8 @@ std::string StagingFolder::file(const std::string& name) const { return (std::fi
 
 std::vector<std::string> StagingFolder::commit(const std::vector<std::string>& names) {
   // Every destination passes the output-path rule before the first one is replaced: a refused name (an input of
-  // this run, a read-only file) leaves the folder as it was.
+  // this run, a read-only file) leaves the folder as it was. Checked under the lock, as the folder will be moved into.
+  lock();
   std::vector<std::string> out;
   for (const auto& n : names) {
     out.push_back((std::filesystem::path(dir_) / n).string());

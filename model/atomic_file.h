@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -82,6 +83,23 @@ class TemporaryOutput {
   bool committed_ = false;
 };
 
+// An exclusive lock on an output folder, held while a command moves its staged files into it: two runs writing into
+// one folder at the same instant commit one after the other (the second waits, then replaces the first's files
+// whole), so the folder always holds one run's complete set, never half of each. A flock(2) on the folder itself,
+// so nothing is created in it (no lock file to list, skip or leave behind); the kernel releases it when the process
+// ends, also on a crash. Blocks until the lock is free: a commit is a few renames. On one machine only: flock on a
+// network file system's folder does not exclude runs on other machines.
+class OutputFolderLock {
+ public:
+  explicit OutputFolderLock(const std::string& dir);  // `dir` must exist; throws std::runtime_error naming it
+  ~OutputFolderLock();
+  OutputFolderLock(const OutputFolderLock&) = delete;
+  OutputFolderLock& operator=(const OutputFolderLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 // A hidden folder inside an output folder where a command assembles all its outputs before any of them appears
 // (several figures and their scripts, a report's tables): files are written or rendered into it, then commit()
 // checks every destination (the rule above) before it moves the first one, so a failed or refused run leaves the
@@ -98,14 +116,19 @@ class StagingFolder {
   const std::string& path() const { return path_; }
   // Where a file to be moved to "<dir>/<name>" is staged.
   std::string file(const std::string& name) const;
-  // Checks "<dir>/<name>" for every name, then moves each staged file there, in order, and removes the staging
-  // folder. Returns the destinations.
+  // Takes `dir`'s OutputFolderLock (waiting for another run's commit) and holds it until destruction. commit()
+  // takes it itself; a command calls lock() earlier when it also writes a file made from the folder's contents
+  // (plot's index page), so that no other run's commit falls between reading the folder and committing.
+  void lock();
+  // Under the lock: checks "<dir>/<name>" for every name, then moves each staged file there, in order, and removes
+  // the staging folder. Returns the destinations.
   std::vector<std::string> commit(const std::vector<std::string>& names);
 
  private:
   void remove();
 
   std::string dir_, path_;
+  std::unique_ptr<OutputFolderLock> lock_;
   std::vector<std::string> created_;  // folders made for `dir`, deepest first
   int slot_ = -1;
   bool committed_ = false;

@@ -217,15 +217,34 @@ std::vector<GroupModelView> ModelSet::groups() const {
 
 std::vector<std::string> ModelSet::systems() const { return parsed_ ? parsed_->systems : std::vector<std::string>{}; }
 
-std::vector<std::string> ModelSet::strategies(const std::string& system, Collective c, FusionOp f, int nranks) const {
+namespace {
+
+// The strategies of the fitted groups and joint families whose key passes `keep` (a joint family's key has no GPU
+// count: it answers every one).
+template <class Keep>
+std::vector<std::string> strategies_where(const std::vector<GroupModel>& groups, const std::vector<JointModel>& joint,
+                                          const Keep& keep) {
   std::set<std::string> s;
-  for (const auto& v : groups())
-    if ((system.empty() || v.key.system == system) && v.key.collective == c && v.key.fusion == f && v.key.nranks == nranks)
-      s.insert(v.key.strategy);
-  if (parsed_)
-    for (const JointModel& jm : parsed_->joint)
-      if ((system.empty() || jm.key.system == system) && jm.key.collective == c && jm.key.fusion == f) s.insert(jm.key.strategy);
+  for (const GroupModel& m : groups)
+    if (m.ok && keep(m.key, true)) s.insert(m.key.strategy);
+  for (const JointModel& jm : joint)
+    if (keep(jm.key, false)) s.insert(jm.key.strategy);
   return {s.begin(), s.end()};
+}
+
+}  // namespace
+
+std::vector<std::string> ModelSet::strategies(const std::string& system, Collective c, FusionOp f, int nranks) const {
+  if (!parsed_) return {};
+  return strategies_where(parsed_->groups, parsed_->joint, [&](const GroupKey& k, bool fitted_group) {
+    return (system.empty() || k.system == system) && k.collective == c && k.fusion == f && (!fitted_group || k.nranks == nranks);
+  });
+}
+
+std::vector<std::string> ModelSet::strategies(const std::string& system, Collective c) const {
+  if (!parsed_) return {};
+  return strategies_where(parsed_->groups, parsed_->joint,
+                          [&](const GroupKey& k, bool) { return (system.empty() || k.system == system) && k.collective == c; });
 }
 
 namespace {

@@ -93,6 +93,9 @@ class ModelSet {
   std::vector<GroupModelView> groups() const;
   // Strategies with a model for this (system, collective, fusion, nranks), possibly via the joint-n or SM transfer.
   std::vector<std::string> strategies(const std::string& system, Collective c, FusionOp f, int nranks) const;
+  // Strategies with a model for this (system, collective) at any fusion and GPU count: fitted groups and joint-n
+  // families (a file may hold only joint entries; they answer every count). Sorted; an empty system means any.
+  std::vector<std::string> strategies(const std::string& system, Collective c) const;
   std::vector<std::string> systems() const;
 
   // The GPU counts of the fitted groups that answer `q` at their own count, the groups predict chooses among

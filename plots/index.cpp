@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -225,6 +226,11 @@ IndexPage index_page(const std::string& dir, const std::string& index_path, cons
 }
 
 int write_index(const std::string& dir, const std::string& index_path, const std::string& page_title) {
+  // The folder is read under its lock (model/atomic_file.h OutputFolderLock): a plot run committing into it at the
+  // same instant is listed wholly or not at all. index_page refuses what is not a folder.
+  std::error_code ec;
+  std::optional<OutputFolderLock> lock;
+  if (fs::is_directory(dir, ec)) lock.emplace(dir);
   IndexPage page = index_page(dir, index_path, "", page_title);
   fs::create_directories(fs::absolute(index_path).parent_path());
   write_string_atomically(index_path, page.html);

@@ -30,7 +30,9 @@ IndexPage index_page(const std::string& dir, const std::string& index_path, cons
                      const std::string& page_title = "arfit figures");
 
 // Writes the index page (atomically) linking images relative to the page's folder. Returns the number of
-// figures listed. Throws std::runtime_error when `dir` is not a folder.
+// figures listed. Throws std::runtime_error when `dir` is not a folder. Reads `dir` under its OutputFolderLock, so a
+// run committing figures into it at the same instant is listed wholly or not at all (index_page's callers with a
+// staging folder hold it through StagingFolder::lock).
 int write_index(const std::string& dir, const std::string& index_path, const std::string& page_title = "arfit figures");
 
 // HTML text escaping (& < > " ').

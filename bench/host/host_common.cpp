@@ -6,6 +6,8 @@
 #include <new>
 #include <stdexcept>
 
+#include "kernels/team.h"
+
 namespace arfit::bench::host {
 
 // ---------------------------------------------------------------- shared window
@@ -20,6 +22,9 @@ void* page_aligned(void* p) {
 }  // namespace
 
 ShmWorkspace::ShmWorkspace(MPI_Comm comm, std::int64_t max_bytes) : comm_(comm) {
+  // The kernels' layout: staging and scratch slots of max_bytes each, rounded as a GPU team rounds (and refused
+  // where the workspace would overflow), before any collective so every rank refuses alike.
+  max_bytes_ = kernels::team_max_bytes("host ONESHOT/TWOSHOT workspace", max_bytes);
   MPI_Comm_rank(comm, &rank_);
   MPI_Comm_size(comm, &nranks_);
   {
@@ -33,8 +38,6 @@ ShmWorkspace::ShmWorkspace(MPI_Comm comm, std::int64_t max_bytes) : comm_(comm) 
     if (!all_local)
       throw std::runtime_error("host ONESHOT/TWOSHOT need every rank of a TP group on one node (shared memory)");
   }
-  // The kernels' layout: staging and scratch slots of max_bytes each (a multiple of 128, as a GPU team rounds).
-  max_bytes_ = (std::max<std::int64_t>(max_bytes, 128) + 127) / 128 * 128;
   MPI_Info info;
   MPI_Info_create(&info);
   // Each rank's segment is allocated by (and so NUMA-local to) that rank, as a GPU buffer lives on its GPU.

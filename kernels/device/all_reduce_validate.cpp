@@ -80,13 +80,17 @@ void require_no_overlap(const std::string& who, const std::vector<Extent>& exten
   }
 }
 
-void validate_rms_eps(const std::string& who, float rms_eps) {
-  if (!(rms_eps > 0 && std::isfinite(rms_eps))) {
-    // Stream formatting, not std::to_string's six fixed decimals: -1e-7 must not read "-0.000000".
-    std::ostringstream s;
-    s << who << ": rms_eps must be finite and > 0, got " << rms_eps;
-    throw KernelError(s.str(), KernelParam::RmsEps);
-  }
+// The value given (a StrategyCase's double), checked before it is narrowed: the kernels add it in float, where an
+// epsilon below the smallest normal float becomes zero or a subnormal and one above the largest becomes infinity.
+void validate_rms_eps(const std::string& who, double rms_eps) {
+  using Float = std::numeric_limits<float>;
+  const bool positive = rms_eps > 0 && std::isfinite(rms_eps);
+  if (positive && rms_eps >= static_cast<double>(Float::min()) && rms_eps <= static_cast<double>(Float::max())) return;
+  // Stream formatting, not std::to_string's six fixed decimals: -1e-7 must not read "-0.000000".
+  std::ostringstream s;
+  s << who << ": rms_eps must be finite and > 0, got " << rms_eps;
+  if (positive) s << " (the kernels compute in float: it must lie in " << Float::min() << ".." << Float::max() << ")";
+  throw KernelError(s.str(), KernelParam::RmsEps);
 }
 
 // The kernels multiply by 1 / fp8_scale: zero, subnormal (its reciprocal overflows or loses precision),
@@ -199,13 +203,13 @@ void validate_all_reduce(AllReduceAlgorithm algorithm, const TeamShape& team, co
   validate_epilogue_scalars(who, p.fusion, p.rms_eps, p.fp8_scale);
 }
 
-void validate_epilogue_scalars(const std::string& who, FusionOp fusion, float rms_eps, float fp8_scale) {
+void validate_epilogue_scalars(const std::string& who, FusionOp fusion, double rms_eps, float fp8_scale) {
   if (is_fused(fusion)) validate_rms_eps(who, rms_eps);
   if (fusion == FusionOp::ResidualRmsNormQuantFp8) validate_fp8_scale(who, fp8_scale);
 }
 
 void validate_residual_rms_norm_shape(DType dtype, FusionOp fusion, std::int64_t count, std::int64_t hidden,
-                                      float rms_eps, float fp8_scale) {
+                                      double rms_eps, float fp8_scale) {
   const std::string who = "residual_rms_norm";
   if (fusion != FusionOp::ResidualRmsNorm && fusion != FusionOp::ResidualRmsNormQuantFp8) {
     throw KernelError(who + ": fusion " + to_string(fusion) + " with dtype " + to_string(dtype) +

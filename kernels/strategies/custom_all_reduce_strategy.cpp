@@ -47,7 +47,7 @@ void validate_custom_all_reduce_case(AllReduceAlgorithm algorithm, const Strateg
   require_collective(who.c_str(), c, Collective::AllReduce);
   const TeamShape shape{c.nranks, limits.virtual_ranks ? c.nranks : 1, limits.workspace};
   validate_all_reduce_shape(algorithm, shape, c.dtype, c.fusion, c.count, c.hidden);
-  validate_epilogue_scalars(who, c.fusion, static_cast<float>(c.rms_eps), c.fp8_scale);
+  validate_epilogue_scalars(who, c.fusion, c.rms_eps, c.fp8_scale);
 }
 
 void validate_custom_all_reduce(AllReduceAlgorithm algorithm, const StrategyContext& ctx, const StrategyCase& c) {
@@ -66,7 +66,7 @@ void validate_custom_all_reduce(AllReduceAlgorithm algorithm, const StrategyCont
     throw KernelError(who + ": context and team disagree on the ranks this process drives", KernelParam::LocalRanks);
   }
   validate_all_reduce_shape(algorithm, ctx.team->shape(), c.dtype, c.fusion, c.count, c.hidden);
-  validate_epilogue_scalars(who, c.fusion, static_cast<float>(c.rms_eps), c.fp8_scale);
+  validate_epilogue_scalars(who, c.fusion, c.rms_eps, c.fp8_scale);
 }
 
 std::unique_ptr<StrategyState> init_custom_all_reduce(AllReduceAlgorithm algorithm, const StrategyContext& ctx,

@@ -35,7 +35,7 @@ void validate_shape(const StrategyCase& c) {
   }
   if (fused(c)) {
     // The buffers are checked when the epilogue runs.
-    validate_residual_rms_norm_shape(c.dtype, c.fusion, c.count, c.hidden, static_cast<float>(c.rms_eps), c.fp8_scale);
+    validate_residual_rms_norm_shape(c.dtype, c.fusion, c.count, c.hidden, c.rms_eps, c.fp8_scale);
   }
 }
 

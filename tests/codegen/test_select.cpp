@@ -264,6 +264,33 @@ TEST(CodegenModelSet, PredictorAdapterAgreesWithModelSetPredict) {
   EXPECT_GT(compared, 50);
 }
 
+// A models file holding only joint-n entries (no per-count groups) still answers every GPU count, so codegen
+// offers its strategies: to --map (the error lists them, a map naming one is taken) and to the tables.
+TEST(CodegenModelSet, JointOnlyFileOffersItsStrategies) {
+  std::vector<Sample> samples;
+  for (int tp : {2, 4, 8})
+    for (const char* s : {"NCCL", "ONESHOT"})
+      for (std::int64_t b = 256; b <= (std::int64_t(1) << 24); b *= 4)
+        samples.push_back(make(s, "t", "bf16", tp, b, (std::string(s) == "NCCL" ? 15 + b / 2e5 : 3 + tp * b / 5e4) * jitter(b, tp)));
+  nlohmann::json j = fit::fit_model_set(samples).to_json();
+  ASSERT_FALSE(j["joint"].empty());
+  j["groups"] = nlohmann::json::array();
+  const ModelSet joint_only = ModelSet::from_json(j);
+  EXPECT_TRUE(joint_only.groups().empty());
+  EXPECT_EQ(system_strategies(joint_only, "synth"), (std::vector<std::string>{"NCCL", "ONESHOT"}));
+
+  TempDir dir;
+  write_string_atomically(dir.file("joint.json"), j.dump());
+  const std::string bin = arfit::testing::arfit_bin() + " codegen " + dir.file("joint.json") + " --format json -o " +
+                          dir.file("t.json") + " --tp 2,16 --hidden 1024 --tokens 1:64";
+  const auto bad = run_command(bin + " --map NOPE=ONESHOT");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("(strategies: NCCL, ONESHOT)"), std::string::npos) << bad.output;
+  const auto ok = run_command(bin + " --map ONESHOT=TWOSHOT");
+  ASSERT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_NE(slurp(dir.file("t.json")).find("TWOSHOT"), std::string::npos);
+}
+
 // `arfit eval --protocol select --json FILE` through the CLI, on arfit's own sample CSV.
 TEST(SelectCli, EvalProtocolSelectWritesJson) {
   TempDir dir;

@@ -93,6 +93,13 @@ TEST(KernelStrategies, PlanTimeValidationNamesTheParameter) {
   EXPECT_EQ(case_error(two, c, limits), KernelParam::None);
   c.rms_eps = 0;
   EXPECT_EQ(case_error(two, c, limits), KernelParam::RmsEps);
+  c.rms_eps = 1e-50;  // positive, but 0 as a float: refused with the value given
+  EXPECT_EQ(case_error(two, c, limits), KernelParam::RmsEps);
+  try {
+    two.validate_case(c, limits);
+  } catch (const KernelError& e) {
+    EXPECT_NE(std::string(e.what()).find("got 1e-50"), std::string::npos) << e.what();
+  }
   c.rms_eps = 1e-6;
   c.fusion = FusionOp::ResidualRmsNormQuantFp8;
   c.fp8_scale = 1e-40f;  // subnormal

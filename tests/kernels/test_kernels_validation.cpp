@@ -252,6 +252,37 @@ TEST(KernelValidation, RmsEpsMustBePositive) {
   EXPECT_EQ(error_of(AllReduceAlgorithm::TwoShot, {2, 1, kMiB}, unfused), "");
 }
 
+// A StrategyCase's epsilon is a double: it is checked as given, and the message shows that value, not its float
+// rounding (1e-50 read "got 0"). Positive values the float kernels cannot hold as a normal float are refused too.
+TEST(KernelValidation, RmsEpsIsCheckedAsGivenBeforeItBecomesAFloat) {
+  auto message = [](double eps) {
+    try {
+      validate_epilogue_scalars("TWOSHOT", FusionOp::ResidualRmsNorm, eps, 1.0f);
+    } catch (const KernelError& e) {
+      EXPECT_EQ(e.parameter(), KernelParam::RmsEps) << eps;
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  for (const char* given : {"1e-50", "1e-39" /* a float subnormal */, "1e+39" /* a float infinity */}) {
+    const std::string e = message(std::stod(given));
+    EXPECT_NE(e.find(std::string("TWOSHOT: rms_eps must be finite and > 0, got ") + given + " (the kernels compute in float"),
+              std::string::npos)
+        << e;
+  }
+  EXPECT_NE(message(-1e-50).find("got -1e-50"), std::string::npos);
+  EXPECT_EQ(message(1e-30), "");
+  EXPECT_EQ(message(static_cast<double>(std::numeric_limits<float>::min())), "");
+  EXPECT_EQ(message(1e-6), "");
+  // Through a case's shape check (the NCCL all-reduce's fused epilogue).
+  try {
+    validate_residual_rms_norm_shape(DType::BF16, FusionOp::ResidualRmsNorm, 1024, 256, 1e-50, 1.0f);
+    ADD_FAILURE() << "1e-50 accepted";
+  } catch (const KernelError& e) {
+    EXPECT_NE(std::string(e.what()).find("got 1e-50"), std::string::npos) << e.what();
+  }
+}
+
 TEST(KernelValidation, OverlappingBuffersAreRejectedExceptTheInPlaceForms) {
   // bf16, 1024 elements: every buffer is 2048 bytes.
   const std::uintptr_t base = 0x60000000;

@@ -2,9 +2,11 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <memory>
 
 #include <nlohmann/json.hpp>
 
+#include "model/atomic_file.h"
 #include "model/json_input.h"
 #include "model/sample_csv.h"
 #include "plot_fixtures.h"
@@ -74,6 +76,40 @@ TEST_F(PlotCli, BestDiffHeatmapFromSamplesAndIndex) {
   // the index command rebuilds the same page from the folder alone
   auto r = run_command(arfit::testing::arfit_bin() + " plot index " + out);
   ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has(slurp(out + "/index.html"), "<img src=\"best_toy-gpu_tp2.png\""));
+}
+
+// Runs writing into one folder at the same instant commit one after the other: with the folder's lock held here (as
+// another run's commit holds it), `plot best --index` renders into its staging folder and waits, moving nothing and
+// writing no page; `plot index` waits before reading the folder. Released, each writes its complete result.
+TEST_F(PlotCli, FiguresAndIndexWaitForTheFolderLock) {
+  using arfit::testing::exit_code_of;
+  using arfit::testing::start_command;
+  using arfit::testing::wait_until_blocked_on_flock;
+  const std::string csv = write_toy_samples(tmp_), out = tmp_.file("fig"), index = tmp_.file("index.html");
+  std::filesystem::create_directories(out);
+  auto held = std::make_unique<arfit::OutputFolderLock>(out);
+  pid_t pid = start_command(arfit::testing::arfit_bin() + " plot best " + csv + " -o " + out + " --index " + index,
+                            tmp_.file("log"));
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(wait_until_blocked_on_flock(pid)) << slurp(tmp_.file("log"));
+  const std::filesystem::path staging = std::filesystem::path(out) / (".arfit-plot.tmp." + std::to_string(pid));
+  EXPECT_TRUE(std::filesystem::exists(staging / "best_toy-gpu_tp2.png"));
+  EXPECT_FALSE(std::filesystem::exists(out + "/best_toy-gpu_tp2.png"));
+  EXPECT_FALSE(std::filesystem::exists(index));
+  held.reset();
+  ASSERT_EQ(exit_code_of(pid), 0) << slurp(tmp_.file("log"));
+  EXPECT_TRUE(arfit::plots::testing::read_png_header(out + "/best_toy-gpu_tp2.png").valid);
+  EXPECT_TRUE(has(slurp(index), "fig/best_toy-gpu_tp2.png"));
+  EXPECT_FALSE(std::filesystem::exists(staging));
+
+  held = std::make_unique<arfit::OutputFolderLock>(out);
+  pid = start_command(arfit::testing::arfit_bin() + " plot index " + out, tmp_.file("log"));
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(wait_until_blocked_on_flock(pid)) << slurp(tmp_.file("log"));
+  EXPECT_FALSE(std::filesystem::exists(out + "/index.html"));
+  held.reset();
+  ASSERT_EQ(exit_code_of(pid), 0) << slurp(tmp_.file("log"));
   EXPECT_TRUE(has(slurp(out + "/index.html"), "<img src=\"best_toy-gpu_tp2.png\""));
 }
 

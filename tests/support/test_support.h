@@ -76,4 +76,38 @@ inline std::string slurp(const std::string& path) {
   return ss.str();
 }
 
+// Starts `command` through /bin/sh without waiting for it (exec'd, so the pid is the command's own), its stdout
+// and stderr to `log`. Returns the pid (-1 when fork fails); finish with exit_code_of.
+inline pid_t start_command(const std::string& command, const std::string& log) {
+  const std::string line = "exec " + command + " >'" + log + "' 2>&1";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execl("/bin/sh", "sh", "-c", line.c_str(), static_cast<char*>(nullptr));
+    std::_Exit(127);
+  }
+  return pid;
+}
+
+// Waits for process `pid` started by start_command and returns its exit code (128 + signal when killed).
+inline int exit_code_of(pid_t pid) {
+  int status = 0;
+  if (::waitpid(pid, &status, 0) != pid) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Waits until process `pid` is blocked in flock(2), waiting for a lock another process holds (a "->" waiter line
+// of /proc/locks names it): true then; false when it ended first. An event, not a duration: it polls until one
+// of the two happens.
+inline bool wait_until_blocked_on_flock(pid_t pid) {
+  const std::string me = " " + std::to_string(pid) + " ";
+  for (;;) {
+    std::ifstream locks("/proc/locks");
+    for (std::string line; std::getline(locks, line);)
+      if (line.find("-> FLOCK") != std::string::npos && line.find(me) != std::string::npos) return true;
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) != 0) return false;  // ended (and reaped) or not a child
+    ::usleep(2000);
+  }
+}
+
 }  // namespace arfit::testing

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <memory>
+#include <vector>
 
 #include "model/atomic_file.h"
 #include "plots/gnuplot_runner.h"
@@ -51,6 +53,33 @@ TEST(TraceCli, BreakdownWritesTablesAndFigures) {
   }
   // No staging leftovers.
   for (const auto& e : fs::directory_iterator(out)) EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos);
+}
+
+// Two runs writing into one folder at the same instant: the second waits for the folder's lock (held here, as the
+// first run's commit holds it), moves nothing while it waits, then replaces the folder's files with its complete set.
+TEST(TraceCli, BreakdownCommitsUnderTheFolderLock) {
+  TempDir dir;
+  const std::string out = dir.file("out");
+  fs::create_directories(out);
+  const std::vector<std::string> tables = {"breakdown_classes.csv", "breakdown_entries.csv", "comm_share.csv",
+                                           "unmatched_kernels.csv"};
+  for (const auto& t : tables) dir.write("out/" + t, "an earlier run\n");
+  auto held = std::make_unique<arfit::OutputFolderLock>(out);
+  const pid_t pid = arfit::testing::start_command(
+      arfit_cmd("breakdown " + trace_data("vllm_tp2_small.json") + " -o " + out + " --no-figures"), dir.file("log"));
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(arfit::testing::wait_until_blocked_on_flock(pid)) << slurp(dir.file("log"));
+  // Staged in full, committed not at all.
+  const fs::path staging = fs::path(out) / (".arfit-breakdown.tmp." + std::to_string(pid));
+  for (const auto& t : tables) {
+    EXPECT_TRUE(fs::exists(staging / t)) << t;
+    EXPECT_EQ(slurp(out + "/" + t), "an earlier run\n") << t;
+  }
+  held.reset();
+  ASSERT_EQ(arfit::testing::exit_code_of(pid), 0) << slurp(dir.file("log"));
+  for (const auto& t : tables) EXPECT_NE(slurp(out + "/" + t).find(','), std::string::npos) << t;
+  EXPECT_NE(slurp(out + "/comm_share.csv").find("decode_1,decode,1,24.000,11.000,45.83"), std::string::npos);
+  EXPECT_FALSE(fs::exists(staging));
 }
 
 TEST(TraceCli, ModuleLevelFoldAndUserRules) {
