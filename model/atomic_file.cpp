@@ -505,19 +505,24 @@ bool is_staging_folder_name(const std::string& name) {
 }
 
 OutputFolderLock::OutputFolderLock(const std::string& dir) {
+  // Best effort where the file system cannot lock: a folder that can be written but not read cannot be opened, and
+  // NFS emulates flock with a write lock, which a read-only descriptor (all a folder gives) cannot take (EBADF,
+  // ENOLCK). Refusing there would stop every breakdown and plot on such a folder for a guard against a rare race,
+  // so the commit goes on unlocked, as before the lock existed. Only EINTR is retried.
   fd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd_ < 0) throw std::runtime_error(dir + ": cannot open the output folder to lock it: " + sys_reason(errno));
+  if (fd_ < 0) return;
   int rc;
   while ((rc = ::flock(fd_, LOCK_EX)) != 0 && errno == EINTR) {
   }
   if (rc != 0) {
-    const int err = errno;
     ::close(fd_);
-    throw std::runtime_error(dir + ": cannot lock the output folder: " + sys_reason(err));
+    fd_ = -1;
   }
 }
 
-OutputFolderLock::~OutputFolderLock() { ::close(fd_); }  // closing the last descriptor releases the lock
+OutputFolderLock::~OutputFolderLock() {
+  if (fd_ >= 0) ::close(fd_);
+}  // closing the last descriptor releases the lock
 
 StagingFolder::StagingFolder(const std::string& dir, const std::string& what) : dir_(dir) {
   namespace fs = std::filesystem;

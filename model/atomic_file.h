@@ -88,11 +88,14 @@ class TemporaryOutput {
 // whole), so the folder always holds one run's complete set, never half of each. A flock(2) on the folder itself,
 // so nothing is created in it (no lock file to list, skip or leave behind); the kernel releases it when the process
 // ends, also on a crash. Blocks until the lock is free: a commit is a few renames. On one machine only: flock on a
-// network file system's folder does not exclude runs on other machines.
+// network file system's folder does not exclude runs on other machines. Best effort: where the folder cannot be
+// opened (writable, not readable) or the file system refuses the lock (NFS wants a writable descriptor), the commit
+// goes on without it (held() false), as it did before the lock existed.
 class OutputFolderLock {
  public:
-  explicit OutputFolderLock(const std::string& dir);  // `dir` must exist; throws std::runtime_error naming it
+  explicit OutputFolderLock(const std::string& dir);  // `dir` must exist
   ~OutputFolderLock();
+  bool held() const { return fd_ >= 0; }
   OutputFolderLock(const OutputFolderLock&) = delete;
   OutputFolderLock& operator=(const OutputFolderLock&) = delete;
 

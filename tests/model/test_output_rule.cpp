@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 
 #include "model/atomic_file.h"
@@ -64,4 +65,19 @@ TEST(OutputRule, InputsAreKnownByDeviceAndInodeAcrossFileSystems) {
   EXPECT_NO_THROW(write_string_atomically(beside, "new\n"));
   EXPECT_EQ(arfit::testing::slurp(other), "new\n");
   EXPECT_EQ(arfit::testing::slurp(input), "read\n");
+}
+
+// The folder lock is a guard against two commits at one instant, never a reason to refuse a run: where the folder
+// cannot be opened (here: it is gone; in use: a folder writable but not readable) or its file system refuses
+// flock (NFS without a writable descriptor), the lock is simply not held and the commit goes on as before.
+TEST(OutputRule, FolderLockIsHeldWhereItCanBeAndNeverRefusesWhereItCannot) {
+  arfit::testing::TempDir t;
+  {
+    OutputFolderLock lock(t.path().string());
+    EXPECT_TRUE(lock.held());
+  }
+  const std::string gone = t.file("gone");
+  std::unique_ptr<OutputFolderLock> lock;
+  EXPECT_NO_THROW(lock = std::make_unique<OutputFolderLock>(gone));
+  EXPECT_FALSE(lock->held());
 }
