@@ -251,7 +251,9 @@ void CsvReporter::open_journal() {
   }
   if (!f_) throw GridError("-o/--output", "cannot open '" + journal + "' for writing: " + std::strerror(errno));
   // Held until the process ends: another run's inspect_output sees the journal in use (journal_in_use).
-  if (::flock(fileno(f_), LOCK_EX | LOCK_NB) != 0) throw journal_in_use_error(journal, path_);
+  // Only another holder refuses the run: a file system without flock (ENOLCK on NFS without a lock daemon) measures
+  // unlocked, as before the lock existed.
+  if (::flock(fileno(f_), LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) throw journal_in_use_error(journal, path_);
 }
 
 void CsvReporter::start(const RunHeader& header, std::size_t, std::size_t) {
