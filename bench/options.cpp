@@ -88,7 +88,7 @@ Options parse_options(int argc, const char* const* argv) {
   app.add_option("--bytes", bytes, "Message sizes in bytes, same syntax, suffixes K M G T (powers of 1024)");
   app.add_option("-b,--minbytes", minbytes, "nccl-tests style sweep: first size");
   app.add_option("-e,--maxbytes", maxbytes, "nccl-tests style sweep: last size");
-  app.add_option("-f,--stepfactor", stepfactor, "nccl-tests style sweep: multiplication factor (default 2)");
+  app.add_option("-f,--stepfactor", stepfactor, "nccl-tests style sweep: multiplication factor, a finite number above 1 (default 2)");
   app.add_option("--plan", plan,
                  "Sampling plan over the size axes: full, lattice:K, random:FRACTION:SEED, anchors:K (K sizes per curve, "
                  "the quick calibration of a new machine for arfit fit --prior; docs/fit.md) (default full)");

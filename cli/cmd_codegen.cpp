@@ -45,7 +45,8 @@ void add_grid_options(CLI::App* cmd, codegen::Request& r) {
       ->capture_default_str();
   cmd->add_option("--tokens", r.tokens,
                   "Token counts: LO:HI (powers of two between) or a comma list of powers of two, at most 2^40; the "
-                  "largest tokens x hidden x dtype size at most 1e18 bytes (trtllm: always 1:16384)")
+                  "largest tokens x hidden x dtype size at most 1e18 bytes, the grid (--tp x --fusion x --hidden x --tokens) at "
+                  "most 1e6 cells (trtllm: always 1:16384)")
       ->capture_default_str();
   cmd->add_option("--dtype", r.dtype, "Element type of the reduced tensor (bytes = tokens x hidden x size); strategies without a model of this type are asked for another type of the same size (fp16 NCCL tables next to bf16 kernels)")->capture_default_str();
   cmd->add_option("--fallback", r.fallback, "Strategy for cells no model can predict, and off the table in the header")

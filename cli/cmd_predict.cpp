@@ -274,8 +274,8 @@ void add_predict(CLI::App& app) {
   cmd->add_option("--sm", a->sm, "Target SM version (80, 89, 90, 100, 103, 120): transfers the model, flagged extrapolated")
       ->check(known_sm_validator());
   cmd->add_option("--bytes", a->bytes, "Sizes: LIST (4096,64K,1M; K M G T or KiB..TiB, powers of 1024) or RANGE A:B[:FACTOR] (powers of FACTOR, default 2), from 1 to 1e18 bytes");
-  cmd->add_option("--tokens", a->tokens, "Token counts (LIST), with --hidden: bytes = tokens x hidden x dtype size (at most 1e18)");
-  cmd->add_option("--hidden", a->hidden, "Hidden sizes (LIST)");
+  cmd->add_option("--tokens", a->tokens, "Token counts (LIST of whole numbers, at least 1), with --hidden: bytes = tokens x hidden x dtype size (at most 1e18)");
+  cmd->add_option("--hidden", a->hidden, "Hidden sizes (LIST of whole numbers, at least 1)");
   cmd->add_option("--splits", a->splits,
                   "all-to-allv split (with --collective alltoallv; one entry per rank) \"B,T0-T1-...,D\" (batch, tables per rank, dim; fp32) or \"S0-S1-...\" (bytes sent "
                   "per rank); predicted through the all-to-all model at the effective size (models file's alltoallv_mode)");

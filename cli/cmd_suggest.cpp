@@ -53,7 +53,7 @@ void add_suggest(CLI::App& app) {
   cmd->add_option("--tp", r.tp, "TP sizes (GPU counts, at most 2^20), comma-separated")->capture_default_str();
   cmd->add_option("--fusion", r.fusion, "Fusion ops, comma-separated, or 'all'")->capture_default_str();
   cmd->add_option("--hidden", r.hidden, "Hidden sizes: LO:HI powers of two, or a comma list (at most 2^40)")->capture_default_str();
-  cmd->add_option("--tokens", r.tokens, "Token counts: LO:HI powers of two, or a comma list (at most 2^40; tokens x hidden x dtype size at most 1e18 bytes)")->capture_default_str();
+  cmd->add_option("--tokens", r.tokens, "Token counts: LO:HI powers of two, or a comma list (at most 2^40; tokens x hidden x dtype size at most 1e18 bytes; the grid, --tp x --fusion x --hidden x --tokens, at most 1e6 cells)")->capture_default_str();
   cmd->add_option("--dtype", r.dtype, "Element type of the reduced tensor")->capture_default_str();
   cmd->callback([args] { run_suggest(*args); });
 }
