@@ -22,6 +22,8 @@
 #include "model/errors.h"
 #include "model/json_input.h"
 #include "model/model_set.h"
+#include "model/sample.h"
+#include "model/sm_targets.h"
 #include "plots/adapters.h"
 #include "plots/alltoallv.h"
 #include "plots/figures.h"
@@ -172,6 +174,15 @@ PlotAxes parse_axes(const PlotArgs& a) {
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
+  // As codegen and predict read them: an unknown element type or SM is the option's error, before any input is
+  // read (a bad --dtype was found after reading, exit 1; an unknown SM drew nothing with exit 0).
+  if (dtype_size(a.dtype) <= 0) throw UsageError("--dtype: unknown dtype '" + a.dtype + "'");
+  for (int sm : axes.sms)
+    if (!find_sm_target(sm)) {
+      std::string known;
+      for (const SmTarget& t : sm_targets()) known += (known.empty() ? "" : ", ") + std::to_string(t.sm);
+      throw UsageError("--sm: " + std::to_string(sm) + " is not an SM arfit has bandwidth figures for (" + known + ")");
+    }
   return axes;
 }
 
@@ -192,6 +203,11 @@ std::vector<plots::StrategyGrid> grids_from_models(const ModelSet& models, const
     to.system = system;
     to.dtype = axes.dtype;
     to.sm = axes.sms.empty() ? 0 : axes.sms.front();
+    try {
+      codegen::check_grid_cells(gs);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
     auto table = codegen::build_table(gs, codegen::model_set_candidates(models, system), codegen::model_set_predictor(models), to);
     codegen::Banner banner;
     banner.version = ARFIT_VERSION;
@@ -337,6 +353,10 @@ void run_plot(const PlotArgs& a) {
     throw UsageError(e.what());
   }
   const PlotAxes axes = parse_axes(a);
+  // A grid is predicted for one SM (cross draws one curve per SM; plot all's grids take the first).
+  if ((a.kind == "heatmap" || a.kind == "best" || a.kind == "diff" || a.kind == "regret") && axes.sms.size() > 1)
+    throw UsageError("--sm: plot " + a.kind + " predicts its grids for one SM, got " + std::to_string(axes.sms.size()) +
+                     " (plot cross draws several)");
   // The page is staged with the figures and moved into place after them: no stream (plot index writes it alone).
   // Refused here, not after the models are fitted and the figures rendered.
   if (is_standard_output(a.index))
@@ -420,7 +440,7 @@ void add_plot(CLI::App& app) {
   cmd->add_option("--index", a->index, "Also write this HTML index page over all figures in the output folder");
   cmd->add_option("--held-out", a->held_out, "fit: samples the fit did not see (drawn as open circles)");
   cmd->add_option("--tp", a->tp, "cross: TP sizes to predict (e.g. 8,16); heatmap/best/diff from models: TP sizes of the grid");
-  cmd->add_option("--sm", a->sm, "cross: SM targets to predict (e.g. 100); grids from models: the SM to predict for");
+  cmd->add_option("--sm", a->sm, "cross: SM targets to predict (80, 89, 90, 100, 103, 120); grids from models: the one SM to predict for (plot all: the first)");
   cmd->add_option("--fusion", a->fusion, "Grids from models: fusion ops (default: those modelled)");
   cmd->add_option("--tokens", a->tokens, "Grids from models: num_tokens axis, LO:HI powers of two or a list")->capture_default_str();
   cmd->add_option("--hidden", a->hidden, "Grids from models: hidden_size axis, LO:HI powers of two or a list")->capture_default_str();

@@ -64,7 +64,8 @@ std::int64_t parse_count(const std::string& s, const std::string& option) {
   const double v = parse_size(s, option);
   if (v > 9007199254740992.0) throw UsageError(option + ": '" + s + "' is above 2^53, the largest count arfit reads exactly");
   const auto n = checked_narrow<std::int64_t>(v);
-  if (!n) throw UsageError(option + ": " + narrow_failure<std::int64_t>(s));
+  // parse_size refused below 1, so a miss here is a fraction: say so, not int64's range (which starts below 0).
+  if (!n) throw UsageError(option + ": '" + s + "' is not a whole number (a count, at least 1)");
   return *n;
 }
 

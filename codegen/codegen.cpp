@@ -31,13 +31,17 @@ Grid request_grid(const Request& r) {
   g.hiddens = parse_pow2_axis(r.hidden, "--hidden");
   g.tokens = parse_pow2_axis(r.tokens, "--tokens");
   check_cell_bytes(g, r.dtype);
+  check_grid_cells(g);
+  return g;
+}
+
+void check_grid_cells(const Grid& g) {
   const double cells = static_cast<double>(g.tps.size()) * g.fusions.size() * g.hiddens.size() * g.tokens.size();
   if (cells > kMaxGridCells)
     throw std::invalid_argument("--tp x --fusion x --hidden x --tokens: " + std::to_string(g.tps.size()) + " x " +
                                 std::to_string(g.fusions.size()) + " x " + std::to_string(g.hiddens.size()) + " x " +
                                 std::to_string(g.tokens.size()) + " = " + format_number(cells, "%.0f") + " cells, more than " +
                                 format_number(kMaxGridCells, "%.0f") + " (a table is built in memory, about 1.5 KB a cell)");
-  return g;
 }
 
 void check_cell_bytes(const Grid& g, const std::string& dtype) {

@@ -48,6 +48,9 @@ Grid request_grid(const Request& request);
 // kMaxSampleBytes: std::invalid_argument naming --tokens x --hidden. request_grid calls it; so does `arfit plot`'s
 // grid from a models file.
 void check_cell_bytes(const Grid& grid, const std::string& dtype);
+// Refuses a grid of more than kMaxGridCells cells: std::invalid_argument naming all four options and the count.
+// request_grid calls it; so does `arfit plot`'s grid from a models file, once its TP sizes and fusions are known.
+void check_grid_cells(const Grid& grid);
 
 // Predictions as the request asks for them: the model set's, at --sm when --transfer-sm, with models of another
 // type of the same element size answering for --dtype.

@@ -85,6 +85,9 @@ TEST(CodegenRanges, CodegenSuggestAndPlotExitTwoNamingTheOptionWithoutOutput) {
       // json table, and a longer --tp list ran out of memory.
       {"codegen " + models + " --format json --tp " + many_tps + " -o " + dir.file("table.json"), "--tp x --fusion x --hidden x --tokens: 4000 x 4 x 7 x 15 = 1680000 cells", dir.file("table.json")},
       {"suggest " + models + " --tp " + many_tps + " --json " + dir.file("suggest.json"), "more than 1000000", dir.file("suggest.json")},
+      // plot's grids from models are built by codegen's table builder too: same cap (it had none).
+      {"plot heatmap " + models + " --fusion NONE,RESIDUAL_RMS_NORM,RESIDUAL_RMS_NORM_QUANT_FP8 --tp " + many_tps + " -o " + dir.file("figures"),
+       "--tp x --fusion x --hidden x --tokens: 4000 x 3 x 7 x 15 = 1260000 cells", dir.file("figures")},
   };
   for (const auto& c : cases) {
     const auto r = arfit_cmd(c.args);

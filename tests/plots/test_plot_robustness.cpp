@@ -247,7 +247,10 @@ TEST(PlotOptions, GridOptionsAreParsedBeforeAnyInputIsRead) {
   TempDir tmp;
   const std::string missing = tmp.file("missing.csv"), out = tmp.file("figures");
   for (const auto& [option, says] : std::vector<std::pair<std::string, std::string>>{
-           {"--fusion bogus", "--fusion"}, {"--sm 9x", "--sm"}, {"--tp 0", "--tp"}, {"--tokens 3", "--tokens"}}) {
+           {"--fusion bogus", "--fusion"}, {"--sm 9x", "--sm"}, {"--tp 0", "--tp"}, {"--tokens 3", "--tokens"},
+           // An SM without bandwidth figures drew nothing with exit 0 (cross); an unknown --dtype was exit 1 after
+           // the inputs were read.
+           {"--sm 7", "--sm: 7 is not an SM"}, {"--dtype bogus", "--dtype: unknown dtype 'bogus'"}}) {
     for (const std::string kind : {"heatmap", "cross", "fit"}) {
       const auto r = run_command(arfit_bin() + " plot " + kind + " " + missing + " -o " + out + " " + option);
       EXPECT_EQ(r.exit_code, 2) << kind << " " << option << ": " << r.output;
@@ -255,5 +258,20 @@ TEST(PlotOptions, GridOptionsAreParsedBeforeAnyInputIsRead) {
       EXPECT_FALSE(has(r.output, "no such file")) << kind << " " << option << ": " << r.output;
     }
   }
+  EXPECT_FALSE(fs::exists(out));
+}
+
+// A grid from models is predicted for one SM: several --sm are refused for the grid kinds (they took the first and
+// dropped the rest silently); cross draws one curve per SM.
+TEST(PlotOptions, GridKindsTakeOneSm) {
+  TempDir tmp;
+  const std::string missing = tmp.file("missing.json"), out = tmp.file("figures");
+  for (const std::string kind : {"heatmap", "best", "diff", "regret"}) {
+    const auto r = run_command(arfit_bin() + " plot " + kind + " " + missing + " -o " + out + " --sm 90,100");
+    EXPECT_EQ(r.exit_code, 2) << kind << ": " << r.output;
+    EXPECT_TRUE(has(r.output, "predicts its grids for one SM, got 2")) << kind << ": " << r.output;
+  }
+  const auto cross = run_command(arfit_bin() + " plot cross " + missing + " -o " + out + " --sm 90,100");
+  EXPECT_TRUE(has(cross.output, "no such file")) << cross.output;  // past the options: several SMs are cross's to draw
   EXPECT_FALSE(fs::exists(out));
 }

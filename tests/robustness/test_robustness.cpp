@@ -703,6 +703,8 @@ TEST_F(Robustness, BadOptionValuesAreUsageErrorsNamingTheOption) {
       {predict + "--bytes 1M --sm 999", "--sm"},
       {predict + "--bytes 1K:1M:abc", "--bytes"},
       {predict + "--bytes 1e-3:1:2 --nranks 8", "--bytes: size '1e-3' must be at least 1"},  // ten rows of '0' bytes
+      // A fraction of a count named int64's range, which starts below 0 (counts are at least 1).
+      {predict + "--tokens 1.5 --hidden 4096 --nranks 8", "--tokens: '1.5' is not a whole number (a count, at least 1)"},
       {"whatif profile.json --models models.json --tp 8 --tokens 0", "--tokens"},
       {"whatif profile.json --models models.json --tp 8 --tokens -5", "--tokens"},
       {"whatif profile.json --models models.json --tp 0", "--tp"},
