@@ -89,32 +89,13 @@ bool has_content(const std::string& path) {
   return std::filesystem::exists(path, ec) && std::filesystem::file_size(path, ec) > 0 && !ec;
 }
 
-// 1-based line of each data row of a sample CSV (the lines after the column header that are neither empty nor
-// comments), in the order parse_samples_csv returns the samples.
-std::vector<long> data_row_lines(const std::string& text) {
-  std::vector<long> lines;
-  bool header_seen = false;
-  long line = 0;
-  for (std::size_t at = 0; at < text.size();) {
-    std::size_t end = text.find('\n', at);
-    if (end == std::string::npos) end = text.size();
-    ++line;
-    const bool data = end > at && text[at] != '#' && text[at] != '\r';
-    if (data && header_seen) lines.push_back(line);
-    header_seen = header_seen || data;
-    at = end + 1;
-  }
-  return lines;
-}
-
 // The rows --resume continues: each a case of this run, once, from this backend (inspect_output).
-void check_resumed_rows(const SampleFile& f, const std::string& text, const std::string& source,
-                        const std::set<std::string>* planned, const std::string& backend) {
-  const std::vector<long> lines = data_row_lines(text);
+// Each row's line is the one parse_samples_csv recorded (Sample::line).
+void check_resumed_rows(const SampleFile& f, const std::string& source, const std::set<std::string>* planned,
+                        const std::string& backend) {
   std::map<std::string, long> seen;
-  for (std::size_t i = 0; i < f.samples.size(); ++i) {
-    const Sample& s = f.samples[i];
-    const long line = i < lines.size() ? lines[i] : 0;
+  for (const Sample& s : f.samples) {
+    const long line = s.line;
     const std::string key = sample_key(s), row = "--resume: the row '" + case_of_sample(s).describe() + "'";
     if (!backend.empty() && s.backend != backend)
       throw InputError(source, line, "backend", "--resume: a row of '" + s.backend + "' in a run of '" + backend +
@@ -212,7 +193,7 @@ OutputState inspect_output(const std::string& path, const std::string& grid_json
                                     ", this run is on '" + device + "': one file holds one machine's run; use another -o");
   if (f.extra_columns != CsvReporter::extra_columns())
     throw GridError("--resume", "'" + source + "' has different columns than arbench writes");
-  check_resumed_rows(f, bytes.substr(0, keep), source, planned, backend);
+  check_resumed_rows(f, source, planned, backend);
   if (journal_exists) {
     if (keep != bytes.size()) {
       std::filesystem::resize_file(st.journal, keep, ec);
