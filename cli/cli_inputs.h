@@ -76,19 +76,6 @@ inline CLI::Validator known_sm_validator() {
   return CLI::IsMember(sms);
 }
 
-// `text` (read from `path`) parsed when it is a JSON object arfit can read (model/json_input.h: bounded
-// nesting), else nullopt: nccl-tests -J output is JSON too, and reading the file as samples reports its errors.
-inline std::optional<nlohmann::json> json_object_of(const std::string& text, const std::string& path) {
-  const std::size_t first = text.find_first_not_of(" \t\r\n");
-  if (first == std::string::npos || text[first] != '{') return std::nullopt;
-  try {
-    nlohmann::json j = parse_json(text, path);
-    if (j.is_object()) return j;
-  } catch (const InputError&) {
-  }
-  return std::nullopt;
-}
-
 inline bool is_models_document(const nlohmann::json& j) { return j.value("schema", std::string()) == "arfit-models"; }
 
 // The models file `text` (read from `path`) holds when it is one (a JSON object with "schema": "arfit-models"),

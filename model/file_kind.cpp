@@ -11,18 +11,10 @@ namespace {
 // The JSON object `text` holds when it mentions a value or key only arfit's JSON outputs write, else nullopt: a
 // measurement log in JSON (nccl-tests -J) is not parsed a second time.
 std::optional<nlohmann::json> arfit_json_object(const std::string& text) {
-  const std::size_t first = text.find_first_not_of(" \t\r\n");
-  if (first == std::string::npos || text[first] != '{') return std::nullopt;
   bool named = false;
   for (const char* needle : {"\"arfit-models\"", "\"arbench ", "\"arfit ", "\"protocol\"", "\"suggestions\""})
     named = named || text.find(needle) != std::string::npos;
-  if (!named) return std::nullopt;
-  try {
-    nlohmann::json j = parse_json(text, "");
-    if (j.is_object()) return j;
-  } catch (const InputError&) {
-  }
-  return std::nullopt;
+  return named ? json_object_of(text, "") : std::nullopt;
 }
 
 std::optional<ArfitFile> json_kind(const nlohmann::json& j) {

@@ -403,4 +403,15 @@ std::string JsonView::string_or(const std::string& key, const std::string& dflt)
   return v ? v->string() : dflt;
 }
 
+std::optional<nlohmann::json> json_object_of(const std::string& text, const std::string& name) {
+  const std::size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos || text[first] != '{') return std::nullopt;
+  try {
+    nlohmann::json j = parse_json(text, name);
+    if (j.is_object()) return j;
+  } catch (const InputError&) {
+  }
+  return std::nullopt;
+}
+
 }  // namespace arfit

@@ -30,6 +30,10 @@ inline constexpr int kMaxJsonDepth = 512;
 // position as line and column, nlohmann's reason without its "[json.exception...]" prefix), nests arrays
 // and objects deeper than `max_depth`, or repeats a key within one object. A UTF-8 byte-order mark is skipped.
 nlohmann::json parse_json(const std::string& text, const std::string& name, int max_depth = kMaxJsonDepth);
+// `text` (read from `name`) parsed when it is a JSON object parse_json accepts, else nullopt: for readers that tell
+// a JSON input from another format by its content (nccl-tests -J output is JSON too; a file that is not a readable
+// object is left to the other readers, which report its errors).
+std::optional<nlohmann::json> json_object_of(const std::string& text, const std::string& name);
 
 // An error at one place of a JSON document. pointer() is an RFC 6901 JSON pointer ("/groups/3/params/1",
 // "" for the whole document); what() reads "/groups/3/params/1: expected a number, got string \"x\"".
