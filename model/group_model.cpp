@@ -223,6 +223,11 @@ double GroupModel::model_log_time(double bytes, double f) const {
   return families::log_time<double>(spec, params.data(), bytes, f);
 }
 
+double GroupModel::model_log_time_on_piece(double bytes, double at_bytes) const {
+  if (spec.kind == FamilyKind::Seed) return std::log(seed.piece_time_us(seed.piece(at_bytes), bytes, bus_factor));
+  return model_log_time(bytes);
+}
+
 std::vector<double> GroupModel::model_log_time_gradient(double bytes) const {
   std::vector<double> g(params.size(), 0.0);
   if (spec.kind == FamilyKind::Seed) return g;
@@ -280,8 +285,8 @@ Prediction GroupModel::predict(double bytes) const {
   const double lx = std::log(bytes);
   const bool in_range = bytes >= min_bytes && bytes <= max_bytes;
   double lt = in_range ? model_log_time(bytes) : out_of_range_log_time(bytes);
-  // The correction needs the family's ln t at its knots (additive rule).
-  auto model_at = [this](double x) { return model_log_time(knot_bytes(x)); };
+  // The correction needs the family's ln t at its knots (additive rule), on the piece that holds at the query.
+  auto model_at = [this](double x, double at) { return model_log_time_on_piece(knot_bytes(x), knot_bytes(at)); };
   if (in_range && !correction.x().empty()) lt = correction.corrected(lx, lt, model_at);
   const double h = log_half_width(bytes);
   double lo = lt - h, hi = lt + h;
