@@ -93,12 +93,13 @@ void cross_validate(Evaluated& e, const std::vector<double>& s, const std::vecto
     }
     HermiteSpline sp;
     if (correction) sp = correction_spline(e.spec, p, seed, ts, tt, f, spike_indices(tt));
+    const std::vector<double> steps = e.spec.kind == FamilyKind::Seed ? seed.step_log_bytes() : std::vector<double>{};
     for (size_t i = 0; i < hs.size(); ++i) {
       double lt = log_model(e.spec, p, seed, hs[i], f);
       if (correction)
         lt = sp.corrected(std::log(hs[i]), lt, [&](double x, double at) {
           return log_model_on_piece(e.spec, p, seed, knot_bytes(x), knot_bytes(at), f);
-        });
+        }, steps);
       errs.push_back(lt - std::log(ht[i]));
     }
   }

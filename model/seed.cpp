@@ -24,6 +24,12 @@ double SeedModel::piece_time_us(Piece p, double bytes, double bus_factor) const 
   return bytes / std::pow(10.0, logistic(std::log2(bytes))) * bus_factor / 1e3;
 }
 
+std::vector<double> SeedModel::step_log_bytes() const {
+  std::vector<double> steps = {ln_p * std::log(2.0)};
+  if (sats_p > ln_p) steps.push_back(sats_p * std::log(2.0));
+  return steps;
+}
+
 double SeedModel::time_us(double bytes, double bus_factor) const { return piece_time_us(piece(bytes), bytes, bus_factor); }
 
 nlohmann::json SeedModel::to_json() const {

@@ -49,6 +49,9 @@ struct SeedModel {
   // `piece` evaluated at `bytes`, also where another piece holds there (arfit's residual correction takes a knot's
   // residual against the piece that holds beside it, model/interp.h).
   double piece_time_us(Piece piece, double bytes, double bus_factor) const;
+  // ln bytes of the sizes where the pieces meet (2^ln_p, then 2^sats_p when above it), ascending, each the last
+  // size of the piece below it: the steps the residual correction bridges (HermiteSpline::corrected).
+  std::vector<double> step_log_bytes() const;
   nlohmann::json to_json() const;
   static SeedModel from_json(const JsonView& j);  // throws JsonError on missing, non-finite or absurd values
 };
