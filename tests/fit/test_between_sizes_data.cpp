@@ -17,7 +17,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <iostream>
 #include <iterator>
 #include <map>
@@ -59,13 +58,7 @@ bool left_alone(const std::string& family, const std::string& group) {
 const std::vector<std::vector<Sample>>& public_files() {
   static const std::vector<std::vector<Sample>> files = [] {
     std::vector<std::vector<Sample>> out;
-    const std::string dir = arfit::testing::public_data_dir();
-    if (dir.empty()) return out;
-    std::vector<std::string> paths;
-    for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
-      if (e.is_regular_file() && e.path().extension() == ".txt") paths.push_back(e.path().string());
-    std::sort(paths.begin(), paths.end());
-    for (const auto& f : paths) {
+    for (const auto& f : arfit::testing::public_data_files()) {
       try {
         out.push_back(ingest::ingest_file(f).samples);
       } catch (const std::exception&) {
