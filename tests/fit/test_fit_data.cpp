@@ -2,7 +2,6 @@
 // (`auto`) against the baselines on every protocol, and the calibration of its 90 % intervals.
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <iostream>
 #include <map>
 #include <tuple>
