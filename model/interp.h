@@ -129,7 +129,8 @@ class HermiteSpline {
   //   * a step strictly between two knots is a knot too, its time the measured times interpolated linearly in
   //     bytes, so each piece is corrected only across the part of the gap where it holds (a piece evaluated
   //     beyond it, the seed's logistic below its latency-bound size, put 1.8 us between knots of 5.6 and 6.3 us).
-  // Where the piece that holds at x has no finite time at a knot, the model's own value there is used.
+  // Where the piece that holds at x has no finite time at a knot, the model's own value there is used; where it has
+  // none at a step, the sum is no time and the log-residual rule answers (as below).
   template <typename ModelLogTime>
   double corrected(double x, double model_lt, const ModelLogTime& model_at, const std::vector<double>& steps = {}) const {
     if (x_.empty()) return model_lt;
