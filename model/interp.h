@@ -124,8 +124,8 @@ class HermiteSpline {
   // carries a step into the prediction between measurements:
   //   * both knots' residuals are taken against the piece that holds at x: a knot on a step, its residual taken
   //     against the piece on the knot's other side, carried the whole step into the gap beside it (a public
-  //     reduce-scatter log, fit --family seed: 5,479 us at 65.3 MB just past a 64 MB knot measured at 2,340 us,
-  //     the next knot 2,741 us);
+  //     reduce-scatter log, fit --family seed: 5,479 us at 65.3 MB just past a 64 MB knot measured at 2,365 us,
+  //     the next knot 2,767 us);
   //   * a step strictly between two knots is a knot too, its time the measured times interpolated linearly in
   //     bytes, so each piece is corrected only across the part of the gap where it holds (a piece evaluated
   //     beyond it, the seed's logistic below its latency-bound size, put 1.8 us between knots of 5.6 and 6.3 us).
