@@ -38,9 +38,15 @@ struct Evaluated {
   std::vector<double> cv_log_errors;
 };
 
-double log_model(const FamilySpec& spec, const std::vector<double>& p, const SeedModel& seed, double s, double f) {
-  if (spec.kind == FamilyKind::Seed) return std::log(seed.time_us(s, f));
+// ln t at s of the piece that holds at `at` (GroupModel::model_log_time_on_piece, for the correction's knots).
+double log_model_on_piece(const FamilySpec& spec, const std::vector<double>& p, const SeedModel& seed, double s, double at,
+                          double f) {
+  if (spec.kind == FamilyKind::Seed) return std::log(seed.piece_time_us(seed.piece(at), s, f));
   return family_log_time(spec, p, s, f);
+}
+
+double log_model(const FamilySpec& spec, const std::vector<double>& p, const SeedModel& seed, double s, double f) {
+  return log_model_on_piece(spec, p, seed, s, s, f);
 }
 
 // Knots at every size but the spikes (spike_indices(t), ascending), which the correction interpolates across.
@@ -87,9 +93,13 @@ void cross_validate(Evaluated& e, const std::vector<double>& s, const std::vecto
     }
     HermiteSpline sp;
     if (correction) sp = correction_spline(e.spec, p, seed, ts, tt, f, spike_indices(tt));
+    const std::vector<double> steps = e.spec.kind == FamilyKind::Seed ? seed.step_log_bytes() : std::vector<double>{};
     for (size_t i = 0; i < hs.size(); ++i) {
       double lt = log_model(e.spec, p, seed, hs[i], f);
-      if (correction) lt = sp.corrected(std::log(hs[i]), lt, [&](double x) { return log_model(e.spec, p, seed, knot_bytes(x), f); });
+      if (correction)
+        lt = sp.corrected(std::log(hs[i]), lt, [&](double x, double at) {
+          return log_model_on_piece(e.spec, p, seed, knot_bytes(x), knot_bytes(at), f);
+        }, steps);
       errs.push_back(lt - std::log(ht[i]));
     }
   }

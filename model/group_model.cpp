@@ -223,6 +223,15 @@ double GroupModel::model_log_time(double bytes, double f) const {
   return families::log_time<double>(spec, params.data(), bytes, f);
 }
 
+double GroupModel::model_log_time_on_piece(double bytes, double at_bytes) const {
+  if (spec.kind == FamilyKind::Seed) return std::log(seed.piece_time_us(seed.piece(at_bytes), bytes, bus_factor));
+  return model_log_time(bytes);
+}
+
+std::vector<double> GroupModel::model_steps() const {
+  return spec.kind == FamilyKind::Seed ? seed.step_log_bytes() : std::vector<double>{};
+}
+
 std::vector<double> GroupModel::model_log_time_gradient(double bytes) const {
   std::vector<double> g(params.size(), 0.0);
   if (spec.kind == FamilyKind::Seed) return g;
@@ -280,9 +289,10 @@ Prediction GroupModel::predict(double bytes) const {
   const double lx = std::log(bytes);
   const bool in_range = bytes >= min_bytes && bytes <= max_bytes;
   double lt = in_range ? model_log_time(bytes) : out_of_range_log_time(bytes);
-  // The correction needs the family's ln t at its knots (additive rule).
-  auto model_at = [this](double x) { return model_log_time(knot_bytes(x)); };
-  if (in_range && !correction.x().empty()) lt = correction.corrected(lx, lt, model_at);
+  // The correction needs the family's ln t at its knots (additive rule), on the piece that holds at the query.
+  auto model_at = [this](double x, double at) { return model_log_time_on_piece(knot_bytes(x), knot_bytes(at)); };
+  const std::vector<double> steps = model_steps();
+  if (in_range && !correction.x().empty()) lt = correction.corrected(lx, lt, model_at, steps);
   const double h = log_half_width(bytes);
   double lo = lt - h, hi = lt + h;
   // The seed family is the DLRM paper's predictor, kept faithful as the reference: it is not clipped.
@@ -295,7 +305,7 @@ Prediction GroupModel::predict(double bytes) const {
     // whatever the parameters, so the interval (and, rarely, the centre) is clipped to them.
     const double edge = bytes < min_bytes ? min_bytes : max_bytes;
     double l_edge = model_log_time(edge);
-    if (!correction.x().empty()) l_edge = correction.corrected(std::log(edge), l_edge, model_at);
+    if (!correction.x().empty()) l_edge = correction.corrected(std::log(edge), l_edge, model_at, steps);
     const double noise = z * sigma_at(edge);
     const double ratio = std::log(bytes / edge);  // < 0 below the range, > 0 above
     const double floor_lt = (bytes < min_bytes ? l_edge + ratio : l_edge) - noise;

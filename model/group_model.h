@@ -90,6 +90,11 @@ struct GroupModel {
 
   // ln t of the family alone (no correction), for a bus factor `f` (the group's own by default).
   double model_log_time(double bytes, double f = -1) const;
+  // ln t at `bytes` of the family's piece that holds at `at_bytes`: the seed's pieces meet in steps (model/seed.h),
+  // the other families are one smooth piece (model_log_time). The residual correction's knots read it.
+  double model_log_time_on_piece(double bytes, double at_bytes) const;
+  // ln bytes where the family's pieces meet (SeedModel::step_log_bytes; none for the smooth families).
+  std::vector<double> model_steps() const;
   // Gradient of model_log_time w.r.t. the parameters (central differences), for the delta method.
   std::vector<double> model_log_time_gradient(double bytes) const;
 

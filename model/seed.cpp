@@ -8,12 +8,29 @@ namespace arfit {
 
 double SeedModel::logistic(double x) const { return L / (1.0 + std::exp(-k * (x - x0))) + b; }
 
-double SeedModel::time_us(double bytes, double bus_factor) const {
+SeedModel::Piece SeedModel::piece(double bytes) const {
   const double ls = std::log2(bytes);
-  if (ls <= ln_p) return overhead;
-  if (ls > sats_p) return bytes / max_bw * bus_factor / 1e3 + overhead;
-  return bytes / std::pow(10.0, logistic(ls)) * bus_factor / 1e3;
+  if (ls <= ln_p) return Piece::Overhead;
+  if (ls > sats_p) return Piece::Line;
+  return Piece::Logistic;
 }
+
+double SeedModel::piece_time_us(Piece p, double bytes, double bus_factor) const {
+  switch (p) {
+    case Piece::Overhead: return overhead;
+    case Piece::Line: return bytes / max_bw * bus_factor / 1e3 + overhead;
+    case Piece::Logistic: break;
+  }
+  return bytes / std::pow(10.0, logistic(std::log2(bytes))) * bus_factor / 1e3;
+}
+
+std::vector<double> SeedModel::step_log_bytes() const {
+  std::vector<double> steps = {ln_p * std::log(2.0)};
+  if (sats_p > ln_p) steps.push_back(sats_p * std::log(2.0));
+  return steps;
+}
+
+double SeedModel::time_us(double bytes, double bus_factor) const { return piece_time_us(piece(bytes), bytes, bus_factor); }
 
 nlohmann::json SeedModel::to_json() const {
   return {{"ln_p", ln_p}, {"sats_p", sats_p}, {"max_bw", max_bw}, {"overhead", overhead},

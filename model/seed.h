@@ -40,8 +40,18 @@ struct SeedModel {
   double overhead = 0;          // µs
   double L = 0, x0 = 0, k = 1, b = 0;  // logistic of log10 busbw against log2 bytes
 
+  // The paper's three pieces and the one that holds at a size (log2 s <= ln_p: the overhead; above sats_p: the
+  // line; between: the logistic).
+  enum class Piece { Overhead, Logistic, Line };
+  Piece piece(double bytes) const;
   double logistic(double x) const;
-  double time_us(double bytes, double bus_factor) const;
+  double time_us(double bytes, double bus_factor) const;  // the paper's predictor: the piece that holds at `bytes`
+  // `piece` evaluated at `bytes`, also where another piece holds there (arfit's residual correction takes a knot's
+  // residual against the piece that holds beside it, model/interp.h).
+  double piece_time_us(Piece piece, double bytes, double bus_factor) const;
+  // ln bytes of the sizes where the pieces meet (2^ln_p, then 2^sats_p when above it), ascending, each the last
+  // size of the piece below it: the steps the residual correction bridges (HermiteSpline::corrected).
+  std::vector<double> step_log_bytes() const;
   nlohmann::json to_json() const;
   static SeedModel from_json(const JsonView& j);  // throws JsonError on missing, non-finite or absurd values
 };

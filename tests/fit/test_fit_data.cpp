@@ -2,7 +2,6 @@
 // (`auto`) against the baselines on every protocol, and the calibration of its 90 % intervals.
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <iostream>
 #include <map>
 #include <tuple>
@@ -22,13 +21,7 @@ namespace {
 const std::vector<Sample>& public_samples() {
   static std::vector<Sample> samples = [] {
     std::vector<Sample> s;
-    const std::string dir = arfit::testing::public_data_dir();
-    if (dir.empty()) return s;
-    std::vector<std::string> files;
-    for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
-      if (e.is_regular_file() && e.path().extension() == ".txt") files.push_back(e.path().string());
-    std::sort(files.begin(), files.end());
-    for (const auto& f : files) {
+    for (const auto& f : arfit::testing::public_data_files()) {
       try {
         auto v = ingest::ingest_file(f).samples;
         s.insert(s.end(), v.begin(), v.end());

@@ -159,11 +159,11 @@ TEST(SeedPort, PiecewisePrediction) {
   EXPECT_GT(m.time_us(std::ldexp(1.0, 20) * 1.01, 1.0) - m.time_us(std::ldexp(1.0, 20), 1.0), 5.0);
 }
 
-// A seed group whose knot sits exactly on its turning point 2^sats_p (the sizes of a public nccl-tests table,
-// thomaslie reduce_scatter): the residual is taken at the measured size, on the logistic's side, where the model
-// is 8.6e-13 us. Read back at e^(ln s), a last-bit neighbour above sats_p, the model was the line (3,526 us), and
-// the stored residual of +35.5 predicted 9.6e18 us there.
-TEST(SeedPort, CorrectionKnotOnTheTurningPointPredictsTheMeasurement) {
+namespace {
+
+// The seed of a public nccl-tests table (thomaslie reduce_scatter, 2 nodes): its turning point 2^sats_p is the
+// measured 63,963,136 bytes; its logistic, fitted on three sizes (the start values kept), is 8.6e-13 us there.
+SeedModel reduce_scatter_seed() {
   SeedModel m;
   m.ln_p = 25.357552004618082;
   m.sats_p = std::log2(63963136.0);
@@ -173,19 +173,63 @@ TEST(SeedPort, CorrectionKnotOnTheTurningPointPredictsTheMeasurement) {
   m.x0 = 25.514988673294788;
   m.k = 1;
   m.b = 1.1004190826464015;
-  const std::vector<double> sizes = {53477376, 63963136, 74448896}, times = {2017.72, 2365.0, 2767.11};
+  return m;
+}
+
+// A seed group with correction knots at `sizes`, residuals taken as fit/fit_group.cpp takes them.
+GroupModel seed_group(const SeedModel& m, const std::vector<double>& sizes, const std::vector<double>& times) {
   nlohmann::json lx = nlohmann::json::array(), resid = nlohmann::json::array();
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     lx.push_back(std::log(sizes[i]));
-    resid.push_back(std::log(times[i]) - std::log(m.time_us(sizes[i], 0.5)));  // as fit/fit_group.cpp takes it
+    resid.push_back(std::log(times[i]) - std::log(m.time_us(sizes[i], 0.5)));
   }
   const nlohmann::json j = {
       {"key", {{"system", "s"}, {"collective", "reducescatter"}, {"strategy", "NCCL"}, {"fusion", "NONE"}, {"dtype", "fp32"}, {"nranks", 2}, {"nnodes", 1}}},
       {"ok", true}, {"family", "seed"}, {"params", nlohmann::json::array()}, {"seed", m.to_json()}, {"bus_factor", 0.5},
-      {"range", {{"min_bytes", sizes.front()}, {"max_bytes", sizes.back()}, {"points", 3}}},
+      {"range", {{"min_bytes", sizes.front()}, {"max_bytes", sizes.back()}, {"points", static_cast<int>(sizes.size())}}},
       {"correction", {{"kind", "additive"}, {"log_bytes", lx}, {"log_resid", resid}}}};
-  const GroupModel g = GroupModel::from_json(j);
+  return GroupModel::from_json(j);
+}
+
+}  // namespace
+
+// A correction knot exactly on the turning point 2^sats_p: the residual is taken at the measured size, on the
+// logistic's side. Read back at e^(ln s), a last-bit neighbour above sats_p, the model was the line (3,526 us),
+// and the stored residual of +35.5 predicted 9.6e18 us there.
+TEST(SeedPort, CorrectionKnotOnTheTurningPointPredictsTheMeasurement) {
+  const std::vector<double> sizes = {53477376, 63963136, 74448896}, times = {2017.72, 2365.0, 2767.11};
+  const GroupModel g = seed_group(reduce_scatter_seed(), sizes, times);
   for (std::size_t i = 0; i < sizes.size(); ++i) EXPECT_NEAR(g.predict(sizes[i]).time_us, times[i], 1e-6 * times[i]) << sizes[i];
+}
+
+// Between measurements the corrected seed stays between them, on either side of a step: the knot's residual
+// against the logistic (+35.5 in ln t) was added to the line just past the knot (5,479 us at 65.3 MB between
+// 2,365 and 2,767 us), and with the turning point strictly between two knots the line and the logistic each
+// took the residuals of both knots. The seed alone keeps its step (the paper's predictor).
+TEST(SeedPort, CorrectionCarriesNoStepBetweenMeasurements) {
+  const SeedModel m = reduce_scatter_seed();
+  const double step = 63963136;
+  EXPECT_GT(m.time_us(step * 1.001, 0.5) / m.time_us(step, 0.5), 1e9);
+  const std::vector<std::vector<double>> knot_sets = {{53477376, 63963136, 74448896}, {53477376, 74448896}};
+  const std::vector<std::vector<double>> time_sets = {{2017.72, 2365.0, 2767.11}, {2017.72, 2767.11}};
+  for (std::size_t k = 0; k < knot_sets.size(); ++k) {
+    const std::vector<double>& s = knot_sets[k];
+    const std::vector<double>& t = time_sets[k];
+    const GroupModel g = seed_group(m, s, t);
+    double prev = 0;
+    for (std::size_t i = 0; i + 1 < s.size(); ++i) {
+      for (double frac = 0; frac <= 1.0; frac += 1.0 / 64) {
+        const double b = s[i] + frac * (s[i + 1] - s[i]);
+        const double p = g.predict(b).time_us;
+        EXPECT_GE(p, t[i] * (1 - 1e-9)) << k << " " << b;
+        EXPECT_LE(p, t[i + 1] * (1 + 1e-9)) << k << " " << b;
+        EXPECT_GE(p, prev * (1 - 1e-9)) << k << " " << b;  // no step down either
+        prev = p;
+      }
+    }
+    // Across the step itself: continuous.
+    EXPECT_NEAR(g.predict(step * (1 + 1e-9)).time_us, g.predict(step).time_us, 1e-3) << k;
+  }
 }
 
 TEST(AllToAllv, EffectiveSizesByHand) {

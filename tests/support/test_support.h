@@ -2,6 +2,7 @@
 // the public data folder (tests labelled `data` skip when it is absent).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +12,7 @@
 #include <string>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <vector>
 
 namespace arfit::testing {
 
@@ -42,6 +44,17 @@ inline std::string public_data_dir() {
   std::error_code ec;
   if (std::filesystem::is_directory(p, ec)) return std::filesystem::canonical(p).string();
   return "";
+}
+
+// The measurement files (*.txt) under the public data folder, sorted; none when it is absent.
+inline std::vector<std::string> public_data_files() {
+  std::vector<std::string> files;
+  const std::string dir = public_data_dir();
+  if (dir.empty()) return files;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
+    if (e.is_regular_file() && e.path().extension() == ".txt") files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  return files;
 }
 
 // A fresh directory under the system temp dir, removed when the object dies.
