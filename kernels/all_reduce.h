@@ -19,7 +19,8 @@ class Team;
 
 std::string to_string(AllReduceAlgorithm algorithm);  // "ONESHOT" / "TWOSHOT" (model/sample.h strategy names)
 
-// One local rank's buffers (device pointers, 16-byte aligned). Buffers may not overlap, except that output
+// One local rank's buffers (device pointers, 16-byte aligned; fp8_out only to its e4m3 pack, fp8_pack_bytes(dtype):
+// 8 bytes for bf16/fp16, 4 for fp32). Buffers may not overlap, except that output
 // may equal input (in place) and residual_out may equal residual_in (fused in place); read-only buffers
 // (input, residual_in, gamma) may be shared between the ranks of a virtual team.
 struct AllReduceBuffers {
