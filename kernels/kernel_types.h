@@ -26,6 +26,10 @@ std::string to_string(DType dtype);
 DType parse_dtype(const std::string& name);
 int dtype_bytes(DType dtype);
 
+// Addresses in the KernelErrors of validation and team rules: "0x7f12..." and "[0x7f12..., +N bytes)".
+std::string address_text(const void* p);
+std::string byte_range_text(std::uintptr_t begin, std::uintptr_t end);
+
 // Every global load/store of the custom kernels moves 16 bytes; a rank's buffers must be aligned to it.
 inline constexpr int kVectorBytes = 16;
 inline constexpr int vector_width(DType dtype) { return kVectorBytes / (dtype == DType::FP32 ? 4 : 2); }

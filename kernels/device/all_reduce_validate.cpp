@@ -11,12 +11,6 @@
 namespace arfit::kernels {
 namespace {
 
-std::string pointer_text(const void* p) {
-  std::ostringstream s;
-  s << p;
-  return s.str();
-}
-
 // Why a buffer needs `alignment` bytes: the 16-byte vectors of every dtype buffer, the e4m3 packs of fp8_out.
 struct Alignment {
   int bytes;
@@ -38,7 +32,7 @@ void require_pointer(const void* p, const char* what, int local_rank, const Alig
     throw KernelError("local rank " + std::to_string(local_rank) + ": " + what + " pointer is null", KernelParam::Buffers);
   }
   if (reinterpret_cast<std::uintptr_t>(p) % static_cast<std::uintptr_t>(alignment.bytes) != 0) {
-    throw KernelError("local rank " + std::to_string(local_rank) + ": " + what + " pointer " + pointer_text(p) +
+    throw KernelError("local rank " + std::to_string(local_rank) + ": " + what + " pointer " + address_text(p) +
                           " is not " + std::to_string(alignment.bytes) + "-byte aligned (" + alignment.reason + ")",
                       KernelParam::Buffers);
   }
@@ -75,8 +69,7 @@ bool allowed_alias(const Extent& a, const Extent& b) {
 }
 
 std::string extent_text(const Extent& e) {
-  return "local rank " + std::to_string(e.local_rank) + " " + e.name + " [" + pointer_text(reinterpret_cast<const void*>(e.begin)) +
-         ", +" + std::to_string(e.end - e.begin) + " bytes)";
+  return "local rank " + std::to_string(e.local_rank) + " " + e.name + " " + byte_range_text(e.begin, e.end);
 }
 
 // A buffer some thread writes must not overlap another buffer, except the allowed identical pairs: a partial

@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
-#include <sstream>
 
 #include "kernels/team.h"
 
@@ -52,12 +51,6 @@ std::int64_t team_max_bytes(const std::string& who, std::int64_t max_bytes) {
 
 namespace {
 
-std::string address_text(std::uintptr_t address) {
-  std::ostringstream s;
-  s << reinterpret_cast<const void*>(address);
-  return s.str();
-}
-
 // The bytes of rank r's workspace the kernels touch, [begin, end), once its base and size were checked.
 struct WorkspaceExtent {
   std::uintptr_t begin, end;
@@ -73,13 +66,13 @@ WorkspaceExtent checked_workspace(const std::string& who, std::size_t r, const W
   const auto begin = reinterpret_cast<std::uintptr_t>(region.base);
   if (!region.base) throw KernelError(name + ".base is null", KernelParam::Workspace);
   if (begin % alignof(RankSignals) != 0) {
-    throw KernelError(name + ".base " + address_text(begin) + " is not " + std::to_string(alignof(RankSignals)) +
+    throw KernelError(name + ".base " + address_text(region.base) + " is not " + std::to_string(alignof(RankSignals)) +
                           "-byte aligned (the signal area's alignment; staging and scratch follow it)",
                       KernelParam::Workspace);
   }
   const std::int64_t needed = workspace_allocation_bytes(max_bytes);
   if (region.bytes < needed || begin > std::numeric_limits<std::uintptr_t>::max() - static_cast<std::uintptr_t>(needed)) {
-    throw KernelError(name + ".bytes " + std::to_string(region.bytes) + " at " + address_text(begin) +
+    throw KernelError(name + ".bytes " + std::to_string(region.bytes) + " at " + address_text(region.base) +
                           " cannot hold the " + std::to_string(needed) + " bytes of a workspace for max_bytes " +
                           std::to_string(max_bytes) + " (signals, staging and " + std::to_string(kScratchSlots) +
                           " scratch slots)",
@@ -94,11 +87,9 @@ void require_disjoint_workspaces(const std::string& who, const std::vector<Works
   for (std::size_t a = 0; a < extents.size(); ++a) {
     for (std::size_t b = a + 1; b < extents.size(); ++b) {
       if (extents[a].begin >= extents[b].end || extents[b].begin >= extents[a].end) continue;
-      throw KernelError(who + ": " + workspace_name(a) + " [" + address_text(extents[a].begin) + ", +" +
-                            std::to_string(extents[a].end - extents[a].begin) + " bytes) overlaps " + workspace_name(b) +
-                            " [" + address_text(extents[b].begin) + ", +" +
-                            std::to_string(extents[b].end - extents[b].begin) +
-                            " bytes) (every rank needs its own workspace)",
+      throw KernelError(who + ": " + workspace_name(a) + " " + byte_range_text(extents[a].begin, extents[a].end) +
+                            " overlaps " + workspace_name(b) + " " + byte_range_text(extents[b].begin, extents[b].end) +
+                            " (every rank needs its own workspace)",
                         KernelParam::Workspace);
     }
   }
@@ -125,7 +116,7 @@ HostTeamView::HostTeamView(const std::string& who, const HostTeamSpec& spec) {
   }
   check_blocks_per_rank(who + " max_blocks_per_rank", spec.max_blocks_per_rank);
   if (reinterpret_cast<std::uintptr_t>(spec.abort_flag) % alignof(std::uint32_t) != 0) {
-    throw KernelError(who + ": abort_flag " + address_text(reinterpret_cast<std::uintptr_t>(spec.abort_flag)) +
+    throw KernelError(who + ": abort_flag " + address_text(spec.abort_flag) +
                       " is not " + std::to_string(alignof(std::uint32_t)) +
                       "-byte aligned (the barrier waits load it atomically)");
   }
