@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 #include <sstream>
+#include <type_traits>
+#include <vector>
 
 #include "model/text.h"
 
@@ -11,11 +13,22 @@ namespace {
 
 std::uint64_t fingerprint(const std::string& text) { return std::stoull(fnv1a64_hex(text), nullptr, 16); }
 
+// One value as plan text: enums (Collective, FusionOp) by their names (arfit::to_string), everything else streamed
+// with 17 significant digits.
+template <typename T>
+void append_text(std::ostringstream& s, const T& value) {
+  if constexpr (std::is_enum_v<T>) {
+    s << arfit::to_string(value);
+  } else {
+    s << value;
+  }
+}
+
 template <typename T>
 std::string text_of(const T& value) {
   std::ostringstream s;
   s.precision(17);
-  s << value;
+  append_text(s, value);
   return s.str();
 }
 
@@ -23,20 +36,11 @@ template <typename T>
 std::string text_of(const std::vector<T>& values) {
   std::ostringstream s;
   s.precision(17);
-  for (const auto& v : values) s << v << ',';
+  for (const T& v : values) {
+    append_text(s, v);
+    s << ',';
+  }
   return s.str();
-}
-
-std::string text_of(const std::vector<Collective>& values) {
-  std::string s;
-  for (auto v : values) s += arfit::to_string(v) + ",";
-  return s;
-}
-
-std::string text_of(const std::vector<FusionOp>& values) {
-  std::string s;
-  for (auto v : values) s += arfit::to_string(v) + ",";
-  return s;
 }
 
 // "rank 1", "ranks 1, 3", "ranks 2-5, 7": runs of consecutive ranks as ranges.

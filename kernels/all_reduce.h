@@ -19,7 +19,8 @@ class Team;
 
 std::string to_string(AllReduceAlgorithm algorithm);  // "ONESHOT" / "TWOSHOT" (model/sample.h strategy names)
 
-// One local rank's buffers (device pointers, 16-byte aligned). Buffers may not overlap, except that output
+// One local rank's buffers (device pointers, 16-byte aligned; fp8_out only to its e4m3 pack, fp8_pack_bytes(dtype):
+// 8 bytes for bf16/fp16, 4 for fp32). Buffers may not overlap, except that output
 // may equal input (in place) and residual_out may equal residual_in (fused in place); read-only buffers
 // (input, residual_in, gamma) may be shared between the ranks of a virtual team.
 struct AllReduceBuffers {
@@ -77,13 +78,41 @@ void all_reduce(AllReduceAlgorithm algorithm, Team& team, const AllReduceParams&
 
 // ---- the same kernels on the CPU (kernels/device/host_executor.h) ----
 
-// A team whose workspaces live in host memory (kernels/team/host_team.h, or bench/host's MPI shared-memory
-// window): its shape, its pointer table (blocks_per_rank is chosen per launch) and how many blocks per rank
-// one launch may use.
-struct HostTeamView {
-  TeamShape shape;
-  TeamPointers table{};
-  int max_blocks_per_rank = 1;
+// One rank's workspace in this process's address space, laid out as kernels/team/team_layout.h says.
+struct WorkspaceRegion {
+  void* base = nullptr;
+  std::int64_t bytes = 0;  // usable from base: at least workspace_allocation_bytes(max_bytes)
+};
+
+// What a team whose workspaces live in host memory is made of (kernels/team/host_team.h, or bench/host's MPI
+// shared-memory window): every rank's workspace, which ranks this process drives, and its limits.
+struct HostTeamSpec {
+  std::vector<WorkspaceRegion> workspaces;  // one per rank, in rank order: their number is the team's size
+  int first_rank = 0;                       // the first rank this process drives
+  int local_ranks = 1;                      // how many: 1 (one rank per process) or all (virtual node)
+  std::int64_t max_bytes = 0;               // per-message limit as team_max_bytes returned it (a multiple of 128)
+  int max_blocks_per_rank = 1;              // blocks one launch may give a rank: 1..kMaxBlocksPerRank
+  const std::uint32_t* abort_flag = nullptr;  // polled by the barrier waits (4-byte aligned); nullptr: none
+  std::uint64_t barrier_timeout_ns = kDefaultBarrierTimeoutNs;
+};
+
+// A host team as the CPU launch reads it: its shape, its pointer table (blocks_per_rank is chosen per launch) and
+// how many blocks per rank one launch may use. Built only from a HostTeamSpec that the team rules accepted
+// (checked once, here, so a launch that reuses the view pays nothing for it).
+class HostTeamView {
+ public:
+  HostTeamView() = default;  // no team (0 ranks): every launch on it is refused
+  // Throws KernelError, the message starting with `who` and naming the field, when the spec breaks a rule the
+  // kernels rely on (kernels/team/team_rules.cpp; docs/kernels.md lists them).
+  HostTeamView(const std::string& who, const HostTeamSpec& spec);
+  const TeamShape& shape() const { return shape_; }
+  const TeamPointers& table() const { return table_; }
+  int max_blocks_per_rank() const { return max_blocks_per_rank_; }
+
+ private:
+  TeamShape shape_;
+  TeamPointers table_{};
+  int max_blocks_per_rank_ = 1;
 };
 
 // Threads per block the host build of the kernels is compiled for (kThreads of the kernel templates):

@@ -1,5 +1,7 @@
 #include "kernels/kernel_types.h"
 
+#include <sstream>
+
 namespace arfit::kernels {
 
 std::string to_string(DType dtype) {
@@ -20,5 +22,15 @@ DType parse_dtype(const std::string& name) {
 }
 
 int dtype_bytes(DType dtype) { return dtype == DType::FP32 ? 4 : 2; }
+
+std::string address_text(const void* p) {
+  std::ostringstream s;
+  s << p;
+  return s.str();
+}
+
+std::string byte_range_text(std::uintptr_t begin, std::uintptr_t end) {
+  return "[" + address_text(reinterpret_cast<const void*>(begin)) + ", +" + std::to_string(end - begin) + " bytes)";
+}
 
 }  // namespace arfit::kernels

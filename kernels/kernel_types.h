@@ -26,9 +26,18 @@ std::string to_string(DType dtype);
 DType parse_dtype(const std::string& name);
 int dtype_bytes(DType dtype);
 
+// Addresses in the KernelErrors of validation and team rules: "0x7f12..." and "[0x7f12..., +N bytes)".
+std::string address_text(const void* p);
+std::string byte_range_text(std::uintptr_t begin, std::uintptr_t end);
+
 // Every global load/store of the custom kernels moves 16 bytes; a rank's buffers must be aligned to it.
 inline constexpr int kVectorBytes = 16;
 inline constexpr int vector_width(DType dtype) { return kVectorBytes / (dtype == DType::FP32 ? 4 : 2); }
+// The fused e4m3 output is written one pack per 16-byte vector of the dtype: vector_width bytes (8 for bf16/fp16, 4
+// for fp32) with one 8- or 4-byte store (store_e4m3 / copy_e4m3, kernels/device/primitives.h, which static_asserts
+// that its pack is this width), always at a multiple of the pack from the buffer's start. So fp8_out needs this
+// alignment, not 16: no path stores 16 e4m3 bytes at once.
+inline constexpr int fp8_pack_bytes(DType dtype) { return vector_width(dtype); }
 
 // Largest team the signal structs have room for; the kernels are instantiated for 2, 4 and 8 ranks only.
 inline constexpr int kMaxRanks = 8;

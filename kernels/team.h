@@ -92,6 +92,13 @@ class Team {
 // rank fits: the barriers would wait for blocks that can never start.
 int co_resident_blocks_per_rank(int active_blocks_per_sm, int sms, int local_ranks);
 
+// The rank counts every team shares (Team, HostTeam, HostTeamView): one the custom kernels are instantiated for.
+// Throws KernelError (Ranks), the message starting with `who`.
+void check_team_ranks(const std::string& who, int nranks);
+// Blocks one launch may give a rank: 1..kMaxBlocksPerRank (the signal area has flags for that many). Throws
+// KernelError (Device), the message starting with `who`.
+void check_blocks_per_rank(const std::string& who, int blocks);
+
 // The per-message limit of a team asked for `max_bytes`: rounded up to a multiple of 128 (staging and scratch
 // slots stay aligned). Throws KernelError (Workspace), the message starting with `who`, when max_bytes is not
 // positive or the rank's whole workspace (workspace_allocation_bytes of the result) would not fit in 64 bits: a

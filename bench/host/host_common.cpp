@@ -49,13 +49,15 @@ ShmWorkspace::ShmWorkspace(MPI_Comm comm, std::int64_t max_bytes) : comm_(comm) 
   int rc = MPI_Win_allocate_shared(size, 1, info, comm, &mine, &win_);
   MPI_Info_free(&info);
   if (rc != MPI_SUCCESS) throw std::runtime_error("MPI_Win_allocate_shared failed for " + std::to_string(size) + " bytes");
-  base_.resize(static_cast<std::size_t>(nranks_));
+  workspaces_.resize(static_cast<std::size_t>(nranks_));
   for (int r = 0; r < nranks_; ++r) {
     MPI_Aint sz = 0;
     int disp = 0;
     void* segment = nullptr;
     MPI_Win_shared_query(win_, r, &sz, &disp, &segment);
-    base_[static_cast<std::size_t>(r)] = page_aligned(segment);
+    void* base = page_aligned(segment);
+    const auto skipped = static_cast<MPI_Aint>(static_cast<char*>(base) - static_cast<char*>(segment));
+    workspaces_[static_cast<std::size_t>(r)] = {base, static_cast<std::int64_t>(sz - skipped)};
   }
   // Flags and epochs start at zero (the kernels' signals), before any rank can read them.
   std::memset(page_aligned(mine), 0, sizeof(kernels::RankSignals));
@@ -80,16 +82,19 @@ std::uint64_t barrier_timeout_ns() {
 }  // namespace
 
 kernels::HostTeamView ShmWorkspace::view() const {
-  kernels::HostTeamView v;
-  v.shape = kernels::TeamShape{nranks_, 1, max_bytes_};
-  v.table = kernels::team_pointers(base_.data(), nranks_, rank_, 1, max_bytes_, 1, nullptr, barrier_timeout_ns());
-  v.max_blocks_per_rank = 1;
-  return v;
+  kernels::HostTeamSpec spec;
+  spec.workspaces = workspaces_;
+  spec.first_rank = rank_;
+  spec.local_ranks = 1;
+  spec.max_bytes = max_bytes_;
+  spec.max_blocks_per_rank = 1;
+  spec.barrier_timeout_ns = barrier_timeout_ns();
+  return kernels::HostTeamView("host ONESHOT/TWOSHOT workspace", spec);
 }
 
 void ShmWorkspace::recover() {
   MPI_Barrier(comm_);  // every rank's kernel has returned: nobody reads or writes the flags any more
-  std::memset(base_[static_cast<std::size_t>(rank_)], 0, sizeof(kernels::RankSignals));
+  std::memset(workspaces_[static_cast<std::size_t>(rank_)].base, 0, sizeof(kernels::RankSignals));
   MPI_Barrier(comm_);  // nobody launches before every rank has reset its flags
 }
 

@@ -96,7 +96,8 @@ class ShmWorkspace {
 
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
-  // The team the kernels run on: every rank's workspace as mapped in this process, this rank local.
+  // The team the kernels run on: every rank's workspace as mapped in this process, this rank local (checked by
+  // the team rules; a case builds it once in its setup and reuses it for every launch).
   kernels::HostTeamView view() const;
   // Collective over the group after an aborted or failed case: every rank's kernel has returned (first
   // barrier), each zeroes its own flags and epochs, and nobody launches again before all have (second barrier).
@@ -107,7 +108,7 @@ class ShmWorkspace {
   MPI_Win win_ = MPI_WIN_NULL;
   int rank_ = 0, nranks_ = 1;
   std::int64_t max_bytes_ = 0;
-  std::vector<void*> base_;
+  std::vector<kernels::WorkspaceRegion> workspaces_;  // every rank's, from its first page boundary
 };
 
 // The host backend: owns the shared window of the current group.

@@ -11,19 +11,29 @@
 namespace arfit::kernels {
 namespace {
 
-std::string pointer_text(const void* p) {
-  std::ostringstream s;
-  s << p;
-  return s.str();
+// Why a buffer needs `alignment` bytes: the 16-byte vectors of every dtype buffer, the e4m3 packs of fp8_out.
+struct Alignment {
+  int bytes;
+  std::string reason;
+};
+
+Alignment vector_alignment() { return {kVectorBytes, "the kernels move 16-byte vectors"}; }
+
+// fp8_out is stored one pack of e4m3 bytes per 16-byte vector of the dtype (store_e4m3 in primitives.h), never 16
+// e4m3 bytes at once.
+Alignment fp8_alignment(DType dtype) {
+  const int pack = fp8_pack_bytes(dtype);
+  return {pack, "the kernels store e4m3 in packs of " + std::to_string(pack) + " bytes, one per " + to_string(dtype) +
+                    " element of a 16-byte vector"};
 }
 
-void require_pointer(const void* p, const char* what, int local_rank, bool must_be_aligned = true) {
+void require_pointer(const void* p, const char* what, int local_rank, const Alignment& alignment) {
   if (!p) {
     throw KernelError("local rank " + std::to_string(local_rank) + ": " + what + " pointer is null", KernelParam::Buffers);
   }
-  if (must_be_aligned && reinterpret_cast<std::uintptr_t>(p) % kVectorBytes != 0) {
-    throw KernelError("local rank " + std::to_string(local_rank) + ": " + what + " pointer " + pointer_text(p) +
-                          " is not " + std::to_string(kVectorBytes) + "-byte aligned (the kernels move 16-byte vectors)",
+  if (reinterpret_cast<std::uintptr_t>(p) % static_cast<std::uintptr_t>(alignment.bytes) != 0) {
+    throw KernelError("local rank " + std::to_string(local_rank) + ": " + what + " pointer " + address_text(p) +
+                          " is not " + std::to_string(alignment.bytes) + "-byte aligned (" + alignment.reason + ")",
                       KernelParam::Buffers);
   }
 }
@@ -59,8 +69,7 @@ bool allowed_alias(const Extent& a, const Extent& b) {
 }
 
 std::string extent_text(const Extent& e) {
-  return "local rank " + std::to_string(e.local_rank) + " " + e.name + " [" + pointer_text(reinterpret_cast<const void*>(e.begin)) +
-         ", +" + std::to_string(e.end - e.begin) + " bytes)";
+  return "local rank " + std::to_string(e.local_rank) + " " + e.name + " " + byte_range_text(e.begin, e.end);
 }
 
 // A buffer some thread writes must not overlap another buffer, except the allowed identical pairs: a partial
@@ -183,8 +192,9 @@ void validate_all_reduce(AllReduceAlgorithm algorithm, const TeamShape& team, co
   }
   const auto bytes = static_cast<std::uintptr_t>(p.count * dtype_bytes(p.dtype));
   std::vector<Extent> extents;
-  auto add = [&](int k, const char* name, const void* ptr, std::uintptr_t length, bool written) {
-    require_pointer(ptr, name, k);
+  auto add = [&](int k, const char* name, const void* ptr, std::uintptr_t length, bool written,
+                 const Alignment& alignment = vector_alignment()) {
+    require_pointer(ptr, name, k, alignment);
     const auto begin = reinterpret_cast<std::uintptr_t>(ptr);
     extents.push_back(Extent{k, name, begin, begin + length, written});
   };
@@ -197,7 +207,9 @@ void validate_all_reduce(AllReduceAlgorithm algorithm, const TeamShape& team, co
       add(k, "residual_out", b.residual_out, bytes, true);
       add(k, "gamma", b.gamma, static_cast<std::uintptr_t>(p.hidden * dtype_bytes(p.dtype)), false);
     }
-    if (p.fusion == FusionOp::ResidualRmsNormQuantFp8) add(k, "fp8_out", b.fp8_out, static_cast<std::uintptr_t>(p.count), true);
+    if (p.fusion == FusionOp::ResidualRmsNormQuantFp8) {
+      add(k, "fp8_out", b.fp8_out, static_cast<std::uintptr_t>(p.count), true, fp8_alignment(p.dtype));
+    }
   }
   require_no_overlap(who, extents);
   validate_epilogue_scalars(who, p.fusion, p.rms_eps, p.fp8_scale);
@@ -236,8 +248,9 @@ void validate_residual_rms_norm(DType dtype, FusionOp fusion, std::int64_t count
   validate_residual_rms_norm_shape(dtype, fusion, count, hidden, rms_eps, fp8_scale);
   const auto bytes = static_cast<std::uintptr_t>(count * dtype_bytes(dtype));
   std::vector<Extent> extents;
-  auto add = [&](const char* name, const void* ptr, std::uintptr_t length, bool written) {
-    require_pointer(ptr, name, 0);
+  auto add = [&](const char* name, const void* ptr, std::uintptr_t length, bool written,
+                 const Alignment& alignment = vector_alignment()) {
+    require_pointer(ptr, name, 0, alignment);
     const auto begin = reinterpret_cast<std::uintptr_t>(ptr);
     extents.push_back(Extent{0, name, begin, begin + length, written});
   };
@@ -246,7 +259,9 @@ void validate_residual_rms_norm(DType dtype, FusionOp fusion, std::int64_t count
   add("residual_out", b.residual_out, bytes, true);
   add("gamma", b.gamma, static_cast<std::uintptr_t>(hidden * dtype_bytes(dtype)), false);
   add("output", b.output, bytes, true);
-  if (fusion == FusionOp::ResidualRmsNormQuantFp8) add("fp8_out", b.fp8_out, static_cast<std::uintptr_t>(count), true);
+  if (fusion == FusionOp::ResidualRmsNormQuantFp8) {
+    add("fp8_out", b.fp8_out, static_cast<std::uintptr_t>(count), true, fp8_alignment(dtype));
+  }
   require_no_overlap("residual_rms_norm", extents);
 }
 

@@ -47,16 +47,16 @@ bool abort_raised(const TeamPointers& team, const device::host::LaunchOptions& o
 bool all_reduce_on_host(AllReduceAlgorithm algorithm, const HostTeamView& team, const AllReduceParams& p,
                         int threads_per_block, const device::host::LaunchOptions& options) {
   require_host_threads(threads_per_block);
-  validate_all_reduce(algorithm, team.shape, p);
+  validate_all_reduce(algorithm, team.shape(), p);
   const AllReduceLaunch args = make_all_reduce_launch(p);
-  TeamPointers table = team.table;
+  TeamPointers table = team.table();
   // The kernels poll their abort word only when the team has one, and the host's load of that word is also
   // where the runner's external abort is seen (primitives.h): a team without a word polls this one, never
   // raised, so an external abort still ends the launch. The launch is synchronous: the word outlives it.
   std::uint32_t never_raised = 0;
   if (!table.abort_flag && options.external_abort) table.abort_flag = &never_raised;
   table.blocks_per_rank = partition::blocks_per_rank_for(p.fusion, p.count, p.hidden, vector_width(p.dtype),
-                                                         threads_per_block, team.max_blocks_per_rank);
+                                                         threads_per_block, team.max_blocks_per_rank());
   switch (threads_per_block) {
     case 1: device::launch_all_reduce_on_host<1>(algorithm, p.dtype, p.fusion, table, args, options); break;
     case 32: device::launch_all_reduce_on_host<32>(algorithm, p.dtype, p.fusion, table, args, options); break;

@@ -19,6 +19,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/kernel_types.h"
+
 #if defined(__CUDACC__)
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -42,9 +44,10 @@
 
 namespace arfit::kernels::device {
 
+// Elements of T in one 16-byte packed load or store (kVectorBytes); also the e4m3 bytes of one pack (store_e4m3).
 template <typename T>
 struct VectorWidth {
-  static constexpr int value = 16 / static_cast<int>(sizeof(T));
+  static constexpr int value = kVectorBytes / static_cast<int>(sizeof(T));
 };
 
 #if defined(__CUDACC__)
@@ -104,8 +107,8 @@ ARFIT_DEVICE void store_16(void* p, Vec16 v) {
   asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
 }
 
-// e4m3 of W values (W = 8 for 16-bit T, 4 for fp32) times inv_scale, saturating to +-448, stored with one
-// 8- or 4-byte store.
+// e4m3 of W values (W = VectorWidth<T>: 8 for 16-bit T, 4 for fp32) times inv_scale, saturating to +-448, stored
+// with one 8- or 4-byte store, so dst needs W-byte alignment only (fp8_pack_bytes, checked by the validation).
 template <int W>
 ARFIT_DEVICE void store_e4m3(std::uint8_t* dst, const float* values, float inv_scale) {
   static_assert(W == 8 || W == 4);
@@ -345,5 +348,12 @@ ARFIT_DEVICE Vec16 pack(const float* values) {
   for (int k = 0; k < VectorWidth<T>::value; ++k) p.element[k] = from_float<T>(values[k]);
   return p.raw;
 }
+
+// The host validation asks fp8_out for fp8_pack_bytes(dtype) alignment (kernels/kernel_types.h): that must be the
+// W bytes store_e4m3<W> / copy_e4m3<W> write at once for each element type.
+static_assert(VectorWidth<bf16_t>::value == fp8_pack_bytes(DType::BF16) &&
+                  VectorWidth<fp16_t>::value == fp8_pack_bytes(DType::FP16) &&
+                  VectorWidth<float>::value == fp8_pack_bytes(DType::FP32),
+              "fp8_out's validated alignment is the e4m3 pack the kernels store");
 
 }  // namespace arfit::kernels::device

@@ -21,13 +21,16 @@ class HostTeam {
   HostTeam(const HostTeam&) = delete;
   HostTeam& operator=(const HostTeam&) = delete;
 
-  HostTeamView view() const;
+  // The team as the CPU launch reads it, checked once when the team was built (or its timeout changed).
+  const HostTeamView& view() const { return view_; }
+  // What the view is built from: all ranks local, this team's workspaces, limits and abort word.
+  HostTeamSpec spec() const;
   // Zeroes every flag and epoch (no launch may be running).
   void reset_signals();
   // The abort word the kernels' barrier waits poll: raise it from another thread to stop a launch.
   void request_abort();
   void clear_abort();
-  void set_barrier_timeout_ns(std::uint64_t ns) { barrier_timeout_ns_ = ns; }
+  void set_barrier_timeout_ns(std::uint64_t ns);
 
  private:
   int nranks_ = 0;
@@ -35,8 +38,8 @@ class HostTeam {
   int max_blocks_per_rank_ = 0;
   std::uint64_t barrier_timeout_ns_ = kDefaultBarrierTimeoutNs;
   std::vector<PageAlignedBuffer> buffers_;
-  std::vector<void*> workspace_;  // buffers_' addresses, as team_pointers takes them
   std::uint32_t abort_word_ = 0;  // accessed atomically (__atomic builtins, like the kernels' flags)
+  HostTeamView view_;
 };
 
 }  // namespace arfit::kernels

@@ -15,11 +15,7 @@ namespace {
 
 // Checks the team's size and returns its per-message limit (team_max_bytes), before anything is allocated.
 std::int64_t checked_team_size(int nranks, std::int64_t max_bytes) {
-  if (!custom_all_reduce_supports_ranks(nranks)) {
-    throw KernelError("Team: unsupported rank count " + std::to_string(nranks) +
-                          " (the custom kernels are instantiated for 2, 4 or 8 ranks)",
-                      KernelParam::Ranks);
-  }
+  check_team_ranks("Team", nranks);
   return team_max_bytes("Team", max_bytes);
 }
 

@@ -85,13 +85,20 @@ TEST(BenchAgreement, DifferingOptionIsNamed) {
                {{"--timeout", "5"}, "--timeout"},
                {{"--dry-run"}, "--dry-run"},
                {{"--plan", "lattice:2"}, "--plan"},
-               {{"--dtype", "fp32"}, "--dtype"}};
+               {{"--dtype", "fp32"}, "--dtype"},
+               // Enum lists, compared by their names (text_of's enum case).
+               {{"--collective", "all_gather"}, "--collective"}};
   for (const auto& c : cases) {
     const Verdict v = judge_agreement({plan_of(kRun), plan_of(with(kRun, c.more))}, 0);
     EXPECT_EQ(v.status, 2) << c.named;
     EXPECT_NE(v.message.find("rank 1 differs from rank 0 in " + c.named), std::string::npos) << v.message;
     EXPECT_EQ(v.message.find("the planned cases"), std::string::npos) << v.message;  // the option explains it
   }
+  // Fusions (the other enum list) need rows: both ranks give the same --tokens/--hidden, one adds the norm.
+  const std::vector<std::string> rows = {"--backend", "host", "--strategy", "MPI", "--tokens", "4", "--hidden", "256",
+                                         "-o", "s.csv"};
+  const Verdict fused = judge_agreement({plan_of(rows), plan_of(with(rows, {"--fusion", "NONE,RESIDUAL_RMS_NORM"}))}, 0);
+  EXPECT_NE(fused.message.find("rank 1 differs from rank 0 in --fusion"), std::string::npos) << fused.message;
   // Other sizes.
   std::vector<std::string> other = kRun;
   other[5] = "2K:8K";

@@ -4,6 +4,7 @@
 // overflows; the unfused epilogue written in place over its reduced input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -130,6 +131,71 @@ TEST(KernelsHostEdges, ARowWhoseSumOfSquaresOverflowsNormalisesToZerosOnEveryThr
     }
     for (std::int64_t i = hidden; i < 2 * hidden; ++i) {  // the next row is untouched
       ASSERT_TRUE(std::isfinite(element_at(e.dtype, output.data(), i))) << "threads " << threads << " output[" << i << "]";
+    }
+  }
+}
+
+// Each rank's e4m3 output of one fused FP8 all-reduce of seeded inputs on a 2-rank team (4 rows of 256), with
+// fp8_out starting `fp8_offset` bytes past a page boundary.
+std::vector<std::vector<unsigned char>> fp8_of_all_reduce(AllReduceAlgorithm algorithm, DType dtype,
+                                                          std::size_t fp8_offset, std::uint64_t seed) {
+  constexpr std::int64_t kHidden = 256, kCount = 4 * kHidden;
+  HostTeam team(2, kCount * dtype_bytes(dtype), 2);
+  const auto bytes = static_cast<std::size_t>(kCount * dtype_bytes(dtype));
+  std::vector<PageAlignedBuffer> storage;
+  auto buffer_of = [&](std::size_t size, const std::vector<unsigned char>& values) {
+    storage.emplace_back(size);
+    std::memset(storage.back().data(), detail::kPoisonByte, size);
+    if (!values.empty()) std::memcpy(storage.back().data(), values.data(), values.size());
+    return storage.back().data();
+  };
+  storage.reserve(16);  // the pointers handed out stay valid
+  AllReduceParams p;
+  p.dtype = dtype;
+  p.fusion = FusionOp::ResidualRmsNormQuantFp8;
+  p.count = kCount;
+  p.hidden = kHidden;
+  p.fp8_scale = 0.5f;
+  for (int k = 0; k < 2; ++k) {
+    AllReduceBuffers b;
+    b.input = buffer_of(bytes, detail::seeded_host(dtype, kCount, seed, InputRole::Data, k));
+    b.output = buffer_of(bytes, {});
+    b.residual_in = buffer_of(bytes, detail::seeded_host(dtype, kCount, seed, InputRole::Residual, kReplicatedRank));
+    b.residual_out = buffer_of(bytes, {});
+    b.gamma = buffer_of(bytes, detail::seeded_host(dtype, kHidden, seed, InputRole::Gamma, kReplicatedRank));
+    b.fp8_out = static_cast<char*>(buffer_of(static_cast<std::size_t>(kCount) + fp8_offset, {})) + fp8_offset;
+    p.buffers.push_back(b);
+  }
+  EXPECT_TRUE(all_reduce_on_host(algorithm, team.view(), p, 32));
+  std::vector<std::vector<unsigned char>> fp8;
+  for (const AllReduceBuffers& b : p.buffers) {
+    const auto* q = static_cast<const unsigned char*>(b.fp8_out);
+    fp8.emplace_back(q, q + kCount);
+  }
+  return fp8;
+}
+
+// fp8_out aligned to its e4m3 pack (8 bytes for bf16, 4 for fp32) but not to 16 was refused; it runs and writes the
+// same bytes as a page-aligned one (and every byte: no poison, 0xFF, is left).
+TEST(KernelsHostEdges, Fp8OutAlignedToItsPackOnlyGivesTheSameBytes) {
+  for (auto algorithm : {AllReduceAlgorithm::OneShot, AllReduceAlgorithm::TwoShot}) {
+    for (DType dtype : {DType::BF16, DType::FP32}) {
+      const std::uint64_t seed = derived_seed(static_cast<std::uint64_t>(dtype) + 17);
+      const auto pack = static_cast<std::size_t>(fp8_pack_bytes(dtype));
+      const auto aligned = fp8_of_all_reduce(algorithm, dtype, 0, seed);
+      const auto shifted = fp8_of_all_reduce(algorithm, dtype, pack, seed);
+      const std::string what = to_string(algorithm) + " " + to_string(dtype) + " fp8_out at +" + std::to_string(pack);
+      EXPECT_TRUE(aligned == shifted) << what;
+      for (const auto& rank : aligned) {
+        EXPECT_EQ(std::count(rank.begin(), rank.end(), static_cast<unsigned char>(detail::kPoisonByte)), 0) << what;
+      }
+      try {
+        fp8_of_all_reduce(algorithm, dtype, pack / 2, seed);
+        ADD_FAILURE() << to_string(dtype) << " fp8_out at +" << pack / 2 << " accepted";
+      } catch (const KernelError& e) {
+        EXPECT_NE(std::string(e.what()).find("fp8_out pointer"), std::string::npos) << e.what();
+        EXPECT_EQ(e.parameter(), KernelParam::Buffers);
+      }
     }
   }
 }

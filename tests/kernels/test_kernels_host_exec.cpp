@@ -155,7 +155,7 @@ HostCase desynchronised_case() {
 }
 
 void desynchronise(HostTeam& team) {
-  const TeamPointers t = team.view().table;
+  const TeamPointers t = team.view().table();
   for (int b = 0; b < kMaxBlocksPerRank; ++b) t.signals[1]->barrier_epoch[b] = 100;
 }
 
@@ -239,8 +239,9 @@ static bool launch_stopped_by_external_abort(bool drop_abort_word) {
   const HostCase c = desynchronised_case();
   std::vector<PageAlignedBuffer> storage;
   const AllReduceParams p = params_for(c, storage);
-  HostTeamView view = team.view();
-  if (drop_abort_word) view.table.abort_flag = nullptr;
+  HostTeamSpec spec = team.spec();
+  if (drop_abort_word) spec.abort_flag = nullptr;
+  const HostTeamView view("test team", spec);
   std::atomic<bool> watchdog{false};
   host::LaunchOptions options;
   options.external_abort = &watchdog;
