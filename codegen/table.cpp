@@ -150,19 +150,7 @@ std::vector<std::string> system_strategies(const ModelSet& models, const std::st
 }
 
 Predictor with_same_size_dtypes(Predictor base) {
-  return [base = std::move(base)](const PredictQuery& q) {
-    auto p = base(q);
-    if (p) return p;
-    const int esize = dtype_size(q.dtype);
-    if (esize <= 0) return p;
-    for (const char* d : {"bf16", "fp16", "fp32", "fp64", "int8", "fp8_e4m3", "uint8", "int32", "int64"}) {
-      if (dtype_size(d) != esize || canonical_dtype(d) == canonical_dtype(q.dtype)) continue;
-      PredictQuery alt = q;
-      alt.dtype = d;
-      if ((p = base(alt))) return p;
-    }
-    return p;
-  };
+  return [base = std::move(base)](const PredictQuery& q) { return predict_same_element_size(base, q); };
 }
 
 Predictor mapped_predictor(Predictor base, StrategySources sources) {

@@ -100,7 +100,8 @@ Predictor model_set_predictor(const ModelSet& models);
 std::vector<std::string> system_strategies(const ModelSet& models, const std::string& system);
 
 // A predictor that asks for q.dtype first, then for the other types of the same element size (aiconfigurator's
-// fp16 NCCL tables next to bf16 kernels: the models need the size in bytes only).
+// fp16 NCCL tables next to bf16 kernels: the models need the size in bytes only), in model/'s order
+// (predict_same_element_size, which `arfit predict` and whatif use too).
 Predictor with_same_size_dtypes(Predictor base);
 
 // Which model-set strategies stand for each name an output format uses (a TensorRT-LLM strategy such as

@@ -40,33 +40,21 @@ std::string synchronisation_reason(const OpClass& c, const KernelNameFacts& fact
   return "";
 }
 
-// Dtypes of the same element size as `dtype`, floating point first: what a models file may have instead.
-std::vector<std::string> same_size_dtypes(const std::string& dtype) {
-  std::vector<std::string> out;
-  for (const char* d : {"bf16", "fp16", "fp32", "fp8_e4m3", "int8", "uint8", "int32", "uint32", "fp64", "int64", "uint64"})
-    if (d != dtype && dtype_size(d) == dtype_size(dtype)) out.push_back(d);
-  return out;
-}
-
 std::string query_text(const PredictQuery& q) {
   return to_string(q.collective) + "/" + q.strategy + "/" + to_string(q.fusion) + "/" + q.dtype + " n=" + std::to_string(q.nranks) +
          (q.sm ? " sm=" + std::to_string(q.sm) : "") + " bytes=" + format_number(q.bytes, "%.0f");
 }
 
-// The prediction for q, else for q with a dtype of the same element size (q.dtype then names the one used and
-// *note says so); nullopt when neither answers.
+// The prediction for q, else for q with a dtype of the same element size (model/'s rule: q.dtype then names the
+// one used and *note says so); nullopt when neither answers.
 std::optional<Prediction> predict_same_size(const Predictor& predict, PredictQuery& q, std::string* note) {
-  if (auto p = predict(q)) return p;
-  const std::string wanted = q.dtype;
-  for (const auto& alt : same_size_dtypes(wanted)) {
-    q.dtype = alt;
-    if (auto p = predict(q)) {
-      *note = "no " + wanted + " model: used " + alt + " (same element size)";
-      return p;
-    }
+  std::string used;
+  std::optional<Prediction> p = predict_same_element_size(predict, q, &used);
+  if (p) {
+    *note = same_size_note(q.dtype, used);
+    if (!note->empty()) q.dtype = used;
   }
-  q.dtype = wanted;
-  return std::nullopt;
+  return p;
 }
 
 // The message size the profile recorded: its bytes, else its shape x element size; 0 when it recorded neither.
