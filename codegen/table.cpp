@@ -48,20 +48,22 @@ std::string StrategyTable::summary() const {
          " without a model (fallback " + options.fallback + ")";
 }
 
+std::pair<std::size_t, std::size_t> fastest_two(const std::vector<CandidateTime>& candidates) {
+  // Strict '<' keeps the earlier candidate on an exact tie (deterministic).
+  const std::size_t none = candidates.size();
+  std::size_t best = none, second = none;
+  for (std::size_t i = 0; i < candidates.size(); ++i)
+    if (best == none || candidates[i].prediction.time_us < candidates[best].prediction.time_us) best = i;
+  for (std::size_t i = 0; i < candidates.size(); ++i)
+    if (i != best && (second == none || candidates[i].prediction.time_us < candidates[second].prediction.time_us)) second = i;
+  return {best, second};
+}
+
 namespace {
 
-// Best and runner-up of a cell's candidates, and how sure the choice is. Strict '<' keeps the earlier candidate
-// on ties (deterministic).
+// Best and runner-up of a cell's candidates (fastest_two), and how sure the choice is.
 void choose(Cell& c) {
-  std::size_t best = 0;
-  for (std::size_t i = 1; i < c.candidates.size(); ++i)
-    if (c.candidates[i].prediction.time_us < c.candidates[best].prediction.time_us) best = i;
-  std::size_t second = c.candidates.size();
-  for (std::size_t i = 0; i < c.candidates.size(); ++i) {
-    if (i == best) continue;
-    if (second == c.candidates.size() || c.candidates[i].prediction.time_us < c.candidates[second].prediction.time_us)
-      second = i;
-  }
+  const auto [best, second] = fastest_two(c.candidates);
   const Prediction& pb = c.candidates[best].prediction;
   c.choice = c.candidates[best].strategy;
   c.extrapolated = pb.extrapolated;

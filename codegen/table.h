@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "codegen/axes.h"
@@ -58,6 +59,11 @@ struct CandidateTime {
   std::string strategy;
   Prediction prediction;
 };
+
+// The one decision rule of the table and of every format that picks a strategy from predictions (codegen's
+// formats, suggest, plot's grids, the nccl-tuner rules): the index of the fastest candidate (lowest time_us; the
+// earlier one on an exact tie) and of the fastest of the rest; candidates.size() where there is none.
+std::pair<std::size_t, std::size_t> fastest_two(const std::vector<CandidateTime>& candidates);
 
 struct Cell {
   int tp = 0;

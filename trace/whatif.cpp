@@ -60,14 +60,13 @@ std::optional<Prediction> predict_same_size(const Predictor& predict, PredictQue
 // The message size the profile recorded: its bytes, else its shape x element size; 0 when it recorded neither.
 double recorded_bytes(const ProfileNode* n, const std::string& dtype) {
   if (n && n->bytes > 0) return n->bytes;
-  if (n && n->shape_tokens > 0) return static_cast<double>(n->shape_tokens) * static_cast<double>(n->shape_hidden) * dtype_size(dtype);
+  if (n && n->shape_tokens > 0) return message_bytes(static_cast<double>(n->shape_tokens), static_cast<double>(n->shape_hidden), dtype);
   return 0.0;
 }
 
 // Message size: what the profile recorded, else tokens x hidden x element size. False when unknown.
 bool size_query(const ProfileNode* n, const std::string& dtype, std::int64_t tokens, const WhatIfOptions& opt, PredictQuery& q,
                 std::string* from) {
-  int ds = dtype_size(dtype);
   if (n && n->bytes > 0) {
     q.bytes = recorded_bytes(n, dtype);
     *from = "recorded bytes";
@@ -77,7 +76,7 @@ bool size_query(const ProfileNode* n, const std::string& dtype, std::int64_t tok
     q.hidden = n->shape_hidden;
     *from = "recorded shape";
   } else if (opt.hidden > 0 && tokens > 0) {
-    q.bytes = static_cast<double>(tokens) * static_cast<double>(opt.hidden) * ds;
+    q.bytes = message_bytes(static_cast<double>(tokens), static_cast<double>(opt.hidden), dtype);
     q.tokens = tokens;
     q.hidden = opt.hidden;
     *from = "tokens x --hidden";
