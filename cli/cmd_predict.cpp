@@ -222,12 +222,7 @@ void run_predict(const PredictArgs& a) {
   // suggest, plot and whatif answer by (model/model_set.h), and `how` says which.
   const auto predict_set = [&](const PredictQuery& q) { return set.predict(q, lenders); };
   for (const auto& q : qs) {
-    std::string used;
-    auto p = predict_same_element_size(predict_set, q, &used);
-    if (p) {
-      const std::string note = same_size_note(q.dtype, used);
-      if (!note.empty()) p->how += "; " + note;
-    }
+    const auto p = predict_same_element_size(predict_set, q);
     if (p && p->how.find(kNoMultiNodePrior) != std::string::npos) unknown_network = true;
     if (!p) {
       ++missing;

@@ -438,15 +438,11 @@ std::optional<Prediction> predict_same_element_size(const std::function<std::opt
     alt.dtype = d;
     if ((p = predict(alt))) {
       if (used) *used = d;
+      p->how += (p->how.empty() ? "" : "; ") + ("no " + canonical_dtype(q.dtype) + " model: used " + d + " (same element size)");
       return p;
     }
   }
   return p;
-}
-
-std::string same_size_note(const std::string& asked, const std::string& used) {
-  if (used.empty() || canonical_dtype(asked) == canonical_dtype(used)) return "";
-  return "no " + canonical_dtype(asked) + " model: used " + used + " (same element size)";
 }
 
 }  // namespace arfit

@@ -131,12 +131,10 @@ class ModelSet {
 // kernels, and a message of the same bytes is the same communication.
 std::vector<std::string> same_size_dtypes(const std::string& dtype);
 
-// `predict(q)`, else `predict` of q with each of same_size_dtypes(q.dtype) in turn: the first that answers.
-// `*used` (when given) is the canonical dtype that answered. A query without a dtype is asked as it is.
+// `predict(q)`, else `predict` of q with each of same_size_dtypes(q.dtype) in turn: the first that answers, its
+// `how` ending in "no bf16 model: used fp16 (same element size)". `*used` (when given) is the canonical dtype that
+// answered. A query without a dtype is asked as it is.
 std::optional<Prediction> predict_same_element_size(const std::function<std::optional<Prediction>(const PredictQuery&)>& predict,
                                                     const PredictQuery& q, std::string* used = nullptr);
-// What an answer from another type says: "no bf16 model: used fp16 (same element size)"; "" when `used` is the
-// type asked.
-std::string same_size_note(const std::string& asked, const std::string& used);
 
 }  // namespace arfit

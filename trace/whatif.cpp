@@ -46,14 +46,11 @@ std::string query_text(const PredictQuery& q) {
 }
 
 // The prediction for q, else for q with a dtype of the same element size (model/'s rule: q.dtype then names the
-// one used and *note says so); nullopt when neither answers.
-std::optional<Prediction> predict_same_size(const Predictor& predict, PredictQuery& q, std::string* note) {
+// one used and the prediction's `how` says so); nullopt when neither answers.
+std::optional<Prediction> predict_same_size(const Predictor& predict, PredictQuery& q) {
   std::string used;
   std::optional<Prediction> p = predict_same_element_size(predict, q, &used);
-  if (p) {
-    *note = same_size_note(q.dtype, used);
-    if (!note->empty()) q.dtype = used;
-  }
+  if (p) q.dtype = used;
   return p;
 }
 
@@ -149,8 +146,7 @@ WhatIfResult what_if(const Profile& profile, const RuleTable& rules, const WhatI
         q.sm = opt.sm;
         cw.bytes = q.bytes;
         cw.query = query_text(q);
-        std::string note;
-        p = predict_same_size(predict, q, &note);
+        p = predict_same_size(predict, q);
         if (!p) {
           keep_measured(cw, KeptBecause::NoModel, "not re-predicted: the model set has no curve for " + cw.query +
                                                       (same_size_dtypes(cw.dtype).empty() ? "" : " nor a dtype of the same element size") +
@@ -161,7 +157,7 @@ WhatIfResult what_if(const Profile& profile, const RuleTable& rules, const WhatI
           cw.lo_us = k * p->lo_us;
           cw.hi_us = k * p->hi_us;
           cw.extrapolated = p->extrapolated;
-          cw.how = note.empty() ? p->how : (p->how.empty() ? note : p->how + "; " + note);
+          cw.how = p->how;
           cw.repredicted = true;
           ++r.repredicted;
         }

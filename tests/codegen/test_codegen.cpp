@@ -444,7 +444,7 @@ TEST(CodegenTable, SameElementSizeRuleIsModelsOneRule) {
     EXPECT_EQ(answered, used) << dtype;
     EXPECT_EQ(direct->time_us, time) << dtype;
     EXPECT_EQ(table->time_us, time) << dtype;
-    EXPECT_EQ(same_size_note(dtype, answered), used == dtype ? "" : "no " + dtype + " model: used " + used + " (same element size)");
+    EXPECT_EQ(direct->how, used == dtype ? "" : "no " + dtype + " model: used " + used + " (same element size)");
   }
   PredictQuery none;
   none.dtype = "bf16";
