@@ -205,6 +205,14 @@ std::vector<plots::StrategyGrid> grids_from_models(const ModelSet& models, const
     to.sm = axes.sms.empty() ? 0 : axes.sms.front();
     try {
       codegen::check_grid_cells(gs);
+      // --sm transfers the models, as codegen's --sm with --transfer-sm: a machine whose SM has no datasheet
+      // figures is refused the same way (it drew no figure, exit 0, where codegen and suggest said why, exit 2).
+      if (to.sm != 0) {
+        codegen::Request transfer;
+        transfer.sm = to.sm;
+        transfer.transfer_sm = true;
+        codegen::check_sm_transfer(models, system, transfer, "--sm");
+      }
     } catch (const std::invalid_argument& e) {
       throw UsageError(e.what());
     }

@@ -160,7 +160,13 @@ void run_predict(const PredictArgs& a) {
   if (a.nranks == 0) {
     PredictQuery asked = base;
     if (!a.splits.empty()) asked.splits = a.splits.front();  // a split asks the all-to-all groups, as predict reads it
-    const std::vector<int> counts = set.gpu_counts(asked);
+    std::vector<int> counts = set.gpu_counts(asked);
+    // The counts of the type that will answer (a same-size type when --dtype has no model of its own).
+    for (const std::string& d : a.dtype.empty() ? std::vector<std::string>{} : same_size_dtypes(a.dtype)) {
+      if (!counts.empty()) break;
+      asked.dtype = d;
+      counts = set.gpu_counts(asked);
+    }
     if (counts.size() > 1)
       throw UsageError("--nranks: " + a.models + " has " + std::to_string(counts.size()) + " GPU counts for this query (" +
                        join(counts, ", ") + "); say which");
@@ -212,8 +218,11 @@ void run_predict(const PredictArgs& a) {
                 "busbw_GBps", "how");
   int missing = 0;
   bool unknown_network = false;
+  // A --dtype without a model of its own is answered by a type of the same element size, the rule codegen,
+  // suggest, plot and whatif answer by (model/model_set.h), and `how` says which.
+  const auto predict_set = [&](const PredictQuery& q) { return set.predict(q, lenders); };
   for (const auto& q : qs) {
-    const auto p = set.predict(q, lenders);
+    const auto p = predict_same_element_size(predict_set, q);
     if (p && p->how.find(kNoMultiNodePrior) != std::string::npos) unknown_network = true;
     if (!p) {
       ++missing;
@@ -263,7 +272,7 @@ void add_predict(CLI::App& app) {
   cmd->add_option("--strategy", a->strategy, "Strategy name as in the samples (default NCCL)");
   cmd->add_option("--system", a->system, "System label (default: the only one in the file)");
   cmd->add_option("--fusion", a->fusion, "Fusion op (default NONE)");
-  cmd->add_option("--dtype", a->dtype, "dtype (default: the group's, when there is only one)");
+  cmd->add_option("--dtype", a->dtype, "dtype (default: the group's, when there is only one); without a model of it, a type of the same element size answers, as in codegen, and `how` says which");
   cmd->add_option("--nranks", a->nranks, "GPU count (required when the file has several for the query); an unmeasured count uses the joint fit across counts")
       ->check(CLI::Range(1, kMaxModelRanks));
   cmd->add_option("--nnodes", a->nnodes, "Node count (default 1); more than measured: within the machine's measured network, else other machines' scale-out step (measured, or bridged through their own network; a two-node log paired with a one-node log of its GPU; from this file or --prior), else the machine's own answer widened by an unknown network (with a note)")->check(CLI::Range(1, kMaxModelRanks));

@@ -55,7 +55,7 @@ void check_cell_bytes(const Grid& g, const std::string& dtype) {
 
 int prediction_sm(const Request& r) { return r.transfer_sm ? r.sm : 0; }
 
-void check_sm_transfer(const ModelSet& models, const std::string& system, const Request& r) {
+void check_sm_transfer(const ModelSet& models, const std::string& system, const Request& r, const std::string& option) {
   if (!r.transfer_sm) return;
   std::vector<int> known;
   for (const SmTarget& t : sm_targets()) known.push_back(t.sm);
@@ -74,9 +74,9 @@ void check_sm_transfer(const ModelSet& models, const std::string& system, const 
   const std::string what = measured.empty() ? std::string("an SM arfit cannot tell (no sm in its samples, and neither "
                                                           "its device name nor its label names a GPU arfit knows)")
                                             : "SM " + join(measured, ", ") + ", which has no datasheet figures";
-  throw std::invalid_argument("--transfer-sm: system '" + system + "' was measured on " + what +
+  throw std::invalid_argument(option + ": system '" + system + "' was measured on " + what +
                               ", so its models cannot be carried to --sm " + std::to_string(r.sm) + figures +
-                              " (without --transfer-sm they answer as measured)");
+                              " (without " + option + " they answer as measured)");
 }
 
 Predictor request_predictor(const ModelSet& models, const Request& r) {

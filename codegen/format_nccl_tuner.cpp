@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <vector>
 
 #include "codegen/formats.h"
 #include "codegen/writers.h"
@@ -44,16 +45,17 @@ std::vector<TunerRule> tuner_rules(const std::vector<int>& nranks_list, const st
     std::vector<int> winner(sizes.size(), -1);
     for (std::size_t i = 0; i < sizes.size(); ++i) {
       q.bytes = sizes[i];
-      double best = 0;
+      // The variants that answer, in order, chosen by the table's rule (fastest_two: ties to the earlier).
+      std::vector<CandidateTime> answered;
+      std::vector<int> variant_of;
       for (std::size_t v = 0; v < variants.size(); ++v) {
         q.strategy = variants[v].strategy;
         auto p = predict(q);
         if (!p || !(p->time_us > 0)) continue;
-        if (winner[i] < 0 || p->time_us < best) {
-          best = p->time_us;
-          winner[i] = static_cast<int>(v);
-        }
+        answered.push_back({variants[v].strategy, *p});
+        variant_of.push_back(static_cast<int>(v));
       }
+      if (!answered.empty()) winner[i] = variant_of[fastest_two(answered).first];
     }
     // Merge runs of equal winners; sizes no variant can predict get no rule.
     std::size_t i = 0;

@@ -61,6 +61,8 @@ int prediction_sm(const Request& request);
 // (model/sm_targets.h; the transfer scales by their interconnect bandwidths). Throws std::invalid_argument naming
 // the option and the SM that has none (an unknown measured SM: no sm in the samples, no device name or system
 // label arfit recognises); the grid would otherwise come out all fallback cells for a reason it does not say.
-void check_sm_transfer(const ModelSet& models, const std::string& system, const Request& request);
+// `option` names what asked for the transfer (`arfit plot`'s grids transfer with --sm alone).
+void check_sm_transfer(const ModelSet& models, const std::string& system, const Request& request,
+                       const std::string& option = "--transfer-sm");
 
 }  // namespace arfit::codegen

@@ -48,20 +48,22 @@ std::string StrategyTable::summary() const {
          " without a model (fallback " + options.fallback + ")";
 }
 
+std::pair<std::size_t, std::size_t> fastest_two(const std::vector<CandidateTime>& candidates) {
+  // Strict '<' keeps the earlier candidate on an exact tie (deterministic).
+  const std::size_t none = candidates.size();
+  std::size_t best = none, second = none;
+  for (std::size_t i = 0; i < candidates.size(); ++i)
+    if (best == none || candidates[i].prediction.time_us < candidates[best].prediction.time_us) best = i;
+  for (std::size_t i = 0; i < candidates.size(); ++i)
+    if (i != best && (second == none || candidates[i].prediction.time_us < candidates[second].prediction.time_us)) second = i;
+  return {best, second};
+}
+
 namespace {
 
-// Best and runner-up of a cell's candidates, and how sure the choice is. Strict '<' keeps the earlier candidate
-// on ties (deterministic).
+// Best and runner-up of a cell's candidates (fastest_two), and how sure the choice is.
 void choose(Cell& c) {
-  std::size_t best = 0;
-  for (std::size_t i = 1; i < c.candidates.size(); ++i)
-    if (c.candidates[i].prediction.time_us < c.candidates[best].prediction.time_us) best = i;
-  std::size_t second = c.candidates.size();
-  for (std::size_t i = 0; i < c.candidates.size(); ++i) {
-    if (i == best) continue;
-    if (second == c.candidates.size() || c.candidates[i].prediction.time_us < c.candidates[second].prediction.time_us)
-      second = i;
-  }
+  const auto [best, second] = fastest_two(c.candidates);
   const Prediction& pb = c.candidates[best].prediction;
   c.choice = c.candidates[best].strategy;
   c.extrapolated = pb.extrapolated;
@@ -150,19 +152,7 @@ std::vector<std::string> system_strategies(const ModelSet& models, const std::st
 }
 
 Predictor with_same_size_dtypes(Predictor base) {
-  return [base = std::move(base)](const PredictQuery& q) {
-    auto p = base(q);
-    if (p) return p;
-    const int esize = dtype_size(q.dtype);
-    if (esize <= 0) return p;
-    for (const char* d : {"bf16", "fp16", "fp32", "fp64", "int8", "fp8_e4m3", "uint8", "int32", "int64"}) {
-      if (dtype_size(d) != esize || canonical_dtype(d) == canonical_dtype(q.dtype)) continue;
-      PredictQuery alt = q;
-      alt.dtype = d;
-      if ((p = base(alt))) return p;
-    }
-    return p;
-  };
+  return [base = std::move(base)](const PredictQuery& q) { return predict_same_element_size(base, q); };
 }
 
 Predictor mapped_predictor(Predictor base, StrategySources sources) {

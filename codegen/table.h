@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "codegen/axes.h"
@@ -59,6 +60,11 @@ struct CandidateTime {
   Prediction prediction;
 };
 
+// The one decision rule of the table and of every format that picks a strategy from predictions (codegen's
+// formats, suggest, plot's grids, the nccl-tuner rules): the index of the fastest candidate (lowest time_us; the
+// earlier one on an exact tie) and of the fastest of the rest; candidates.size() where there is none.
+std::pair<std::size_t, std::size_t> fastest_two(const std::vector<CandidateTime>& candidates);
+
 struct Cell {
   int tp = 0;
   FusionOp fusion = FusionOp::None;
@@ -100,7 +106,8 @@ Predictor model_set_predictor(const ModelSet& models);
 std::vector<std::string> system_strategies(const ModelSet& models, const std::string& system);
 
 // A predictor that asks for q.dtype first, then for the other types of the same element size (aiconfigurator's
-// fp16 NCCL tables next to bf16 kernels: the models need the size in bytes only).
+// fp16 NCCL tables next to bf16 kernels: the models need the size in bytes only), in model/'s order
+// (predict_same_element_size, which `arfit predict` and whatif use too).
 Predictor with_same_size_dtypes(Predictor base);
 
 // Which model-set strategies stand for each name an output format uses (a TensorRT-LLM strategy such as

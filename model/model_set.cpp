@@ -418,4 +418,31 @@ std::optional<Prediction> ModelSet::predict(const PredictQuery& q0, const std::v
   return out;
 }
 
+std::vector<std::string> same_size_dtypes(const std::string& dtype) {
+  const std::string asked = canonical_dtype(dtype);
+  const int size = dtype_size(asked);
+  std::vector<std::string> out;
+  if (size <= 0) return out;
+  for (const char* d : {"bf16", "fp16", "fp32", "fp8_e4m3", "int8", "uint8", "int32", "uint32", "fp64", "int64", "uint64"})
+    if (d != asked && dtype_size(d) == size) out.push_back(d);
+  return out;
+}
+
+std::optional<Prediction> predict_same_element_size(const std::function<std::optional<Prediction>(const PredictQuery&)>& predict,
+                                                    const PredictQuery& q, std::string* used) {
+  if (used) *used = q.dtype.empty() ? std::string() : canonical_dtype(q.dtype);
+  std::optional<Prediction> p = predict(q);
+  if (p || q.dtype.empty()) return p;
+  PredictQuery alt = q;
+  for (const std::string& d : same_size_dtypes(q.dtype)) {
+    alt.dtype = d;
+    if ((p = predict(alt))) {
+      if (used) *used = d;
+      p->how += (p->how.empty() ? "" : "; ") + ("no " + canonical_dtype(q.dtype) + " model: used " + d + " (same element size)");
+      return p;
+    }
+  }
+  return p;
+}
+
 }  // namespace arfit

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -122,5 +123,18 @@ class ModelSet {
   nlohmann::json json_;  // the models file, the single source of truth (round-trips exactly)
   std::shared_ptr<const Parsed> parsed_;  // derived from json_; read-only, so copies share it
 };
+
+// Element types of the same size as `dtype` (read any way canonical_dtype spells it), itself left out, in the
+// order a query without a model of `dtype` asks them: floating point first (bf16, fp16, fp32, fp8_e4m3, int8,
+// uint8, int32, uint32, fp64, int64, uint64). Empty for an unknown type. The one rule `arfit predict`, codegen
+// (and so suggest and plot's grids) and whatif answer by: aiconfigurator's NCCL tables are fp16 next to bf16
+// kernels, and a message of the same bytes is the same communication.
+std::vector<std::string> same_size_dtypes(const std::string& dtype);
+
+// `predict(q)`, else `predict` of q with each of same_size_dtypes(q.dtype) in turn: the first that answers, its
+// `how` ending in "no bf16 model: used fp16 (same element size)". `*used` (when given) is the canonical dtype that
+// answered. A query without a dtype is asked as it is.
+std::optional<Prediction> predict_same_element_size(const std::function<std::optional<Prediction>(const PredictQuery&)>& predict,
+                                                    const PredictQuery& q, std::string* used = nullptr);
 
 }  // namespace arfit

@@ -40,46 +40,30 @@ std::string synchronisation_reason(const OpClass& c, const KernelNameFacts& fact
   return "";
 }
 
-// Dtypes of the same element size as `dtype`, floating point first: what a models file may have instead.
-std::vector<std::string> same_size_dtypes(const std::string& dtype) {
-  std::vector<std::string> out;
-  for (const char* d : {"bf16", "fp16", "fp32", "fp8_e4m3", "int8", "uint8", "int32", "uint32", "fp64", "int64", "uint64"})
-    if (d != dtype && dtype_size(d) == dtype_size(dtype)) out.push_back(d);
-  return out;
-}
-
 std::string query_text(const PredictQuery& q) {
   return to_string(q.collective) + "/" + q.strategy + "/" + to_string(q.fusion) + "/" + q.dtype + " n=" + std::to_string(q.nranks) +
          (q.sm ? " sm=" + std::to_string(q.sm) : "") + " bytes=" + format_number(q.bytes, "%.0f");
 }
 
-// The prediction for q, else for q with a dtype of the same element size (q.dtype then names the one used and
-// *note says so); nullopt when neither answers.
-std::optional<Prediction> predict_same_size(const Predictor& predict, PredictQuery& q, std::string* note) {
-  if (auto p = predict(q)) return p;
-  const std::string wanted = q.dtype;
-  for (const auto& alt : same_size_dtypes(wanted)) {
-    q.dtype = alt;
-    if (auto p = predict(q)) {
-      *note = "no " + wanted + " model: used " + alt + " (same element size)";
-      return p;
-    }
-  }
-  q.dtype = wanted;
-  return std::nullopt;
+// The prediction for q, else for q with a dtype of the same element size (model/'s rule: q.dtype then names the
+// one used and the prediction's `how` says so); nullopt when neither answers.
+std::optional<Prediction> predict_same_size(const Predictor& predict, PredictQuery& q) {
+  std::string used;
+  std::optional<Prediction> p = predict_same_element_size(predict, q, &used);
+  if (p) q.dtype = used;
+  return p;
 }
 
 // The message size the profile recorded: its bytes, else its shape x element size; 0 when it recorded neither.
 double recorded_bytes(const ProfileNode* n, const std::string& dtype) {
   if (n && n->bytes > 0) return n->bytes;
-  if (n && n->shape_tokens > 0) return static_cast<double>(n->shape_tokens) * static_cast<double>(n->shape_hidden) * dtype_size(dtype);
+  if (n && n->shape_tokens > 0) return message_bytes(static_cast<double>(n->shape_tokens), static_cast<double>(n->shape_hidden), dtype);
   return 0.0;
 }
 
 // Message size: what the profile recorded, else tokens x hidden x element size. False when unknown.
 bool size_query(const ProfileNode* n, const std::string& dtype, std::int64_t tokens, const WhatIfOptions& opt, PredictQuery& q,
                 std::string* from) {
-  int ds = dtype_size(dtype);
   if (n && n->bytes > 0) {
     q.bytes = recorded_bytes(n, dtype);
     *from = "recorded bytes";
@@ -89,7 +73,7 @@ bool size_query(const ProfileNode* n, const std::string& dtype, std::int64_t tok
     q.hidden = n->shape_hidden;
     *from = "recorded shape";
   } else if (opt.hidden > 0 && tokens > 0) {
-    q.bytes = static_cast<double>(tokens) * static_cast<double>(opt.hidden) * ds;
+    q.bytes = message_bytes(static_cast<double>(tokens), static_cast<double>(opt.hidden), dtype);
     q.tokens = tokens;
     q.hidden = opt.hidden;
     *from = "tokens x --hidden";
@@ -162,8 +146,7 @@ WhatIfResult what_if(const Profile& profile, const RuleTable& rules, const WhatI
         q.sm = opt.sm;
         cw.bytes = q.bytes;
         cw.query = query_text(q);
-        std::string note;
-        p = predict_same_size(predict, q, &note);
+        p = predict_same_size(predict, q);
         if (!p) {
           keep_measured(cw, KeptBecause::NoModel, "not re-predicted: the model set has no curve for " + cw.query +
                                                       (same_size_dtypes(cw.dtype).empty() ? "" : " nor a dtype of the same element size") +
@@ -174,7 +157,7 @@ WhatIfResult what_if(const Profile& profile, const RuleTable& rules, const WhatI
           cw.lo_us = k * p->lo_us;
           cw.hi_us = k * p->hi_us;
           cw.extrapolated = p->extrapolated;
-          cw.how = note.empty() ? p->how : (p->how.empty() ? note : p->how + "; " + note);
+          cw.how = p->how;
           cw.repredicted = true;
           ++r.repredicted;
         }

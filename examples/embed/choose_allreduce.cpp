@@ -37,8 +37,11 @@ int main(int argc, char** argv) {
     for (const std::string& strategy :
          models.strategies(query.system, query.collective, query.fusion, query.nranks)) {
       query.strategy = strategy;
-      const std::optional<arfit::Prediction> p = models.predict(query);
-      if (!p) continue;  // e.g. no model of this dtype
+      // A strategy without a model of this dtype is asked for another of its element size, as `arfit predict` and
+      // `arfit codegen` ask it (aiconfigurator's NCCL tables are fp16 next to bf16 kernels).
+      const std::optional<arfit::Prediction> p = arfit::predict_same_element_size(
+          [&](const arfit::PredictQuery& q) { return models.predict(q); }, query);
+      if (!p) continue;  // no model of this dtype nor of its element size
       std::printf("%s %.17g %.17g %.17g %s\n", strategy.c_str(), p->time_us, p->lo_us, p->hi_us, p->how.c_str());
       if (!best || p->time_us < best_us) {
         best = strategy;

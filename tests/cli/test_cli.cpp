@@ -6,9 +6,13 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "model/atomic_file.h"
 #include "test_support.h"
 
 using arfit::testing::arfit_bin;
@@ -172,6 +176,39 @@ TEST(Cli, SuggestColumnsStaySeparatedWithLongNames) {
     EXPECT_TRUE((fields[6] == a && fields[7] == b) || (fields[6] == b && fields[7] == a)) << line;
   }
   EXPECT_GT(rows, 0) << r.output;
+}
+
+// One rule for a --dtype the models hold no model of: codegen's (and suggest's, plot's) table answers NCCL from
+// the fp16 tables in a bf16 grid, so `arfit predict --dtype bf16` gives that cell the same number, and says from
+// which type (it answered "no model" while the table held a number for the same cell).
+TEST(Cli, PredictAnswersACellWithTheNumbersOfTheTableOfTheSameDtype) {
+  arfit::testing::TempDir dir;
+  std::string csv = "#arfit-samples v1\ncollective,strategy,fusion,dtype,nranks,bytes,time_us\n";
+  for (int k = 10; k <= 26; ++k)
+    for (const auto& [strategy, dtype, alpha] : std::vector<std::tuple<std::string, std::string, double>>{
+             {"NCCL", "fp16", 15}, {"custom", "bf16", 3}})
+      csv += "allreduce," + strategy + ",NONE," + dtype + ",2," + std::to_string(1LL << k) + "," +
+             std::to_string(alpha + static_cast<double>(1LL << k) / 4e5) + "\n";
+  auto r = run_command(arfit_bin() + " fit " + dir.write("s.csv", csv) + " -o " + dir.file("m.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run_command(arfit_bin() + " codegen " + dir.file("m.json") + " --format json --tp 2 --fusion NONE --hidden 512 " +
+                  "--tokens 1024 --dtype bf16 -o " + dir.file("t.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto table = nlohmann::json::parse(arfit::read_file(dir.file("t.json")));
+  const auto& nccl = table["cells"][0]["predicted"]["NCCL"];
+  r = run_command(arfit_bin() + " predict " + dir.file("m.json") + " --collective allreduce --strategy NCCL --nranks 2 " +
+                  "--tokens 1024 --hidden 512 --dtype bf16 --json > " + dir.file("p.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto predicted = nlohmann::json::parse(arfit::read_file(dir.file("p.json")));
+  ASSERT_EQ(predicted.size(), 1u) << predicted.dump();
+  ASSERT_TRUE(predicted[0].contains("time_us")) << predicted.dump();
+  EXPECT_EQ(predicted[0]["bytes"].get<double>(), table["cells"][0]["bytes"].get<double>());
+  for (const char* f : {"time_us", "lo_us", "hi_us"}) EXPECT_EQ(predicted[0][f].get<double>(), nccl[f].get<double>()) << f;
+  EXPECT_NE(predicted[0]["how"].get<std::string>().find("no bf16 model: used fp16 (same element size)"), std::string::npos)
+      << predicted.dump();
+  // Without --nranks the GPU counts are those of the type that answers (one here), not "none of bf16".
+  r = run_command(arfit_bin() + " predict " + dir.file("m.json") + " --collective allreduce --strategy NCCL --bytes 1M --dtype bf16");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
 // --transfer-sm from a machine whose SM arfit has no datasheet figures for (unknown, or SM 75) says so, naming the

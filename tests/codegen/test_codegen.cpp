@@ -6,6 +6,8 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -412,6 +414,41 @@ TEST(CodegenTable, SameElementSizeModelsAnswerForEachOther) {
   TableOptions fp32;
   fp32.dtype = "fp32";  // 4-byte elements: neither the fp16 nor the bf16 model answers
   EXPECT_EQ(build_table(g, two, p, fp32).fallback_cells(), 2);
+}
+
+// The same-element-size rule is model/'s one rule, in one order, whoever asks: the table (codegen, suggest,
+// plot) takes for uint8 the type `arfit predict` and whatif take (fp8_e4m3 before int8; codegen's own list
+// took int8 while whatif's took fp8_e4m3), and for uint32 the type predict_same_element_size names.
+TEST(CodegenTable, SameElementSizeRuleIsModelsOneRule) {
+  EXPECT_EQ(same_size_dtypes("uint8"), (std::vector<std::string>{"fp8_e4m3", "int8"}));
+  EXPECT_EQ(same_size_dtypes("half"), (std::vector<std::string>{"bf16"}));
+  EXPECT_EQ(same_size_dtypes("uint32"), (std::vector<std::string>{"fp32", "int32"}));
+  EXPECT_TRUE(same_size_dtypes("bogus").empty());
+  // Models of int8 (10 us) and fp8_e4m3 (20 us), and of int32 only.
+  Predictor p = [](const PredictQuery& q) -> std::optional<Prediction> {
+    Prediction r;
+    if (q.dtype == "int8") r.time_us = 10;
+    else if (q.dtype == "fp8_e4m3") r.time_us = 20;
+    else if (q.dtype == "int32") r.time_us = 30;
+    else return std::nullopt;
+    return r;
+  };
+  for (const auto& [dtype, used, time] : std::vector<std::tuple<std::string, std::string, double>>{
+           {"uint8", "fp8_e4m3", 20}, {"int8", "int8", 10}, {"uint32", "int32", 30}, {"fp32", "int32", 30}}) {
+    PredictQuery q;
+    q.dtype = dtype;
+    std::string answered;
+    const auto direct = predict_same_element_size(p, q, &answered);
+    const auto table = with_same_size_dtypes(p)(q);
+    ASSERT_TRUE(direct && table) << dtype;
+    EXPECT_EQ(answered, used) << dtype;
+    EXPECT_EQ(direct->time_us, time) << dtype;
+    EXPECT_EQ(table->time_us, time) << dtype;
+    EXPECT_EQ(direct->how, used == dtype ? "" : "no " + dtype + " model: used " + used + " (same element size)");
+  }
+  PredictQuery none;
+  none.dtype = "bf16";
+  EXPECT_FALSE(predict_same_element_size(p, none));
 }
 
 // Names are rendered into generated code through codegen/safe_text.h: a strategy or system name cannot end a

@@ -261,6 +261,29 @@ TEST(PlotOptions, GridOptionsAreParsedBeforeAnyInputIsRead) {
   EXPECT_FALSE(fs::exists(out));
 }
 
+// --sm carries a grid from models to that SM as codegen's --sm --transfer-sm does, and a machine whose SM has no
+// datasheet figures is refused as codegen refuses it (plot drew no figure with exit 0 where codegen said why).
+TEST(PlotOptions, GridsRefuseAnSmTransferAsCodegenDoes) {
+  TempDir tmp;
+  std::string csv = "#arfit-samples v1\ncollective,strategy,fusion,dtype,nranks,bytes,time_us,sm\n";
+  for (int k = 10; k <= 26; ++k)
+    for (const auto& [strategy, alpha] : std::vector<std::pair<std::string, double>>{{"NCCL", 15}, {"custom", 3}})
+      csv += "allreduce," + strategy + ",NONE,bf16,2," + std::to_string(1LL << k) + "," +
+             std::to_string(alpha + static_cast<double>(1LL << k) / 4e5) + ",\n";
+  const std::string models = tmp.file("m.json"), out = tmp.file("figures");
+  auto r = run_command(arfit_bin() + " fit " + tmp.write("s.csv", csv) + " -o " + models);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto codegen = run_command(arfit_bin() + " codegen " + models + " --format json --tp 2 --sm 100 --transfer-sm -o " + tmp.file("t.json"));
+  EXPECT_EQ(codegen.exit_code, 2) << codegen.output;
+  for (const std::string kind : {"best", "heatmap"}) {
+    r = run_command(arfit_bin() + " plot " + kind + " " + models + " --sm 100 -o " + out);
+    EXPECT_EQ(r.exit_code, 2) << kind << ": " << r.output;
+    EXPECT_TRUE(has(r.output, "--sm: system 'default' was measured on an SM arfit cannot tell")) << r.output;
+    EXPECT_TRUE(has(r.output, "cannot be carried to --sm 100")) << r.output;
+  }
+  EXPECT_FALSE(fs::exists(out));
+}
+
 // A grid from models is predicted for one SM: several --sm are refused for the grid kinds (they took the first and
 // dropped the rest silently); cross draws one curve per SM.
 TEST(PlotOptions, GridKindsTakeOneSm) {
