@@ -143,7 +143,9 @@ struct ScaleOutLender {
 // nodes at one size by `lenders` as plan_scale_out_lenders chose them (at least one): each lender's step, measured
 // or bridged, from its one-node time (its own, or the paired machines' median), carried to the machine's fabric
 // (fabric_adjusted_step), then scale_out_by_prior with the lenders' median half-width of what their steps add
-// (a bridged step's carry; paired machines' half range, in quadrature). `how` names the lenders when
+// (a bridged step's carry; paired machines' half range, in quadrature). At each size only the lenders whose network
+// measured down to it lend, else those nearest to it within an octave: below a lender's sizes its step is its
+// curve's guess at a latency it never measured (above them the tail is the bandwidth line). `how` names the lenders when
 // `name_lenders` (`arfit predict`; crossn's points keep the count alone) and says when the steps were bridged or
 // paired. Throws std::invalid_argument on no lender or a lender without a one-node count.
 Prediction scale_out_by_lenders(const GroupModel& largest, int sm, const std::vector<ScaleOutLender>& lenders,
