@@ -1,8 +1,8 @@
 #include "model/scale_out.h"
 
 #include <algorithm>
-#include <limits>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <stdexcept>
 #include <string>

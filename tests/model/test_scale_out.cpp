@@ -194,7 +194,7 @@ TEST(ScaleOut, FabricTermDoesNotTurnAStepNegative) {
 
 namespace {
 
-// An α-β all-reduce curve of 8 GPUs on `nnodes` nodes measured over [min_bytes, max_bytes].
+// An α-β all-reduce curve of `nranks` GPUs on `nnodes` nodes measured over [min_bytes, max_bytes].
 GroupModel alphabeta_curve(const std::string& system, int nranks, int nnodes, double alpha_us, double gbps, double min_bytes,
                            double max_bytes) {
   GroupKey k;
