@@ -129,23 +129,20 @@ std::vector<GroupModel> groups_of(const ModelSet& set) {
   return out;
 }
 
-std::vector<JointModel> joints_of(const ModelSet& set) {
-  std::vector<JointModel> out;
-  if (set.raw().contains("joint"))
-    for (const auto& j : set.raw().at("joint")) out.push_back(JointModel::from_json(j));
+// The joint-n families of every fitted public file, with their file.
+std::vector<std::pair<const PublicFile*, JointModel>> joint_families() {
+  std::vector<std::pair<const PublicFile*, JointModel>> out;
+  for (const PublicFile& f : fitted_files())
+    if (f.models.raw().contains("joint"))
+      for (const auto& j : f.models.raw().at("joint")) out.emplace_back(&f, JointModel::from_json(j));
   return out;
 }
 
+// `arfit predict --nranks N --nnodes M --bytes S` for a group's curve kind.
 PredictQuery query_of(const GroupKey& k, int nranks, int nnodes, double bytes) {
-  PredictQuery q;
-  q.system = k.system;
-  q.collective = k.collective;
-  q.strategy = k.strategy;
-  q.fusion = k.fusion;
-  q.dtype = k.dtype;
+  PredictQuery q = group_query(k, bytes);
   q.nranks = nranks;
   q.nnodes = nnodes;
-  q.bytes = bytes;
   return q;
 }
 
@@ -195,69 +192,67 @@ std::string answer(const Prediction& p) {
 
 TEST(PublicDataAcrossGpuCounts, BetweenMeasuredCounts) {
   if (arfit::testing::public_data_dir().empty()) GTEST_SKIP() << "public data folder absent";
-  int families = 0, checked = 0;
+  const auto families = joint_families();
+  int checked = 0;
   std::vector<Violation> v;
-  for (const PublicFile& f : fitted_files()) {
-    for (const JointModel& jm : joints_of(f.models)) {
-      ++families;
-      for (size_t i = 0; i + 1 < jm.members.size(); ++i) {
-        const GroupModel& a = jm.members[i];
-        const GroupModel& b = jm.members[i + 1];
-        for (int n = a.key.nranks + 1; n < b.key.nranks; ++n) {
-          for (double s : f.curves.at(a.key).bytes) {
-            const double ta = measured_at(f, a, s), tb = measured_at(f, b, s);
-            if (ta <= 0 || tb <= 0) continue;
-            const std::optional<Prediction> p = f.models.predict(query_of(a.key, n, a.key.nnodes, s));
-            ++checked;
-            const double lo = std::min(ta, tb) / kBetweenCounts, hi = std::max(ta, tb) * kBetweenCounts;
-            if (!p || !sane(*p) || p->time_us < lo || p->time_us > hi)
-              v.push_back({jm.key.id() + " --nranks " + std::to_string(n) + " --bytes " + fmt(s) + ": " + (p ? answer(*p) : "none") +
-                           ", measured " + fmt(ta) + " us at " + std::to_string(a.key.nranks) + ", " + fmt(tb) + " us at " +
-                           std::to_string(b.key.nranks) + " (" + f.path + ")"});
-          }
+  for (const auto& [file, jm] : families) {
+    const PublicFile& f = *file;
+    for (size_t i = 0; i + 1 < jm.members.size(); ++i) {
+      const GroupModel& a = jm.members[i];
+      const GroupModel& b = jm.members[i + 1];
+      for (int n = a.key.nranks + 1; n < b.key.nranks; ++n) {
+        for (double s : f.curves.at(a.key).bytes) {
+          const double ta = measured_at(f, a, s), tb = measured_at(f, b, s);
+          if (ta <= 0 || tb <= 0) continue;
+          const std::optional<Prediction> p = f.models.predict(query_of(a.key, n, a.key.nnodes, s));
+          ++checked;
+          const double lo = std::min(ta, tb) / kBetweenCounts, hi = std::max(ta, tb) * kBetweenCounts;
+          if (!p || !sane(*p) || p->time_us < lo || p->time_us > hi)
+            v.push_back({jm.key.id() + " --nranks " + std::to_string(n) + " --bytes " + fmt(s) + ": " + (p ? answer(*p) : "none") +
+                         ", measured " + fmt(ta) + " us at " + std::to_string(a.key.nranks) + ", " + fmt(tb) + " us at " +
+                         std::to_string(b.key.nranks) + " (" + f.path + ")"});
         }
       }
     }
   }
-  std::cout << families << " joint-n families, " << checked << " (count, size) between measured counts, " << v.size()
+  std::cout << families.size() << " joint-n families, " << checked << " (count, size) between measured counts, " << v.size()
             << " outside [min / " << kBetweenCounts << ", max x " << kBetweenCounts << "]\n"
             << describe(v);
-  EXPECT_GT(families, 150) << "the aiconfigurator tables measure 2, 4 and 8 GPUs";
+  EXPECT_GT(families.size(), 150u) << "the aiconfigurator tables measure 2, 4 and 8 GPUs";
   EXPECT_GT(checked, 5000);
   EXPECT_TRUE(v.empty()) << describe(v);
 }
 
 TEST(PublicDataAcrossGpuCounts, OneDoublingBeyondTheMeasuredCounts) {
   if (arfit::testing::public_data_dir().empty()) GTEST_SKIP() << "public data folder absent";
-  int families = 0, checked = 0;
+  const auto families = joint_families();
+  int checked = 0;
   std::vector<Violation> v;
-  for (const PublicFile& f : fitted_files()) {
-    for (const JointModel& jm : joints_of(f.models)) {
-      ++families;
-      const GroupModel& c = jm.members.back();
-      const GroupModel& d = jm.members[jm.members.size() - 2];
-      const int nc = c.key.nranks, nd = d.key.nranks, n = 2 * nc;
-      const double peers = nc > 1 ? (n - 1.0) / (nc - 1.0) : n - 1.0;
-      const double fc = bus_factor(c.key.collective, nc), fn = bus_factor(c.key.collective, n);
-      const double bus = fc > 0 && fn > 0 ? fn / fc : 1.0;
-      for (double s : f.curves.at(c.key).bytes) {
-        const double tc = measured_at(f, c, s), td = measured_at(f, d, s);
-        if (tc <= 0 || td <= 0) continue;
-        const double q = std::pow(tc / td, 1.0 / std::log2(static_cast<double>(nc) / nd));
-        const std::optional<Prediction> p = f.models.predict(query_of(c.key, n, c.key.nnodes, s));
-        ++checked;
-        const double lo = tc * std::min(1.0, q) / kBeyondCounts, hi = tc * std::max({peers, bus, q, 1.0}) * kBeyondCounts;
-        if (!p || !sane(*p) || p->time_us < lo || p->time_us > hi)
-          v.push_back({jm.key.id() + " --nranks " + std::to_string(n) + " --bytes " + fmt(s) + ": " + (p ? answer(*p) : "none") +
-                       ", measured " + fmt(td) + " us at " + std::to_string(nd) + ", " + fmt(tc) + " us at " + std::to_string(nc) +
-                       ", bounds [" + fmt(lo) + ", " + fmt(hi) + "] (" + f.path + ")"});
-      }
+  for (const auto& [file, jm] : families) {
+    const PublicFile& f = *file;
+    const GroupModel& c = jm.members.back();
+    const GroupModel& d = jm.members[jm.members.size() - 2];
+    const int nc = c.key.nranks, nd = d.key.nranks, n = 2 * nc;
+    const double peers = nc > 1 ? (n - 1.0) / (nc - 1.0) : n - 1.0;
+    const double fc = bus_factor(c.key.collective, nc), fn = bus_factor(c.key.collective, n);
+    const double bus = fc > 0 && fn > 0 ? fn / fc : 1.0;
+    for (double s : f.curves.at(c.key).bytes) {
+      const double tc = measured_at(f, c, s), td = measured_at(f, d, s);
+      if (tc <= 0 || td <= 0) continue;
+      const double q = std::pow(tc / td, 1.0 / std::log2(static_cast<double>(nc) / nd));
+      const std::optional<Prediction> p = f.models.predict(query_of(c.key, n, c.key.nnodes, s));
+      ++checked;
+      const double lo = tc * std::min(1.0, q) / kBeyondCounts, hi = tc * std::max({peers, bus, q, 1.0}) * kBeyondCounts;
+      if (!p || !sane(*p) || p->time_us < lo || p->time_us > hi)
+        v.push_back({jm.key.id() + " --nranks " + std::to_string(n) + " --bytes " + fmt(s) + ": " + (p ? answer(*p) : "none") +
+                     ", measured " + fmt(td) + " us at " + std::to_string(nd) + ", " + fmt(tc) + " us at " + std::to_string(nc) +
+                     ", bounds [" + fmt(lo) + ", " + fmt(hi) + "] (" + f.path + ")"});
     }
   }
-  std::cout << families << " joint-n families, " << checked << " sizes one doubling beyond the measured counts, " << v.size()
+  std::cout << families.size() << " joint-n families, " << checked << " sizes one doubling beyond the measured counts, " << v.size()
             << " outside the bounds\n"
             << describe(v);
-  EXPECT_GT(families, 150);
+  EXPECT_GT(families.size(), 150u);
   EXPECT_GT(checked, 2000);
   EXPECT_TRUE(v.empty()) << describe(v);
 }

@@ -168,30 +168,6 @@ TEST(ScaleOut, FabricTermScalesTheOneNodeBandwidthShare) {
   EXPECT_LT(fabric_adjusted_step(step, 90, 80, node, 1 << 30), step);
 }
 
-// A PCIe target (L40S, 32 GB/s) from an H100 (NVLink 4): the step shrinks to 0 and no further — 16 GPUs on two L40S
-// nodes are not faster than 8 on one, the ring still crosses the PCIe links (ln(32 / 450) = −2.6 had made them 7x
-// faster on the public L40S table). A step the lender measured below 0 is kept.
-TEST(ScaleOut, FabricTermDoesNotTurnAStepNegative) {
-  GroupKey k;
-  k.system = "l40s";
-  k.collective = Collective::AllReduce;
-  k.strategy = "NCCL";
-  k.dtype = "fp16";
-  k.nranks = 8;
-  k.nnodes = 1;
-  const GroupModel node = GroupModel::from_json({{"key", group_key_to_json(k)},
-                                                 {"ok", true},
-                                                 {"family", "alphabeta"},
-                                                 {"params", {std::log(20.0), std::log(10.0)}},  // 20 µs, 10 GB/s
-                                                 {"bus_factor", bus_factor(k.collective, 8)},
-                                                 {"range", {{"min_bytes", 1024}, {"max_bytes", 1 << 30}, {"points", 21}}},
-                                                 {"interval", {{"sigma_in", 0.02}, {"sigma_out_per_octave", 0.03}}}});
-  ASSERT_TRUE(node.ok);
-  EXPECT_DOUBLE_EQ(fabric_adjusted_step(0.8, 90, 89, node, 1 << 30), 0.0);
-  EXPECT_DOUBLE_EQ(fabric_adjusted_step(-0.3, 90, 89, node, 1 << 30), -0.3);
-  EXPECT_GT(fabric_adjusted_step(0.8, 90, 89, node, 1024), 0.0);  // latency-bound: the step hardly moves
-}
-
 namespace {
 
 // An α-β all-reduce curve of `nranks` GPUs on `nnodes` nodes measured over [min_bytes, max_bytes].
@@ -214,6 +190,17 @@ GroupModel alphabeta_curve(const std::string& system, int nranks, int nnodes, do
 }
 
 }  // namespace
+
+// A PCIe target (L40S, 32 GB/s) from an H100 (NVLink 4): the step shrinks to 0 and no further — 16 GPUs on two L40S
+// nodes are not faster than 8 on one, the ring still crosses the PCIe links (ln(32 / 450) = −2.6 had made them 7x
+// faster on the public L40S table). A step the lender measured below 0 is kept.
+TEST(ScaleOut, FabricTermDoesNotTurnAStepNegative) {
+  const GroupModel node = alphabeta_curve("l40s", 8, 1, 20, 10, 1024, 1 << 30);  // 20 µs, 10 GB/s
+  ASSERT_TRUE(node.ok);
+  EXPECT_DOUBLE_EQ(fabric_adjusted_step(0.8, 90, 89, node, 1 << 30), 0.0);
+  EXPECT_DOUBLE_EQ(fabric_adjusted_step(-0.3, 90, 89, node, 1 << 30), -0.3);
+  EXPECT_GT(fabric_adjusted_step(0.8, 90, 89, node, 1024), 0.0);  // latency-bound: the step hardly moves
+}
 
 // A lender whose network log starts at 1 MiB says nothing of the network's latency at 8 B: its step there is its
 // tail line's guess (here a 1 µs intercept, ten times below its one-node latency). Of two lenders, the one whose
