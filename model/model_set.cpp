@@ -350,6 +350,19 @@ std::vector<int> ModelSet::gpu_counts(const PredictQuery& q0) const {
   return {counts.begin(), counts.end()};
 }
 
+PredictQuery group_query(const GroupKey& key, double bytes) {
+  PredictQuery q;
+  q.system = key.system;
+  q.collective = key.collective;
+  q.strategy = key.strategy;
+  q.fusion = key.fusion;
+  q.dtype = key.dtype;
+  q.nranks = key.nranks;
+  q.nnodes = key.nnodes;
+  q.bytes = bytes;
+  return q;
+}
+
 std::optional<Prediction> ModelSet::predict(const PredictQuery& q) const { return predict(q, {}); }
 
 std::optional<Prediction> ModelSet::predict(const PredictQuery& q0, const std::vector<ModelSet>& lenders) const {

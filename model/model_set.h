@@ -78,6 +78,10 @@ struct GroupModelView {
   std::vector<std::pair<double, double>> seed_turning_points;  // seed family: (ln_p bytes, sats_p bytes)
 };
 
+// The query for a fitted group's own curve (its system, collective, strategy, fusion, dtype, count and nodes) at
+// `bytes`: what plots and tests ask a models file about one of its groups.
+PredictQuery group_query(const GroupKey& key, double bytes);
+
 class ModelSet {
  public:
   // Reads and validates the whole set (docs/fit.md's schema; group_model.h lists the checks). from_json throws

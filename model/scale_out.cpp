@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -95,7 +96,10 @@ double fabric_adjusted_step(double step, int lender_sm, int target_sm, const Gro
   const auto lender = find_sm_target(lender_sm), target = find_sm_target(target_sm);
   if (!lender || !target || lender->interconnect_gbps <= 0 || target->interconnect_gbps <= 0) return step;
   const double bandwidth_share = 1 - latency_share(target_count, target_count.predict(bytes));
-  return step + bandwidth_share * std::log(target->interconnect_gbps / lender->interconnect_gbps);
+  const double adjusted = step + bandwidth_share * std::log(target->interconnect_gbps / lender->interconnect_gbps);
+  // A slower fabric narrows the gap between the network and the node down to none, not below: a ring across
+  // nodes still runs through the target's own fabric, so only a step the lender measured below zero stays so.
+  return std::max(adjusted, std::min(step, 0.0));
 }
 
 namespace {
@@ -221,14 +225,33 @@ std::vector<LenderPlan> plan_scale_out_lenders(const std::vector<LenderCurve>& p
   return out;
 }
 
+namespace {
+
+// Octaves from `bytes` up to the smallest size a lender measured beyond one node (its `to` curve, else its
+// network's curves): 0 at or above it. Above its sizes a curve's tail is the bandwidth line (time ∝ bytes), which
+// carries; below them the network's latency was never measured.
+double octaves_below_network(const ScaleOutLender& l, double bytes) {
+  double lo = std::numeric_limits<double>::infinity();
+  if (l.to) lo = l.to->min_bytes;
+  for (const GroupModel& m : l.network) lo = std::min(lo, m.min_bytes);
+  return std::isfinite(lo) ? std::max(0.0, std::log2(lo / bytes)) : 0.0;
+}
+
+}  // namespace
+
 Prediction scale_out_by_lenders(const GroupModel& largest, int sm, const std::vector<ScaleOutLender>& lenders,
                                 int nranks, int nnodes, double bytes, bool name_lenders) {
   if (lenders.empty()) throw std::invalid_argument("scale_out_by_lenders: no lender");
   std::vector<double> steps, carry_half_widths;
   std::vector<std::string> names;
   bool bridged = false, paired = false;
+  // The lenders whose network measured down to the size, else those nearest to it (within an octave, a sweep's
+  // step): a step read 17 octaves below a 1 MiB..1 GiB log is its curve's guess, not the network's latency.
+  double nearest = std::numeric_limits<double>::infinity();
+  for (const ScaleOutLender& l : lenders) nearest = std::min(nearest, octaves_below_network(l, bytes));
   for (const ScaleOutLender& l : lenders) {
     if (l.from.empty()) throw std::invalid_argument("scale_out_by_lenders: lender " + l.system + " has no one-node count");
+    if (octaves_below_network(l, bytes) > nearest + 1) continue;
     names.push_back(l.system);
     // The one-node end: the lender's own, or the median of the paired machines', the half of their range joining
     // the interval (machines of one GPU differ in their one-node times too).

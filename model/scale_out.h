@@ -46,7 +46,10 @@ std::vector<std::size_t> same_fabric_lenders(const std::vector<int>& lender_sms,
 // term is taken as the lender's, the one-node term's bandwidth share (1 − λ of the target's count, λ its latency
 // share at `bytes`) scales with the datasheet bandwidths, so the step grows by (1 − λ)·ln(target / lender
 // bandwidth). A B200 node (NVLink 5) is twice as fast as an H100 node at large sizes and reaches the same network,
-// so its step is twice the H100's there. The step as is when either SM is not in the table (and for lenders of
+// so its step is twice the H100's there. A slower fabric shrinks the step to 0 at most (to the lender's own step
+// when that was below 0): the ring across nodes still runs through the target's fabric, so crossing nodes does not
+// make a PCIe node faster than its own one-node time (an L40S node from H100 lenders: ln(32 / 450) would have put
+// 16 GPUs on two nodes 7x below 8 on one). The step as is when either SM is not in the table (and for lenders of
 // the target's fabric, where the term is 0).
 double fabric_adjusted_step(double step, int lender_sm, int target_sm, const GroupModel& target_count, double bytes);
 
@@ -140,7 +143,9 @@ struct ScaleOutLender {
 // nodes at one size by `lenders` as plan_scale_out_lenders chose them (at least one): each lender's step, measured
 // or bridged, from its one-node time (its own, or the paired machines' median), carried to the machine's fabric
 // (fabric_adjusted_step), then scale_out_by_prior with the lenders' median half-width of what their steps add
-// (a bridged step's carry; paired machines' half range, in quadrature). `how` names the lenders when
+// (a bridged step's carry; paired machines' half range, in quadrature). At each size only the lenders whose network
+// measured down to it lend, else those nearest to it within an octave: below a lender's sizes its step is its
+// curve's guess at a latency it never measured (above them the tail is the bandwidth line). `how` names the lenders when
 // `name_lenders` (`arfit predict`; crossn's points keep the count alone) and says when the steps were bridged or
 // paired. Throws std::invalid_argument on no lender or a lender without a one-node count.
 Prediction scale_out_by_lenders(const GroupModel& largest, int sm, const std::vector<ScaleOutLender>& lenders,

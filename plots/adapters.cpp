@@ -45,16 +45,8 @@ std::vector<FitPoint> reduce_points(const std::vector<const Sample*>& samples, b
 }  // namespace
 
 std::optional<Prediction> predict_at(const ModelSet& models, const GroupKey& key, double bytes, int sm) {
-  PredictQuery q;
-  q.system = key.system;
-  q.collective = key.collective;
-  q.strategy = key.strategy;
-  q.fusion = key.fusion;
-  q.dtype = key.dtype;
-  q.nranks = key.nranks;
-  q.nnodes = key.nnodes;
+  PredictQuery q = group_query(key, bytes);
   q.sm = sm;
-  q.bytes = bytes;
   try {
     return models.predict(q);
   } catch (const std::exception&) {

@@ -167,3 +167,55 @@ TEST(ScaleOut, FabricTermScalesTheOneNodeBandwidthShare) {
   // An A100 target (NVLink 3, half the H100's bandwidth) from an H100: the step shrinks.
   EXPECT_LT(fabric_adjusted_step(step, 90, 80, node, 1 << 30), step);
 }
+
+namespace {
+
+// An α-β all-reduce curve of `nranks` GPUs on `nnodes` nodes measured over [min_bytes, max_bytes].
+GroupModel alphabeta_curve(const std::string& system, int nranks, int nnodes, double alpha_us, double gbps, double min_bytes,
+                           double max_bytes) {
+  GroupKey k;
+  k.system = system;
+  k.collective = Collective::AllReduce;
+  k.strategy = "NCCL";
+  k.dtype = "fp32";
+  k.nranks = nranks;
+  k.nnodes = nnodes;
+  return GroupModel::from_json({{"key", group_key_to_json(k)},
+                                {"ok", true},
+                                {"family", "alphabeta"},
+                                {"params", {std::log(alpha_us), std::log(gbps)}},
+                                {"bus_factor", bus_factor(k.collective, nranks)},
+                                {"range", {{"min_bytes", min_bytes}, {"max_bytes", max_bytes}, {"points", 11}}},
+                                {"interval", {{"sigma_in", 0.02}, {"sigma_out_per_octave", 0.03}}}});
+}
+
+}  // namespace
+
+// A PCIe target (L40S, 32 GB/s) from an H100 (NVLink 4): the step shrinks to 0 and no further — 16 GPUs on two L40S
+// nodes are not faster than 8 on one, the ring still crosses the PCIe links (ln(32 / 450) = −2.6 had made them 7x
+// faster on the public L40S table). A step the lender measured below 0 is kept.
+TEST(ScaleOut, FabricTermDoesNotTurnAStepNegative) {
+  const GroupModel node = alphabeta_curve("l40s", 8, 1, 20, 10, 1024, 1 << 30);  // 20 µs, 10 GB/s
+  ASSERT_TRUE(node.ok);
+  EXPECT_DOUBLE_EQ(fabric_adjusted_step(0.8, 90, 89, node, 1 << 30), 0.0);
+  EXPECT_DOUBLE_EQ(fabric_adjusted_step(-0.3, 90, 89, node, 1 << 30), -0.3);
+  EXPECT_GT(fabric_adjusted_step(0.8, 90, 89, node, 1024), 0.0);  // latency-bound: the step hardly moves
+}
+
+// A lender whose network log starts at 1 MiB says nothing of the network's latency at 8 B: its step there is its
+// tail line's guess (here a 1 µs intercept, ten times below its one-node latency). Of two lenders, the one whose
+// network measured 8 B lends alone there (the public 1 MiB..1 GiB IB logs had put 2 GPUs on two nodes 1.4x below
+// one node's time at 8 B); at 64 MiB, which both measured, both lend.
+TEST(ScaleOut, LendersLendAtSizesTheirNetworkMeasured) {
+  const GroupModel machine = alphabeta_curve("target", 8, 1, 10, 200, 8, 1 << 30);
+  ScaleOutLender near_lender{"near", 0, {alphabeta_curve("near", 8, 1, 10, 200, 8, 1 << 30)},
+                             alphabeta_curve("near", 16, 2, 30, 40, 8, 1 << 30), {}, false};
+  ScaleOutLender far_lender{"far", 0, {alphabeta_curve("far", 8, 1, 10, 200, 8, 1 << 30)},
+                            alphabeta_curve("far", 16, 2, 1, 40, 1 << 20, 1 << 30), {}, false};
+  const double one_node = machine.predict(8).time_us;
+  const Prediction at_8 = scale_out_by_lenders(machine, 0, {near_lender, far_lender}, 16, 2, 8, true);
+  EXPECT_NEAR(at_8.time_us / one_node, 3.0, 0.05) << at_8.how;  // the near lender's step: 30 µs / 10 µs
+  EXPECT_EQ(at_8.how.find("far"), std::string::npos) << at_8.how;
+  const Prediction at_64m = scale_out_by_lenders(machine, 0, {near_lender, far_lender}, 16, 2, 64 << 20, true);
+  EXPECT_NE(at_64m.how.find("far"), std::string::npos) << at_64m.how;
+}
