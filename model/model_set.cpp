@@ -342,8 +342,9 @@ std::string refuse_across_nodes(const std::vector<const GroupModel*>& groups, co
   for (const GroupModel* g : lender_pool)
     if (g->key.collective == q.collective && g->key.strategy == q.strategy && g->key.nnodes > 1) return "";
   return q.strategy + ": no machine in the models or --prior measured it (" + to_string(q.collective) +
-         ") on more than one node; custom all-reduce kernels run within a node's peer-memory domain (only NCCL's own "
-         "strategies run across nodes by construction), so it has no answer on " + std::to_string(q.nnodes) + " nodes";
+         ") on more than one node; only " + strategy::kNccl + " and " + strategy::kNcclSymmetric +
+         " run across nodes by construction (custom all-reduce kernels run within a node's peer-memory domain), so it "
+         "has no answer on " + std::to_string(q.nnodes) + " nodes";
 }
 
 }  // namespace

@@ -82,8 +82,9 @@ struct WhatIfResult {
 // ("AllReduce_Sum_bf16"), else opt.dtype. A query the predictor cannot answer is retried with the other dtypes of
 // the same element size (bf16 <-> fp16, ...), saying so; when none answers the collective keeps its measured time
 // (KeptBecause::NoModel), or, when `refusal` names why the predictor refuses it (a custom all-reduce on more nodes
-// than any machine measured it on), KeptBecause::NotAcrossNodes with that reason. Small all-reduces that synchronise (integer types, a Max/Min/Prod op, fp32 in a 16-bit
-// model, a recorded size of at most kSyncAllReduceMaxBytes) keep theirs too (KeptBecause::Synchronisation).
+// than any machine measured it on), KeptBecause::NotAcrossNodes with that reason. Small all-reduces that
+// synchronise (integer types, a Max/Min/Prod op, fp32 in a 16-bit model, a recorded size of at most
+// kSyncAllReduceMaxBytes) keep theirs too (KeptBecause::Synchronisation).
 // Throws std::invalid_argument when tp <= 0 or a collective to re-predict has no known message size (no
 // recorded size and no --hidden / phase tokens).
 WhatIfResult what_if(const Profile& profile, const RuleTable& rules, const WhatIfOptions& opt, const Predictor& predict,
