@@ -217,6 +217,7 @@ void run_predict(const PredictArgs& a) {
     std::printf("%14s %8s %8s %12s %12s %12s %10s  %s\n", "bytes", "tokens", "hidden", "time_us", "lo90_us", "hi90_us",
                 "busbw_GBps", "how");
   int missing = 0;
+  std::string refused;  // why predict refuses the strategy across nodes (model/model_set.h), when it does
   bool unknown_network = false;
   // A --dtype without a model of its own is answered by a type of the same element size, the rule codegen,
   // suggest, plot and whatif answer by (model/model_set.h), and `how` says which.
@@ -226,11 +227,13 @@ void run_predict(const PredictArgs& a) {
     if (p && p->how.find(kNoMultiNodePrior) != std::string::npos) unknown_network = true;
     if (!p) {
       ++missing;
+      refused = set.across_nodes_refusal(q, lenders);
+      const std::string why = refused.empty() ? "no model answers this query" : refused;
       // No model, so no dtype to size tokens × hidden or a split with: the query as given.
       if (!a.json)
-        std::printf("%14.0f %8lld %8lld  no model answers this query%s%s\n", q.bytes, (long long)q.tokens, (long long)q.hidden,
+        std::printf("%14.0f %8lld %8lld  %s%s%s\n", q.bytes, (long long)q.tokens, (long long)q.hidden, why.c_str(),
                     q.splits.empty() ? "" : ": ", q.splits.c_str());
-      nlohmann::json r = {{"error", "no model answers this query"}};
+      nlohmann::json r = {{"error", why}};
       if (q.bytes > 0) r["bytes"] = q.bytes;
       if (q.tokens) {
         r["tokens"] = q.tokens;
@@ -259,6 +262,7 @@ void run_predict(const PredictArgs& a) {
   }
   if (a.json) std::cout << out.dump(1) << "\n";
   if (unknown_network) std::cerr << across_nodes_note(set, base);
+  if (missing == static_cast<int>(qs.size()) && !refused.empty()) throw std::runtime_error(refused);
   if (missing == static_cast<int>(qs.size()))
     throw std::runtime_error("no model in " + a.models +
                              " answers the query (check --system, --collective, --strategy, --fusion, --dtype, --nnodes)");
@@ -275,7 +279,7 @@ void add_predict(CLI::App& app) {
   cmd->add_option("--dtype", a->dtype, "dtype (default: the group's, when there is only one); without a model of it, a type of the same element size answers, as in codegen, and `how` says which");
   cmd->add_option("--nranks", a->nranks, "GPU count (required when the file has several for the query); an unmeasured count uses the joint fit across counts")
       ->check(CLI::Range(1, kMaxModelRanks));
-  cmd->add_option("--nnodes", a->nnodes, "Node count (default 1); more than measured: within the machine's measured network, else other machines' scale-out step (measured, or bridged through their own network; a two-node log paired with a one-node log of its GPU; from this file or --prior), else the machine's own answer widened by an unknown network (with a note)")->check(CLI::Range(1, kMaxModelRanks));
+  cmd->add_option("--nnodes", a->nnodes, "Node count (default 1); more than measured: within the machine's measured network, else other machines' scale-out step (measured, or bridged through their own network; a two-node log paired with a one-node log of its GPU; from this file or --prior), else the machine's own answer widened by an unknown network (with a note). Only NCCL and NCCL_SYMMETRIC run across nodes by construction; any other strategy (custom all-reduce: peer GPU memory within a node) is answered there only where this file or --prior measured it on more than one node, else not, saying why")->check(CLI::Range(1, kMaxModelRanks));
   cmd->add_option("--prior", a->priors,
                   "Other machines (models files from `arfit fit`, or samples in any format, fitted here) whose "
                   "scale-out steps a query on more nodes than its machine measured may borrow, as if they were in the "

@@ -65,7 +65,8 @@ void run_whatif(const WhatIfArgs& a) {
   opt.fold = a.fold;
   trace::WhatIfResult r;
   try {
-    r = trace::what_if(prof, rules, opt, [&](const PredictQuery& q) { return models.predict(q); });
+    r = trace::what_if(prof, rules, opt, [&](const PredictQuery& q) { return models.predict(q); },
+                       [&](const PredictQuery& q) { return models.across_nodes_refusal(q); });
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }

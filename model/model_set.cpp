@@ -327,7 +327,42 @@ std::optional<Prediction> predict_across_nodes(const std::vector<const GroupMode
   return one_count_across_nodes(*last, q.nranks, q.nnodes, bytes, sm);
 }
 
+// Why a query on more nodes than its machine measured gets no answer although the machine measured its curve kind
+// on fewer: its strategy is not shown to run across nodes. NCCL's own do by construction; any other (vLLM's,
+// SGLang's and TensorRT-LLM's custom all-reduce, arbench's one-shot and two-shot) exchanges through peer GPU
+// memory, which ends at the node unless the machine's NVLink domain spans nodes (GB200/GB300 NVL72), so it
+// runs across nodes only where some machine in `lender_pool` (the query's own included) measured it, same
+// collective, on more than one node. Decided by evidence, so it holds for strategies arfit has never seen.
+// Empty when nothing refuses the query. `groups`: the fitted groups of the query's curve kind.
+std::string refuse_across_nodes(const std::vector<const GroupModel*>& groups, const std::vector<const GroupModel*>& lender_pool,
+                                 const PredictQuery& q) {
+  if (q.nranks <= 0 || !q.across_nodes || q.strategy == strategy::kNccl || q.strategy == strategy::kNcclSymmetric) return "";
+  const auto on_fewer_nodes = [&](const GroupModel* g) { return g->key.nnodes < q.nnodes; };
+  if (std::none_of(groups.begin(), groups.end(), on_fewer_nodes)) return "";
+  for (const GroupModel* g : lender_pool)
+    if (g->key.collective == q.collective && g->key.strategy == q.strategy && g->key.nnodes > 1) return "";
+  return q.strategy + ": no machine in the models or --prior measured it (" + to_string(q.collective) +
+         ") on more than one node; only " + strategy::kNccl + " and " + strategy::kNcclSymmetric +
+         " run across nodes by construction (custom all-reduce kernels run within a node's peer-memory domain), so it "
+         "has no answer on " + std::to_string(q.nnodes) + " nodes";
+}
+
 }  // namespace
+
+std::vector<const GroupModel*> ModelSet::lender_pool(const std::vector<ModelSet>& lenders) const {
+  std::vector<const GroupModel*> pool;
+  for (const GroupModel& g : parsed_->groups) pool.push_back(&g);
+  for (const ModelSet& l : lenders)
+    if (l.parsed_)
+      for (const GroupModel& g : l.parsed_->groups) pool.push_back(&g);
+  return pool;
+}
+
+std::string ModelSet::across_nodes_refusal(const PredictQuery& q0, const std::vector<ModelSet>& lenders) const {
+  const std::optional<PredictQuery> q = resolve_query(q0);
+  if (!parsed_ || !q || predict(q0, lenders)) return "";
+  return refuse_across_nodes(parsed_->groups_of(*q), lender_pool(lenders), *q);
+}
 
 std::optional<PredictQuery> ModelSet::resolve_query(const PredictQuery& q0) const {
   PredictQuery q = q0;
@@ -411,13 +446,11 @@ std::optional<Prediction> ModelSet::predict(const PredictQuery& q0, const std::v
     }
   }
   // 3) more nodes than the machine measured
+  //    (none for a strategy not shown to run across nodes: across_nodes_refusal)
   if (!out) {
-    std::vector<const GroupModel*> lender_pool;
-    for (const GroupModel& g : parsed_->groups) lender_pool.push_back(&g);
-    for (const ModelSet& l : lenders)
-      if (l.parsed_)
-        for (const GroupModel& g : l.parsed_->groups) lender_pool.push_back(&g);
-    out = predict_across_nodes(parsed_->groups_of(q), parsed_->joint_of(q), lender_pool, q, bytes, &measured_sm, &latency_us);
+    const std::vector<const GroupModel*> pool = lender_pool(lenders);
+    if (!refuse_across_nodes(parsed_->groups_of(q), pool, q).empty()) return std::nullopt;
+    out = predict_across_nodes(parsed_->groups_of(q), parsed_->joint_of(q), pool, q, bytes, &measured_sm, &latency_us);
   }
   if (!out) return std::nullopt;
   // 4) another SM target: scale by the per-generation bandwidth table

@@ -19,6 +19,8 @@
 
 namespace arfit {
 
+struct GroupModel;  // model/group_model.h
+
 // One fitted curve: a (system, collective, strategy, fusion, dtype, nranks, nnodes) group.
 struct GroupKey {
   std::string system;  // system label: aiconfigurator system name, device name or source file stem
@@ -114,6 +116,11 @@ class ModelSet {
   // The same, where a query on more nodes than its machine measured may also borrow the scale-out steps of the
   // machines in `lenders` (other models files: `arfit predict --prior`); they answer nothing else.
   std::optional<Prediction> predict(const PredictQuery& q, const std::vector<ModelSet>& lenders) const;
+  // Why predict(q, lenders) has no answer when it refuses a strategy on more nodes than the query's machine measured
+  // it on: only NCCL's own strategies run across nodes by construction, any other only where the query's machine or
+  // a lender (this set's groups, then `lenders`) measured it, same collective, on more than one node (docs/fit.md,
+  // "Across node boundaries"). One line naming the strategy; empty when predict answers or refuses nothing.
+  std::string across_nodes_refusal(const PredictQuery& q, const std::vector<ModelSet>& lenders = {}) const;
 
   const nlohmann::json& raw() const { return json_; }
 
@@ -123,6 +130,8 @@ class ModelSet {
   // `q` as predict reads it: an all-to-allv split asks the all-to-all groups, an empty system the set's only one
   // (nullopt when it has several).
   std::optional<PredictQuery> resolve_query(const PredictQuery& q) const;
+  // The groups other machines' scale-out steps may come from: this set's (every group), then those of `lenders`.
+  std::vector<const GroupModel*> lender_pool(const std::vector<ModelSet>& lenders) const;
 
   nlohmann::json json_;  // the models file, the single source of truth (round-trips exactly)
   std::shared_ptr<const Parsed> parsed_;  // derived from json_; read-only, so copies share it

@@ -98,7 +98,8 @@ std::string missing_size_hint(const Phase& ph, const WhatIfOptions& opt) {
 
 }  // namespace
 
-WhatIfResult what_if(const Profile& profile, const RuleTable& rules, const WhatIfOptions& opt, const Predictor& predict) {
+WhatIfResult what_if(const Profile& profile, const RuleTable& rules, const WhatIfOptions& opt, const Predictor& predict,
+                     const Refusal& refusal) {
   if (opt.tp <= 0) throw std::invalid_argument("--tp must be a positive rank count");
   if (dtype_size(opt.dtype) <= 0) throw std::invalid_argument("unknown dtype '" + opt.dtype + "'");
   WhatIfResult r;
@@ -147,7 +148,10 @@ WhatIfResult what_if(const Profile& profile, const RuleTable& rules, const WhatI
         cw.bytes = q.bytes;
         cw.query = query_text(q);
         p = predict_same_size(predict, q);
-        if (!p) {
+        const std::string refused = !p && refusal ? refusal(q) : "";
+        if (!refused.empty()) {
+          keep_measured(cw, KeptBecause::NotAcrossNodes, "not re-predicted: " + refused + " (kept as measured)");
+        } else if (!p) {
           keep_measured(cw, KeptBecause::NoModel, "not re-predicted: the model set has no curve for " + cw.query +
                                                       (same_size_dtypes(cw.dtype).empty() ? "" : " nor a dtype of the same element size") +
                                                       " (kept as measured)");
@@ -208,6 +212,7 @@ std::string format_what_if(const WhatIfResult& r, const Profile& profile, const 
     const char* sep = " ";
     for (const auto& [why, count] : kept) {
       o << sep << count << (why == KeptBecause::NoModel           ? " without a model in the set"
+                            : why == KeptBecause::NotAcrossNodes  ? " whose strategy no machine measured across nodes"
                             : why == KeptBecause::Synchronisation ? " synchronisation (not TP traffic)"
                                                                   : " whose class names no collective (expert dispatch/combine, send/recv, ...)");
       sep = ", ";

@@ -19,6 +19,8 @@
 namespace arfit::trace {
 
 using Predictor = std::function<std::optional<Prediction>(const PredictQuery&)>;
+// Why the predictor has no answer for a query it refuses (ModelSet::across_nodes_refusal); empty when it refuses none.
+using Refusal = std::function<std::string(const PredictQuery&)>;
 
 struct WhatIfOptions {
   int tp = 0;          // new rank count (required, > 0)
@@ -38,6 +40,7 @@ enum class KeptBecause {
   NoCollective,     // its class names no collective/strategy (NCCL SendRecv, MoE dispatch/combine, ...)
   Synchronisation,  // a small all-reduce of counters or flags, not tensor-parallel activations
   NoModel,          // the model set has no curve for its query, nor for a dtype of the same element size
+  NotAcrossNodes,   // its strategy is not shown to run on the query's nodes (ModelSet::across_nodes_refusal)
 };
 
 struct CollectiveWhatIf {
@@ -78,11 +81,14 @@ struct WhatIfResult {
 // The element type of a collective: recorded with the node, else where NCCL names it in the kernel
 // ("AllReduce_Sum_bf16"), else opt.dtype. A query the predictor cannot answer is retried with the other dtypes of
 // the same element size (bf16 <-> fp16, ...), saying so; when none answers the collective keeps its measured time
-// (KeptBecause::NoModel). Small all-reduces that synchronise (integer types, a Max/Min/Prod op, fp32 in a 16-bit
-// model, a recorded size of at most kSyncAllReduceMaxBytes) keep theirs too (KeptBecause::Synchronisation).
+// (KeptBecause::NoModel), or, when `refusal` names why the predictor refuses it (a custom all-reduce on more nodes
+// than any machine measured it on), KeptBecause::NotAcrossNodes with that reason. Small all-reduces that
+// synchronise (integer types, a Max/Min/Prod op, fp32 in a 16-bit model, a recorded size of at most
+// kSyncAllReduceMaxBytes) keep theirs too (KeptBecause::Synchronisation).
 // Throws std::invalid_argument when tp <= 0 or a collective to re-predict has no known message size (no
 // recorded size and no --hidden / phase tokens).
-WhatIfResult what_if(const Profile& profile, const RuleTable& rules, const WhatIfOptions& opt, const Predictor& predict);
+WhatIfResult what_if(const Profile& profile, const RuleTable& rules, const WhatIfOptions& opt, const Predictor& predict,
+                     const Refusal& refusal = {});
 
 // A recorded all-reduce this small (bytes) is synchronisation, not activations: 256 fp32 counters.
 inline constexpr double kSyncAllReduceMaxBytes = 1024;

@@ -8,7 +8,8 @@
 //     transferred from the other machines' models (`arfit fit anchors.csv --prior others...`), read at every size
 //     the file measured and between them;
 //   * AcrossNodesBeyondTheMeasuredNodes: the largest measured count, and twice it, on twice the measured nodes
-//     (`--nnodes 2`), with every other public file as a lender (`--prior`).
+//     (`--nnodes 2`), with every other public file as a lender (`--prior`); a strategy other than NCCL's own that no
+//     public file measured on more than one node (custom all-reduce: peer GPU memory within a node) is refused there.
 // The envelopes and their reasons are at each constant below.
 #include <gtest/gtest.h>
 
@@ -367,8 +368,13 @@ TEST(PublicDataNewMachine, TransferredFromThreeAnchors) {
 TEST(PublicDataAcrossNodes, BeyondTheMeasuredNodes) {
   if (arfit::testing::public_data_dir().empty()) GTEST_SKIP() << "public data folder absent";
   const std::vector<PublicFile>& files = fitted_files();
-  int asked = 0, checked = 0;
+  int asked = 0, checked = 0, refused = 0;
   std::vector<Violation> v;
+  // The (collective, strategy) pairs some public file measured on more than one node: shown to run across nodes.
+  std::set<std::pair<Collective, std::string>> across_nodes;
+  for (const PublicFile& f : files)
+    for (const GroupModel& g : groups_of(f.models))
+      if (g.key.nnodes > 1) across_nodes.insert({g.key.collective, g.key.strategy});
   for (const PublicFile& f : files) {
     std::vector<ModelSet> lenders;  // `--prior` every other public file
     for (const PublicFile& o : files)
@@ -384,9 +390,22 @@ TEST(PublicDataAcrossNodes, BeyondTheMeasuredNodes) {
         return o.ok && k == g.key && std::tie(o.key.nnodes, o.key.nranks) > std::tie(g.key.nnodes, g.key.nranks);
       });
       if (!largest) continue;
+      const bool runs_across_nodes = g.key.strategy == strategy::kNccl || g.key.strategy == strategy::kNcclSymmetric ||
+                                     across_nodes.count({g.key.collective, g.key.strategy});
       for (const int n : {g.key.nranks, 2 * g.key.nranks}) {
         const int nodes = 2 * g.key.nnodes;
         ++asked;
+        if (!runs_across_nodes) {
+          // No answer, and the reason names the strategy.
+          const PredictQuery q = query_of(g.key, n, nodes, f.curves.at(g.key).bytes.front());
+          const std::optional<Prediction> p = f.models.predict(q, lenders);
+          const std::string why = f.models.across_nodes_refusal(q, lenders);
+          ++refused;
+          if (p || why.rfind(g.key.strategy + ": ", 0) != 0)
+            v.push_back({g.key.id() + " --nranks " + std::to_string(n) + " --nnodes " + std::to_string(nodes) + ": " +
+                         (p ? answer(*p) : "none") + ", refusal '" + why + "' (" + f.path + ")"});
+          continue;
+        }
         for (double s : f.curves.at(g.key).bytes) {
           // The reference on the measured nodes: c measured; for 2c the lower of c measured (more GPUs move more)
           // and predict's answer for 2c there (the joint-n rule, bounded by OneDoublingBeyondTheMeasuredCounts,
@@ -406,8 +425,11 @@ TEST(PublicDataAcrossNodes, BeyondTheMeasuredNodes) {
       }
     }
   }
-  std::cout << asked << " (count, nodes) asked, " << checked << " sizes, " << v.size() << " violations\n" << describe(v);
+  std::cout << asked << " (count, nodes) asked, " << refused << " refused (strategy never measured across nodes), " << checked
+            << " sizes, " << v.size() << " violations\n"
+            << describe(v);
   EXPECT_GT(asked, 500);
+  EXPECT_GT(refused, 0);  // the public custom all-reduce tables are one-node
   EXPECT_TRUE(v.empty()) << describe(v);
 }
 

@@ -313,3 +313,36 @@ TEST(WhatIf, ExpertCommunicationIsCommunicationKeptAsMeasured) {
   EXPECT_DOUBLE_EQ(r.phases[0].comm_predicted_us, 30.0);
   EXPECT_TRUE(fake.seen.empty());
 }
+
+// A strategy the models refuse on the asked nodes (ModelSet::across_nodes_refusal: a custom all-reduce no machine
+// measured across nodes) keeps its measured time with that reason, apart from a missing model.
+TEST(WhatIf, KeepsAStrategyRefusedAcrossNodesWithTheReason) {
+  FakeModels fake;
+  WhatIfOptions opt;
+  opt.tp = 16;
+  opt.nnodes = 2;
+  opt.hidden = 2048;
+  const auto nccl_only = [&](const PredictQuery& q) { return q.strategy == "NCCL" ? fake(q) : std::optional<Prediction>(); };
+  const auto refusal = [](const PredictQuery& q) {
+    return q.strategy == "NCCL" ? std::string() : q.strategy + ": not measured on more than one node";
+  };
+  WhatIfResult r = what_if(small(), RuleTable::defaults(), opt, nccl_only, refusal);
+  int refused = 0;
+  for (const CollectiveWhatIf& c : r.collectives) {
+    if (c.repredicted) continue;
+    ++refused;
+    EXPECT_EQ(c.kept, KeptBecause::NotAcrossNodes) << c.kernel;
+    EXPECT_NE(c.how.find("ONESHOT: not measured on more than one node"), std::string::npos) << c.how;
+    EXPECT_EQ(c.predicted_us, c.measured_us);
+  }
+  EXPECT_EQ(refused, 3);  // the custom all-reduce of prefill and both decodes
+  EXPECT_EQ(r.repredicted, r.recognised - 3);
+  const std::string text = format_what_if(r, small(), opt);
+  EXPECT_NE(text.find("3 whose strategy no machine measured across nodes"), std::string::npos) << text;
+  // Without a refusal to say why, the same collectives are kept as without a model.
+  WhatIfResult plain = what_if(small(), RuleTable::defaults(), opt, nccl_only);
+  for (const CollectiveWhatIf& c : plain.collectives) {
+    if (c.repredicted) continue;
+    EXPECT_EQ(c.kept, KeptBecause::NoModel) << c.kernel;
+  }
+}
