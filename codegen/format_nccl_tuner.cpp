@@ -3,7 +3,6 @@
 // buffer and parses every line not starting with '#' as a rule, so every line here -- banner included -- is at
 // most 255 characters: a longer comment's tail would be read as a rule.
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -16,23 +15,6 @@
 #include "model/text.h"
 
 namespace arfit::codegen {
-
-std::optional<NcclVariant> parse_nccl_variant(const std::string& strategy) {
-  std::string s;
-  for (char c : strategy) s += (c == '-' || c == ':' || c == '/') ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (s.rfind("nccl_", 0) != 0) return std::nullopt;
-  const std::string rest = s.substr(5);
-  static const char* algos[] = {"collnet_direct", "collnet_chain", "nvls_tree", "nvls", "tree", "ring", "pat"};
-  static const char* protos[] = {"ll128", "ll", "simple"};
-  for (const char* a : algos) {
-    const std::string as = a;
-    if (rest.rfind(as + "_", 0) != 0) continue;
-    const std::string p = rest.substr(as.size() + 1);
-    for (const char* pr : protos)
-      if (p == pr) return NcclVariant{strategy, as, p};
-  }
-  return std::nullopt;
-}
 
 std::vector<TunerRule> tuner_rules(const std::vector<int>& nranks_list, const std::vector<double>& sizes,
                                    const std::vector<NcclVariant>& variants, const Predictor& predict,

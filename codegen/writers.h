@@ -13,6 +13,7 @@
 #include "codegen/banner.h"
 #include "codegen/table.h"
 #include "codegen/thresholds.h"
+#include "model/nccl_variant.h"
 
 namespace arfit::codegen {
 
@@ -73,13 +74,7 @@ std::string write_json(const StrategyTable& table, const Banner& banner, int sm,
 // The plugin reads lines into a 256-byte buffer, so no line (newline excluded) is longer than this:
 inline constexpr std::size_t kTunerMaxLine = 255;
 
-struct NcclVariant {
-  std::string strategy;   // as in the model set
-  std::string algorithm;  // tree|ring|collnet_direct|collnet_chain|nvls|nvls_tree|pat
-  std::string protocol;   // ll|ll128|simple
-};
-// nullopt when the name is not NCCL_<algo>_<proto> (case-insensitive; '_', '-', ':' or '/' separate).
-std::optional<NcclVariant> parse_nccl_variant(const std::string& strategy);
+// NcclVariant and parse_nccl_variant: model/nccl_variant.h.
 
 struct TunerRule {
   std::string collective = "allreduce";

@@ -13,6 +13,7 @@
 #include "model/file_kind.h"
 #include "model/group_model.h"
 #include "model/joint_model.h"
+#include "model/nccl_variant.h"
 #include "model/json_input.h"
 #include "model/alltoallv.h"
 #include "model/scale_out.h"
@@ -328,7 +329,8 @@ std::optional<Prediction> predict_across_nodes(const std::vector<const GroupMode
 }
 
 // Why a query on more nodes than its machine measured gets no answer although the machine measured its curve kind
-// on fewer: its strategy is not shown to run across nodes. NCCL's own do by construction; any other (vLLM's,
+// on fewer: its strategy is not shown to run across nodes. NCCL's own do by construction (nccl_runs_across_nodes:
+// NCCL, NCCL_SYMMETRIC and the forced variants whose algorithm spans nodes); any other (vLLM's,
 // SGLang's and TensorRT-LLM's custom all-reduce, arbench's one-shot and two-shot) exchanges through peer GPU
 // memory, which ends at the node unless the machine's NVLink domain spans nodes (GB200/GB300 NVL72), so it
 // runs across nodes only where some machine in `lender_pool` (the query's own included) measured it, same
@@ -336,15 +338,16 @@ std::optional<Prediction> predict_across_nodes(const std::vector<const GroupMode
 // Empty when nothing refuses the query. `groups`: the fitted groups of the query's curve kind.
 std::string refuse_across_nodes(const std::vector<const GroupModel*>& groups, const std::vector<const GroupModel*>& lender_pool,
                                  const PredictQuery& q) {
-  if (q.nranks <= 0 || !q.across_nodes || q.strategy == strategy::kNccl || q.strategy == strategy::kNcclSymmetric) return "";
+  if (q.nranks <= 0 || !q.across_nodes || nccl_runs_across_nodes(q.strategy)) return "";
   const auto on_fewer_nodes = [&](const GroupModel* g) { return g->key.nnodes < q.nnodes; };
   if (std::none_of(groups.begin(), groups.end(), on_fewer_nodes)) return "";
   for (const GroupModel* g : lender_pool)
     if (g->key.collective == q.collective && g->key.strategy == q.strategy && g->key.nnodes > 1) return "";
   return q.strategy + ": no machine in the models or --prior measured it (" + to_string(q.collective) +
-         ") on more than one node; only " + strategy::kNccl + " and " + strategy::kNcclSymmetric +
-         " run across nodes by construction (custom all-reduce kernels run within a node's peer-memory domain), so it "
-         "has no answer on " + std::to_string(q.nnodes) + " nodes";
+         ") on more than one node; only NCCL's own (" + strategy::kNccl + ", " + strategy::kNcclSymmetric +
+         ", its ring, tree, PAT, CollNet and NVLS-tree variants) run across nodes by construction (custom all-reduce "
+         "kernels and forced NVLS run within one NVLink or peer-memory domain), so it has no answer on " +
+         std::to_string(q.nnodes) + " nodes";
 }
 
 }  // namespace

@@ -407,7 +407,7 @@ inline int check_tuner(const ModelSet& models, const Request& r, const std::vect
       const auto p = predict(q);
       if (p && p->time_us < best_t) best_t = p->time_us, best = v;
     }
-    return codegen::parse_nccl_variant(best);
+    return arfit::parse_nccl_variant(best);
   };
   for (int tp : tps) {
     // Every size of the axis: the variant arfit predicts fastest.

@@ -83,6 +83,22 @@ TEST(AcrossNodesStrategy, NcclIsAnsweredAcrossNodesAsBefore) {
   }
 }
 
+TEST(AcrossNodesStrategy, NcclVariantsCrossNodesByTheirAlgorithm) {
+  // Forced ring, tree, PAT, CollNet and NVLS-tree runs cross nodes by construction; forced NVLS alone needs one
+  // NVLink domain, so measured on one node only it is refused like a custom kernel.
+  const ModelSet set = models({group("h100", "NCCL_RING_LL", 8, 1), group("h100", "nccl-tree-simple", 8, 1),
+                               group("h100", "NCCL_NVLS_TREE_LL128", 8, 1), group("h100", "NCCL_NVLS_SIMPLE", 8, 1),
+                               group("h100", "NCCL_RING_FAST", 8, 1)});
+  for (const char* s : {"NCCL_RING_LL", "nccl-tree-simple", "NCCL_NVLS_TREE_LL128"}) {
+    EXPECT_TRUE(set.predict(query(s, 16, 2))) << s;
+    EXPECT_EQ(set.across_nodes_refusal(query(s, 16, 2)), "") << s;
+  }
+  for (const char* s : {"NCCL_NVLS_SIMPLE", "NCCL_RING_FAST"}) {  // NVLS alone; not a variant name NCCL knows
+    EXPECT_FALSE(set.predict(query(s, 16, 2))) << s;
+    EXPECT_NE(set.across_nodes_refusal(query(s, 16, 2)).find(s), std::string::npos) << s;
+  }
+}
+
 TEST(AcrossNodesStrategy, CustomStrategyMeasuredOnTwoNodesByALenderIsAnswered) {
   const ModelSet& set = one_node_machine();
   // An NVL72 rack: its NVLink domain spans nodes, and it measured the kernel on two.
