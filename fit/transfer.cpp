@@ -604,7 +604,10 @@ GroupFit transferred_group(const TransferTarget& target, const Transfer& tr, dou
     c.bytes.push_back(s);
     c.time_us.push_back(t);
     log_bytes.push_back(std::log(s));
-    log_sigma.push_back(tr.log_sigma(s));
+    // σ grows with the octaves beyond the anchors without bound (two anchors an octave apart, 47x apart in time,
+    // reached σ > 50 eighteen octaves out, which the reader refuses); held at the largest a models file holds,
+    // past which the interval's half-width is capped anyway (kMaxLogHalfWidth = 34.5 < z90 × 50).
+    log_sigma.push_back(std::min(tr.log_sigma(s), kMaxLogSigma));
   }
   FitOptions fo;
   fo.family = "alphabeta";  // the grid carries the shape (every size a knot); the family only extrapolates
