@@ -106,7 +106,9 @@ GroupFit fit_group(const std::vector<Sample>& samples, const FitOptions& options
 // Fits every group of `samples` and assembles the models file: schema version, arfit version, inputs
 // (paths + FNV-1a hashes of their contents when the paths can be read), groups, joint-n families. With
 // FitOptions::prior, curves with few sizes are transferred (fit/transfer.h) and `prior_paths` are recorded
-// as "priors" the same way as the inputs.
+// as "priors" the same way as the inputs. Every group and joint family is read back by the models file's reader
+// before it goes in: one the reader would refuse is written not fitted (ok false, `problem` its reason) or, a
+// joint family, left out, so the file written always loads.
 ModelSet fit_model_set(const std::vector<Sample>& samples, const FitOptions& options = {},
                        const std::vector<std::string>& input_paths = {},
                        const std::vector<std::string>& prior_paths = {});

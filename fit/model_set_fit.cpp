@@ -10,6 +10,7 @@
 #include "model/atomic_file.h"
 #include "model/group_model.h"
 #include "model/joint_model.h"
+#include "model/json_input.h"
 #include "model/metrics.h"
 #include "model/sm_targets.h"
 #include "model/text.h"
@@ -46,6 +47,32 @@ GroupFit fit_or_transfer(const Curve& c, const FitOptions& options, bool& transf
   g.model["sources"] = c.sources;
   transferred = true;
   return g;
+}
+
+// A fitted group whose JSON the models file's own reader refuses (GroupModel::from_json: a knot time beyond a
+// sample's bounds, a log sigma beyond kMaxLogSigma, a parameter outside its family's box...) is not written as
+// fitted: it becomes a group that could not be fitted, with the reader's reason, so `arfit fit` never writes a
+// file that predict, codegen and plot refuse as bad data. The check is the reader itself, not a copy of its rules.
+void unfit_if_unloadable(GroupFit& g) {
+  if (!g.ok) return;
+  try {
+    GroupModel::from_json(g.model);
+  } catch (const JsonError& e) {
+    g.ok = false;
+    g.problem = std::string("the fitted model is outside what a models file may hold: ") + e.what();
+    const nlohmann::json points = g.model.at("range").value("points", 0);
+    g.model = {{"id", g.key.id()}, {"key", group_key_to_json(g.key)}, {"ok", false}, {"problem", g.problem}, {"range", {{"points", points}}}};
+  }
+}
+
+// A joint family's JSON as the reader reads it (JointModel::from_json); false when it would be refused.
+bool joint_loadable(const nlohmann::json& family) {
+  try {
+    JointModel::from_json(family);
+    return true;
+  } catch (const JsonError&) {
+    return false;
+  }
 }
 
 nlohmann::json paths_with_hashes(const std::vector<std::string>& paths) {
@@ -88,6 +115,7 @@ ModelSet fit_model_set(const std::vector<Sample>& samples, const FitOptions& opt
     pool_siblings(own_curves, own_fits);
     for (size_t k = 0; k < where.size(); ++k) fits[where[k]] = std::move(own_fits[k]);
   }
+  for (GroupFit& g : fits) unfit_if_unloadable(g);
   // Fused groups: the fitted epilogue term over the unfused twin (fit/epilogue.h).
   add_epilogue_terms(curves, fits);
   nlohmann::json j;
@@ -116,7 +144,8 @@ ModelSet fit_model_set(const std::vector<Sample>& samples, const FitOptions& opt
       if (members.size() < 2) continue;
       std::vector<nlohmann::json> mj;
       for (const GroupFit* g : members) mj.push_back(g->model);
-      joint.push_back(JointModel::make_json(k, mj, kJointKappa, kJointSigmaPerDoubling));
+      nlohmann::json family = JointModel::make_json(k, mj, kJointKappa, kJointSigmaPerDoubling);
+      if (joint_loadable(family)) joint.push_back(std::move(family));
     }
   }
   j["joint"] = joint;

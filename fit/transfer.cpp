@@ -595,10 +595,19 @@ GroupFit transferred_group(const TransferTarget& target, const Transfer& tr, dou
   const std::vector<double> grid = tr.grid(lo_bytes, hi_bytes);
   std::vector<double> log_bytes, log_sigma;
   for (double s : grid) {
+    // The grid's times become the group's knots, which are times a sample can have (the models reader refuses
+    // others): a size carried from the priors past them (one anchor of 1 MiB in 550 s along a fast prior reached
+    // 1.4e9 us at 1 GiB) is no knot, and the group answers there as extrapolated. The anchors were measured.
+    const double t = std::exp(tr.log_time(s));
+    const bool anchor = std::find(target.bytes.begin(), target.bytes.end(), s) != target.bytes.end();
+    if (!anchor && !(t >= kMinSampleTimeUs && t <= kMaxSampleTimeUs)) continue;
     c.bytes.push_back(s);
-    c.time_us.push_back(std::exp(tr.log_time(s)));
+    c.time_us.push_back(t);
     log_bytes.push_back(std::log(s));
-    log_sigma.push_back(tr.log_sigma(s));
+    // σ grows with the octaves beyond the anchors without bound (two anchors an octave apart, 47x apart in time,
+    // reached σ > 50 eighteen octaves out, which the reader refuses); held at the largest a models file holds,
+    // past which the interval's half-width is capped anyway (kMaxLogHalfWidth = 34.5 < z90 × 50).
+    log_sigma.push_back(std::min(tr.log_sigma(s), kMaxLogSigma));
   }
   FitOptions fo;
   fo.family = "alphabeta";  // the grid carries the shape (every size a knot); the family only extrapolates

@@ -158,6 +158,21 @@ void BM_FitGroupWithPriorPublicMedian(benchmark::State& state) {
 }
 BENCHMARK(BM_FitGroupWithPriorPublicMedian)->Unit(benchmark::kMillisecond)->Iterations(1);
 
+// What fit_model_set adds per group to the fits above: the group's JSON read back by the models file's reader
+// (GroupModel::from_json), so that no group the reader refuses is written as fitted. The groups are fitted once
+// outside the timing; counter median_ms: the median over public curves of one read-back.
+void BM_ReadBackGroupPublicMedian(benchmark::State& state) {
+  static const std::vector<fit::Curve> curves = public_curves();
+  if (curves.empty()) {
+    state.SkipWithError("public data folder absent");
+    return;
+  }
+  std::vector<nlohmann::json> groups;
+  for (const fit::Curve& c : curves) groups.push_back(fit::fit_curve(c).model);
+  time_each(state, groups, [](const nlohmann::json& g) { benchmark::DoNotOptimize(GroupModel::from_json(g)); });
+}
+BENCHMARK(BM_ReadBackGroupPublicMedian)->Unit(benchmark::kMillisecond)->Iterations(1);
+
 void BM_FitFamily(benchmark::State& state, const char* family) {
   const fit::Curve c = synthetic_curve(2);
   const FamilySpec spec = parse_family(family);
