@@ -72,7 +72,7 @@ TEST(FitRoundTripData, EveryFittedGroupOfThePublicFilesLoads) {
     EXPECT_EQ(loaded.groups().size(), set.groups().size()) << f;
     for (const auto& g : loaded.raw().at("groups")) {
       EXPECT_NO_THROW(GroupModel::from_json(g)) << f << " " << g.at("id");
-      EXPECT_EQ(g.value("problem", std::string()).find("outside what a models file may hold"), std::string::npos)
+      EXPECT_EQ(g.value("problem", std::string()).find(kUnloadable), std::string::npos)
           << f << " " << g.at("id") << ": " << g.value("problem", std::string());
       fitted += g.value("ok", false);
     }
