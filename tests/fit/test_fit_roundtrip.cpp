@@ -13,6 +13,9 @@
 #include "fit/fit.h"
 #include "fit/transfer.h"
 #include "model/group_model.h"
+#include "model/errors.h"
+#include "model/joint_model.h"
+#include "model/json_input.h"
 #include "model/model_set.h"
 
 using namespace arfit;
@@ -124,4 +127,49 @@ TEST(FitRoundTrip, ATransfersSigmaIsHeldAtTheLargestAFileHolds) {
   for (double s : g.at("transfer").at("log_sigma")) largest = std::max(largest, s);
   EXPECT_EQ(largest, kMaxLogSigma);
   expect_loads(set);
+}
+
+// The joint-n guard (fit/model_set_fit.cpp, joint_loadable) cannot be reached through fit_model_set: a family's
+// block holds only the compile-time defaults (kappa, sigma per doubling, smooth octaves, excess-trend sigma, all
+// inside the reader's bounds) and members that each passed GroupModel::from_json, at distinct rank counts. The
+// guard is the reader itself, JointModel::from_json on JointModel::make_json's text: here that pair is checked on
+// a family fit writes, and on the same members with a block the reader refuses, which fit would leave out.
+TEST(FitRoundTrip, AJointFamilyIsWrittenAsTheReaderReadsItAndOneItRefusesWouldNotLoad) {
+  std::vector<Sample> s = sweep("H100", 10, 100e3, 10, 24);
+  for (Sample x : sweep("H100", 14, 90e3, 10, 24)) {
+    x.nranks = 4;
+    s.push_back(x);
+  }
+  const ModelSet set = fit::fit_model_set(s);
+  const nlohmann::json written = nlohmann::json::parse(set.raw().dump(1));
+  ASSERT_EQ(written.at("joint").size(), 1u);
+  const nlohmann::json& family = written.at("joint").at(0);
+  JointModel read;
+  ASSERT_NO_THROW(read = JointModel::from_json(family));
+  EXPECT_EQ(read.members.size(), 2u);
+  expect_loads(set);
+  // What fit writes is make_json over the members with the defaults: the block checked below is fit's own.
+  const GroupKey key = read.key;
+  const std::vector<nlohmann::json> members = family.at("members").get<std::vector<nlohmann::json>>();
+  EXPECT_EQ(JointModel::make_json(key, members, kJointKappa, kJointSigmaPerDoubling), family);
+
+  // The same valid members, a kappa beyond the reader's [0, 4]: refused, naming the field, and a file holding it
+  // does not load; so is a family whose two members share a rank count.
+  nlohmann::json beyond = JointModel::make_json(key, members, 5.0, kJointSigmaPerDoubling);
+  try {
+    JointModel::from_json(beyond);
+    ADD_FAILURE() << "a kappa of 5 was read";
+  } catch (const JsonError& e) {
+    EXPECT_NE(std::string(e.what()).find("/kappa"), std::string::npos) << e.what();
+  }
+  nlohmann::json with_beyond = written;
+  with_beyond["joint"][0] = beyond;
+  try {
+    ModelSet::from_json(with_beyond);
+    ADD_FAILURE() << "a file holding a kappa of 5 loaded";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("/joint/0/kappa"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(JointModel::from_json(JointModel::make_json(key, {members[0], members[0]}, kJointKappa, kJointSigmaPerDoubling)),
+               JsonError);
 }

@@ -1,14 +1,56 @@
 // Every group `fit_model_set` writes for each public measurement file (../shared/data/public; skipped when absent)
-// round-trips through the models file's reader, and none had to be set aside as unloadable.
+// round-trips through the models file's reader, and none had to be set aside as unloadable; and so does every
+// group and joint family of a calibration run (each public machine cut to its `anchors:3` sizes) fitted with
+// the other machines as priors, as `arfit fit --prior` fits it.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <memory>
+#include <set>
+
 #include "fit/fit.h"
+#include "fit/transfer.h"
 #include "ingest/ingest.h"
+#include "model/anchors.h"
 #include "model/group_model.h"
+#include "model/joint_model.h"
 #include "model/model_set.h"
 #include "test_support.h"
 
 using namespace arfit;
+
+namespace {
+
+constexpr const char* kUnloadable = "outside what a models file may hold";
+
+// The public files' samples by machine (the label fit groups by); files the readers do not take (busbw-only
+// tables) hold no curves and are passed over.
+std::map<std::string, std::vector<Sample>> public_samples_by_system(const std::vector<std::string>& files) {
+  std::map<std::string, std::vector<Sample>> out;
+  for (const std::string& f : files) {
+    try {
+      for (Sample& s : ingest::ingest_file(f).samples) out[sample_system(s)].push_back(std::move(s));
+    } catch (const std::exception&) {
+    }
+  }
+  return out;
+}
+
+// A machine's samples cut to what `arbench --plan anchors:K` measures (and crosshw:K keeps): per curve, the
+// sizes at anchor_indices of its sorted distinct sizes.
+std::vector<Sample> cut_to_anchors(const std::vector<Sample>& samples, int K) {
+  std::map<GroupKey, std::set<double>> keep;
+  for (const fit::Curve& c : fit::build_curves(samples))
+    for (size_t i : anchor_indices(c.bytes.size(), K)) keep[c.key].insert(c.bytes[i]);
+  std::vector<Sample> out;
+  for (const Sample& s : samples) {
+    const auto it = keep.find(sample_group_key(s));
+    if (it != keep.end() && it->second.count(static_cast<double>(s.bytes))) out.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace
 
 TEST(FitRoundTripData, EveryFittedGroupOfThePublicFilesLoads) {
   const auto files = arfit::testing::public_data_files();
@@ -30,10 +72,48 @@ TEST(FitRoundTripData, EveryFittedGroupOfThePublicFilesLoads) {
     EXPECT_EQ(loaded.groups().size(), set.groups().size()) << f;
     for (const auto& g : loaded.raw().at("groups")) {
       EXPECT_NO_THROW(GroupModel::from_json(g)) << f << " " << g.at("id");
-      EXPECT_EQ(g.value("problem", std::string()).find("outside what a models file may hold"), std::string::npos)
+      EXPECT_EQ(g.value("problem", std::string()).find(kUnloadable), std::string::npos)
           << f << " " << g.at("id") << ": " << g.value("problem", std::string());
       fitted += g.value("ok", false);
     }
   }
   EXPECT_GT(fitted, 100);
+}
+
+// Each public machine's curves cut to their anchors:3 sizes, fitted with every other machine's fitted models as
+// priors (the library `arfit fit --prior` builds): the text written loads whole, each group and each joint family
+// through its own reader, and no group was set aside as unloadable.
+TEST(FitRoundTripData, AnAnchorsRunFittedWithTheOtherMachinesAsPriorsLoads) {
+  const auto by_system = public_samples_by_system(arfit::testing::public_data_files());
+  if (by_system.size() < 2) GTEST_SKIP() << "public data folder absent (or one machine only)";
+  fit::FitOptions fo;
+  fo.threads = 2;
+  std::map<std::string, ModelSet> fitted;
+  for (const auto& [system, samples] : by_system) fitted[system] = fit::fit_model_set(samples, fo);
+  int transferred = 0, joint = 0;
+  for (const auto& [system, samples] : by_system) {
+    std::vector<ModelSet> others;
+    for (const auto& [other, set] : fitted)
+      if (other != system) others.push_back(set);
+    fit::FitOptions po = fo;
+    po.prior = std::make_shared<fit::TransferLibrary>(others);
+    const std::vector<Sample> anchors = cut_to_anchors(samples, 3);
+    for (const fit::Curve& c : fit::build_curves(anchors)) ASSERT_LE(c.bytes.size(), 3u) << c.key.id();
+    const ModelSet set = fit::fit_model_set(anchors, po, {}, {"priors.json"});
+    const nlohmann::json written = nlohmann::json::parse(set.raw().dump(1));
+    EXPECT_NO_THROW(ModelSet::from_json(written)) << system;
+    for (const auto& g : written.at("groups")) {
+      EXPECT_NO_THROW(GroupModel::from_json(g)) << system << " " << g.at("id");
+      const std::string why = g.value("problem", std::string());
+      EXPECT_EQ(why.find(kUnloadable), std::string::npos) << "set aside as unloadable: " << g.at("id") << ": " << why;
+      transferred += g.value("ok", false) && g.contains("transfer");
+    }
+    for (const auto& family : written.at("joint")) {
+      EXPECT_NO_THROW(JointModel::from_json(family)) << system << " " << family.at("id");
+      ++joint;
+    }
+  }
+  std::printf("%zu machines: %d groups transferred from the priors, %d joint families\n", by_system.size(), transferred, joint);
+  EXPECT_GT(transferred, 100);
+  EXPECT_GT(joint, 0);
 }
