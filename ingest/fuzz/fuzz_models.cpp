@@ -21,14 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   for (const GroupModelView& g : set.groups()) {
-    PredictQuery q;
-    q.system = g.key.system;
-    q.collective = g.key.collective;
-    q.strategy = g.key.strategy;
-    q.fusion = g.key.fusion;
-    q.dtype = g.key.dtype;
-    q.nranks = g.key.nranks;
-    q.nnodes = g.key.nnodes;
+    PredictQuery q = group_query(g.key, g.min_bytes);
     // Inside the measured range, at its ends and a few octaves beyond, and at another rank count (joint fits).
     for (double bytes : {g.min_bytes / 16, g.min_bytes, std::sqrt(g.min_bytes * g.max_bytes), g.max_bytes, g.max_bytes * 16}) {
       for (int nranks : {g.key.nranks, 2 * g.key.nranks}) {

@@ -28,12 +28,10 @@
 
 #include "fit/fit.h"
 #include "fit/transfer.h"
-#include "ingest/ingest.h"
-#include "model/anchors.h"
 #include "model/bus_factor.h"
 #include "model/group_model.h"
 #include "model/joint_model.h"
-#include "test_support.h"
+#include "public_files.h"
 
 using namespace arfit;
 
@@ -104,14 +102,10 @@ const std::vector<PublicFile>& fitted_files() {
     std::vector<PublicFile> out;
     fit::FitOptions o;
     o.threads = 2;
-    for (const auto& f : arfit::testing::public_data_files()) {
+    for (const arfit::testing::PublicFileSamples& f : arfit::testing::readable_public_files()) {
       PublicFile p;
-      p.path = f;
-      try {
-        p.samples = ingest::ingest_file(f).samples;
-      } catch (const std::exception&) {
-        continue;  // files the readers do not take (busbw-only tables) hold no curve to fit
-      }
+      p.path = f.path;
+      p.samples = f.samples;
       p.models = fit::fit_model_set(p.samples, o);
       for (fit::Curve& c : fit::build_curves(p.samples)) {
         p.systems.insert(c.key.system);
@@ -284,19 +278,6 @@ double largest_measured_drop(std::string* where) {
   return worst;
 }
 
-// The file's samples at the 3 sizes per curve `arbench --plan anchors:3` measures.
-std::vector<Sample> anchor_samples(const PublicFile& f, int K) {
-  std::map<GroupKey, std::set<double>> keep;
-  for (const auto& [key, c] : f.curves)
-    for (size_t i : anchor_indices(c.bytes.size(), K)) keep[key].insert(c.bytes[i]);
-  std::vector<Sample> out;
-  for (const Sample& s : f.samples) {
-    const auto it = keep.find(sample_group_key(s));
-    if (it != keep.end() && it->second.count(static_cast<double>(s.bytes))) out.push_back(s);
-  }
-  return out;
-}
-
 TEST(PublicDataNewMachine, TransferredFromThreeAnchors) {
   if (arfit::testing::public_data_dir().empty()) GTEST_SKIP() << "public data folder absent";
   std::string where;
@@ -320,7 +301,7 @@ TEST(PublicDataNewMachine, TransferredFromThreeAnchors) {
     fit::FitOptions o;
     o.threads = 2;
     o.prior = lib;
-    const ModelSet set = fit::fit_model_set(anchor_samples(f, 3), o);
+    const ModelSet set = fit::fit_model_set(arfit::testing::samples_at_anchors(f.samples, 3), o);
     for (const GroupModel& g : groups_of(set)) {
       if (!g.ok || g.transfer_how.empty()) continue;
       ++targets;

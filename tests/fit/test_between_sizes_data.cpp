@@ -26,9 +26,8 @@
 #include <vector>
 
 #include "fit/fit.h"
-#include "ingest/ingest.h"
 #include "model/group_model.h"
-#include "test_support.h"
+#include "public_files.h"
 
 using namespace arfit;
 
@@ -52,22 +51,6 @@ const std::vector<std::pair<std::string, std::string>> kLeft = {
 
 bool left_alone(const std::string& family, const std::string& group) {
   return std::find(kLeft.begin(), kLeft.end(), std::make_pair(family, group)) != kLeft.end();
-}
-
-// The samples of each public file that ingest reads, file by file (`arfit fit FILE` fits one).
-const std::vector<std::vector<Sample>>& public_files() {
-  static const std::vector<std::vector<Sample>> files = [] {
-    std::vector<std::vector<Sample>> out;
-    for (const auto& f : arfit::testing::public_data_files()) {
-      try {
-        out.push_back(ingest::ingest_file(f).samples);
-      } catch (const std::exception&) {
-        // files the readers do not take (busbw-only tables) hold no curve to fit
-      }
-    }
-    return out;
-  }();
-  return files;
 }
 
 struct Violation {
@@ -108,7 +91,8 @@ std::vector<Violation> between_size_violations(const std::string& family, int& g
   o.joint_n = false;  // joint fits answer unmeasured GPU counts, not sizes between measured ones
   std::vector<Violation> out;
   groups = checked = 0;
-  for (const std::vector<Sample>& samples : public_files()) {
+  for (const arfit::testing::PublicFileSamples& file : arfit::testing::readable_public_files()) {
+    const std::vector<Sample>& samples = file.samples;
     const ModelSet set = fit::fit_model_set(samples, o);
     std::map<GroupKey, fit::Curve> curves;
     for (fit::Curve& c : fit::build_curves(samples)) curves.emplace(c.key, std::move(c));

@@ -10,12 +10,10 @@
 
 #include "fit/fit.h"
 #include "fit/transfer.h"
-#include "ingest/ingest.h"
-#include "model/anchors.h"
 #include "model/group_model.h"
 #include "model/joint_model.h"
 #include "model/model_set.h"
-#include "test_support.h"
+#include "public_files.h"
 
 using namespace arfit;
 
@@ -25,46 +23,21 @@ constexpr const char* kUnloadable = "outside what a models file may hold";
 
 // The public files' samples by machine (the label fit groups by); files the readers do not take (busbw-only
 // tables) hold no curves and are passed over.
-std::map<std::string, std::vector<Sample>> public_samples_by_system(const std::vector<std::string>& files) {
+std::map<std::string, std::vector<Sample>> public_samples_by_system() {
   std::map<std::string, std::vector<Sample>> out;
-  for (const std::string& f : files) {
-    try {
-      for (Sample& s : ingest::ingest_file(f).samples) out[sample_system(s)].push_back(std::move(s));
-    } catch (const std::exception&) {
-    }
-  }
-  return out;
-}
-
-// A machine's samples cut to what `arbench --plan anchors:K` measures (and crosshw:K keeps): per curve, the
-// sizes at anchor_indices of its sorted distinct sizes.
-std::vector<Sample> cut_to_anchors(const std::vector<Sample>& samples, int K) {
-  std::map<GroupKey, std::set<double>> keep;
-  for (const fit::Curve& c : fit::build_curves(samples))
-    for (size_t i : anchor_indices(c.bytes.size(), K)) keep[c.key].insert(c.bytes[i]);
-  std::vector<Sample> out;
-  for (const Sample& s : samples) {
-    const auto it = keep.find(sample_group_key(s));
-    if (it != keep.end() && it->second.count(static_cast<double>(s.bytes))) out.push_back(s);
-  }
+  for (const arfit::testing::PublicFileSamples& f : arfit::testing::readable_public_files())
+    for (const Sample& s : f.samples) out[sample_system(s)].push_back(s);
   return out;
 }
 
 }  // namespace
 
 TEST(FitRoundTripData, EveryFittedGroupOfThePublicFilesLoads) {
-  const auto files = arfit::testing::public_data_files();
-  if (files.empty()) GTEST_SKIP() << "public data folder absent";
+  if (arfit::testing::public_data_dir().empty()) GTEST_SKIP() << "public data folder absent";
   fit::FitOptions fo;
   fo.threads = 2;
   int fitted = 0;
-  for (const std::string& f : files) {
-    std::vector<Sample> samples;
-    try {
-      samples = ingest::ingest_file(f).samples;
-    } catch (const std::exception&) {
-      continue;  // files the readers do not take (busbw-only tables) hold no curves
-    }
+  for (const auto& [f, samples] : arfit::testing::readable_public_files()) {
     const ModelSet set = fit::fit_model_set(samples, fo, {f});
     const std::string text = set.raw().dump(1);
     ModelSet loaded;
@@ -84,7 +57,7 @@ TEST(FitRoundTripData, EveryFittedGroupOfThePublicFilesLoads) {
 // priors (the library `arfit fit --prior` builds): the text written loads whole, each group and each joint family
 // through its own reader, and no group was set aside as unloadable.
 TEST(FitRoundTripData, AnAnchorsRunFittedWithTheOtherMachinesAsPriorsLoads) {
-  const auto by_system = public_samples_by_system(arfit::testing::public_data_files());
+  const auto by_system = public_samples_by_system();
   if (by_system.size() < 2) GTEST_SKIP() << "public data folder absent (or one machine only)";
   fit::FitOptions fo;
   fo.threads = 2;
@@ -97,7 +70,7 @@ TEST(FitRoundTripData, AnAnchorsRunFittedWithTheOtherMachinesAsPriorsLoads) {
       if (other != system) others.push_back(set);
     fit::FitOptions po = fo;
     po.prior = std::make_shared<fit::TransferLibrary>(others);
-    const std::vector<Sample> anchors = cut_to_anchors(samples, 3);
+    const std::vector<Sample> anchors = arfit::testing::samples_at_anchors(samples, 3);
     for (const fit::Curve& c : fit::build_curves(anchors)) ASSERT_LE(c.bytes.size(), 3u) << c.key.id();
     const ModelSet set = fit::fit_model_set(anchors, po, {}, {"priors.json"});
     const nlohmann::json written = nlohmann::json::parse(set.raw().dump(1));
