@@ -343,7 +343,7 @@ std::string refuse_across_nodes(const std::vector<const GroupModel*>& groups, co
   if (std::none_of(groups.begin(), groups.end(), on_fewer_nodes)) return "";
   for (const GroupModel* g : lender_pool)
     if (g->key.collective == q.collective && g->key.strategy == q.strategy && g->key.nnodes > 1) return "";
-  return q.strategy + ": no machine in the models or --prior measured it (" + to_string(q.collective) +
+  return q.strategy + ": no machine in the models measured it (" + to_string(q.collective) +
          ") on more than one node; only NCCL's own (" + strategy::kNccl + ", " + strategy::kNcclSymmetric +
          ", its ring, tree, PAT, CollNet and NVLS-tree variants) run across nodes by construction (custom all-reduce "
          "kernels and forced NVLS run within one NVLink or peer-memory domain), so it has no answer on " +

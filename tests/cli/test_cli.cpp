@@ -289,7 +289,7 @@ TEST(Cli, PredictRefusesACustomAllReduceNoMachineMeasuredAcrossNodes) {
   const std::string ask = arfit_bin() + " predict " + dir.file("m.json") + " --collective allreduce --nranks 16 --nnodes 2 --bytes 1M,16M";
   r = run_command(ask + " --strategy vLLM_custom_graph");
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_NE(r.output.find("vLLM_custom_graph: no machine in the models or --prior measured it (allreduce) on more than one node"),
+  EXPECT_NE(r.output.find("vLLM_custom_graph: no machine in the models measured it (allreduce) on more than one node"),
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("peer-memory domain"), std::string::npos) << r.output;
