@@ -239,7 +239,7 @@ std::vector<Prediction> predict_joint(const Family& fam, const std::string& meth
   const int nnodes = fam.target->key.nnodes;
   for (double x : fam.target->bytes) {
     if (!lenders.empty()) preds.push_back(scale_out_by_lenders(last, sm, lenders, N, nnodes, x, false));
-    else if (jm) preds.push_back(widen_across_nodes(jm->predict(N, x), sm));
+    else if (jm) preds.push_back(joint_across_nodes(*jm, last, N, x, sm));
     else preds.push_back(one_count_across_nodes(last, N, nnodes, x, sm));
   }
   return preds;

@@ -266,27 +266,35 @@ std::vector<const GroupModel*> measured_on_its_nodes(const std::vector<const Gro
   return out;
 }
 
+// The machine's largest measured count on the most nodes it measured below the query's (at most the query's
+// count): what an answer on more nodes is carried from. Null when none, or when the query names no dtype and the
+// candidates have several (ambiguous).
+const GroupModel* largest_on_fewer_nodes(const std::vector<const GroupModel*>& groups, const PredictQuery& q) {
+  const GroupModel* last = nullptr;
+  for (const GroupModel* m : groups) {
+    const GroupKey& k = m->key;
+    if (!dtype_matches(k, q) || k.nnodes >= q.nnodes || k.nranks > q.nranks) continue;
+    if (last && q.dtype.empty() && last->key.dtype != k.dtype) return nullptr;  // ambiguous dtype
+    if (!last || std::tie(k.nnodes, k.nranks) > std::tie(last->key.nnodes, last->key.nranks)) last = m;
+  }
+  return last;
+}
+
 // A count on more nodes than the query's machine measured (model/scale_out.h). `q` has its system and
 // collective resolved. From the machine's largest measured count on the most nodes it measured (at most the
 // query's count): when that is on more than one node, the network is measured and the answer is carried within
 // it; otherwise other systems lend their scale-out step as plan_scale_out_lenders chooses them — measured where
 // they measured the query's count on the query's nodes, else bridged through their own network; from their own
 // one-node count, else paired with one-node logs of their GPU — carried to the machine's fabric; without any, the
-// same count's own answer, the joint-n answer, or the one count carried (one_count_across_nodes) is kept, widened
-// by the unknown network.
+// same count's own answer, the joint-n answer (at least the largest count's time: joint_across_nodes), or the one
+// count carried (one_count_across_nodes) is kept, widened by the unknown network.
 // `lender_pool`: the groups other machines' steps may come from (the set's own, then those of --prior files).
 // `groups` and `joint`: the fitted groups and the joint families of the query's curve kind.
-std::optional<Prediction> predict_across_nodes(const std::vector<const GroupModel*>& groups, const std::vector<const JointModel*>& joint,
-                                               const std::vector<const GroupModel*>& lender_pool, const PredictQuery& q,
-                                               double bytes, int* measured_sm, double* latency_us) {
+std::optional<Prediction> carry_across_nodes(const std::vector<const GroupModel*>& groups, const std::vector<const JointModel*>& joint,
+                                             const std::vector<const GroupModel*>& lender_pool, const PredictQuery& q,
+                                             double bytes, int* measured_sm, double* latency_us) {
   if (q.nranks <= 0 || !q.across_nodes) return std::nullopt;
-  const GroupModel* last = nullptr;
-  for (const GroupModel* m : groups) {
-    const GroupKey& k = m->key;
-    if (!dtype_matches(k, q) || k.nnodes >= q.nnodes || k.nranks > q.nranks) continue;
-    if (last && q.dtype.empty() && last->key.dtype != k.dtype) return std::nullopt;  // ambiguous dtype
-    if (!last || std::tie(k.nnodes, k.nranks) > std::tie(last->key.nnodes, last->key.nranks)) last = m;
-  }
+  const GroupModel* last = largest_on_fewer_nodes(groups, q);
   if (!last) return std::nullopt;
   *measured_sm = last->sm;
   *latency_us = last->predict(last->min_bytes).time_us;
@@ -323,9 +331,39 @@ std::optional<Prediction> predict_across_nodes(const std::vector<const GroupMode
   if (q.nranks == last->key.nranks) return widen_across_nodes(last->predict(bytes), sm);
   for (const JointModel* jm : joint) {
     if (jm->key.nnodes == last->key.nnodes && jm->key.dtype == last->key.dtype)
-      return widen_across_nodes(jm->predict(q.nranks, bytes), sm);
+      return joint_across_nodes(*jm, *last, q.nranks, bytes, sm);
   }
   return one_count_across_nodes(*last, q.nranks, q.nnodes, bytes, sm);
+}
+
+// carry_across_nodes, held at least at the answer for half the GPUs on half the nodes (the same GPUs per node) where
+// that half is itself beyond the measured nodes. The same GPUs per node on more nodes is a longer ring (a deeper
+// tree) over the same links: each GPU moves at least the share it moved on fewer nodes, through more hops, so no
+// collective gets faster by adding nodes. The rule alone can: each node count borrows the steps of the lenders
+// that measured nearest to it (a B200 cluster that measured 32 GPUs on four nodes lends there, H100 clusters that
+// measured 16 on two lend there), and networks differ up to 4x, so a public A100 node came out 3.5x faster on four
+// nodes than on two. The answer then keeps the half's time, its interval reaching the half's upper end. From the
+// measured nodes to twice them the rule's answer stands: its steps are other machines' measurements, not a guess.
+std::optional<Prediction> predict_across_nodes(const std::vector<const GroupModel*>& groups, const std::vector<const JointModel*>& joint,
+                                               const std::vector<const GroupModel*>& lender_pool, const PredictQuery& q,
+                                               double bytes, int* measured_sm, double* latency_us) {
+  std::optional<Prediction> p = carry_across_nodes(groups, joint, lender_pool, q, bytes, measured_sm, latency_us);
+  if (!p || q.nnodes % 2 != 0 || q.nranks % 2 != 0) return p;
+  PredictQuery half = q;
+  half.nranks /= 2;
+  half.nnodes /= 2;
+  const GroupModel* last = largest_on_fewer_nodes(groups, q);
+  if (!last || last->key.nnodes >= half.nnodes || last->key.nranks > half.nranks) return p;
+  int half_sm = 0;
+  double half_latency_us = 0;
+  const std::optional<Prediction> h = predict_across_nodes(groups, joint, lender_pool, half, bytes, &half_sm, &half_latency_us);
+  if (h && h->time_us > p->time_us) {
+    p->time_us = h->time_us;
+    p->hi_us = std::max(p->hi_us, h->hi_us);
+    p->how += "; held at " + std::to_string(half.nranks) + " GPUs on " + std::to_string(half.nnodes) +
+              " nodes (more nodes are not faster)";
+  }
+  return p;
 }
 
 // Why a query on more nodes than its machine measured gets no answer although the machine measured its curve kind

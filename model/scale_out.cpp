@@ -292,6 +292,17 @@ Prediction widen_across_nodes(Prediction p, int sm) {
   return p;
 }
 
+Prediction joint_across_nodes(const JointModel& joint, const GroupModel& largest, int nranks, double bytes, int sm) {
+  Prediction p = joint.predict(nranks, bytes);
+  const Prediction floor = largest.predict(bytes);
+  if (floor.time_us > p.time_us) {
+    p.time_us = floor.time_us;
+    p.hi_us = std::max(p.hi_us, floor.hi_us);
+    p.how += " held at " + std::to_string(largest.key.nranks) + " GPUs' time";
+  }
+  return widen_across_nodes(p, sm);
+}
+
 Prediction one_count_across_nodes(const GroupModel& count, int nranks, int nnodes, double bytes, int sm) {
   return widen_across_nodes(carry_one_count(count, nranks, nnodes, bytes), sm);
 }

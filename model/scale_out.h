@@ -14,6 +14,8 @@
 
 namespace arfit {
 
+struct JointModel;  // model/joint_model.h
+
 // Same collective, strategy, fusion and element size (dtype_size): the same measurement, at any rank and node
 // count.
 bool comparable_kinds(const GroupKey& a, const GroupKey& b);
@@ -162,5 +164,13 @@ inline constexpr const char* kNoMultiNodePrior = "(no multi-node prior)";
 // A joint-n answer on the measured node count kept across nodes: extrapolated, its interval widened in
 // quadrature by cross_node_half_width(sm), `how` saying so (kNoMultiNodePrior).
 Prediction widen_across_nodes(Prediction joint_answer, int sm);
+
+// `joint`'s answer for `nranks` GPUs, on more nodes than `largest` (the machine's largest measured count, at most
+// `nranks`, on fewer nodes) and nothing measured of a network: at least `largest`'s own time, then widened
+// (widen_across_nodes). More GPUs across a node boundary move at least as much per GPU through the node's links
+// and the network beside them; the joint-n trend is the one node's, where a faster algorithm at the larger count
+// (NVLS) may make time fall with the count, and carried across nodes it put the public 8-GPU tables' 16 GPUs on
+// two nodes up to 2.4 % below their 8 on one.
+Prediction joint_across_nodes(const JointModel& joint, const GroupModel& largest, int nranks, double bytes, int sm);
 
 }  // namespace arfit
