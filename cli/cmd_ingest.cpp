@@ -64,7 +64,7 @@ void run_ingest(const IngestArgs& a) {
   std::string inputs;
   ingest::DistinctInputs distinct(opt);
   // Before the per-file lines: "-" takes standard output for the samples, and the summary goes to stderr.
-  if (!a.output.empty()) check_output_path(a.output);
+  if (!a.output.empty()) check_output_file(a.output);
   for (const auto& f : a.files) {
     ingest::IngestResult r = ingest::ingest_file(f, opt);
     distinct.add(f, r);

@@ -353,6 +353,7 @@ void run_plot(const PlotArgs& a) {
     return;
   }
   if (a.out_dir.empty()) throw UsageError("plot " + a.kind + " needs -o DIR");
+  check_output_directory(a.out_dir);  // refused now (a file, /dev/null), as breakdown does, not when the figures move in
   if (a.inputs.empty()) throw UsageError("plot " + a.kind + " needs input files");
   std::vector<plots::ImageFormat> formats;
   try {

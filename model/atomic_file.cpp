@@ -464,6 +464,11 @@ void check_output_folder(const std::string& path) {
   require_writable_folder(path, folder, st, "");
 }
 
+void check_output_file(const std::string& path) {
+  check_output_path(path);
+  check_output_folder(path);
+}
+
 namespace {
 
 // Renames `from` over the output (or the regular file its link names), keeping a replaced file's mode.
