@@ -1058,3 +1058,21 @@ TEST_F(Robustness, NamesThatAreNotUtf8AreBadInputNamingTheColumn) {
   ASSERT_EQ(table.exit_code, 0) << table.output;
   EXPECT_NE(slurp(dir.file("table.json")).find("m\xEF\xBF\xBD.json"), std::string::npos);
 }
+
+// Each plot kind reads some of the options: one given to a kind that does not read it was ignored (`plot fit --tp 16`
+// drew the fit figures with exit 0). --held-out samples are ones the fit did not see: the plot's own input, or the
+// file the models were fitted from, was drawn as held out next to itself as fitted.
+TEST_F(Robustness, PlotRefusesOptionsItsKindDoesNotReadAndHeldOutInputs) {
+  copy("models.json");
+  copy("samples.csv");
+  expect_refused("plot fit models.json -o figs --tp 16", 2, {"--tp: plot fit does not read it (best, cross, diff, heatmap, regret, all do)"});
+  expect_refused("plot fit models.json -o figs --protocol sparse4", 2, {"--protocol: plot fit does not read it (errors, all do)"});
+  expect_refused("plot cross models.json -o figs --held-out samples.csv", 2, {"--held-out: plot cross does not read it (fit, all do)"});
+  expect_refused("plot errors samples.csv -o figs --dtype fp16", 2, {"--dtype: plot errors does not read it"});
+  expect_refused("plot index figs --tp 8", 2, {"--tp: plot index does not read it"});
+  if (!have_gnuplot()) GTEST_SKIP() << "gnuplot is not installed: the --held-out cases run after its check";
+  expect_refused("plot fit models.json samples.csv -o figs --held-out ./samples.csv", 2,
+                 {"--held-out ./samples.csv is also an input of this plot"});
+  expect_refused("plot fit models.json -o figs --held-out samples.csv", 2,
+                 {"--held-out samples.csv: models.json was fitted from it"});
+}
