@@ -1027,6 +1027,11 @@ TEST_F(Robustness, OutputsInAMissingFolderAreRefusedBeforeAnyWork) {
   expect_refused("suggest models.json --json nodir/s.json", 2, {"nodir/s.json: " + missing});
   expect_refused("whatif profile.json --models models.json --tp 8 --hidden 4096 -o nodir/w.csv", 2, {"nodir/w.csv: " + missing});
   expect_refused("plot fit models.json samples.csv -o samples.csv", 2, {"samples.csv: is a regular file, not a folder"});
+  // A file where a folder of the path would be, and a name longer than the system takes, were "cannot check the
+  // output path: Not a directory" / "File name too long", exit 1: the option's value to correct.
+  expect_refused("fit samples.csv -o samples.csv/m.json -q", 2, {"samples.csv/m.json: samples.csv is a regular file, not a folder"});
+  expect_refused("codegen models.json --format json -o models.json/x/t.json", 2, {"models.json is a regular file, not a folder"});
+  expect_refused("ingest samples.csv -o " + std::string(300, 'x') + ".csv", 2, {"File name too long"});
 }
 
 // A name that is not UTF-8 (a Latin-1 'µ' in a device name, a stray byte) was read and written back by ingest with
