@@ -715,6 +715,8 @@ TEST_F(Robustness, BadOptionValuesAreUsageErrorsNamingTheOption) {
       {predict + "--nranks 8 --bytes ' 8'", "--bytes"},
       {predict + "--nranks 8 --tokens 9223372036854775807 --hidden 8", "--tokens"},
       {"whatif profile.json --models models.json --tp 8 --nnodes 16", "--nnodes"},
+      // Both counts given to ingest: was exit 1 naming the file's first row, as if the file were wrong.
+      {"ingest models.json --nranks 8 --nnodes 16", "--nnodes 16 is more nodes than --nranks 8 has GPUs"},
       {"breakdown profile.json -o profile.json", "profile.json: is a regular file, not a folder"},
       {predict + "--nranks 2 --splits 100-200", "--splits is an all-to-allv split"},
       {"predict models.json --collective alltoallv --nranks 8 --splits 100-200", "--splits '100-200' has 2 ranks, --nranks 8"},
