@@ -1083,3 +1083,27 @@ TEST_F(Robustness, PlotRefusesOptionsItsKindDoesNotReadAndHeldOutInputs) {
   expect_refused("plot fit models.json -o figs --held-out samples.csv", 2,
                  {"--held-out samples.csv: models.json was fitted from it"});
 }
+
+// eval --json wrote "gmae": 0, "median": 0, ... for a method or subset that answered no held-out point (crossn's
+// `more` when no family spans more nodes), where the table shows '-': a consumer (plot errors) read 0 % error, a
+// perfect method. The error figures are absent there now.
+TEST_F(Robustness, EvalJsonHasNoErrorWhereNoPointWasAnswered) {
+  std::string s = "#arfit-samples v1\ncollective,strategy,fusion,dtype,nranks,bytes,time_us\n";
+  for (int n : {2, 4, 8})
+    for (long b = 1024; b <= (64L << 20); b *= 2)
+      s += "allreduce,NCCL,NONE,bf16," + std::to_string(n) + "," + std::to_string(b) + "," +
+           std::to_string(5.0 + n + static_cast<double>(b) * (n - 1) / (n * 5e4)) + "\n";
+  dir.write("counts.csv", s);
+  const CommandResult r = run_command("cd " + dir.path().string() + " && " + arfit_bin() + " eval counts.csv --protocol crossn --json e.json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(slurp(dir.file("e.json")));
+  const nlohmann::json& more = j.at("by_nodes").at("more");
+  ASSERT_EQ(more.at("curves"), 0);
+  for (const auto& [name, m] : more.at("methods").items()) {
+    EXPECT_EQ(m.at("points"), 0) << name;
+    for (const char* k : {"gmae", "median", "p90", "max"}) EXPECT_FALSE(m.contains(k)) << name << " " << k << ": " << m.dump();
+  }
+  const nlohmann::json& same = j.at("by_nodes").at("same").at("methods").at("auto");
+  EXPECT_GT(same.at("points").get<int>(), 0);
+  EXPECT_GT(same.at("gmae").get<double>(), 0);
+}
