@@ -380,8 +380,8 @@ int plot_alltoallv(const Inputs& in, Renderer& r) {
 }
 
 void run_plot(const PlotArgs& a) {
-  refuse_unread_options(a);
   if (a.kind == "index") {
+    refuse_unread_options(a);
     if (a.inputs.size() != 1) throw UsageError("plot index takes one folder of figures");
     std::string page = !a.index.empty() ? a.index : !a.out_dir.empty() ? a.out_dir : (fs::path(a.inputs[0]) / "index.html").string();
     int n = plots::write_index(a.inputs[0], page);
@@ -397,7 +397,8 @@ void run_plot(const PlotArgs& a) {
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
-  const PlotAxes axes = parse_axes(a);
+  const PlotAxes axes = parse_axes(a);  // a bad value is the option's error whatever the kind, then:
+  refuse_unread_options(a);
   // A grid is predicted for one SM (cross draws one curve per SM; plot all's grids take the first).
   if ((a.kind == "heatmap" || a.kind == "best" || a.kind == "diff" || a.kind == "regret") && axes.sms.size() > 1)
     throw UsageError("--sm: plot " + a.kind + " predicts its grids for one SM, got " + std::to_string(axes.sms.size()) +

@@ -96,11 +96,16 @@ class Robustness : public ::testing::Test {
   nlohmann::json models() const { return nlohmann::json::parse(slurp(fixture_->file("models.json"))); }
   std::string write_models(const std::string& name, const nlohmann::json& j) { return dir.write(name, j.dump(1) + "\n"); }
 
+  // Runs arfit with `args` in this test's folder.
+  CommandResult arfit_here(const std::string& args) const {
+    return run_command("cd " + dir.path().string() + " && " + arfit_bin() + " " + args);
+  }
+
   // Runs `args` in this test's folder and checks the exit code, that the output holds every `needles`
   // string, and that the folder is unchanged.
   CommandResult expect_refused(const std::string& args, int exit_code, const std::vector<std::string>& needles) {
     const auto before = snapshot(dir.path());
-    const CommandResult r = run_command("cd " + dir.path().string() + " && " + arfit_bin() + " " + args);
+    const CommandResult r = arfit_here(args);
     EXPECT_EQ(r.exit_code, exit_code) << args << "\n" << r.output;
     for (const auto& n : needles) EXPECT_NE(r.output.find(n), std::string::npos) << args << ": no '" << n << "' in\n" << r.output;
     expect_unchanged(before, dir.path(), args);
@@ -946,7 +951,7 @@ TEST_F(Robustness, OptionsNamingNothingInTheModelsFileAreUsageErrors) {
   fs::copy_file(kProfile, dir.file("profile.json"));
   dir.write("m1.csv", synthetic_samples_of("m1"));
   dir.write("m2.csv", synthetic_samples_of("m2"));
-  const CommandResult fit = run_command("cd " + dir.path().string() + " && " + arfit_bin() + " fit m1.csv m2.csv -o two.json -q");
+  const CommandResult fit = arfit_here("fit m1.csv m2.csv -o two.json -q");
   ASSERT_EQ(fit.exit_code, 0) << fit.output;
   const std::string predict = "predict models.json --collective allreduce --nranks 8 --bytes 1M ";
   const std::string whatif = "whatif profile.json --tp 8 --hidden 4096 ";
@@ -959,9 +964,8 @@ TEST_F(Robustness, OptionsNamingNothingInTheModelsFileAreUsageErrors) {
   expect_refused(whatif + "--models two.json", 2, {"the models file holds 2 systems; choose one with --system"});
   expect_refused(whatif + "--models two.json --system m3", 2, {"--system: 'm3' is not in the models file (systems: m1, m2)"});
   // What the file holds is answered, and a known type it has no model of is still a query without an answer.
-  auto in_dir = [&](const std::string& args) { return run_command("cd " + dir.path().string() + " && " + arfit_bin() + " " + args); };
-  EXPECT_EQ(in_dir("predict two.json --collective allreduce --nranks 8 --bytes 1M --system m2").exit_code, 0);
-  EXPECT_EQ(in_dir(whatif + "--models two.json --system m1 --strategy ONESHOT").exit_code, 0);
+  EXPECT_EQ(arfit_here("predict two.json --collective allreduce --nranks 8 --bytes 1M --system m2").exit_code, 0);
+  EXPECT_EQ(arfit_here(whatif + "--models two.json --system m1 --strategy ONESHOT").exit_code, 0);
   expect_refused(predict + "--dtype fp64", 1, {"no model in models.json answers the query"});
 }
 
@@ -972,7 +976,7 @@ TEST_F(Robustness, OptionsNamingNothingInTheModelsFileAreUsageErrors) {
 TEST_F(Robustness, EachPriorMachineCountsOnce) {
   dir.write("m1.csv", synthetic_samples_of("m1"));
   dir.write("m2.csv", synthetic_samples_of("m2"));
-  const CommandResult fit = run_command("cd " + dir.path().string() + " && " + arfit_bin() + " fit m2.csv -o m2.json -q");
+  const CommandResult fit = arfit_here("fit m2.csv -o m2.json -q");
   ASSERT_EQ(fit.exit_code, 0) << fit.output;
   fs::copy_file(dir.file("m2.json"), dir.file("copy.json"));
   fs::create_hard_link(dir.file("m2.json"), dir.file("linked.json"));
@@ -986,7 +990,7 @@ TEST_F(Robustness, EachPriorMachineCountsOnce) {
   expect_refused("predict m2.json --collective allreduce --strategy NCCL --nranks 8 --nnodes 2 --bytes 1M --prior m2.csv --prior m2.csv",
                  2, {"--prior m2.csv is given twice"});
   // Each machine once is a prior as before.
-  const CommandResult once = run_command("cd " + dir.path().string() + " && " + arfit_bin() + " " + fit_m1 + "--prior m2.json");
+  const CommandResult once = arfit_here(fit_m1 + "--prior m2.json");
   EXPECT_EQ(once.exit_code, 0) << once.output;
 }
 
@@ -1008,7 +1012,7 @@ TEST_F(Robustness, OptionsTheFormatOrProtocolDoesNotReadAreRefused) {
   expect_refused("eval samples.csv --protocol interp2 --methods auto,,seed", 2, {"--methods: empty method name in 'auto,,seed'"});
   expect_refused("eval samples.csv --protocol interp2 --methods ,", 2, {"--methods: empty method name in ','"});
   // The defaults, spelled out, are what the formats read anyway.
-  const CommandResult json = run_command("cd " + dir.path().string() + " && " + arfit_bin() + " " + codegen +
+  const CommandResult json = arfit_here(codegen +
                                          "json --bytes 8:4294967296 --nnodes 1 --channels 0");
   EXPECT_EQ(json.exit_code, 0) << json.output;
 }
@@ -1056,12 +1060,11 @@ TEST_F(Robustness, NamesThatAreNotUtf8AreBadInputNamingTheColumn) {
   // A file name is any bytes: recorded in a JSON output (a models file's inputs, a table's models file), the bytes
   // that are not UTF-8 are written as U+FFFD. Both runs failed after the work with the JSON writer's type_error.
   dir.write("lat\xB5" ".csv", synthetic_samples());
-  auto in_dir = [&](const std::string& args) { return run_command("cd " + dir.path().string() + " && " + arfit_bin() + " " + args); };
-  const CommandResult fit = in_dir("fit 'lat\xB5" ".csv' -o 'm\xB5.json' -q");
+  const CommandResult fit = arfit_here("fit 'lat\xB5" ".csv' -o 'm\xB5.json' -q");
   ASSERT_EQ(fit.exit_code, 0) << fit.output;
   const nlohmann::json models = nlohmann::json::parse(slurp(dir.file("m\xB5.json")));
   EXPECT_EQ(models.at("inputs").at(0).at("path"), "lat\xEF\xBF\xBD.csv");
-  const CommandResult table = in_dir("codegen 'm\xB5.json' --format json -o table.json");
+  const CommandResult table = arfit_here("codegen 'm\xB5.json' --format json -o table.json");
   ASSERT_EQ(table.exit_code, 0) << table.output;
   EXPECT_NE(slurp(dir.file("table.json")).find("m\xEF\xBF\xBD.json"), std::string::npos);
 }
@@ -1094,7 +1097,7 @@ TEST_F(Robustness, EvalJsonHasNoErrorWhereNoPointWasAnswered) {
       s += "allreduce,NCCL,NONE,bf16," + std::to_string(n) + "," + std::to_string(b) + "," +
            std::to_string(5.0 + n + static_cast<double>(b) * (n - 1) / (n * 5e4)) + "\n";
   dir.write("counts.csv", s);
-  const CommandResult r = run_command("cd " + dir.path().string() + " && " + arfit_bin() + " eval counts.csv --protocol crossn --json e.json");
+  const CommandResult r = arfit_here("eval counts.csv --protocol crossn --json e.json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const nlohmann::json j = nlohmann::json::parse(slurp(dir.file("e.json")));
   const nlohmann::json& more = j.at("by_nodes").at("more");
