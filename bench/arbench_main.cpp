@@ -143,8 +143,7 @@ int run(int argc, char** argv, int rank, int size) {
           throw GridError("--json", "'" + opt.json_output + "' is also the sample CSV (-o); write the JSON to another file");
         if (arfit::same_path(opt.json_output, out.journal))
           throw GridError("--json", "'" + opt.json_output + "' is the journal of the sample CSV (-o); write the JSON to another file");
-        arfit::check_output_path(opt.json_output);  // refused now, not after the run
-        arfit::check_output_folder(opt.json_output);
+        arfit::check_output_file(opt.json_output);  // refused now, not after the run
       }
       for (const Case& c : grid.cases)
         if (out.finished.count(c.key()))

@@ -283,6 +283,11 @@ Options parse_options(int argc, const char* const* argv) {
                                              "); choose K and --buffers that divide one another");
   }
   if (o.runner.virtual_ranks && g.backend != "custom") throw GridError("--virtual-ranks", "only the custom backend has virtual ranks");
+  // The GPU options, like -G: a value the host backend would ignore is refused rather than run as if it were read.
+  if (o.device < -1) throw GridError("--device", "a GPU index is 0 or more (or -1, the default: local rank modulo the device count)");
+  if (o.device >= 0 && g.backend == "host") throw GridError("--device", "the host backend uses no GPU; use --backend nccl or custom, or drop --device");
+  if (!o.runner.profile_cases.empty() && g.backend == "host")
+    throw GridError("--profile-cases", "the host backend has no CUDA profiler ranges; use --backend nccl or custom, or drop --profile-cases");
   check_whole_elements(g);
   return o;
 }

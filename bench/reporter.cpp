@@ -16,6 +16,7 @@
 
 #include "model/atomic_file.h"
 #include "model/errors.h"
+#include "model/json_input.h"
 #include "model/sample_csv.h"
 
 namespace arfit::bench {
@@ -309,7 +310,7 @@ void JsonReporter::finish(const RunSummary& s) {
     }
     j["cases"].push_back(c);
   }
-  write_string_atomically(path_, j.dump(1) + "\n");
+  write_string_atomically(path_, json_document_text(j));
 }
 
 }  // namespace arfit::bench

@@ -2,6 +2,7 @@
 // bad file contents are InputErrors from the readers (exit 1).
 #pragma once
 
+#include <map>
 #include <optional>
 #include <iostream>
 #include <stdexcept>
@@ -93,14 +94,34 @@ struct PriorFiles {
   std::vector<InputText> samples;                        // the files that are not models files
 };
 
+// Each prior counts once: a file given twice (by any name), or the measurements of one file reached twice (two
+// models files fitted from it, or the file and a models file fitted from it: their `inputs` record its fingerprint),
+// would weigh that machine twice among the curves a transfer borrows from. A usage error naming --prior.
 inline PriorFiles read_prior_files(const std::vector<std::string>& paths) {
   PriorFiles out;
-  for (const std::string& p : paths) {
+  std::map<std::string, std::string> holder;  // fingerprint of a measurement file -> the --prior holding it
+  auto count_once = [&](const std::string& fingerprint, const std::string& prior, const std::string& measured) {
+    if (fingerprint.empty()) return;
+    const auto [it, fresh] = holder.emplace(fingerprint, prior);
+    if (!fresh)
+      throw UsageError("--prior " + prior + " holds the measurements of " + measured + ", as --prior " + it->second +
+                       " does; give each machine once");
+  };
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    const std::string& p = paths[i];
+    for (std::size_t j = 0; j < i; ++j)
+      if (same_path(paths[j], p))
+        throw UsageError("--prior " + p + " is given twice" + (paths[j] == p ? std::string() : " (the same file as " + paths[j] + ")") +
+                         "; give each machine once");
     std::string text = read_file(p);
-    if (auto m = models_file_of(text, p))
+    if (auto m = models_file_of(text, p)) {
+      for (const auto& in : m->raw().value("inputs", nlohmann::json::array()))
+        if (in.is_object()) count_once(in.value("fnv1a64", std::string()), p, in.value("path", std::string("an input")));
       out.models.emplace_back(p, std::move(*m));
-    else
+    } else {
+      count_once(input_fingerprint(p), p, p);
       out.samples.push_back({p, std::move(text)});
+    }
   }
   return out;
 }

@@ -82,7 +82,7 @@ void run_codegen(CodegenArgs a) {
   } catch (const std::exception& e) {
     throw InputError(a.models, 0, "", e.what());
   }
-  check_output_path(a.output);
+  check_output_file(a.output);
   const ModelSet models = ModelSet::load(a.models);
   a.request.models_path = a.models;
   a.request.command = command_line(a);
@@ -116,11 +116,11 @@ void add_codegen(CLI::App& app) {
                   "flashinfer: oneshot|twoshot")
       ->allow_extra_args(false);
   cmd->add_option("--bytes", args->request.bytes,
-                  "nccl-tuner, vllm, sglang, flashinfer: message sizes LO:HI (powers of two) the thresholds are computed on")
+                  "nccl-tuner, vllm, sglang, flashinfer (refused by the others): message sizes LO:HI (powers of two) the thresholds are computed on")
       ->capture_default_str();
-  cmd->add_option("--nnodes", args->request.nnodes, "nccl-tuner: nNodes of the rules and of the models asked")->capture_default_str();
+  cmd->add_option("--nnodes", args->request.nnodes, "nccl-tuner (refused by the others): nNodes of the rules and of the models asked")->capture_default_str();
   cmd->add_option("--channels", args->request.channels,
-                  "nccl-tuner: channels field of every rule; 0 = NCCL's own channel count (the example plugin's -1 "
+                  "nccl-tuner (refused by the others): channels field of every rule; 0 = NCCL's own channel count (the example plugin's -1 "
                   "would leave the 1 channel it sets before matching)")
       ->capture_default_str();
   cmd->callback([args] { run_codegen(*args); });

@@ -5,7 +5,6 @@
 #include <functional>
 #include <iostream>
 #include <memory>
-#include <sstream>
 
 #include "cli/cli_inputs.h"
 #include "cli/commands.h"
@@ -16,6 +15,8 @@
 #endif
 #include "ingest/ingest.h"
 #include "model/atomic_file.h"
+#include "model/json_input.h"
+#include "model/text.h"
 
 namespace arfit::cli {
 namespace {
@@ -28,6 +29,7 @@ struct EvalArgs {
   std::string format = "auto";
   int threads = 1;
   std::string plan = "auto";  // select protocol: auto | sparse4 | lattice:K
+  bool plan_given = false;    // --plan on the command line (only select reads it)
   std::string points;         // size protocols: per held-out point CSV
 };
 
@@ -51,10 +53,11 @@ fit::EvalOptions fit_eval_options(const EvalArgs& a) {
   if (!a.methods.empty()) {
     o.methods_chosen = true;
     o.methods.clear();
-    std::stringstream ss(a.methods);
-    std::string m;
-    while (std::getline(ss, m, ','))
-      if (!m.empty()) o.methods.push_back(m);
+    // An empty name (",", "auto,,seed") is a typo, refused rather than read as fewer methods or none.
+    for (const std::string& m : split_items(a.methods, ',')) {
+      if (m.empty()) throw UsageError("--methods: empty method name in '" + a.methods + "' (two commas in a row, or one at an end)");
+      o.methods.push_back(m);
+    }
   }
   return o;
 }
@@ -126,6 +129,9 @@ void run_eval(const EvalArgs& a) {
     fn = p.run;
   }
   if (!fn) throw UsageError("unknown --protocol '" + a.protocol + "' (known: " + known + ")");
+  if (a.plan_given && protocol_name(a.protocol) != "select")
+    throw UsageError("--plan is the measured subset of --protocol select; " + protocol_name(a.protocol) +
+                     " holds out its own sizes (fit/eval.h)");
   if (!a.json.empty() && !a.points.empty() && same_path(a.json, a.points))
     throw UsageError("--json and --points name the same file '" + a.json + "'; give two files");
   const std::vector<Sample> samples = load_samples_option(a.files, a.format);
@@ -133,8 +139,7 @@ void run_eval(const EvalArgs& a) {
     if (!out->empty()) {
       // Refused now, not after the evaluation; the folders too, so that --points in a missing folder does not
       // fail after --json was written.
-      check_output_path(*out);
-      check_output_folder(*out);
+      check_output_file(*out);
     }
   ProtocolOutput out;
   try {
@@ -147,7 +152,7 @@ void run_eval(const EvalArgs& a) {
   }
   std::cout << out.text;
   for (const std::string& note : out.notes) std::cerr << "note: " << note << "\n";
-  if (!a.json.empty()) write_string_atomically(a.json, out.json.dump(1) + "\n");
+  if (!a.json.empty()) write_string_atomically(a.json, json_document_text(out.json));
   if (!a.points.empty()) write_string_atomically(a.points, out.points_csv);
 }
 
@@ -176,10 +181,15 @@ void add_eval(CLI::App& app) {
                   "they use held-out measurements; a note on stderr counts the points with fewer than 3 such curves, "
                   "where auto is kept, and a ceiling no point qualifies for shows '-')");
   cmd->add_option("--threads", a->threads, "Curves evaluated in parallel");
-  cmd->add_option("--plan", a->plan, "select: measured subset, auto (sparse4 for sizes, lattice:2 for token x hidden grids), sparse4 or lattice:K")
-      ->capture_default_str();
+  auto* plan = cmd->add_option("--plan", a->plan,
+                               "select only: measured subset, auto (sparse4 for sizes, lattice:2 for token x hidden grids), "
+                               "sparse4 or lattice:K")
+                   ->capture_default_str();
   cmd->add_option("--format", a->format, "Input format (default auto: detected per file)");
-  cmd->callback([a] { run_eval(*a); });
+  cmd->callback([a, plan] {
+    a->plan_given = plan->count() > 0;
+    run_eval(*a);
+  });
 }
 
 }  // namespace

@@ -73,7 +73,7 @@ void run_fit(const FitArgs& a) {
     fo.prior = std::make_shared<fit::TransferLibrary>(fit_priors(std::move(priors), a.format, a.threads));
     if (fo.prior->sources().empty()) throw std::runtime_error("--prior: no fitted group in " + std::to_string(a.priors.size()) + " file(s)");
   }
-  check_output_path(a.output);  // refused now (an input, not a regular file, read-only), not after fitting
+  check_output_file(a.output);  // refused now (an input, not a regular file, read-only, no such folder), not after fitting
   const ModelSet set = fit::fit_model_set(samples, fo, a.files, a.priors);
   const auto& groups = set.raw().at("groups");
   int ok = 0, bad = 0;

@@ -54,6 +54,9 @@ void run_ingest(const IngestArgs& a) {
       throw UsageError(std::string("--collective: ") + e.what());
     }
   }
+  // Both counts given: two options that cannot both hold (as predict and whatif say), not a row of a file.
+  if (a.nranks != 0 && a.nnodes > a.nranks)
+    throw UsageError("--nnodes " + std::to_string(a.nnodes) + " is more nodes than --nranks " + std::to_string(a.nranks) + " has GPUs");
   if (a.nranks != 0) opt.nranks = a.nranks;  // 0: not given (the validator refuses an explicit 0)
   if (a.nnodes != 0) opt.nnodes = a.nnodes;
   if (!a.system.empty()) opt.system = a.system;
@@ -64,7 +67,7 @@ void run_ingest(const IngestArgs& a) {
   std::string inputs;
   ingest::DistinctInputs distinct(opt);
   // Before the per-file lines: "-" takes standard output for the samples, and the summary goes to stderr.
-  if (!a.output.empty()) check_output_path(a.output);
+  if (!a.output.empty()) check_output_file(a.output);
   for (const auto& f : a.files) {
     ingest::IngestResult r = ingest::ingest_file(f, opt);
     distinct.add(f, r);

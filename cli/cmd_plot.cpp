@@ -1,9 +1,11 @@
 // arfit plot KIND INPUTS... -o DIR: figures through gnuplot (plots/). Inputs are recognised by content:
 // models.json (arfit fit), the codegen JSON (arfit codegen --format json), eval JSON (arfit eval --json,
 // including --protocol select), and samples in any format arfit ingest reads.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -24,6 +26,7 @@
 #include "model/model_set.h"
 #include "model/sample.h"
 #include "model/sm_targets.h"
+#include "model/text.h"
 #include "plots/adapters.h"
 #include "plots/alltoallv.h"
 #include "plots/figures.h"
@@ -46,7 +49,28 @@ struct PlotArgs {
   std::string method = "auto";
   std::string ingest_format = "auto";
   std::string dtype = "bf16";
+  std::vector<std::string> given;  // the kind-specific options given on the command line (refuse_unread_options)
 };
+
+// The kind-specific options each kind reads (plot all: every one). One given to a kind that does not read it is a
+// usage error naming it and the kinds that do: `plot fit --tp 16` drew the fit figures, exit 0, as if --tp had been
+// honoured.
+void refuse_unread_options(const PlotArgs& a) {
+  const std::vector<std::string> grid = {"--tp", "--sm", "--fusion", "--tokens", "--hidden", "--dtype"};
+  const std::map<std::string, std::vector<std::string>> reads = {
+      {"fit", {"--held-out"}}, {"cross", {"--tp", "--sm"}}, {"heatmap", grid}, {"best", grid}, {"diff", grid},
+      {"regret", grid},        {"errors", {"--protocol", "--method"}},           {"alltoallv", {}}, {"index", {}}};
+  const auto it = reads.find(a.kind);
+  if (it == reads.end()) return;  // all
+  for (const std::string& option : a.given) {
+    if (std::find(it->second.begin(), it->second.end(), option) != it->second.end()) continue;
+    std::vector<std::string> kinds;
+    for (const auto& [kind, options] : reads)
+      if (std::find(options.begin(), options.end(), option) != options.end()) kinds.push_back(kind);
+    kinds.push_back("all");
+    throw UsageError(option + ": plot " + a.kind + " does not read it (" + join(kinds, ", ") + " do)");
+  }
+}
 
 struct Inputs {
   std::vector<Sample> samples;
@@ -235,6 +259,17 @@ void plot_fit(const Inputs& in, const PlotArgs& a, Renderer& r) {
   if (in.samples.empty() && !in.models) throw UsageError("plot fit needs samples and/or a models.json");
   std::vector<Sample> held;
   if (!a.held_out.empty()) held = ingest::load_samples(a.held_out);
+  // Held-out samples are ones the fit did not see: an input of this plot, or a file the models were fitted from
+  // (the fingerprint its `inputs` record), would be drawn as held out next to itself as fitted.
+  for (const std::string& h : a.held_out) {
+    for (const std::string& p : a.inputs)
+      if (same_path(h, p)) throw UsageError("--held-out " + h + " is also an input of this plot; held-out samples are ones the fit did not see");
+    if (!in.models) continue;
+    for (const auto& fitted : in.models->raw().value("inputs", nlohmann::json::array()))
+      if (fitted.is_object() && fitted.value("fnv1a64", std::string()) == input_fingerprint(h))
+        throw UsageError("--held-out " + h + ": " + in.models_path + " was fitted from it (" + fitted.value("path", std::string()) +
+                         "); held-out samples are ones the fit did not see");
+  }
   auto figs = plots::fit_figures(in.samples, held, in.models ? &*in.models : nullptr);
   for (const auto& f : figs) r.draw(plots::fit_figure(f.data, r.stem(f.name)));
 }
@@ -346,6 +381,7 @@ int plot_alltoallv(const Inputs& in, Renderer& r) {
 
 void run_plot(const PlotArgs& a) {
   if (a.kind == "index") {
+    refuse_unread_options(a);
     if (a.inputs.size() != 1) throw UsageError("plot index takes one folder of figures");
     std::string page = !a.index.empty() ? a.index : !a.out_dir.empty() ? a.out_dir : (fs::path(a.inputs[0]) / "index.html").string();
     int n = plots::write_index(a.inputs[0], page);
@@ -353,6 +389,7 @@ void run_plot(const PlotArgs& a) {
     return;
   }
   if (a.out_dir.empty()) throw UsageError("plot " + a.kind + " needs -o DIR");
+  check_output_directory(a.out_dir);  // refused now (a file, /dev/null), as breakdown does, not when the figures move in
   if (a.inputs.empty()) throw UsageError("plot " + a.kind + " needs input files");
   std::vector<plots::ImageFormat> formats;
   try {
@@ -360,7 +397,8 @@ void run_plot(const PlotArgs& a) {
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
-  const PlotAxes axes = parse_axes(a);
+  const PlotAxes axes = parse_axes(a);  // a bad value is the option's error whatever the kind, then:
+  refuse_unread_options(a);
   // A grid is predicted for one SM (cross draws one curve per SM; plot all's grids take the first).
   if ((a.kind == "heatmap" || a.kind == "best" || a.kind == "diff" || a.kind == "regret") && axes.sms.size() > 1)
     throw UsageError("--sm: plot " + a.kind + " predicts its grids for one SM, got " + std::to_string(axes.sms.size()) +
@@ -457,7 +495,11 @@ void add_plot(CLI::App& app) {
   cmd->add_option("--method", a->method, "errors from a select-eval JSON with cells: the method whose regret is mapped")
       ->capture_default_str();
   cmd->add_option("--ingest-format", a->ingest_format, "Sample format (default: detected per file)")->capture_default_str();
-  cmd->callback([a] { run_plot(*a); });
+  cmd->callback([a, cmd] {
+    for (const char* option : {"--held-out", "--tp", "--sm", "--fusion", "--tokens", "--hidden", "--dtype", "--protocol", "--method"})
+      if (cmd->count(option) > 0) a->given.push_back(option);
+    run_plot(*a);
+  });
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "model/group_model.h"
 #include "model/alltoallv.h"
 #include "model/bus_factor.h"
+#include "model/json_input.h"
 #include "model/model_set.h"
 #include "model/scale_out.h"
 #include "model/text.h"
@@ -69,24 +70,11 @@ std::int64_t parse_count(const std::string& s, const std::string& option) {
   return *n;
 }
 
-// Every item between separators, empty ones included ("1,,2" and "1:2:" are refused by the parsers, not read
-// as "1,2" and "1:2").
-std::vector<std::string> split_list(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t end = s.find(sep, start);
-    out.push_back(s.substr(start, end == std::string::npos ? std::string::npos : end - start));
-    if (end == std::string::npos) return out;
-    start = end + 1;
-  }
-}
-
 // LIST "a,b,c" or RANGE "A:B[:F]" (A, A·F, A·F², ... up to B; F = 2 by default).
 std::vector<double> parse_sizes(const std::string& s) {
   std::vector<double> out;
   if (s.find(':') != std::string::npos) {
-    const auto p = split_list(s, ':');
+    const auto p = split_items(s, ':');
     if (p.size() < 2 || p.size() > 3) throw UsageError("--bytes range must be A:B or A:B:FACTOR, got '" + s + "'");
     const double a = parse_size(p[0], "--bytes"), b = parse_size(p[1], "--bytes");
     double f = 2.0;
@@ -109,7 +97,7 @@ std::vector<double> parse_sizes(const std::string& s) {
                        " points; use a larger factor or a narrower range");
     for (double v = a; v <= b * (1 + 1e-12) && out.size() < kMaxPredictPoints; v *= f) out.push_back(v);
   } else {
-    for (const auto& x : split_list(s, ',')) {
+    for (const auto& x : split_items(s, ',')) {
       out.push_back(parse_size(x, "--bytes"));
       if (const std::string why = byte_bound_problem("--bytes", "size '" + x + "'", out.back()); !why.empty()) throw UsageError(why);
     }
@@ -152,6 +140,23 @@ void run_predict(const PredictArgs& a) {
   base.nnodes = a.nnodes;
   base.sm = a.sm;
   const ModelSet set = ModelSet::load(a.models);
+  // --system and --dtype name what the models file is asked about: a machine it does not hold, or one of several
+  // left unnamed, and a type of no known size that none of its groups has, are the user's to correct (exit 2, as in
+  // whatif, codegen and suggest), not a query without an answer.
+  if (!a.system.empty() || set.systems().size() > 1) {
+    try {
+      base.system = resolve_system(set, a.system);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
+  }
+  if (!a.dtype.empty() && dtype_size(a.dtype) <= 0) {
+    const std::string asked = canonical_dtype(a.dtype);
+    const auto groups = set.groups();
+    if (std::none_of(groups.begin(), groups.end(), [&](const GroupModelView& g) { return canonical_dtype(g.key.dtype) == asked; }))
+      throw UsageError("--dtype: '" + a.dtype + "' is neither a known element type (bf16, fp16, fp32, fp64, int8, fp8, ...) " +
+                       "nor a dtype of " + a.models);
+  }
   const std::vector<ModelSet> lenders = load_priors(a.priors, "auto", 1);
   if (!a.splits.empty() && base.collective != Collective::AllToAllV && base.collective != Collective::AllToAll)
     throw UsageError("--splits is an all-to-allv split: it needs --collective alltoallv (or alltoall), not " + a.collective);
@@ -179,8 +184,8 @@ void run_predict(const PredictArgs& a) {
       qs.push_back(q);
     }
   } else if (!a.tokens.empty()) {
-    for (const auto& t : split_list(a.tokens, ','))
-      for (const auto& h : split_list(a.hidden, ',')) {
+    for (const auto& t : split_items(a.tokens, ','))
+      for (const auto& h : split_items(a.hidden, ',')) {
         PredictQuery q = base;
         q.tokens = parse_count(t, "--tokens");
         q.hidden = parse_count(h, "--hidden");
@@ -260,7 +265,7 @@ void run_predict(const PredictArgs& a) {
                   p->time_us, p->lo_us, p->hi_us, busbw, p->how.c_str(), p->extrapolated ? " (extrapolated)" : "");
     }
   }
-  if (a.json) std::cout << out.dump(1) << "\n";
+  if (a.json) std::cout << json_document_text(out);
   if (unknown_network) std::cerr << across_nodes_note(set, base);
   if (missing == static_cast<int>(qs.size()) && !refused.empty()) throw std::runtime_error(refused);
   if (missing == static_cast<int>(qs.size()))
@@ -274,7 +279,7 @@ void add_predict(CLI::App& app) {
   cmd->add_option("models", a->models, "models.json written by `arfit fit`")->required()->check(CLI::ExistingFile);
   cmd->add_option("--collective", a->collective, "allreduce, allgather, reducescatter, alltoall, alltoallv, ...")->required();
   cmd->add_option("--strategy", a->strategy, "Strategy name as in the samples (default NCCL)");
-  cmd->add_option("--system", a->system, "System label (default: the only one in the file)");
+  cmd->add_option("--system", a->system, "System label (default: the only one in the file; required when it holds several)");
   cmd->add_option("--fusion", a->fusion, "Fusion op (default NONE)");
   cmd->add_option("--dtype", a->dtype, "dtype (default: the group's, when there is only one); without a model of it, a type of the same element size answers, as in codegen, and `how` says which");
   cmd->add_option("--nranks", a->nranks, "GPU count (required when the file has several for the query); an unmeasured count uses the joint fit across counts")

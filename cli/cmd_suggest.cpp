@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "codegen/codegen.h"
 #include "model/atomic_file.h"
+#include "model/json_input.h"
 
 namespace arfit::cli {
 namespace {
@@ -25,7 +26,7 @@ void run_suggest(SuggestArgs a) {
   if (a.top < 0) throw UsageError("--top must be >= 0");
   const ModelSet models = ModelSet::load(a.models);
   // --json may not be the models file, a folder or a device: refused (exit 2) before the table is built or printed.
-  if (!a.json.empty()) check_output_path(a.json);
+  if (!a.json.empty()) check_output_file(a.json);
   a.request.models_path = a.models;
   codegen::StrategyTable t;
   try {
@@ -35,7 +36,7 @@ void run_suggest(SuggestArgs a) {
   }
   const auto cells = codegen::suggest_cells(t, a.top);
   std::cout << codegen::format_suggestions(t, cells);
-  if (!a.json.empty()) write_string_atomically(a.json, codegen::suggestions_json(t, cells).dump(1) + "\n");
+  if (!a.json.empty()) write_string_atomically(a.json, json_document_text(codegen::suggestions_json(t, cells)));
 }
 
 void add_suggest(CLI::App& app) {

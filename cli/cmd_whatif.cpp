@@ -43,21 +43,30 @@ void run_whatif(const WhatIfArgs& a) {
     }
   }
   ModelSet models = ModelSet::load(a.models);
-  if (!a.system.empty()) {
-    auto systems = models.systems();
-    if (std::find(systems.begin(), systems.end(), a.system) == systems.end()) {
-      std::string known;
-      for (const auto& s : systems) known += " " + s;
-      throw UsageError("--system '" + a.system + "' is not in " + a.models + "; its systems are:" + (known.empty() ? " (none)" : known));
+  // The machine and the all-reduce strategy asked for must be in the models file: a misspelt one would leave every
+  // collective "kept as measured" and look like an answer.
+  std::string system = a.system;
+  if (!a.system.empty() || models.systems().size() > 1) {
+    try {
+      system = resolve_system(models, a.system);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
     }
   }
-  if (!a.out_csv.empty()) check_output_path(a.out_csv);  // refused now (e.g. the profile itself), not after predicting
+  if (!a.strategy.empty()) {
+    const auto strategies = models.strategies(system, Collective::AllReduce);
+    if (std::find(strategies.begin(), strategies.end(), a.strategy) == strategies.end())
+      throw UsageError("--strategy: '" + a.strategy + "' is not an all-reduce strategy of " + a.models +
+                       (system.empty() ? std::string() : " for " + system) + " (strategies: " +
+                       (strategies.empty() ? std::string("none") : join(strategies, ", ")) + ")");
+  }
+  if (!a.out_csv.empty()) check_output_file(a.out_csv);  // refused now (e.g. the profile itself), not after predicting
 
   trace::WhatIfOptions opt;
   opt.tp = a.tp;
   opt.sm = a.sm;
   opt.nnodes = a.nnodes;
-  opt.system = a.system;
+  opt.system = system;
   opt.dtype = a.dtype;
   opt.hidden = a.hidden;
   opt.tokens = a.tokens;
@@ -108,8 +117,8 @@ void add_whatif(CLI::App& app) {
       ->check(kPositiveCount);
   cmd->add_option("--prompt-len", a->prompt_len, "Prompt length, for profiles without a context: prefill tokens = batch x prompt_len")
       ->check(kPositiveCount);
-  cmd->add_option("--system", a->system, "System of the model set to predict with (default: the only one)");
-  cmd->add_option("--strategy", a->strategy, "All-reduce strategy to predict with (NCCL, ONESHOT, TWOSHOT, ...); default: as measured");
+  cmd->add_option("--system", a->system, "System of the model set to predict with (default: the only one; required when it holds several)");
+  cmd->add_option("--strategy", a->strategy, "All-reduce strategy to predict with, one the models file has (NCCL, ONESHOT, TWOSHOT, ...); default: as measured");
   cmd->add_option("--rules", a->rules, "Extra kernel-classification rules (JSON), tried before the built-in ones");
   cmd->add_option("--fold", a->fold, "Node names folded into one leaf (their kernels are not re-predicted)");
   cmd->add_option("--phase", a->phases, "Only these phases (default: all)");

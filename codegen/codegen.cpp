@@ -10,20 +10,6 @@
 
 namespace arfit::codegen {
 
-std::string resolve_system(const ModelSet& models, const std::string& requested) {
-  const auto systems = models.systems();
-  auto list = [&] { return systems.empty() ? std::string("none") : join(systems, ", "); };
-  if (!requested.empty()) {
-    if (std::find(systems.begin(), systems.end(), requested) == systems.end())
-      throw std::invalid_argument("--system: '" + requested + "' is not in the models file (systems: " + list() + ")");
-    return requested;
-  }
-  if (systems.size() != 1)
-    throw std::invalid_argument("the models file holds " + std::to_string(systems.size()) +
-                                " systems; choose one with --system (systems: " + list() + ")");
-  return systems[0];
-}
-
 Grid request_grid(const Request& r) {
   Grid g;
   g.tps = parse_rank_list(r.tp, "--tp");

@@ -190,6 +190,8 @@ namespace {
 
 FormatOutput generate_header(const FormatInput& in) {
   refuse_map(in.request, "header");
+  refuse_size_options(in.request, "header");
+  refuse_tuner_options(in.request, "header");
   const StrategyTable t = build_request_table(in.models, in.request);
   return {write_header(t, in.banner, in.request.sm), t.summary()};
 }

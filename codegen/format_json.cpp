@@ -4,6 +4,7 @@
 
 #include "codegen/formats.h"
 #include "codegen/writers.h"
+#include "model/json_input.h"
 
 namespace arfit::codegen {
 
@@ -80,12 +81,14 @@ nlohmann::json table_to_json(const StrategyTable& t, const Banner& banner, int s
 }
 
 std::string write_json(const StrategyTable& t, const Banner& banner, int sm, const TrtllmTable* trtllm) {
-  return table_to_json(t, banner, sm, trtllm).dump(1) + "\n";
+  return json_document_text(table_to_json(t, banner, sm, trtllm));
 }
 
 namespace {
 
 FormatOutput generate_json(const FormatInput& in) {
+  refuse_size_options(in.request, "json");
+  refuse_tuner_options(in.request, "json");
   const StrategyTable t = build_request_table(in.models, in.request);
   // The trtllm codes need a numbered --fallback; with another one the JSON carries no trtllm section.
   std::optional<TrtllmTable> trtllm;

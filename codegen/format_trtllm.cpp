@@ -165,6 +165,8 @@ namespace {
 FormatOutput generate_trtllm(const FormatInput& in) {
   const Request& r = in.request;
   require_trtllm_axes(r);
+  refuse_size_options(r, "trtllm");
+  refuse_tuner_options(r, "trtllm");
   const TrtllmTable t = build_trtllm_table(in.models, r);
   if (!t.unmapped.empty())
     throw std::invalid_argument("--map: the models hold strategies TensorRT-LLM has no number for: " + join(t.unmapped, ", ") +

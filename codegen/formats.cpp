@@ -76,6 +76,21 @@ void refuse_grid_options(const Request& r, const std::string& format) {
   if (parse_pow2_axis(r.tokens, "--tokens") != parse_pow2_axis(kDefaultRequest.tokens, "--tokens")) refuse("--tokens");
 }
 
+void refuse_size_options(const Request& r, const std::string& format) {
+  if (request_sizes(r) != request_sizes(kDefaultRequest))
+    throw std::invalid_argument("--bytes: the " + format + " format works on the --tokens x --hidden grid and has no "
+                                "message-size axis (--bytes is for nccl-tuner, vllm, sglang, flashinfer)");
+}
+
+void refuse_tuner_options(const Request& r, const std::string& format) {
+  auto refuse = [&](const std::string& option) {
+    throw std::invalid_argument(option + ": only the nccl-tuner format writes it; the " + format +
+                                " format is asked on one node and has no " + option.substr(2) + " field");
+  };
+  if (r.nnodes != kDefaultRequest.nnodes) refuse("--nnodes");
+  if (r.channels != kDefaultRequest.channels) refuse("--channels");
+}
+
 StrategySources resolve_roles(const ModelSet& models, const Request& r, const std::vector<RoleSpec>& roles) {
   const auto strategies = system_strategies(models, resolve_system(models, r.system));
   std::vector<std::string> targets;
@@ -111,6 +126,7 @@ std::vector<ThresholdRow> EnginePlanner::plan(const std::string& below, const st
 EnginePlanner engine_planner(const FormatInput& in, const std::string& format, const std::vector<RoleSpec>& roles) {
   const Request& r = in.request;
   refuse_grid_options(r, format);
+  refuse_tuner_options(r, format);
   EnginePlanner p;
   p.tps = parse_rank_list(r.tp, "--tp");
   p.sizes = request_sizes(r);

@@ -65,6 +65,12 @@ void refuse_map(const Request& request, const std::string& format);
 // Refuses --fusion/--hidden/--tokens values other than the defaults for the formats that work on message sizes
 // per GPU count (nccl-tuner, vllm, sglang, flashinfer).
 void refuse_grid_options(const Request& request, const std::string& format);
+// Refuses --bytes other than its default for the formats that work on the tokens x hidden grid (trtllm, header,
+// json): they would ignore it.
+void refuse_size_options(const Request& request, const std::string& format);
+// Refuses --nnodes and --channels other than their defaults for every format but nccl-tuner, the only one whose
+// rules carry them (the others are asked on one node and would ignore them).
+void refuse_tuner_options(const Request& request, const std::string& format);
 
 // The strategies an engine format needs, by role (custom, nccl, oneshot, ...): the --map'ped ones, else the
 // model strategies the role's default rule picks (names compared in lower case). Several strategies for one role

@@ -32,10 +32,6 @@ struct Request {
 // The defaults of the grid options: TensorRT-LLM's lookup axes.
 inline const Request kDefaultRequest{};
 
-// The system the request is about: Request::system, or the model set's only system. Throws
-// std::invalid_argument listing the systems when ambiguous or unknown.
-std::string resolve_system(const ModelSet& models, const std::string& requested);
-
 // The most cells a table may have: 1e6, about 800 default grids (1,260 cells). A table holds every strategy's
 // prediction of every cell in memory, and the json format writes about 500 bytes a cell: 4,000 TP sizes (1.68e6
 // cells) took 5.9 GB of memory for an 830 MB file, and a --tp list of every count up to 2^20 ran out of memory.

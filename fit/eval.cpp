@@ -335,8 +335,15 @@ namespace {
 nlohmann::json methods_json(const std::vector<EvalMethodResult>& methods) {
   nlohmann::json ms = nlohmann::json::object();
   for (const auto& m : methods) {
-    nlohmann::json e = {{"gmae", m.errors.gmae * 100}, {"median", m.errors.median * 100}, {"p90", m.errors.p90 * 100},
-                        {"max", m.errors.max * 100},   {"points", m.errors.points},       {"groups", m.groups}};
+    nlohmann::json e = {{"points", m.errors.points}, {"groups", m.groups}};
+    // A method that answered no held-out point has no error (a 0 would read as perfect, as the table's '-' says;
+    // the error figures read an absent value as none).
+    if (m.errors.points > 0) {
+      e["gmae"] = m.errors.gmae * 100;
+      e["median"] = m.errors.median * 100;
+      e["p90"] = m.errors.p90 * 100;
+      e["max"] = m.errors.max * 100;
+    }
     if (m.failed_groups) e["failed_groups"] = m.failed_groups;
     if (m.coverage >= 0) e["coverage90"] = m.coverage * 100;
     if (m.ceiling_points >= 0) e["ceiling_points"] = m.ceiling_points;

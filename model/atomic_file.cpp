@@ -325,6 +325,18 @@ ResolvedOutput resolve_output(const std::string& path) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return out;  // a new file (a missing folder is reported when the file is created)
+    if (errno == ENOTDIR) {
+      // A file stands where a folder of the path would be (samples.csv/out.json): name it, as the folder checks do.
+      const int err = errno;
+      struct stat up_st {};
+      for (std::filesystem::path up = std::filesystem::path(path).parent_path(); !up.empty(); up = up.parent_path())
+        if (::stat(up.c_str(), &up_st) == 0)
+          throw OutputPathError(path + ": " + up.string() + " is " + file_kind(up_st.st_mode) + ", not a folder");
+      throw OutputPathError(path + ": " + sys_reason(err));
+    }
+    // A path the system cannot resolve as named (too long, a loop of symbolic links, a folder this user may not
+    // search) is the option's value to correct, as the folder checks say.
+    if (errno == ENAMETOOLONG || errno == ELOOP || errno == EACCES) throw OutputPathError(path + ": " + sys_reason(errno));
     throw std::runtime_error(path + ": cannot check the output path: " + sys_reason(errno));
   }
   if (S_ISLNK(st.st_mode)) {
@@ -462,6 +474,11 @@ void check_output_folder(const std::string& path) {
   if (::stat(folder.c_str(), &st) != 0)
     throw OutputPathError(path + ": the folder " + folder + " does not exist (" + sys_reason(errno) + ")");
   require_writable_folder(path, folder, st, "");
+}
+
+void check_output_file(const std::string& path) {
+  check_output_path(path);
+  check_output_folder(path);
 }
 
 namespace {

@@ -56,6 +56,11 @@ void check_output_path(const std::string& path);
 // second path leaves the first output as it was.
 void check_output_folder(const std::string& path);
 
+// check_output_path, then check_output_folder: for an output file that write_file_atomically writes into its folder
+// as it is (it creates no folder), so that a missing or unwritable folder is refused (a usage error naming the path)
+// before the command works, not found by the write after it (a failed run).
+void check_output_file(const std::string& path);
+
 // Throws OutputPathError unless `dir` can hold a command's outputs: an existing folder this user may create
 // files in, or a missing one whose nearest existing ancestor is such a folder (it is created then).
 void check_output_directory(const std::string& dir);

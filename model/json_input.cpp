@@ -119,6 +119,10 @@ std::string parse_reason(const std::string& what) {
 
 }  // namespace
 
+std::string json_document_text(const nlohmann::json& j) {
+  return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
 nlohmann::json parse_json(const std::string& text, const std::string& name, int max_depth) {
   // Reported in this order: too deep (before nlohmann builds anything), not JSON, a repeated key.
   const JsonScan scan = scan_json(text, max_depth);

@@ -35,6 +35,13 @@ nlohmann::json parse_json(const std::string& text, const std::string& name, int 
 // object is left to the other readers, which report its errors).
 std::optional<nlohmann::json> json_object_of(const std::string& text, const std::string& name);
 
+// The text of a JSON document arfit writes (models files, codegen and eval JSON, suggest, predict --json, arbench
+// --json): indented by one space, ending in a line break. File paths recorded in it (a models file's `inputs`, the
+// models file of a generated table, a sample's source file) may hold bytes that are not UTF-8 (a file name on Linux
+// is any bytes); they are written as U+FFFD instead of failing the write after the work with nlohmann's "invalid
+// UTF-8 byte". Names, which identify groups, are refused as they are read instead (name_problem, model/text.h).
+std::string json_document_text(const nlohmann::json& j);
+
 // An error at one place of a JSON document. pointer() is an RFC 6901 JSON pointer ("/groups/3/params/1",
 // "" for the whole document); what() reads "/groups/3/params/1: expected a number, got string \"x\"".
 // Derives from std::invalid_argument: a bad document is bad content, as the model parsers always reported it.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <stdexcept>
 #include <cmath>
 #include <map>
 #include <set>
@@ -195,7 +196,7 @@ ModelSet ModelSet::from_document(const nlohmann::json& j, const std::string& tex
   }
 }
 
-void ModelSet::save(const std::string& path) const { write_string_atomically(path, json_.dump(1) + "\n"); }
+void ModelSet::save(const std::string& path) const { write_string_atomically(path, json_document_text(json_)); }
 
 std::vector<GroupModelView> ModelSet::groups() const {
   std::vector<GroupModelView> out;
@@ -503,6 +504,20 @@ std::optional<Prediction> ModelSet::predict(const PredictQuery& q0, const std::v
   out->how += how_size;
   out->bytes = bytes;
   return out;
+}
+
+std::string resolve_system(const ModelSet& models, const std::string& requested) {
+  const auto systems = models.systems();
+  auto list = [&] { return systems.empty() ? std::string("none") : join(systems, ", "); };
+  if (!requested.empty()) {
+    if (std::find(systems.begin(), systems.end(), requested) == systems.end())
+      throw std::invalid_argument("--system: '" + requested + "' is not in the models file (systems: " + list() + ")");
+    return requested;
+  }
+  if (systems.size() != 1)
+    throw std::invalid_argument("the models file holds " + std::to_string(systems.size()) +
+                                " systems; choose one with --system (systems: " + list() + ")");
+  return systems[0];
 }
 
 std::vector<std::string> same_size_dtypes(const std::string& dtype) {

@@ -137,6 +137,11 @@ class ModelSet {
   std::shared_ptr<const Parsed> parsed_;  // derived from json_; read-only, so copies share it
 };
 
+// The system a query is about: `requested`, or the set's only system when it is empty. Throws std::invalid_argument
+// naming --system and listing the set's systems when `requested` is not one of them, or is empty and the set holds
+// several (a usage error in every command that takes --system: predict, whatif, codegen, suggest).
+std::string resolve_system(const ModelSet& models, const std::string& requested);
+
 // Element types of the same size as `dtype` (read any way canonical_dtype spells it), itself left out, in the
 // order a query without a model of `dtype` asks them: floating point first (bf16, fp16, fp32, fp8_e4m3, int8,
 // uint8, int32, uint32, fp64, int64, uint64). Empty for an unknown type. The one rule `arfit predict`, codegen

@@ -15,6 +15,17 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+std::vector<std::string> split_items(std::string_view s, char sep) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t end = s.find(sep, start);
+    out.emplace_back(s.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
+    if (end == std::string_view::npos) return out;
+    start = end + 1;
+  }
+}
+
 std::string lower(std::string_view s) {
   std::string out(s);
   for (char& c : out)
@@ -62,6 +73,31 @@ std::size_t find_control_char(std::string_view s) {
   return std::string_view::npos;
 }
 
+std::size_t find_invalid_utf8(std::string_view s) {
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
+  for (std::size_t i = 0; i < s.size();) {
+    const unsigned char c = byte(i);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    // The sequence length and the range of its second byte (RFC 3629, table 3-7 of the Unicode standard): the
+    // narrowed ranges exclude overlong forms (E0, F0), surrogates (ED) and code points above U+10FFFF (F4).
+    std::size_t len = 0;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) len = 2;
+    else if (c >= 0xE0 && c <= 0xEF) len = 3, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+    else if (c >= 0xF0 && c <= 0xF4) len = 4, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+    else return i;
+    if (i + len > s.size()) return i;
+    if (byte(i + 1) < lo || byte(i + 1) > hi) return i;
+    for (std::size_t k = 2; k < len; ++k)
+      if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return i;
+    i += len;
+  }
+  return std::string_view::npos;
+}
+
 std::string visible_control_chars(std::string_view s, bool keep_layout) {
   static const char* const kEscapes[] = {"", "", "", "", "", "", "", "\\a", "\\b", "\\t", "\\n", "\\v", "\\f", "\\r"};
   std::string out;
@@ -82,10 +118,15 @@ std::string visible_control_chars(std::string_view s, bool keep_layout) {
 }
 
 std::string name_problem(std::string_view s) {
-  const std::size_t at = find_control_char(s);
-  if (at == std::string_view::npos) return "";
-  return "control character " + visible_control_chars(s.substr(at, 1)) + " at offset " + std::to_string(at) +
-         " (names hold printable text only)";
+  if (const std::size_t at = find_control_char(s); at != std::string_view::npos)
+    return "control character " + visible_control_chars(s.substr(at, 1)) + " at offset " + std::to_string(at) +
+           " (names hold printable text only)";
+  if (const std::size_t at = find_invalid_utf8(s); at != std::string_view::npos) {
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "0x%02x", static_cast<unsigned>(static_cast<unsigned char>(s[at])));
+    return std::string("byte ") + hex + " at offset " + std::to_string(at) + " is not UTF-8 (names are UTF-8 text)";
+  }
+  return "";
 }
 
 std::string aligned_columns(const std::vector<std::vector<std::string>>& rows, const std::vector<bool>& right_aligned,

@@ -22,13 +22,22 @@ std::string_view trim(std::string_view s);
 // strategies, devices, element types) may hold none: a line break in a name would end a comment of a generated
 // table or a gnuplot script and let the rest of the name run as code there.
 std::size_t find_control_char(std::string_view s);
-// Why `s` is not a name ("control character \n at offset 3"), or "" when it is one (find_control_char).
+// Where the first byte of `s` that does not belong to well-formed UTF-8 is (a stray continuation byte, a truncated
+// sequence, an overlong form, a surrogate, a code point above U+10FFFF), or npos. Names go into models files and
+// JSON outputs, whose writer refuses ill-formed UTF-8 (nlohmann's dump throws), and into the terminal.
+std::size_t find_invalid_utf8(std::string_view s);
+// Why `s` is not a name ("control character \n at offset 3", "byte 0xff at offset 2 is not UTF-8"), or "" when
+// it is one (find_control_char, find_invalid_utf8).
 std::string name_problem(std::string_view s);
 // `s` with its control characters (those find_control_char finds) written so that a message shows them: \a \b
 // \t \n \v \f \r as in C, the others (NUL, ESC, DEL, ...) as \xNN. A NUL would end a message (what() is a C
 // string) and an escape sequence would reach the terminal. `keep_layout`: line breaks and tabs stay as they are
 // (a message's own layout; InputError keeps them). The one rendering of control characters in the project.
 std::string visible_control_chars(std::string_view s, bool keep_layout = false);
+
+// Every item of `s` between separators `sep`, as written, empty ones included: "1,,2" gives "1", "", "2", so that
+// an option's parser can refuse a doubled or trailing separator instead of reading "1,2".
+std::vector<std::string> split_items(std::string_view s, char sep);
 
 // ASCII case mapping; other bytes (UTF-8 included) are kept as they are.
 std::string lower(std::string_view s);

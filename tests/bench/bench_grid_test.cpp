@@ -189,6 +189,16 @@ TEST(BenchGrid, CudaGraphOptionIsValidatedBeforeAnythingRuns) {
   Options o = parse(with({"--backend", "custom", "--virtual-ranks", "-G", "3", "--buffers", "4"}));
   EXPECT_EQ(o.runner.cuda_graph, 3);
   EXPECT_EQ(parse(with({"--backend", "nccl", "--cuda-graph", "1"})).runner.cuda_graph, 1);
+  // The other GPU options were ignored by the host backend (exit 0, measured as if --device 3 or --profile-cases 0
+  // had been read); a negative --device other than the default -1 was taken as the default.
+  EXPECT_EQ(offending_option(with({"--device", "3"})), "--device");
+  EXPECT_EQ(offending_option(with({"--backend", "host", "--profile-cases", "0"})), "--profile-cases");
+  EXPECT_EQ(offending_option(with({"--backend", "nccl", "--device", "-5"})), "--device");
+  EXPECT_EQ(offending_option(with({"--device", "-1"})), "");  // the default, spelled out
+  // Accepted for a GPU backend (parsing only).
+  const Options gpu = parse(with({"--backend", "nccl", "--device", "1", "--profile-cases", "0"}));
+  EXPECT_EQ(gpu.device, 1);
+  EXPECT_EQ(gpu.runner.profile_cases, (std::set<int>{0}));
   EXPECT_EQ(parse(small).runner.cuda_graph, 0);  // default: eager launches
   // --help says what the option does.
   Options h = parse({"--help"});
@@ -368,7 +378,8 @@ TEST(BenchGrid, LargestAnchorsOrLatticeKPlansEverySizeOrTheEnds) {
 // Case indices count from 0 (as --dry-run lists them; --help's example is "0,5"): 0 was refused as "not a
 // positive whole number", and 2^32 wrapped to case 0.
 TEST(BenchGrid, ProfileCasesAreZeroBasedIndicesCheckedAgainstAnInt) {
-  const std::vector<std::string> base = {"--bytes", "1K", "--dry-run"};
+  // A GPU backend: the host backend has no profiler ranges (parsing only, as the -G test).
+  const std::vector<std::string> base = {"--backend", "nccl", "--bytes", "1K", "--dry-run"};
   auto with = [&](const std::string& cases) {
     auto v = base;
     v.insert(v.end(), {"--profile-cases", cases});

@@ -208,16 +208,21 @@ TEST(BenchMpi, ImpossibleGridsFailBeforeMeasuringNamingTheOption) {
 
 // An output whose folder cannot be made (under a regular file, or in /proc) ended in MPI_Abort: at the first case
 // (the journal opened then), or before it (the path check's system error was not caught). Now rank 0 opens the
-// journal before the run and every rank leaves with the error, nothing measured, no MPI_Abort.
+// journal before the run and every rank leaves with the error, nothing measured, no MPI_Abort. Both are the -o
+// value's to correct (exit 2); a regular file where the folder would be is named ("file is a regular file, not a
+// folder"; it was exit 1, "cannot check the output path: Not a directory").
 TEST(BenchMpi, UnwritableOutputFolderIsRefusedBeforeMeasuring) {
   TempDir d;
   const std::string file = d.write("file", "x\n");
-  for (const auto& [out, status] : {std::pair{file + "/s.csv", 1}, std::pair{std::string("/proc/arfit-none/s.csv"), 2}}) {
+  for (const auto& [out, status] : {std::pair{file + "/s.csv", 2}, std::pair{std::string("/proc/arfit-none/s.csv"), 2}}) {
     const CommandResult r = run_command(mpirun("--backend host --strategy MPI --bytes 1K -w 1 -n 2 -q -o " + out));
     EXPECT_EQ(r.exit_code, status) << out << "\n" << r.output;
     EXPECT_NE(r.output.find("arbench: error: "), std::string::npos) << out << "\n" << r.output;
     EXPECT_EQ(r.output.find("MPI_ABORT"), std::string::npos) << out << "\n" << r.output;
   }
+  EXPECT_NE(run_command(mpirun("--backend host --strategy MPI --bytes 1K -w 1 -n 2 -q -o " + file + "/s.csv"))
+                .output.find(file + " is a regular file, not a folder"),
+            std::string::npos);
   EXPECT_EQ(arfit::testing::slurp(file), "x\n");
   // --json into a missing folder failed after the whole run (MPI_Abort); now refused before it.
   const std::string out = d.file("s.csv");

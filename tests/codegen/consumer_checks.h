@@ -395,7 +395,7 @@ inline int check_tuner(const ModelSet& models, const Request& r, const std::vect
   const codegen::Predictor predict = codegen::with_same_size_dtypes(codegen::model_set_predictor(models));
   auto fastest = [&](int tp, double bytes) {
     PredictQuery q;
-    q.system = codegen::resolve_system(models, r.system);
+    q.system = arfit::resolve_system(models, r.system);
     q.nranks = tp;
     q.nnodes = r.nnodes;
     q.bytes = bytes;

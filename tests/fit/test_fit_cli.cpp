@@ -360,10 +360,12 @@ TEST(FitCli, PredictAcrossNodesSaysWhatWouldNarrowItAndPriorMachinesLendIt) {
   ASSERT_EQ(together.exit_code, 0) << together.output;
   EXPECT_EQ(nlohmann::json::parse(with_models.output), answers);
   EXPECT_EQ(nlohmann::json::parse(together.output), answers);
-  // A prior lends steps only: it answers no query of its own machine through this models file.
+  // A prior lends steps only: it answers no query of its own machine through this models file (a --system the
+  // models file does not hold is a usage error, whatever --prior holds).
   r = run_command(arfit::testing::arfit_bin() + " predict " + models + " --system b200cluster --collective allreduce "
                   "--nranks 16 --nnodes 2 --bytes 1M --prior " + lender_models);
-  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--system: 'b200cluster' is not in the models file (systems: b200box)"), std::string::npos) << r.output;
   EXPECT_EQ(run_command(arfit::testing::arfit_bin() + " predict " + models + query + " --prior " + dir.file("absent.json")).exit_code, 2);
   r = run_command(arfit::testing::arfit_bin() + " predict " + models + " --collective allreduce --nranks 2 --nnodes 4 --bytes 1M");
   EXPECT_EQ(r.exit_code, 2) << r.output;

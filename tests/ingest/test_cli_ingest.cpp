@@ -87,7 +87,8 @@ TEST(CliIngest, MissingRankCountAsksForTheFlag) {
 }
 
 // A 2-node log without per-rank host lines reads as one node; --nnodes and --system say what it cannot, for
-// every sample; --nnodes beyond the rank count is bad input (exit 1, naming the file) and writes nothing.
+// every sample; --nnodes beyond the --nranks given with it is a usage error (exit 2, the two options, as in predict
+// and whatif; beyond the rank count a file states, the reader names the file: test_other_formats) and writes nothing.
 TEST(CliIngest, NodeCountAndSystemOverrides) {
   TempDir d;
   std::string in = d.write("posted_2node_allreduce.txt", kHostlessFloatAllReduce);
@@ -110,9 +111,8 @@ TEST(CliIngest, NodeCountAndSystemOverrides) {
   }
   std::filesystem::remove(out);
   auto too_many = run_command(arfit_bin() + " ingest " + in + " --nranks 16 --nnodes 32 -o " + out);
-  EXPECT_EQ(too_many.exit_code, 1) << too_many.output;
-  EXPECT_NE(too_many.output.find("posted_2node_allreduce.txt:2: --nnodes 32 is more than the 16 rank(s)"), std::string::npos)
-      << too_many.output;
+  EXPECT_EQ(too_many.exit_code, 2) << too_many.output;
+  EXPECT_NE(too_many.output.find("--nnodes 32 is more nodes than --nranks 16 has GPUs"), std::string::npos) << too_many.output;
   EXPECT_FALSE(std::filesystem::exists(out));
   EXPECT_EQ(run_command(arfit_bin() + " ingest " + in + " --nranks 16 --nnodes 0").exit_code, 2);
   EXPECT_EQ(run_command(arfit_bin() + " ingest " + in + " --nranks 16 --system 'a,b'").exit_code, 2);

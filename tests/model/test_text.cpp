@@ -1,6 +1,8 @@
 // model/text.h: the one trim / case / number-formatting / fingerprint helper of the project.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -69,6 +71,42 @@ TEST(Text, ControlCharactersAreShownOneWayInNamesAndInputErrors) {
     }
   }
   EXPECT_EQ(InputError::bounded("line 1\n\tline 2"), "line 1\n\tline 2");  // a message's own layout is kept
+}
+
+// Names are UTF-8 text: a byte that is not (a Latin-1 file's 'µ', a truncated sequence) was carried into models files,
+// whose JSON writer then threw "[json.exception.type_error.316] invalid UTF-8 byte" after the fit, naming no file.
+TEST(Text, NamesAreWellFormedUtf8) {
+  EXPECT_EQ(find_invalid_utf8("plain µs 中文 \xF0\x9F\x98\x80"), std::string::npos);
+  EXPECT_EQ(name_problem("H100 µs"), "");
+  EXPECT_EQ(find_invalid_utf8("ab\xB5s"), 2u);            // Latin-1 'µ': a continuation byte alone
+  EXPECT_EQ(find_invalid_utf8("ab\xC2"), 2u);             // truncated at the end
+  EXPECT_EQ(find_invalid_utf8("\xC0\xAF"), 0u);           // overlong '/'
+  EXPECT_EQ(find_invalid_utf8("x\xE0\x80\xAF"), 1u);      // overlong, three bytes
+  EXPECT_EQ(find_invalid_utf8("\xED\xA0\x80"), 0u);       // a surrogate
+  EXPECT_EQ(find_invalid_utf8("\xF4\x90\x80\x80"), 0u);   // above U+10FFFF
+  EXPECT_EQ(find_invalid_utf8("\xE2\x82x"), 0u);          // a sequence cut by an ASCII byte
+  EXPECT_EQ(find_invalid_utf8("\xFF"), 0u);
+  EXPECT_EQ(name_problem("NC\xFF" "CL"), "byte 0xff at offset 2 is not UTF-8 (names are UTF-8 text)");
+  // What the check accepts, nlohmann's writer accepts, and the reverse, over every one- and two-byte string
+  // (and the three-byte strings starting with the lead bytes whose second-byte ranges are narrowed).
+  auto dumps = [](const std::string& s) {
+    try {
+      (void)nlohmann::json(s).dump();
+      return true;
+    } catch (const nlohmann::json::type_error&) {
+      return false;
+    }
+  };
+  for (int a = 0x20; a < 256; ++a)
+    for (int b = 0x20; b < 256; ++b) {
+      if (a == 0x7f || b == 0x7f) continue;
+      const std::string s{static_cast<char>(a), static_cast<char>(b)};
+      EXPECT_EQ(find_invalid_utf8(s) == std::string::npos, dumps(s)) << a << " " << b;
+      for (int lead : {0xE0, 0xED, 0xF0, 0xF4}) {
+        const std::string t{static_cast<char>(lead), static_cast<char>(a), static_cast<char>(b)};
+        EXPECT_EQ(find_invalid_utf8(t) == std::string::npos, dumps(t)) << lead << " " << a << " " << b;
+      }
+    }
 }
 
 // Columns as wide as their widest entry: a long name widens its column and the next one stays apart; numbers to

@@ -96,11 +96,16 @@ class Robustness : public ::testing::Test {
   nlohmann::json models() const { return nlohmann::json::parse(slurp(fixture_->file("models.json"))); }
   std::string write_models(const std::string& name, const nlohmann::json& j) { return dir.write(name, j.dump(1) + "\n"); }
 
+  // Runs arfit with `args` in this test's folder.
+  CommandResult arfit_here(const std::string& args) const {
+    return run_command("cd " + dir.path().string() + " && " + arfit_bin() + " " + args);
+  }
+
   // Runs `args` in this test's folder and checks the exit code, that the output holds every `needles`
   // string, and that the folder is unchanged.
   CommandResult expect_refused(const std::string& args, int exit_code, const std::vector<std::string>& needles) {
     const auto before = snapshot(dir.path());
-    const CommandResult r = run_command("cd " + dir.path().string() + " && " + arfit_bin() + " " + args);
+    const CommandResult r = arfit_here(args);
     EXPECT_EQ(r.exit_code, exit_code) << args << "\n" << r.output;
     for (const auto& n : needles) EXPECT_NE(r.output.find(n), std::string::npos) << args << ": no '" << n << "' in\n" << r.output;
     expect_unchanged(before, dir.path(), args);
@@ -715,6 +720,8 @@ TEST_F(Robustness, BadOptionValuesAreUsageErrorsNamingTheOption) {
       {predict + "--nranks 8 --bytes ' 8'", "--bytes"},
       {predict + "--nranks 8 --tokens 9223372036854775807 --hidden 8", "--tokens"},
       {"whatif profile.json --models models.json --tp 8 --nnodes 16", "--nnodes"},
+      // Both counts given to ingest: was exit 1 naming the file's first row, as if the file were wrong.
+      {"ingest models.json --nranks 8 --nnodes 16", "--nnodes 16 is more nodes than --nranks 8 has GPUs"},
       {"breakdown profile.json -o profile.json", "profile.json: is a regular file, not a folder"},
       {predict + "--nranks 2 --splits 100-200", "--splits is an all-to-allv split"},
       {"predict models.json --collective alltoallv --nranks 8 --splits 100-200", "--splits '100-200' has 2 ranks, --nranks 8"},
@@ -910,4 +917,196 @@ TEST_F(Robustness, JsonKeysGivenTwiceInOneObjectAreErrors) {
   const std::string ok = arfit::testing::run_command("cd " + dir.path().string() + " && " + arfit_bin() + " breakdown " +
                                                        kProfile + " -o out_ok --no-figures").output;
   EXPECT_TRUE(fs::exists(dir.file("out_ok/breakdown_classes.csv"))) << ok;
+}
+
+namespace {
+
+// synthetic_samples() labelled as the machine `system` (a `system` column), so that files of two machines can be
+// fitted into one models file or lent as another machine's curves.
+std::string synthetic_samples_of(const std::string& system) {
+  std::string out;
+  std::size_t line = 0;
+  for (std::size_t start = 0, end; start < synthetic_samples().size(); start = end + 1) {
+    const std::string& s = synthetic_samples();
+    end = s.find('\n', start);
+    std::string row = s.substr(start, end - start);
+    if (line == 1) row += ",system";
+    else if (line > 1) row += "," + system;
+    out += row + "\n";
+    ++line;
+  }
+  return out;
+}
+
+}  // namespace
+
+// --system, --dtype and whatif's --strategy name what a models file is asked about. A machine the file does not
+// hold, one of several left unnamed, a type of no known size and an all-reduce strategy the file has no model of
+// were answered as a query without an answer (predict: exit 1, "no model answers"), or not at all (whatif --strategy
+// kept every all-reduce as measured and exited 0; whatif on a file of two machines did the same without --system).
+// They are the user's to correct: exit 2 naming the option and listing what the file holds, as codegen and suggest
+// already said.
+TEST_F(Robustness, OptionsNamingNothingInTheModelsFileAreUsageErrors) {
+  copy("models.json");
+  fs::copy_file(kProfile, dir.file("profile.json"));
+  dir.write("m1.csv", synthetic_samples_of("m1"));
+  dir.write("m2.csv", synthetic_samples_of("m2"));
+  const CommandResult fit = arfit_here("fit m1.csv m2.csv -o two.json -q");
+  ASSERT_EQ(fit.exit_code, 0) << fit.output;
+  const std::string predict = "predict models.json --collective allreduce --nranks 8 --bytes 1M ";
+  const std::string whatif = "whatif profile.json --tp 8 --hidden 4096 ";
+  expect_refused(predict + "--system nosuch", 2, {"--system: 'nosuch' is not in the models file (systems: default)"});
+  expect_refused(predict + "--dtype bogus", 2, {"--dtype: 'bogus' is neither a known element type", "nor a dtype of models.json"});
+  expect_refused("predict two.json --collective allreduce --nranks 8 --bytes 1M", 2,
+                 {"the models file holds 2 systems; choose one with --system (systems: m1, m2)"});
+  expect_refused(whatif + "--models models.json --strategy ONESHOTT", 2,
+                 {"--strategy: 'ONESHOTT' is not an all-reduce strategy of models.json (strategies: NCCL, ONESHOT)"});
+  expect_refused(whatif + "--models two.json", 2, {"the models file holds 2 systems; choose one with --system"});
+  expect_refused(whatif + "--models two.json --system m3", 2, {"--system: 'm3' is not in the models file (systems: m1, m2)"});
+  // What the file holds is answered, and a known type it has no model of is still a query without an answer.
+  EXPECT_EQ(arfit_here("predict two.json --collective allreduce --nranks 8 --bytes 1M --system m2").exit_code, 0);
+  EXPECT_EQ(arfit_here(whatif + "--models two.json --system m1 --strategy ONESHOT").exit_code, 0);
+  expect_refused(predict + "--dtype fp64", 1, {"no model in models.json answers the query"});
+}
+
+// A --prior is another machine, counted once among the curves a transfer borrows from (fit) or the scale-out steps
+// a query may borrow (predict). The same models file given twice, by the same or another name, or next to the
+// sample file it was fitted from (its `inputs` record that file's fingerprint), or a copy of it, weighed that machine
+// twice: `fit --prior m2.json --prior m2.json` wrote another models file than `--prior m2.json`, with exit 0.
+TEST_F(Robustness, EachPriorMachineCountsOnce) {
+  dir.write("m1.csv", synthetic_samples_of("m1"));
+  dir.write("m2.csv", synthetic_samples_of("m2"));
+  const CommandResult fit = arfit_here("fit m2.csv -o m2.json -q");
+  ASSERT_EQ(fit.exit_code, 0) << fit.output;
+  fs::copy_file(dir.file("m2.json"), dir.file("copy.json"));
+  fs::create_hard_link(dir.file("m2.json"), dir.file("linked.json"));
+  const std::string fit_m1 = "fit m1.csv -o out.json -q ";
+  expect_refused(fit_m1 + "--prior m2.json --prior m2.json", 2, {"--prior m2.json is given twice; give each machine once"});
+  expect_refused(fit_m1 + "--prior m2.json --prior ./m2.json", 2, {"--prior ./m2.json is given twice (the same file as m2.json)"});
+  expect_refused(fit_m1 + "--prior m2.json --prior linked.json", 2, {"--prior linked.json is given twice (the same file as m2.json)"});
+  expect_refused(fit_m1 + "--prior m2.json --prior m2.csv", 2,
+                 {"--prior m2.csv holds the measurements of m2.csv, as --prior m2.json does; give each machine once"});
+  expect_refused(fit_m1 + "--prior m2.json --prior copy.json", 2, {"--prior copy.json holds the measurements of m2.csv"});
+  expect_refused("predict m2.json --collective allreduce --strategy NCCL --nranks 8 --nnodes 2 --bytes 1M --prior m2.csv --prior m2.csv",
+                 2, {"--prior m2.csv is given twice"});
+  // Each machine once is a prior as before.
+  const CommandResult once = arfit_here(fit_m1 + "--prior m2.json");
+  EXPECT_EQ(once.exit_code, 0) << once.output;
+}
+
+// An option the chosen codegen format or eval protocol does not read was ignored: `codegen --format vllm --nnodes 2`
+// wrote the one-node thresholds, `--format json --bytes ...` the grid as without it, `eval --protocol interp2 --plan
+// lattice:2` the interp2 table, each with exit 0, so the user believed they had asked for something they had not.
+// An empty name in --methods ("auto,,seed", ",") was dropped, leaving fewer methods or an empty table.
+TEST_F(Robustness, OptionsTheFormatOrProtocolDoesNotReadAreRefused) {
+  copy("models.json");
+  copy("samples.csv");
+  const std::string codegen = "codegen models.json -o out.txt --format ";
+  expect_refused(codegen + "vllm --nnodes 2", 2, {"--nnodes: only the nccl-tuner format writes it; the vllm format"});
+  expect_refused(codegen + "sglang --channels 4", 2, {"--channels: only the nccl-tuner format writes it; the sglang format"});
+  expect_refused(codegen + "header --nnodes 2", 2, {"--nnodes: only the nccl-tuner format writes it; the header format"});
+  expect_refused(codegen + "json --bytes 1024:1048576", 2, {"--bytes: the json format works on the --tokens x --hidden grid"});
+  expect_refused(codegen + "header --bytes 1024:1048576", 2, {"--bytes: the header format works on the --tokens x --hidden grid"});
+  expect_refused(codegen + "trtllm --bytes 1024:1048576", 2, {"--bytes: the trtllm format works on the --tokens x --hidden grid"});
+  expect_refused("eval samples.csv --protocol interp2 --plan lattice:2", 2, {"--plan is the measured subset of --protocol select"});
+  expect_refused("eval samples.csv --protocol interp2 --methods auto,,seed", 2, {"--methods: empty method name in 'auto,,seed'"});
+  expect_refused("eval samples.csv --protocol interp2 --methods ,", 2, {"--methods: empty method name in ','"});
+  // The defaults, spelled out, are what the formats read anyway.
+  const CommandResult json = arfit_here(codegen +
+                                         "json --bytes 8:4294967296 --nnodes 1 --channels 0");
+  EXPECT_EQ(json.exit_code, 0) << json.output;
+}
+
+// write_file_atomically creates no folder, so an output in a missing folder was found by the write: after the fit,
+// the ingest or the codegen had run, as a failed run (exit 1, "cannot create the temporary file"), while eval's
+// --json and arbench's --json were refused before any work as a usage error (2). Every single-file output is
+// checked alike now (check_output_file). `plot -o FILE` went on to fail at the first figure with exit 1 ("cannot check
+// the output path: Not a directory"); it is refused first, as breakdown refuses it.
+TEST_F(Robustness, OutputsInAMissingFolderAreRefusedBeforeAnyWork) {
+  copy("models.json");
+  copy("samples.csv");
+  fs::copy_file(kProfile, dir.file("profile.json"));
+  const std::string missing = "the folder nodir does not exist";
+  expect_refused("ingest samples.csv -o nodir/s.csv", 2, {"nodir/s.csv: " + missing});
+  expect_refused("fit samples.csv -o nodir/m.json -q", 2, {"nodir/m.json: " + missing});
+  expect_refused("codegen models.json --format json -o nodir/t.json", 2, {"nodir/t.json: " + missing});
+  expect_refused("suggest models.json --json nodir/s.json", 2, {"nodir/s.json: " + missing});
+  expect_refused("whatif profile.json --models models.json --tp 8 --hidden 4096 -o nodir/w.csv", 2, {"nodir/w.csv: " + missing});
+  expect_refused("plot fit models.json samples.csv -o samples.csv", 2, {"samples.csv: is a regular file, not a folder"});
+  // A file where a folder of the path would be, and a name longer than the system takes, were "cannot check the
+  // output path: Not a directory" / "File name too long", exit 1: the option's value to correct.
+  expect_refused("fit samples.csv -o samples.csv/m.json -q", 2, {"samples.csv/m.json: samples.csv is a regular file, not a folder"});
+  expect_refused("codegen models.json --format json -o models.json/x/t.json", 2, {"models.json is a regular file, not a folder"});
+  expect_refused("ingest samples.csv -o " + std::string(300, 'x') + ".csv", 2, {"File name too long"});
+}
+
+// A name that is not UTF-8 (a Latin-1 'µ' in a device name, a stray byte) was read and written back by ingest with
+// exit 0, and fit failed after fitting with "[json.exception.type_error.316] invalid UTF-8 byte at index 20: 0xFF",
+// naming no file, line or column: the models file's JSON writer refuses it. Names are checked as they are read now
+// (name_problem), in every format, like control characters.
+TEST_F(Robustness, NamesThatAreNotUtf8AreBadInputNamingTheColumn) {
+  std::string latin1 = synthetic_samples();
+  latin1.replace(latin1.find("ONESHOT"), 7, "ONE\xB5SHOT");
+  const long line = static_cast<long>(std::count(latin1.begin(), latin1.begin() + static_cast<long>(latin1.find("ONE\xB5")), '\n')) + 1;
+  dir.write("latin1.csv", latin1);
+  const std::string where = "latin1.csv:" + std::to_string(line) + ": column 'strategy': byte 0xb5 at offset 3 is not UTF-8";
+  expect_refused("ingest latin1.csv -o out.csv", 1, {where});
+  expect_refused("fit latin1.csv -o out.json -q", 1, {where});
+  // nccl-tests: the device name of the rank lines.
+  std::string log = kNcclTestsLog;
+  log.replace(log.find("Fancy GPU 9000"), 5, "Fanc\xFF");
+  dir.write("nccl_allreduce.txt", log);
+  expect_refused("fit nccl_allreduce.txt -o out.json -q", 1, {"nccl_allreduce.txt:", "is not UTF-8"});
+  // A file name is any bytes: recorded in a JSON output (a models file's inputs, a table's models file), the bytes
+  // that are not UTF-8 are written as U+FFFD. Both runs failed after the work with the JSON writer's type_error.
+  dir.write("lat\xB5" ".csv", synthetic_samples());
+  const CommandResult fit = arfit_here("fit 'lat\xB5" ".csv' -o 'm\xB5.json' -q");
+  ASSERT_EQ(fit.exit_code, 0) << fit.output;
+  const nlohmann::json models = nlohmann::json::parse(slurp(dir.file("m\xB5.json")));
+  EXPECT_EQ(models.at("inputs").at(0).at("path"), "lat\xEF\xBF\xBD.csv");
+  const CommandResult table = arfit_here("codegen 'm\xB5.json' --format json -o table.json");
+  ASSERT_EQ(table.exit_code, 0) << table.output;
+  EXPECT_NE(slurp(dir.file("table.json")).find("m\xEF\xBF\xBD.json"), std::string::npos);
+}
+
+// Each plot kind reads some of the options: one given to a kind that does not read it was ignored (`plot fit --tp 16`
+// drew the fit figures with exit 0). --held-out samples are ones the fit did not see: the plot's own input, or the
+// file the models were fitted from, was drawn as held out next to itself as fitted.
+TEST_F(Robustness, PlotRefusesOptionsItsKindDoesNotReadAndHeldOutInputs) {
+  copy("models.json");
+  copy("samples.csv");
+  expect_refused("plot fit models.json -o figs --tp 16", 2, {"--tp: plot fit does not read it (best, cross, diff, heatmap, regret, all do)"});
+  expect_refused("plot fit models.json -o figs --protocol sparse4", 2, {"--protocol: plot fit does not read it (errors, all do)"});
+  expect_refused("plot cross models.json -o figs --held-out samples.csv", 2, {"--held-out: plot cross does not read it (fit, all do)"});
+  expect_refused("plot errors samples.csv -o figs --dtype fp16", 2, {"--dtype: plot errors does not read it"});
+  expect_refused("plot index figs --tp 8", 2, {"--tp: plot index does not read it"});
+  if (!have_gnuplot()) GTEST_SKIP() << "gnuplot is not installed: the --held-out cases run after its check";
+  expect_refused("plot fit models.json samples.csv -o figs --held-out ./samples.csv", 2,
+                 {"--held-out ./samples.csv is also an input of this plot"});
+  expect_refused("plot fit models.json -o figs --held-out samples.csv", 2,
+                 {"--held-out samples.csv: models.json was fitted from it"});
+}
+
+// eval --json wrote "gmae": 0, "median": 0, ... for a method or subset that answered no held-out point (crossn's
+// `more` when no family spans more nodes), where the table shows '-': a consumer (plot errors) read 0 % error, a
+// perfect method. The error figures are absent there now.
+TEST_F(Robustness, EvalJsonHasNoErrorWhereNoPointWasAnswered) {
+  std::string s = "#arfit-samples v1\ncollective,strategy,fusion,dtype,nranks,bytes,time_us\n";
+  for (int n : {2, 4, 8})
+    for (long b = 1024; b <= (64L << 20); b *= 2)
+      s += "allreduce,NCCL,NONE,bf16," + std::to_string(n) + "," + std::to_string(b) + "," +
+           std::to_string(5.0 + n + static_cast<double>(b) * (n - 1) / (n * 5e4)) + "\n";
+  dir.write("counts.csv", s);
+  const CommandResult r = arfit_here("eval counts.csv --protocol crossn --json e.json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(slurp(dir.file("e.json")));
+  const nlohmann::json& more = j.at("by_nodes").at("more");
+  ASSERT_EQ(more.at("curves"), 0);
+  for (const auto& [name, m] : more.at("methods").items()) {
+    EXPECT_EQ(m.at("points"), 0) << name;
+    for (const char* k : {"gmae", "median", "p90", "max"}) EXPECT_FALSE(m.contains(k)) << name << " " << k << ": " << m.dump();
+  }
+  const nlohmann::json& same = j.at("by_nodes").at("same").at("methods").at("auto");
+  EXPECT_GT(same.at("points").get<int>(), 0);
+  EXPECT_GT(same.at("gmae").get<double>(), 0);
 }

@@ -183,5 +183,5 @@ TEST(TraceCli, WhatifUnknownSystemIsAUsageError) {
   std::string models = dir.write("models.json", R"({"schema": "arfit-models", "schema_version": 1, "groups": []})");
   auto w = run_command(arfit_cmd("whatif " + trace_data("nsys_kern_sum.csv") + " --models " + models + " --tp 8 --hidden 4096 --tokens 16 --system h100_typo"));
   EXPECT_EQ(w.exit_code, 2) << w.output;
-  EXPECT_NE(w.output.find("--system 'h100_typo' is not in"), std::string::npos) << w.output;
+  EXPECT_NE(w.output.find("--system: 'h100_typo' is not in the models file"), std::string::npos) << w.output;
 }
