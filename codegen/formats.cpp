@@ -5,6 +5,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "model/nccl_variant.h"
 #include "model/text.h"
 
 namespace arfit::codegen {
@@ -46,12 +47,30 @@ std::string no_modelled_cell(const ModelSet& models, const std::string& system, 
          join(fusions, ",") + ", dtype " + join(dtypes, ",");
 }
 
+// Refuses a --fallback no engine could run: the strategy a table names where no model answers goes into the engine's
+// code (an enum member of the header, a JSON choice, a TensorRT-LLM number), so a typo ("NCLL") would be written
+// there as if it were a strategy. Accepted: an all-reduce strategy the system's models hold, or one of NCCL's own
+// (NCCL, NCCL_SYMMETRIC, a forced NCCL_<algorithm>_<protocol> variant) or arbench's ONESHOT/TWOSHOT, which every
+// engine arfit writes for offers.
+void check_fallback(const ModelSet& models, const std::string& system, const std::string& fallback) {
+  const std::vector<std::string> modelled = system_strategies(models, system);
+  const std::vector<std::string> known{strategy::kNccl, strategy::kNcclSymmetric, strategy::kOneShot, strategy::kTwoShot};
+  const auto in = [&](const std::vector<std::string>& names) {
+    return std::find(names.begin(), names.end(), fallback) != names.end();
+  };
+  if (in(modelled) || in(known) || parse_nccl_variant(fallback)) return;
+  throw std::invalid_argument("--fallback: '" + fallback + "' is neither an all-reduce strategy of system '" + system +
+                              "' (" + (modelled.empty() ? std::string("none") : join(modelled, ", ")) + ") nor " +
+                              join(known, ", ") + " or a forced NCCL_<algorithm>_<protocol> variant");
+}
+
 }  // namespace
 
 StrategyTable build_request_table(const ModelSet& models, const Request& r) {
   TableOptions o;
   o.system = resolve_system(models, r.system);
   check_sm_transfer(models, o.system, r);
+  check_fallback(models, o.system, r.fallback);
   o.dtype = r.dtype;
   o.sm = prediction_sm(r);
   o.fallback = r.fallback;

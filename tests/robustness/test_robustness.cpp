@@ -1017,6 +1017,19 @@ TEST_F(Robustness, OptionsTheFormatOrProtocolDoesNotReadAreRefused) {
   EXPECT_EQ(json.exit_code, 0) << json.output;
 }
 
+// --fallback goes into the engine's code where no model answers (an enum member of the header, a JSON choice); a
+// typo was written there as a strategy (`Strategy::NCLL = 100`), exit 0. Now it must name a strategy of the models
+// or one of NCCL's own (forced variants included) or ONESHOT/TWOSHOT.
+TEST_F(Robustness, FallbackNamesAStrategyAnEngineRuns) {
+  copy("models.json");
+  expect_refused("codegen models.json --format header -o t.h --fallback NCLL", 2,
+                 {"--fallback: 'NCLL' is neither an all-reduce strategy of system"});
+  for (const char* fallback : {"NCCL_SYMMETRIC", "NCCL_RING_LL128", "TWOSHOT"}) {
+    const CommandResult r = arfit_here(std::string("codegen models.json --format header -o t.h --fallback ") + fallback);
+    EXPECT_EQ(r.exit_code, 0) << fallback << ": " << r.output;
+  }
+}
+
 // write_file_atomically creates no folder, so an output in a missing folder was found by the write: after the fit,
 // the ingest or the codegen had run, as a failed run (exit 1, "cannot create the temporary file"), while eval's
 // --json and arbench's --json were refused before any work as a usage error (2). Every single-file output is
