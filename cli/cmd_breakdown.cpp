@@ -75,7 +75,8 @@ void add_breakdown(CLI::App& app) {
   auto* cmd = app.add_subcommand("breakdown",
                                  "Kernel-time breakdown of a profile (vLLM layerwise JSON or nsys CSV) per op class and phase: CSV + figures");
   cmd->add_option("profile", a->profile, "vLLM layerwise profile JSON, or nsys stats CSV (cuda_gpu_kern_sum / cuda_gpu_trace)")
-      ->required();
+      ->required()
+      ->check(CLI::ExistingFile);
   cmd->add_option("-o,--out", a->out_dir, "Output folder (created when missing)")->required()->check(output_folder_validator());
   cmd->add_option("--level", a->level, "Entries at 'kernel' (leaves) or 'module' (parents of kernels) level")
       ->check(CLI::IsMember({"module", "kernel"}))

@@ -410,7 +410,9 @@ void run_plot(const PlotArgs& a) {
                      "them; name a file (./- for a file named '-')");
   plots::require_gnuplot();  // say so before reading anything large
   for (const auto& p : a.inputs)
-    if (!fs::is_regular_file(p)) throw InputError(p, 0, "", "no such file");
+    // A path naming no file is the command line's to correct (exit 2), as every other command's inputs are
+    // (CLI11's ExistingFile there; here after the options, which are named first whatever the inputs).
+    if (!fs::is_regular_file(p)) throw UsageError(p + ": no such file");
   Inputs in = read_inputs(a.inputs, a.ingest_format);
   Renderer r(a.out_dir, formats);
   if (a.kind == "fit") plot_fit(in, a, r);

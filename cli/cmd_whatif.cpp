@@ -94,8 +94,8 @@ void add_whatif(CLI::App& app) {
   auto a = std::make_shared<WhatIfArgs>();
   auto* cmd = app.add_subcommand(
       "whatif", "Re-predict a profile's communication at another TP size / SM with fitted models (per phase, 90 % intervals)");
-  cmd->add_option("profile", a->profile, "vLLM layerwise profile JSON, or nsys stats CSV")->required();
-  cmd->add_option("--models", a->models, "Fitted models (models.json from arfit fit)")->required();
+  cmd->add_option("profile", a->profile, "vLLM layerwise profile JSON, or nsys stats CSV")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--models", a->models, "Fitted models (models.json from arfit fit)")->required()->check(CLI::ExistingFile);
   cmd->add_option("--tp", a->tp, "Tensor-parallel size (rank count) to predict at")->required()->check(CLI::Range(1, kMaxModelRanks));
   cmd->add_option("--sm", a->sm, "SM version to predict for (e.g. 100); default: the models' measured SM")
       ->check(known_sm_validator());

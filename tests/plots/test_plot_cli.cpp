@@ -134,8 +134,9 @@ TEST_F(PlotCli, FitAndErrorsFromJson) {
 
 TEST_F(PlotCli, BadInvocationsExitNonZeroWithReason) {
   std::string out = tmp_.file("fig");
+  // A path naming no file is a usage error, as in every command (it was exit 1 here, 2 in ingest, fit and eval).
   auto r = run_command(arfit::testing::arfit_bin() + " plot best " + tmp_.file("missing.csv") + " -o " + out);
-  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(has(r.output, "missing.csv")) << r.output;
   std::string csv = write_toy_samples(tmp_);
   r = run_command(arfit::testing::arfit_bin() + " plot best " + csv);

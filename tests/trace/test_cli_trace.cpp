@@ -140,7 +140,8 @@ TEST(TraceCli, MalformedProfilesFailCleanly) {
     EXPECT_NE(r.output.find(c.name), std::string::npos) << r.output;
     EXPECT_NE(r.output.find(c.expect), std::string::npos) << r.output;
     EXPECT_EQ(files_in(out), 0u) << c.name;  // nothing written
-    auto w = run_command(arfit_cmd("whatif " + path + " --models " + dir.file("none.json") + " --tp 8"));
+    // The profile is read before the models: its error is named whatever the models file holds.
+    auto w = run_command(arfit_cmd("whatif " + path + " --models " + dir.write("models.json", "{}") + " --tp 8"));
     EXPECT_EQ(w.exit_code, 1) << w.output;
     EXPECT_NE(w.output.find(c.expect), std::string::npos) << w.output;
   }
@@ -161,6 +162,16 @@ TEST(TraceCli, UsageErrors) {
   EXPECT_NE(r.output.find("phases are: prefill decode_1 decode_2"), std::string::npos) << r.output;
   r = run_command(arfit_cmd("breakdown " + trace_data("vllm_tp2_small.json") + " -o " + dir.file("o") + " --level layer"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
+  // A path naming no file is a usage error, as in ingest, fit, eval, predict and codegen (these read it and said
+  // exit 1, "cannot read the profile").
+  r = run_command(arfit_cmd("breakdown " + dir.file("missing.json") + " -o " + dir.file("o")));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("missing.json"), std::string::npos) << r.output;
+  r = run_command(arfit_cmd("whatif " + dir.file("missing.json") + " --models " + dir.write("models.json", "{}") + " --tp 8"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  r = run_command(arfit_cmd("whatif " + trace_data("vllm_tp2_small.json") + " --models " + dir.file("missing.json") + " --tp 8"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--models"), std::string::npos) << r.output;
   EXPECT_EQ(files_in(dir.file("o")), 0u);
 }
 
