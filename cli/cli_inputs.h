@@ -41,6 +41,18 @@ inline void append_ingested(ingest::IngestResult r, const std::string& path, ing
     std::cerr << "arfit: warning: " << path << ": " << r.dropped << " row(s) dropped (sizes that are not byte counts; "
               << "`arfit ingest " << path << "` lists them)\n";
   }
+  // A sample with no message size (bytes 0 and no tokens x hidden: a zero-byte nccl-tests row, a hand-written one)
+  // has no place on a curve (fit::curve_bytes), so fit, eval and plot leave it out: said here with its lines, so
+  // that rows do not vanish unannounced (a file of only such rows was "no group could be fitted (0 groups)").
+  std::size_t sizeless = 0;
+  std::string lines;
+  for (const Sample& s : r.samples) {
+    if (!s.ok() || fit::curve_bytes(s) > 0) continue;
+    if (++sizeless <= 5 && s.line > 0) lines += (lines.empty() ? " (line " : ", line ") + std::to_string(s.line);
+  }
+  if (sizeless > 0)
+    std::cerr << "arfit: warning: " << path << ": " << sizeless << " sample(s) without a message size (bytes 0 and no "
+              << "tokens x hidden) are left out" << lines << (lines.empty() ? "" : sizeless > 5 ? ", ...)" : ")") << "\n";
   for (auto& s : r.samples) all.push_back(std::move(s));
 }
 

@@ -117,6 +117,8 @@ void run_fit(const FitArgs& a) {
     if (a.quiet)
       for (const auto& g : groups)
         if (why.size() < 400) why += "\n  " + g.at("id").get<std::string>() + ": " + g.value("problem", std::string("not fitted"));
+    if (groups.empty())  // every sample was left out as it was read (the warnings above say why)
+      throw std::runtime_error("no group could be fitted: the inputs hold no successful sample with a message size\nnothing written");
     throw std::runtime_error("no group could be fitted (" + std::to_string(bad) + " groups" +
                              (a.quiet ? std::string("):") + why : std::string(", see above)")) + "\nnothing written");
   }

@@ -15,6 +15,12 @@ std::string system_label(const Sample& s, GroupBy by) { return by == GroupBy::So
 
 }  // namespace
 
+double curve_bytes(const Sample& s) {
+  if (s.bytes > 0) return static_cast<double>(s.bytes);
+  if (s.tokens > 0 && s.hidden > 0) return static_cast<double>(s.tokens) * s.hidden * dtype_size(s.dtype);
+  return 0;
+}
+
 std::vector<Curve> build_curves(const std::vector<Sample>& samples, const CurveOptions& options) {
   struct Acc {
     std::map<double, std::vector<double>> by_size;
@@ -29,8 +35,7 @@ std::vector<Curve> build_curves(const std::vector<Sample>& samples, const CurveO
   for (const Sample& s : samples) {
     if (!s.ok()) continue;
     if (options.out_of_place_only && s.in_place) continue;
-    double bytes = static_cast<double>(s.bytes);
-    if (bytes <= 0 && s.tokens > 0 && s.hidden > 0) bytes = static_cast<double>(s.tokens) * s.hidden * dtype_size(s.dtype);
+    const double bytes = curve_bytes(s);
     if (!(bytes > 0) || !(s.time_us > 0) || !std::isfinite(s.time_us)) continue;
     const GroupKey k = sample_group_key(s, system_label(s, options.group_by));
     Acc& a = groups[k];

@@ -57,6 +57,10 @@ struct Curve {
 
 std::vector<Curve> build_curves(const std::vector<Sample>& samples, const CurveOptions& options = {});
 
+// The message size a curve places a sample at: its bytes, else tokens x hidden x the dtype's size; 0 when neither is
+// known (build_curves leaves such a sample out, and `arfit fit` says how many and where).
+double curve_bytes(const Sample& s);
+
 struct FitOptions {
   // "auto" (model selection by cross-validation), or one of "seed", "alphabeta", "sigmoid", "regimes"
   // (K = 1..4 chosen by CV), "regimes1".."regimes4", "satbw".

@@ -682,6 +682,22 @@ TEST_F(Robustness, EmptyInputsAndDroppedRowsAreReported) {
   expect_unchanged(before, dir.path(), "ingest with a dropped row");
   const CommandResult f = run_command(arfit_bin() + " fit " + in + " -o " + dir.file("m.json") + " --min-points 2 -q");
   EXPECT_NE(f.output.find(in + ": 1 row(s) dropped"), std::string::npos) << f.output;
+
+  // A sample without a message size (bytes 0, no tokens x hidden) has no place on a curve: fit, eval and plot
+  // leave it out, and say so with its lines (a file of only such rows was "no group could be fitted (0 groups, see
+  // above)" with nothing above).
+  const std::string sizeless = dir.write("sizeless.csv",
+      "#arfit-samples v1\ncollective,strategy,nranks,bytes,time_us\nallreduce,NCCL,8,0,5\nallreduce,NCCL,8,0,6\n");
+  expect_refused("fit sizeless.csv -o m0.json", 1,
+                 {"sizeless.csv: 2 sample(s) without a message size (bytes 0 and no tokens x hidden) are left out (line 3, line 4)",
+                  "no group could be fitted: the inputs hold no successful sample with a message size"});
+  std::string mixed = "#arfit-samples v1\ncollective,strategy,nranks,bytes,time_us\nallreduce,NCCL,8,0,5\n";
+  for (int k = 10; k <= 16; ++k) mixed += "allreduce,NCCL,8," + std::to_string(1 << k) + "," + std::to_string(10 + k) + "\n";
+  dir.write("mixed.csv", mixed);
+  const CommandResult m = arfit_here("fit mixed.csv -o m1.json -q");
+  EXPECT_EQ(m.exit_code, 0) << m.output;
+  EXPECT_NE(m.output.find("mixed.csv: 1 sample(s) without a message size (bytes 0 and no tokens x hidden) are left out (line 3)"),
+            std::string::npos) << m.output;
 }
 
 // `predict --bytes A:B:F` with more points than the cap is refused naming the option, not cut short.
