@@ -42,9 +42,7 @@ void run_breakdown(const BreakdownArgs& a) {
   check_output_directory(a.out_dir);  // refused now (a file, /dev/null), not after reading the profile
   trace::RuleTable rules = a.rules.empty() ? trace::RuleTable::defaults() : trace::RuleTable::load_user(a.rules);
   trace::Profile prof = load_profile_phases(a.profile, a.format, a.nvtx, a.phases);
-  for (const auto& f : a.fold)
-    if (!trace::profile_has_node(prof, f))
-      std::cerr << "arfit breakdown: warning: --fold '" << f << "' matches no node of " << prof.source << "\n";
+  warn_folds_matching_nothing(prof, a.fold, "breakdown");
   trace::Breakdown b = trace::compute_breakdown(prof, rules, opt);
   auto written = trace::write_breakdown_report(b, a.out_dir, ro);
 

@@ -33,6 +33,7 @@ void run_whatif(const WhatIfArgs& a) {
   if (a.prompt_len > 0 && a.batch_size <= 0) throw UsageError("--prompt-len needs --batch-size (prefill tokens = batch x prompt_len)");
   trace::RuleTable rules = a.rules.empty() ? trace::RuleTable::defaults() : trace::RuleTable::load_user(a.rules);
   trace::Profile prof = load_profile_phases(a.profile, a.format, a.nvtx, a.phases);
+  warn_folds_matching_nothing(prof, a.fold, "whatif");
   // Token counts the profile does not carry (nsys): from --batch-size/--prompt-len.
   if (a.batch_size > 0) {
     prof.context.batch_size = a.batch_size;

@@ -2,6 +2,7 @@
 // with an unknown phase name reported as a usage error.
 #pragma once
 
+#include <iostream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -23,6 +24,14 @@ inline trace::Profile load_profile_phases(const std::string& path, const std::st
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
+}
+
+// A --fold name that matches no node of the profile folds nothing: most likely a typo, said on standard error so
+// that the command's answer is not read as folded (`command`: breakdown or whatif, for the message).
+inline void warn_folds_matching_nothing(const trace::Profile& prof, const std::vector<std::string>& folds, const std::string& command) {
+  for (const auto& f : folds)
+    if (!trace::profile_has_node(prof, f))
+      std::cerr << "arfit " << command << ": warning: --fold '" << f << "' matches no node of " << prof.source << "\n";
 }
 
 }  // namespace arfit::cli

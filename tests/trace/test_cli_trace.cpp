@@ -189,6 +189,20 @@ TEST(TraceCli, NoCollectiveStillBreaksDownAndWhatifSaysSo) {
   EXPECT_NE(w.output.find("no recognised collective kernel in " + prof + ": nothing to re-predict"), std::string::npos) << w.output;
 }
 
+// A --fold name no node of the profile has folds nothing (a typo, most likely): breakdown warned, whatif said
+// nothing and answered as if folded. Both warn now, and a name that matches is not warned about.
+TEST(TraceCli, FoldMatchingNoNodeIsWarnedByBreakdownAndWhatif) {
+  TempDir dir;
+  const std::string prof = trace_data("vllm_tp2_small.json");
+  auto b = run_command(arfit_cmd("breakdown " + prof + " -o " + dir.file("o") + " --no-figures --fold LogitsProcesor --fold LogitsProcessor"));
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  EXPECT_NE(b.output.find("arfit breakdown: warning: --fold 'LogitsProcesor' matches no node of"), std::string::npos) << b.output;
+  EXPECT_EQ(b.output.find("--fold 'LogitsProcessor' matches no node"), std::string::npos) << b.output;
+  const std::string models = dir.write("models.json", R"({"schema": "arfit-models", "schema_version": 1, "groups": []})");
+  auto w = run_command(arfit_cmd("whatif " + prof + " --models " + models + " --tp 8 --hidden 4096 --fold LogitsProcesor"));
+  EXPECT_NE(w.output.find("arfit whatif: warning: --fold 'LogitsProcesor' matches no node of"), std::string::npos) << w.output;
+}
+
 TEST(TraceCli, WhatifUnknownSystemIsAUsageError) {
   TempDir dir;
   std::string models = dir.write("models.json", R"({"schema": "arfit-models", "schema_version": 1, "groups": []})");
