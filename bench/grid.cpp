@@ -178,24 +178,14 @@ std::vector<std::string> split_list(const std::string& text) {
 
 std::int64_t parse_size(const std::string& text, const std::string& option) {
   const std::string t(trim(text));
-  if (t.empty()) throw GridError(option, "empty size");
-  size_t used = 0;
-  long double v = 0;
-  try {
-    v = std::stold(t, &used);
-  } catch (const std::logic_error&) {
-    throw GridError(option, "'" + text + "' is not a size (examples: 8, 1K, 64M, 8G)");
-  }
   std::string why;
-  const std::optional<double> unit = byte_unit_multiplier(t.substr(used), &why);
-  if (!unit) throw GridError(option, "'" + text + "': " + why);
-  const long double mult = *unit;
-  long double bytes = v * mult;
-  if (!(bytes >= 1) || std::floor(bytes) != bytes) throw GridError(option, "'" + text + "' must be a positive whole number");
-  if (bytes > static_cast<long double>(kMaxSize))
+  const std::optional<double> bytes = parse_size_text(t, &why);
+  if (!bytes) throw GridError(option, why);
+  if (!(*bytes >= 1) || std::floor(*bytes) != *bytes) throw GridError(option, "'" + text + "' must be a positive whole number");
+  if (*bytes > static_cast<double>(kMaxSize))
     throw GridError(option, "'" + text + "' is beyond the largest size arbench accepts, " + std::to_string(kMaxSize) +
                                 " (10^15, about 909T)");
-  return static_cast<std::int64_t>(bytes);
+  return static_cast<std::int64_t>(*bytes);
 }
 
 std::vector<std::int64_t> geometric_sizes(std::int64_t lo, std::int64_t hi, double factor, const std::string& option) {

@@ -40,11 +40,11 @@ void add_grid_options(CLI::App* cmd, codegen::Request& r) {
                   "RESIDUAL_RMS_NORM_QUANT_NVFP4) or 'all'; the table keeps TensorRT-LLM's order (trtllm: always all)")
       ->capture_default_str();
   cmd->add_option("--hidden", r.hidden,
-                  "Hidden sizes: LO:HI (powers of two between) or a comma list of powers of two, at most 2^40 "
+                  "Hidden sizes: LO:HI (powers of two between) or a comma list of powers of two (8K = 8192: K M G T, powers of 1024), at most 2^40 "
                   "(trtllm: always 128:8192)")
       ->capture_default_str();
   cmd->add_option("--tokens", r.tokens,
-                  "Token counts: LO:HI (powers of two between) or a comma list of powers of two, at most 2^40; the "
+                  "Token counts: LO:HI (powers of two between) or a comma list of powers of two (16K = 16384), at most 2^40; the "
                   "largest tokens x hidden x dtype size at most 1e18 bytes, the grid (--tp x --fusion x --hidden x --tokens) at "
                   "most 1e6 cells (trtllm: always 1:16384)")
       ->capture_default_str();
@@ -116,7 +116,7 @@ void add_codegen(CLI::App& app) {
                   "flashinfer: oneshot|twoshot")
       ->allow_extra_args(false);
   cmd->add_option("--bytes", args->request.bytes,
-                  "nccl-tuner, vllm, sglang, flashinfer (refused by the others): message sizes LO:HI (powers of two) the thresholds are computed on")
+                  "nccl-tuner, vllm, sglang, flashinfer (refused by the others): message sizes LO:HI (powers of two; 4G = 2^32) the thresholds are computed on")
       ->capture_default_str();
   cmd->add_option("--nnodes", args->request.nnodes, "nccl-tuner (refused by the others): nNodes of the rules and of the models asked")->capture_default_str();
   cmd->add_option("--channels", args->request.channels,

@@ -37,26 +37,14 @@ struct PredictArgs {
 // Sizes of one --bytes range at most: beyond it the request is refused (not cut short silently).
 constexpr std::size_t kMaxPredictPoints = 100000;
 
-// "4096", "64K", "1M", "2G" (binary multiples), "1.5M". Errors name `option`.
+// "4096", "64K", "1M", "2G" (binary multiples), "1.5M" (parse_size_text). Errors name `option`.
 double parse_size(const std::string& s, const std::string& option) {
-  if (s.empty()) throw UsageError(option + ": empty size (two separators in a row, or one at an end)");
-  // stod would skip leading blanks; a size is written without them, like the suffix after it.
-  if (!std::isdigit(static_cast<unsigned char>(s.front())) && s.front() != '.')
-    throw UsageError(option + ": bad size '" + s + "'");
-  size_t pos = 0;
-  double v = 0;
-  try {
-    v = std::stod(s, &pos);
-  } catch (const std::exception&) {
-    throw UsageError(option + ": bad size '" + s + "'");
-  }
   std::string why;
-  const std::optional<double> unit = byte_unit_multiplier(s.substr(pos), &why);
-  if (!unit) throw UsageError(option + ": '" + s + "': " + why);
-  const double m = *unit;
+  const std::optional<double> v = parse_size_text(s, &why);
+  if (!v) throw UsageError(option + ": " + (s.empty() ? why + " (two separators in a row, or one at an end)" : why));
   // At least one byte (or one token, one element): --bytes 1e-3:1:2 printed ten rows of '0' bytes with exit 0.
-  if (!(v * m >= 1) || !std::isfinite(v * m)) throw UsageError(option + ": size '" + s + "' must be at least 1 and finite");
-  return v * m;
+  if (!(*v >= 1)) throw UsageError(option + ": size '" + s + "' must be at least 1 and finite");
+  return *v;
 }
 
 // A count (tokens, hidden size): a size that is a whole number within int64, never converted by wrapping.

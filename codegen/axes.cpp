@@ -1,6 +1,7 @@
 #include "codegen/axes.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 
@@ -10,18 +11,15 @@ namespace arfit::codegen {
 
 namespace {
 
+// A positive whole number, with a unit of parse_size_text where it helps ("8K" hidden, "4G" bytes).
 std::int64_t parse_positive(const std::string& text, const std::string& option) {
-  const std::string t(trim(text));
-  if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos)
-    throw std::invalid_argument(option + ": '" + text + "' is not a positive integer");
-  std::int64_t v = 0;
-  try {
-    v = std::stoll(t);
-  } catch (const std::exception&) {
-    throw std::invalid_argument(option + ": '" + text + "' is out of range");
-  }
-  if (v <= 0) throw std::invalid_argument(option + ": '" + text + "' is not a positive integer");
-  return v;
+  std::string why;
+  const std::optional<double> v = parse_size_text(trim(text), &why);
+  if (!v) throw std::invalid_argument(option + ": " + why);
+  if (!(*v >= 1) || std::floor(*v) != *v) throw std::invalid_argument(option + ": '" + text + "' is not a positive integer");
+  // Whole doubles up to 2^63 convert exactly; beyond, the value is out of range (every caller's bound is far lower).
+  if (*v >= 9223372036854775808.0) throw std::invalid_argument(option + ": '" + text + "' is out of range");
+  return static_cast<std::int64_t>(*v);
 }
 
 bool is_pow2(std::int64_t v) { return v > 0 && (v & (v - 1)) == 0; }

@@ -1,6 +1,8 @@
 #include "model/text.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -170,6 +172,27 @@ std::optional<double> byte_unit_multiplier(std::string_view unit, std::string* w
       *why = "unknown size unit '" + std::string(unit) + "' (known: B, K/KiB, M/MiB, G/GiB, T/TiB, powers of 1024)";
   }
   return std::nullopt;
+}
+
+std::optional<double> parse_size_text(std::string_view text, std::string* why) {
+  const std::string t(text);
+  const auto fail = [&](const std::string& reason) -> std::optional<double> {
+    if (why) *why = reason;
+    return std::nullopt;
+  };
+  const std::string not_a_size = "'" + t + "' is not a size (examples: 8, 1K, 64M, 8G)";
+  if (t.empty()) return fail("empty size");
+  // strtod would skip leading blanks and read a sign, "inf" or "nan": a size starts with a digit or a point.
+  if (!std::isdigit(static_cast<unsigned char>(t.front())) && t.front() != '.') return fail(not_a_size);
+  char* end = nullptr;
+  const double v = std::strtod(t.c_str(), &end);
+  if (end == t.c_str()) return fail(not_a_size);
+  std::string unit_why;
+  const std::optional<double> unit = byte_unit_multiplier(std::string_view(t).substr(static_cast<std::size_t>(end - t.c_str())), &unit_why);
+  if (!unit) return fail("'" + t + "': " + unit_why);
+  const double bytes = v * *unit;
+  if (!std::isfinite(bytes)) return fail("'" + t + "' is not a finite size");
+  return bytes;
 }
 
 std::string human_bytes(double bytes, int significant) {

@@ -58,6 +58,12 @@ std::string fnv1a64_hex(std::string_view bytes);
 // (is 1 MB 10^6 or 2^20 bytes?). nullopt with *why set on any other unit. One unit table for every size arfit
 // reads: arbench's --bytes, arfit predict's --bytes, the sizes of measurement logs.
 std::optional<double> byte_unit_multiplier(std::string_view unit, std::string* why = nullptr);
+// A size written in a command-line option: a decimal number (no sign, no leading blank) and an optional unit of
+// byte_unit_multiplier, "4096", "64K", "1.5M", "8G" (powers of 1024), as a finite value. nullopt with *why set
+// ("'abc' is not a size (examples: 8, 1K, 64M, 8G)", "'1MB': size unit 'MB' is ambiguous ...") otherwise. Not
+// bounded: each option checks its own range and whether it takes fractions. The one reader of sizes given on a
+// command line: arfit predict's --bytes/--tokens/--hidden, codegen's axes, arbench's sizes.
+std::optional<double> parse_size_text(std::string_view text, std::string* why = nullptr);
 // A byte count for people, in powers of 1024 with `significant` digits: 1536 -> "1.5 KiB", 8388608 -> "8 MiB",
 // 1000 -> "1000 B". Rounding that reaches 1024 moves to the next unit (2^30 - 1 at 6 digits -> "1 GiB", not
 // "1024 MiB"); no exponent form (1000 at 2 digits -> "1000 B").

@@ -82,6 +82,12 @@ TEST(CodegenParse, Axes) {
   EXPECT_THROW(parse_pow2_axis("0:8", "--tokens"), std::invalid_argument);
   EXPECT_THROW(parse_pow2_axis("12", "--tokens"), std::invalid_argument);
   EXPECT_THROW(parse_pow2_axis("a:b", "--tokens"), std::invalid_argument);
+  // Units as predict's and arbench's sizes take them (parse_size_text): powers of 1024.
+  EXPECT_EQ(parse_pow2_axis("4K:8K", "--hidden"), (std::vector<std::int64_t>{4096, 8192}));
+  EXPECT_EQ(parse_pow2_axis("8:4G", "--bytes").back(), std::int64_t{1} << 32);
+  EXPECT_THROW(parse_pow2_axis("1.5K", "--hidden"), std::invalid_argument);  // 1536: not a power of two
+  EXPECT_THROW(parse_pow2_axis("0.5", "--tokens"), std::invalid_argument);   // not a whole number
+  EXPECT_THROW(parse_pow2_axis("8MB", "--bytes"), std::invalid_argument);    // ambiguous unit
   EXPECT_EQ(parse_int_list("8,2,4", "--tp"), (std::vector<int>{2, 4, 8}));
   EXPECT_THROW(parse_int_list("2,,4", "--tp"), std::invalid_argument);
   EXPECT_THROW(parse_int_list("2,2", "--tp"), std::invalid_argument);

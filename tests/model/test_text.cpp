@@ -120,6 +120,26 @@ TEST(Text, AlignedColumnsAreAsWideAsTheirContent) {
             "  a                       1024\n");
 }
 
+// One reader of sizes given on a command line (predict's --bytes/--tokens/--hidden, codegen's axes, arbench's
+// sizes): a number and a unit of the one table; each option bounds the value itself. codegen's axes took plain
+// integers only ("--hidden 128:8K" was refused there while predict and arbench read it).
+TEST(Text, SizesOnTheCommandLine) {
+  EXPECT_EQ(parse_size_text("4096"), 4096.0);
+  EXPECT_EQ(parse_size_text("64K"), 65536.0);
+  EXPECT_EQ(parse_size_text("1.5M"), 1572864.0);
+  EXPECT_EQ(parse_size_text("8GiB"), 8589934592.0);
+  EXPECT_EQ(parse_size_text(".5K"), 512.0);
+  std::string why;
+  for (const char* bad : {"", " 8", "-8", "+8", "inf", "nan", "K", "abc"}) {
+    EXPECT_FALSE(parse_size_text(bad, &why)) << bad;
+    EXPECT_FALSE(why.empty()) << bad;
+  }
+  EXPECT_FALSE(parse_size_text("1MB", &why));
+  EXPECT_NE(why.find("'1MB': size unit 'MB' is ambiguous"), std::string::npos) << why;
+  EXPECT_FALSE(parse_size_text("1e400", &why));
+  EXPECT_NE(why.find("not a finite size"), std::string::npos) << why;
+}
+
 // One unit table for every byte size arfit reads (arbench --bytes, predict --bytes, measurement logs): powers of
 // 1024, decimal-looking units refused as ambiguous; one formatter for every size it prints.
 TEST(Text, ByteUnitsAndHumanBytes) {
