@@ -126,7 +126,12 @@ std::string write_trtllm(const TrtllmTable& tt, const Banner& banner) {
   s << banner_text(banner, "// ", "TensorRT-LLM all-reduce strategy lookup table " + name + ", chosen from fitted models.");
   s << "// Cells: " << t.cells.size() << ", uncertain (best and runner-up 90 % intervals overlap): " << t.uncertain_cells()
     << ", without any model (fallback " << comment_text(t.options.fallback, CommentSyntax::Cpp) << "): " << tt.count("fallback")
-    << ", NVFP4 cells NCCL by TensorRT-LLM's SM90 rule: " << tt.count("nvfp4-below-sm100") << "\n";
+    << ", NVFP4 cells NCCL by TensorRT-LLM's SM90 rule: " << tt.count("nvfp4-below-sm100");
+  // Cells whose code is the model's choice and that choice rests on curves transferred from other machines.
+  int transferred = 0;
+  for (std::size_t i = 0; i < t.cells.size(); ++i) transferred += tt.cells[i].rule == "model" && t.cells[i].transferred;
+  if (transferred > 0) s << ", chosen from curves transferred from other machines: " << transferred;
+  s << "\n";
   for (const auto& [target, from] : tt.sources)
     s << "// " << comment_text(target, CommentSyntax::Cpp) << " (" << code_of(target)
       << ") from the models of: " << comment_text(join(from, ", "), CommentSyntax::Cpp) << "\n";
