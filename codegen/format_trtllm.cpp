@@ -130,7 +130,7 @@ std::string write_trtllm(const TrtllmTable& tt, const Banner& banner) {
   // Cells whose code is the model's choice and that choice rests on curves transferred from other machines.
   int transferred = 0;
   for (std::size_t i = 0; i < t.cells.size(); ++i) transferred += tt.cells[i].rule == "model" && t.cells[i].transferred;
-  if (transferred > 0) s << ", chosen from curves transferred from other machines: " << transferred;
+  if (transferred > 0) s << ", " << kTransferredCellsNote << ": " << transferred;
   s << "\n";
   for (const auto& [target, from] : tt.sources)
     s << "// " << comment_text(target, CommentSyntax::Cpp) << " (" << code_of(target)

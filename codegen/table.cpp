@@ -51,7 +51,7 @@ std::string StrategyTable::summary() const {
   return std::to_string(cells.size()) + " cells, " + std::to_string(uncertain_cells()) +
          " uncertain (best and runner-up 90 % intervals overlap), " + std::to_string(fallback_cells()) +
          " without a model (fallback " + options.fallback + ")" +
-         (transferred > 0 ? ", " + std::to_string(transferred) + " chosen from curves transferred from other machines" : "");
+         (transferred > 0 ? ", " + std::to_string(transferred) + " " + kTransferredCellsNote : "");
 }
 
 std::pair<std::size_t, std::size_t> fastest_two(const std::vector<CandidateTime>& candidates) {

@@ -82,6 +82,9 @@ struct Cell {
   double expected_regret = 0;  // E[max(0, ln t_choice - ln t_runner)] under the predictive distribution
 };
 
+// How the summary and the C++ formats' Cells line name the cells whose choice is Cell::transferred.
+inline constexpr const char* kTransferredCellsNote = "chosen from curves transferred from other machines";
+
 struct StrategyTable {
   Grid grid;
   TableOptions options;
@@ -90,8 +93,8 @@ struct StrategyTable {
   int uncertain_cells() const;
   int fallback_cells() const;
   int transferred_cells() const;
-  // "N cells, U uncertain (...), F without a model (fallback X)[, T chosen from transferred curves]": what codegen
-  // prints after writing a table.
+  // "N cells, U uncertain (...), F without a model (fallback X)[, T chosen from curves transferred from other
+  // machines]": what codegen prints after writing a table.
   std::string summary() const;
   const Cell& at(std::size_t tp, std::size_t fusion, std::size_t hidden, std::size_t token) const {
     return cells[grid.index(tp, fusion, hidden, token)];
