@@ -241,7 +241,8 @@ void run_predict(const PredictArgs& a) {
     const double busbw = n > 0 ? bus_bw_gbps(q.collective, n, bytes, p->time_us) : alg_bw_gbps(bytes, p->time_us);
     if (a.json) {
       nlohmann::json r = {{"bytes", bytes}, {"time_us", p->time_us}, {"lo_us", p->lo_us}, {"hi_us", p->hi_us},
-                          {"busbw_gbps", busbw}, {"extrapolated", p->extrapolated}, {"how", p->how}};
+                          {"busbw_gbps", busbw}, {"extrapolated", p->extrapolated}, {"transferred", p->transferred},
+                          {"how", p->how}};
       if (q.tokens) {
         r["tokens"] = q.tokens;
         r["hidden"] = q.hidden;

@@ -121,7 +121,9 @@ std::string write_header(const StrategyTable& t, const Banner& banner, int sm) {
   std::ostringstream s;
   s << banner_text(banner, "// ", "arfit_select.h: all-reduce strategy selection" +
                                       (sm > 0 ? " for SM" + std::to_string(sm) : std::string()) + ", chosen from fitted models.");
-  s << "// Cells: " << t.cells.size() << ", uncertain: " << t.uncertain_cells() << ", fallback: " << t.fallback_cells() << "\n";
+  s << "// Cells: " << t.cells.size() << ", uncertain: " << t.uncertain_cells() << ", fallback: " << t.fallback_cells();
+  if (t.transferred_cells() > 0) s << ", " << kTransferredCellsNote << ": " << t.transferred_cells();
+  s << "\n";
   s << behaviour_comment(trtllm_bucketing);
   s << "#pragma once\n\n#include <cstdint>\n\nnamespace arfit_select {\n\n";
   s << "// Strategy values: TensorRT-LLM's AllReduceStrategyType numbers where it has one, else 100+.\n";

@@ -43,7 +43,10 @@ nlohmann::json table_to_json(const StrategyTable& t, const Banner& banner, int s
   for (auto f : t.grid.fusions) fusions.push_back(to_string(f));
   j["axes"] = {{"tp", t.grid.tps}, {"fusion", fusions}, {"hidden", t.grid.hiddens}, {"tokens", t.grid.tokens}};
   j["strategies"] = t.strategies;
-  j["summary"] = {{"cells", t.cells.size()}, {"uncertain", t.uncertain_cells()}, {"fallback", t.fallback_cells()}};
+  j["summary"] = {{"cells", t.cells.size()},
+                  {"uncertain", t.uncertain_cells()},
+                  {"fallback", t.fallback_cells()},
+                  {"transferred", t.transferred_cells()}};
   if (trtllm) j["trtllm"] = trtllm_summary(*trtllm);
   json cells = json::array();
   for (std::size_t i = 0; i < t.cells.size(); ++i) {
@@ -65,7 +68,8 @@ nlohmann::json table_to_json(const StrategyTable& t, const Banner& banner, int s
       pred[cand.strategy] = {{"time_us", cand.prediction.time_us},
                              {"lo_us", cand.prediction.lo_us},
                              {"hi_us", cand.prediction.hi_us},
-                             {"extrapolated", cand.prediction.extrapolated}};
+                             {"extrapolated", cand.prediction.extrapolated},
+                             {"transferred", cand.prediction.transferred}};
     jc["predicted"] = pred;
     jc["runner_up"] = c.runner_up;
     jc["margin"] = c.margin;
@@ -74,6 +78,7 @@ nlohmann::json table_to_json(const StrategyTable& t, const Banner& banner, int s
     jc["expected_regret"] = c.expected_regret;
     jc["fallback"] = c.fallback;
     jc["extrapolated"] = c.extrapolated;
+    jc["transferred"] = c.transferred;
     cells.push_back(std::move(jc));
   }
   j["cells"] = std::move(cells);

@@ -39,6 +39,12 @@ int TrtllmTable::count(const std::string& rule) const {
   return static_cast<int>(std::count_if(cells.begin(), cells.end(), [&](const TrtllmCell& c) { return c.rule == rule; }));
 }
 
+int TrtllmTable::transferred() const {
+  int n = 0;
+  for (std::size_t i = 0; i < cells.size(); ++i) n += cells[i].rule == "model" && table.cells[i].transferred;
+  return n;
+}
+
 namespace {
 
 int code_of(const std::string& name) {
@@ -126,7 +132,9 @@ std::string write_trtllm(const TrtllmTable& tt, const Banner& banner) {
   s << banner_text(banner, "// ", "TensorRT-LLM all-reduce strategy lookup table " + name + ", chosen from fitted models.");
   s << "// Cells: " << t.cells.size() << ", uncertain (best and runner-up 90 % intervals overlap): " << t.uncertain_cells()
     << ", without any model (fallback " << comment_text(t.options.fallback, CommentSyntax::Cpp) << "): " << tt.count("fallback")
-    << ", NVFP4 cells NCCL by TensorRT-LLM's SM90 rule: " << tt.count("nvfp4-below-sm100") << "\n";
+    << ", NVFP4 cells NCCL by TensorRT-LLM's SM90 rule: " << tt.count("nvfp4-below-sm100");
+  if (tt.transferred() > 0) s << ", " << kTransferredCellsNote << ": " << tt.transferred();
+  s << "\n";
   for (const auto& [target, from] : tt.sources)
     s << "// " << comment_text(target, CommentSyntax::Cpp) << " (" << code_of(target)
       << ") from the models of: " << comment_text(join(from, ", "), CommentSyntax::Cpp) << "\n";
@@ -185,7 +193,9 @@ FormatOutput generate_trtllm(const FormatInput& in) {
   std::ostringstream s;
   s << t.cells.size() << " cells, " << t.table.uncertain_cells() << " uncertain, " << t.count("fallback")
     << " without a model (fallback " << t.table.options.fallback << "), " << t.count("nvfp4-below-sm100")
-    << " NVFP4 cells NCCL by TensorRT-LLM's SM90 rule; " << sm_note;
+    << " NVFP4 cells NCCL by TensorRT-LLM's SM90 rule";
+  if (t.transferred() > 0) s << ", " << t.transferred() << " " << kTransferredCellsNote;
+  s << "; " << sm_note;
   return {write_trtllm(t, b), s.str()};
 }
 

@@ -42,10 +42,16 @@ int StrategyTable::fallback_cells() const {
   return static_cast<int>(std::count_if(cells.begin(), cells.end(), [](const Cell& c) { return c.fallback; }));
 }
 
+int StrategyTable::transferred_cells() const {
+  return static_cast<int>(std::count_if(cells.begin(), cells.end(), [](const Cell& c) { return c.transferred; }));
+}
+
 std::string StrategyTable::summary() const {
+  const int transferred = transferred_cells();
   return std::to_string(cells.size()) + " cells, " + std::to_string(uncertain_cells()) +
          " uncertain (best and runner-up 90 % intervals overlap), " + std::to_string(fallback_cells()) +
-         " without a model (fallback " + options.fallback + ")";
+         " without a model (fallback " + options.fallback + ")" +
+         (transferred > 0 ? ", " + std::to_string(transferred) + " " + kTransferredCellsNote : "");
 }
 
 std::pair<std::size_t, std::size_t> fastest_two(const std::vector<CandidateTime>& candidates) {
@@ -67,6 +73,7 @@ void choose(Cell& c) {
   const Prediction& pb = c.candidates[best].prediction;
   c.choice = c.candidates[best].strategy;
   c.extrapolated = pb.extrapolated;
+  c.transferred = pb.transferred;
   if (second == c.candidates.size()) return;
   const Prediction& pr = c.candidates[second].prediction;
   c.runner_up = c.candidates[second].strategy;

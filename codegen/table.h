@@ -78,8 +78,12 @@ struct Cell {
   bool uncertain = false;    // the 90 % intervals of choice and runner-up overlap
   bool fallback = false;     // no candidate could be predicted: choice = TableOptions::fallback
   bool extrapolated = false; // the choice's prediction is an extrapolation
+  bool transferred = false;  // the choice's prediction comes from curves carried from other machines (arfit fit --prior)
   double expected_regret = 0;  // E[max(0, ln t_choice - ln t_runner)] under the predictive distribution
 };
+
+// How the summary and the C++ formats' Cells line name the cells whose choice is Cell::transferred.
+inline constexpr const char* kTransferredCellsNote = "chosen from curves transferred from other machines";
 
 struct StrategyTable {
   Grid grid;
@@ -88,7 +92,9 @@ struct StrategyTable {
   std::vector<Cell> cells;              // grid.size() cells, row-major [tp][fusion][hidden][tokens]
   int uncertain_cells() const;
   int fallback_cells() const;
-  // "N cells, U uncertain (...), F without a model (fallback X)": what codegen prints after writing a table.
+  int transferred_cells() const;
+  // "N cells, U uncertain (...), F without a model (fallback X)[, T chosen from curves transferred from other
+  // machines]": what codegen prints after writing a table.
   std::string summary() const;
   const Cell& at(std::size_t tp, std::size_t fusion, std::size_t hidden, std::size_t token) const {
     return cells[grid.index(tp, fusion, hidden, token)];

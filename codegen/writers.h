@@ -47,6 +47,8 @@ struct TrtllmTable {
   StrategySources sources;             // TensorRT-LLM name -> the model strategies that stand for it
   std::vector<std::string> unmapped;   // model strategies with neither a TensorRT-LLM number nor a --map
   int count(const std::string& rule) const;
+  // Cells whose code is the model's choice (rule "model") and that choice rests on transferred curves.
+  int transferred() const;
 };
 
 // The codes of a table whose strategies are TensorRT-LLM names, TensorRT-LLM's NVFP4 rule applied for

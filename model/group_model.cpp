@@ -325,6 +325,7 @@ Prediction GroupModel::predict(double bytes) const {
   if (!transfer_how.empty()) {
     // A transferred curve: what it borrowed from, and whether the size lies between its own anchors.
     p.how = transfer_how + (in_range ? "" : " (" + p.how + ")");
+    p.transferred = true;
     p.extrapolated = p.extrapolated || !(bytes >= anchor_min_bytes && bytes <= anchor_max_bytes && anchor_max_bytes > 0);
   }
   return p;

@@ -189,6 +189,7 @@ Prediction JointModel::predict(int n, double bytes) const {
   p.lo_us = p.time_us * std::exp(-h);
   p.hi_us = p.time_us * std::exp(h);
   p.extrapolated = true;
+  p.transferred = pa.transferred || pb.transferred;
   p.how = "joint-n " + std::to_string(A.key.nranks) + "," + std::to_string(B.key.nranks) + "->" + std::to_string(n);
   return p;
 }

@@ -64,6 +64,8 @@ struct Prediction {
   double time_us = 0;
   double lo_us = 0, hi_us = 0;  // 90 % prediction interval
   bool extrapolated = false;    // outside the measured sizes, rank counts or SM
+  bool transferred = false;     // from a curve carried from other machines' (fit/transfer.h; the group's `transfer`
+                                // block), directly or through a rule over such curves (joint-n, across nodes)
   std::string how;              // e.g. "sigmoid+residual", "joint-n", "sm-transfer 90->100"
   double bytes = 0;             // the size answered: the query's bytes, tokens × hidden × the dtype's size, or an
                                 // all-to-allv split's effective size (ModelSet::predict fills it)

@@ -78,6 +78,7 @@ Prediction scale_out_by_prior(const Prediction& largest_measured, const std::vec
   p.lo_us = p.time_us * std::exp(-h);
   p.hi_us = p.time_us * std::exp(h);
   p.extrapolated = true;
+  p.transferred = largest_measured.transferred;
   p.how = "scale-out prior from " + std::to_string(steps.size()) + " machine(s)";
   p.bytes = largest_measured.bytes;
   return p;
@@ -125,6 +126,7 @@ Prediction carry_one_count(const GroupModel& c, int n, int nnodes, double bytes)
   p.lo_us = p.time_us * std::exp(-h);
   p.hi_us = p.time_us * std::exp(h);
   p.bytes = at_c.bytes;
+  p.transferred = at_c.transferred;
   p.how = "from " + std::to_string(nc) + " GPUs on " + std::to_string(c.key.nnodes) + (c.key.nnodes == 1 ? " node" : " nodes");
   return p;
 }

@@ -335,6 +335,40 @@ TEST(CodegenWriters, JsonCellsCarryPredictionsAndMargins) {
   EXPECT_EQ(j["inputs"][0]["fnv1a64"], fnv1a64_hex("synthetic"));
 }
 
+// A prediction from curves carried from other machines (`arfit fit --prior`) is marked where the format can say
+// so: each json prediction and cell, the json summary, the header's and the trtllm table's Cells line, and the
+// summary codegen prints; a table without such a prediction says nothing of it.
+TEST(CodegenWriters, TransferredPredictionsAreMarked) {
+  const Predictor oneshot_transferred = [](const PredictQuery& q) -> std::optional<Prediction> {
+    auto p = synthetic_predictor()(q);
+    p->transferred = q.strategy == "ONESHOT";
+    return p;
+  };
+  const StrategyTable t = build_table(Grid{}, three_strategies(), oneshot_transferred);
+  int oneshot = 0;
+  for (const Cell& c : t.cells) oneshot += c.choice == "ONESHOT";
+  ASSERT_GT(oneshot, 0);
+  ASSERT_LT(oneshot, static_cast<int>(t.cells.size()));
+  EXPECT_EQ(t.transferred_cells(), oneshot);
+  const nlohmann::json j = table_to_json(t, test_banner(), 100);
+  EXPECT_EQ(j["summary"]["transferred"], oneshot);
+  for (const auto& c : j["cells"]) {
+    EXPECT_EQ(c["transferred"].get<bool>(), c["choice"] == "ONESHOT");
+    for (const auto& [name, p] : c["predicted"].items()) EXPECT_EQ(p["transferred"].get<bool>(), name == "ONESHOT");
+  }
+  const std::string line = ", chosen from curves transferred from other machines: " + std::to_string(oneshot);
+  EXPECT_NE(t.summary().find(line.substr(0, 2) + std::to_string(oneshot) + " chosen from curves transferred"), std::string::npos)
+      << t.summary();
+  EXPECT_NE(write_header(t, test_banner(), 100).find(line + "\n"), std::string::npos);
+  EXPECT_NE(write_trtllm(trtllm_codes(t, 100), test_banner()).find(line), std::string::npos);
+
+  const StrategyTable measured = build_table(Grid{}, three_strategies(), synthetic_predictor());
+  EXPECT_EQ(measured.transferred_cells(), 0);
+  EXPECT_EQ(measured.summary().find("transferred"), std::string::npos);
+  EXPECT_EQ(write_header(measured, test_banner(), 100).find("transferred"), std::string::npos);
+  EXPECT_EQ(table_to_json(measured, test_banner(), 100)["summary"]["transferred"], 0);
+}
+
 TEST(CodegenWriters, DeterministicOutput) {
   const StrategyTable a = build_table(Grid{}, three_strategies(), synthetic_predictor());
   const StrategyTable b = build_table(Grid{}, three_strategies(), synthetic_predictor());

@@ -252,6 +252,30 @@ TEST(FitCli, FitWithPriorTransfersAQuickCalibration) {
   r = run_command(arfit::testing::arfit_bin() + " predict " + models + " --collective allreduce --nranks 8 --bytes 1M");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("transfer K=3: testbox"), std::string::npos) << r.output;
+  // predict --json and codegen's json mark what rests on transferred curves, at a measured count and at a count
+  // the joint fit carries them to.
+  for (const char* n : {"8", "16"}) {
+    r = run_command(arfit::testing::arfit_bin() + " predict " + models + " --collective allreduce --nranks " + n + " --bytes 1M --json");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    for (const auto& p : nlohmann::json::parse(r.output)) EXPECT_TRUE(p["transferred"].get<bool>()) << p.dump();
+  }
+  const std::string table = dir.file("table.json");
+  r = run_command(arfit::testing::arfit_bin() + " codegen " + models + " --format json --tp 4,16 -o " + table);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("chosen from curves transferred from other machines"), std::string::npos) << r.output;
+  const auto cells = nlohmann::json::parse(arfit::testing::slurp(table));
+  EXPECT_EQ(cells["summary"]["transferred"], cells["summary"]["cells"].get<int>() - cells["summary"]["fallback"].get<int>());
+  for (const auto& c : cells["cells"]) {
+    if (!c["fallback"].get<bool>()) {
+      EXPECT_TRUE(c["predicted"]["NCCL"]["transferred"].get<bool>()) << c.dump();
+    }
+  }
+  // The trtllm table (NCCL on its 315 NONE cells) says so in its summary and its Cells line.
+  const std::string lookup = dir.file("table.inc");
+  r = run_command(arfit::testing::arfit_bin() + " codegen " + models + " --format trtllm --sm 100 -o " + lookup);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(", 315 chosen from curves transferred from other machines;"), std::string::npos) << r.output;
+  EXPECT_NE(arfit::testing::slurp(lookup).find(", chosen from curves transferred from other machines: 315\n"), std::string::npos);
   // The prior as a models file works the same; a missing prior is a usage error.
   const std::string prior_models = dir.file("prior.json");
   ASSERT_EQ(run_command(arfit::testing::arfit_bin() + " fit " + prior + " -o " + prior_models + " -q").exit_code, 0);

@@ -21,15 +21,6 @@ namespace {
 
 constexpr const char* kUnloadable = "outside what a models file may hold";
 
-// The public files' samples by machine (the label fit groups by); files the readers do not take (busbw-only
-// tables) hold no curves and are passed over.
-std::map<std::string, std::vector<Sample>> public_samples_by_system() {
-  std::map<std::string, std::vector<Sample>> out;
-  for (const arfit::testing::PublicFileSamples& f : arfit::testing::readable_public_files())
-    for (const Sample& s : f.samples) out[sample_system(s)].push_back(s);
-  return out;
-}
-
 }  // namespace
 
 TEST(FitRoundTripData, EveryFittedGroupOfThePublicFilesLoads) {
@@ -57,7 +48,7 @@ TEST(FitRoundTripData, EveryFittedGroupOfThePublicFilesLoads) {
 // priors (the library `arfit fit --prior` builds): the text written loads whole, each group and each joint family
 // through its own reader, and no group was set aside as unloadable.
 TEST(FitRoundTripData, AnAnchorsRunFittedWithTheOtherMachinesAsPriorsLoads) {
-  const auto by_system = public_samples_by_system();
+  const auto by_system = arfit::testing::public_samples_by_system();
   if (by_system.size() < 2) GTEST_SKIP() << "public data folder absent (or one machine only)";
   fit::FitOptions fo;
   fo.threads = 2;
@@ -65,14 +56,9 @@ TEST(FitRoundTripData, AnAnchorsRunFittedWithTheOtherMachinesAsPriorsLoads) {
   for (const auto& [system, samples] : by_system) fitted[system] = fit::fit_model_set(samples, fo);
   int transferred = 0, joint = 0;
   for (const auto& [system, samples] : by_system) {
-    std::vector<ModelSet> others;
-    for (const auto& [other, set] : fitted)
-      if (other != system) others.push_back(set);
-    fit::FitOptions po = fo;
-    po.prior = std::make_shared<fit::TransferLibrary>(others);
     const std::vector<Sample> anchors = arfit::testing::samples_at_anchors(samples, 3);
     for (const fit::Curve& c : fit::build_curves(anchors)) ASSERT_LE(c.bytes.size(), 3u) << c.key.id();
-    const ModelSet set = fit::fit_model_set(anchors, po, {}, {"priors.json"});
+    const ModelSet set = arfit::testing::fit_with_other_machines_as_priors(anchors, system, fitted, fo);
     const nlohmann::json written = nlohmann::json::parse(set.raw().dump(1));
     EXPECT_NO_THROW(ModelSet::from_json(written)) << system;
     for (const auto& g : written.at("groups")) {

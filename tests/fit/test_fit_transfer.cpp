@@ -259,6 +259,15 @@ TEST(FitTransfer, FitModelSetTransfersSparseCurvesAndJoinsCounts) {
   ASSERT_TRUE(p4.has_value());
   EXPECT_NE(p4->how.find("transfer K=3: old"), std::string::npos) << p4->how;
   EXPECT_NEAR(p4->time_us / new_m.time_us(Collective::AllReduce, 4, q.bytes), 1.0, 0.03);
+  // Both say they rest on transferred curves (Prediction::transferred, which predict --json and codegen's json
+  // write): the transferred group's own answer and the joint-n answer over transferred counts; the prior's own
+  // fitted curve does not.
+  EXPECT_TRUE(p->transferred) << p->how;
+  EXPECT_TRUE(p4->transferred) << p4->how;
+  q.system = "old";
+  const auto own = prior.predict(q);
+  ASSERT_TRUE(own.has_value());
+  EXPECT_FALSE(own->transferred) << own->how;
 }
 
 // crosshw:K end to end on three synthetic machines: auto beats log-log interpolation of the same K sizes and
