@@ -148,6 +148,17 @@ void run_predict(const PredictArgs& a) {
   const std::vector<ModelSet> lenders = load_priors(a.priors, "auto", 1);
   if (!a.splits.empty() && base.collective != Collective::AllToAllV && base.collective != Collective::AllToAll)
     throw UsageError("--splits is an all-to-allv split: it needs --collective alltoallv (or alltoall), not " + a.collective);
+  // Without --dtype the answer is from the only element type the file has for the query; with several (the
+  // aiconfigurator NCCL tables hold fp16 and int8), which one is meant is the user's to say: predict alone would
+  // find the query ambiguous and answer "no model answers".
+  if (a.dtype.empty()) {
+    PredictQuery asked = base;
+    if (!a.splits.empty()) asked.splits = a.splits.front();
+    const std::vector<std::string> types = set.dtypes(asked);
+    if (types.size() > 1)
+      throw UsageError("--dtype: " + a.models + " has " + std::to_string(types.size()) + " element types for this query (" +
+                       join(types, ", ") + "); say which");
+  }
   // Without --nranks the answer is the only GPU count the file has for the query; with several, which one is
   // meant is the user's to say (the bus bandwidth printed depends on it too).
   if (a.nranks == 0) {
@@ -270,7 +281,7 @@ void add_predict(CLI::App& app) {
   cmd->add_option("--strategy", a->strategy, "Strategy name as in the samples (default NCCL)");
   cmd->add_option("--system", a->system, "System label (default: the only one in the file; required when it holds several)");
   cmd->add_option("--fusion", a->fusion, "Fusion op (default NONE)");
-  cmd->add_option("--dtype", a->dtype, "dtype (default: the group's, when there is only one); without a model of it, a type of the same element size answers, as in codegen, and `how` says which");
+  cmd->add_option("--dtype", a->dtype, "dtype (default: the group's, when there is only one; with several, a usage error listing them); without a model of it, a type of the same element size answers, as in codegen, and `how` says which");
   cmd->add_option("--nranks", a->nranks, "GPU count (required when the file has several for the query); an unmeasured count uses the joint fit across counts")
       ->check(CLI::Range(1, kMaxModelRanks));
   cmd->add_option("--nnodes", a->nnodes, "Node count (default 1); more than measured: within the machine's measured network, else other machines' scale-out step (measured, or bridged through their own network; a two-node log paired with a one-node log of its GPU; from this file or --prior), else the machine's own answer widened by an unknown network (with a note). Only NCCL's own (NCCL, NCCL_SYMMETRIC, forced ring/tree/PAT/CollNet/NVLS-tree variants) run across nodes by construction; any other strategy (custom all-reduce: peer GPU memory within a node) is answered there only where this file or --prior measured it on more than one node, else not, saying why")->check(CLI::Range(1, kMaxModelRanks));

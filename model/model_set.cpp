@@ -427,6 +427,15 @@ std::vector<int> ModelSet::gpu_counts(const PredictQuery& q0) const {
   return {counts.begin(), counts.end()};
 }
 
+std::vector<std::string> ModelSet::dtypes(const PredictQuery& q0) const {
+  const std::optional<PredictQuery> q = resolve_query(q0);
+  if (!parsed_ || !q) return {};
+  std::set<std::string> types;
+  for (const GroupModel* m : parsed_->groups_of(*q)) types.insert(canonical_dtype(m->key.dtype));
+  for (const JointModel* jm : parsed_->joint_of(*q)) types.insert(canonical_dtype(jm->key.dtype));
+  return {types.begin(), types.end()};
+}
+
 PredictQuery group_query(const GroupKey& key, double bytes) {
   PredictQuery q;
   q.system = key.system;

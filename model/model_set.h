@@ -112,6 +112,10 @@ class ModelSet {
   // as predict reads it), strategy, fusion, dtype (any when empty; spelled any way canonical_dtype reads) and node
   // count. q.nranks and the size fields are not read. Empty when the system is empty and the set has several.
   std::vector<int> gpu_counts(const PredictQuery& q) const;
+  // The element types (canonical names, sorted) of the fitted groups and joint families of `q`'s curve kind
+  // (system resolved as gpu_counts does, collective, strategy, fusion): what a query without a dtype chooses among.
+  // Several make such a query ambiguous (predict answers nothing), so `arfit predict` asks for --dtype.
+  std::vector<std::string> dtypes(const PredictQuery& q) const;
 
   // nullopt when nothing in the set can answer the query.
   std::optional<Prediction> predict(const PredictQuery& q) const;

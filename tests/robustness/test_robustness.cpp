@@ -473,6 +473,16 @@ TEST_F(Robustness, ModelsWithTwoGroupsOfOneKeyAreRefused) {
   // from the first, and printed that count's bus bandwidth without saying so).
   expect_refused("predict counts.json --collective allreduce --bytes 1M", 2, {"--nranks", "2 GPU counts for this query (4, 8)"});
   EXPECT_EQ(run_command(arfit_bin() + " predict " + dir.file("counts.json") + " --collective allreduce --bytes 1M --nranks 4").exit_code, 0);
+  // Without --dtype likewise for element types (aiconfigurator's NCCL tables hold fp16 and int8): the query was
+  // ambiguous inside predict and answered "no model answers this query", exit 1.
+  std::string typed = "#arfit-samples v1\ncollective,strategy,dtype,nranks,bytes,time_us\n";
+  for (const char* dtype : {"fp16", "int8"})
+    for (long b = 1024; b <= (64L << 20); b *= 2)
+      typed += std::string("allreduce,NCCL,") + dtype + ",8," + std::to_string(b) + "," + std::to_string(5.0 + static_cast<double>(b) / 50e3) + "\n";
+  const std::string types = dir.write("types.csv", typed);
+  ASSERT_EQ(run_command(arfit_bin() + " fit " + types + " -o " + dir.file("types.json") + " -q").exit_code, 0);
+  expect_refused("predict types.json --collective allreduce --bytes 1M", 2, {"--dtype: ", "2 element types for this query (fp16, int8); say which"});
+  EXPECT_EQ(run_command(arfit_bin() + " predict " + dir.file("types.json") + " --collective allreduce --bytes 1M --dtype int8").exit_code, 0);
 }
 
 // A device as an input is refused before a byte is read (arfit ingest /dev/zero read 1 GiB before the read limit
