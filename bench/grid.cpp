@@ -167,12 +167,8 @@ std::vector<std::pair<std::size_t, std::size_t>> plan_points(const Plan& plan, s
 
 std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    item = trim(item);
-    if (!item.empty()) out.push_back(item);
-  }
+  for (const std::string& item : split_items(text, ','))
+    if (const std::string_view t = trim(item); !t.empty()) out.emplace_back(t);
   return out;
 }
 

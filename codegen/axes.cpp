@@ -37,15 +37,9 @@ std::int64_t parse_axis_value(const std::string& text, const std::string& option
 }  // namespace
 
 std::vector<std::string> split_trimmed(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  if (s.empty()) return out;
-  std::size_t start = 0;
-  while (true) {
-    const auto pos = s.find(sep, start);
-    out.emplace_back(trim(std::string_view(s).substr(start, pos == std::string::npos ? std::string::npos : pos - start)));
-    if (pos == std::string::npos) break;
-    start = pos + 1;
-  }
+  if (s.empty()) return {};
+  std::vector<std::string> out = split_items(s, sep);
+  for (std::string& item : out) item = std::string(trim(item));
   return out;
 }
 
