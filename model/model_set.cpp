@@ -337,31 +337,41 @@ std::optional<Prediction> carry_across_nodes(const std::vector<const GroupModel*
   return one_count_across_nodes(*last, q.nranks, q.nnodes, bytes, sm);
 }
 
-// carry_across_nodes, held at least at the answer for half the GPUs on half the nodes (the same GPUs per node) where
-// that half is itself beyond the measured nodes. The same GPUs per node on more nodes is a longer ring (a deeper
-// tree) over the same links: each GPU moves at least the share it moved on fewer nodes, through more hops, so no
-// collective gets faster by adding nodes. The rule alone can: each node count borrows the steps of the lenders
-// that measured nearest to it (a B200 cluster that measured 32 GPUs on four nodes lends there, H100 clusters that
-// measured 16 on two lend there), and networks differ up to 4x, so a public A100 node came out 3.5x faster on four
-// nodes than on two. The answer then keeps the half's time, its interval reaching the half's upper end. From the
-// measured nodes to twice them the rule's answer stands: its steps are other machines' measurements, not a guess.
+// carry_across_nodes, held at least at the answer for the same GPUs per node on fewer nodes — half of them (half
+// the GPUs) when the node and GPU counts are even, else one node fewer when the GPUs split evenly over the nodes —
+// where those fewer nodes are themselves beyond the measured ones. The same GPUs per node on more nodes is a longer
+// ring (a deeper tree) over the same links: each GPU moves at least the share it moved on fewer nodes, through more
+// hops, so no collective gets faster by adding nodes. The rule alone can: each node count borrows the steps of the
+// lenders that measured nearest to it (a B200 cluster that measured 32 GPUs on four nodes lends there, H100
+// clusters that measured 16 on two lend there), and networks differ up to 4x, so a public A100 node came out 3.5x
+// faster on four nodes than on two (and 2 % faster on four than on three, which its joint-n answer took). The
+// answer then keeps the fewer nodes' time, its interval reaching their upper end. The chain (N -> N/2 or N - 1) is
+// at most about 2·log2(N) answers long. From the measured nodes to twice them the rule's answer stands: its steps
+// are other machines' measurements, not a guess.
 std::optional<Prediction> predict_across_nodes(const std::vector<const GroupModel*>& groups, const std::vector<const JointModel*>& joint,
                                                const std::vector<const GroupModel*>& lender_pool, const PredictQuery& q,
                                                double bytes, int* measured_sm, double* latency_us) {
   std::optional<Prediction> p = carry_across_nodes(groups, joint, lender_pool, q, bytes, measured_sm, latency_us);
-  if (!p || q.nnodes % 2 != 0 || q.nranks % 2 != 0) return p;
-  PredictQuery half = q;
-  half.nranks /= 2;
-  half.nnodes /= 2;
+  if (!p) return p;
+  PredictQuery fewer = q;
+  if (q.nnodes % 2 == 0 && q.nranks % 2 == 0) {
+    fewer.nranks /= 2;
+    fewer.nnodes /= 2;
+  } else if (q.nnodes > 2 && q.nranks % q.nnodes == 0) {
+    fewer.nnodes = q.nnodes - 1;
+    fewer.nranks = q.nranks / q.nnodes * fewer.nnodes;
+  } else {
+    return p;
+  }
   const GroupModel* last = largest_on_fewer_nodes(groups, q);
-  if (!last || last->key.nnodes >= half.nnodes || last->key.nranks > half.nranks) return p;
-  int half_sm = 0;
-  double half_latency_us = 0;
-  const std::optional<Prediction> h = predict_across_nodes(groups, joint, lender_pool, half, bytes, &half_sm, &half_latency_us);
+  if (!last || last->key.nnodes >= fewer.nnodes || last->key.nranks > fewer.nranks) return p;
+  int fewer_sm = 0;
+  double fewer_latency_us = 0;
+  const std::optional<Prediction> h = predict_across_nodes(groups, joint, lender_pool, fewer, bytes, &fewer_sm, &fewer_latency_us);
   if (h && h->time_us > p->time_us) {
     p->time_us = h->time_us;
     p->hi_us = std::max(p->hi_us, h->hi_us);
-    p->how += "; held at " + std::to_string(half.nranks) + " GPUs on " + std::to_string(half.nnodes) +
+    p->how += "; held at " + std::to_string(fewer.nranks) + " GPUs on " + std::to_string(fewer.nnodes) +
               " nodes (more nodes are not faster)";
   }
   return p;

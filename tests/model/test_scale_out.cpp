@@ -258,7 +258,8 @@ TEST(ScaleOut, MoreNodesAreNotFasterThanHalfOfThem) {
        {"groups",
         {alphabeta_json("target", 8, 1, 10, 200, 1024, 1 << 30), alphabeta_json("slow", 8, 1, 10, 200, 1024, 1 << 30),
          alphabeta_json("slow", 16, 2, 30, 20, 1024, 1 << 30), alphabeta_json("fast", 8, 1, 10, 200, 1024, 1 << 30),
-         alphabeta_json("fast", 32, 4, 15, 150, 1024, 1 << 30)}}});
+         alphabeta_json("fast", 32, 4, 15, 150, 1024, 1 << 30), alphabeta_json("fast3", 8, 1, 10, 200, 1024, 1 << 30),
+         alphabeta_json("fast3", 24, 3, 15, 150, 1024, 1 << 30)}}});
   const auto ask = [&](int nranks, int nnodes) {
     PredictQuery q;
     q.system = "target";
@@ -270,11 +271,15 @@ TEST(ScaleOut, MoreNodesAreNotFasterThanHalfOfThem) {
     EXPECT_TRUE(p.has_value()) << nranks << " GPUs on " << nnodes << " nodes";
     return p.value_or(Prediction{});
   };
-  const Prediction two = ask(16, 2), four = ask(32, 4), eight = ask(64, 8);
+  const Prediction two = ask(16, 2), three = ask(24, 3), four = ask(32, 4), eight = ask(64, 8);
   EXPECT_NE(two.how.find("slow"), std::string::npos) << two.how;
   EXPECT_NE(four.how.find("fast"), std::string::npos) << four.how;
   EXPECT_GE(four.time_us, two.time_us) << four.how;
   EXPECT_GE(eight.time_us, four.time_us) << eight.how;
+  // An odd node count is held at one node fewer (the same 8 GPUs per node): a fast network that measured 24 GPUs
+  // on three nodes lends to three.
+  EXPECT_NE(three.how.find("fast3"), std::string::npos) << three.how;
+  EXPECT_GE(three.time_us, two.time_us) << three.how;
   EXPECT_LE(four.lo_us, four.time_us);
   EXPECT_GE(four.hi_us, four.time_us);
   EXPECT_TRUE(four.extrapolated);
