@@ -49,7 +49,7 @@ void add_grid_options(CLI::App* cmd, codegen::Request& r) {
                   "most 1e6 cells (trtllm: always 1:16384)")
       ->capture_default_str();
   cmd->add_option("--dtype", r.dtype, "Element type of the reduced tensor (bytes = tokens x hidden x size); strategies without a model of this type are asked for another type of the same size (fp16 NCCL tables next to bf16 kernels)")->capture_default_str();
-  cmd->add_option("--fallback", r.fallback, "Strategy for cells no model can predict, and off the table in the header: an all-reduce strategy of the models, NCCL, NCCL_SYMMETRIC, a forced NCCL_<algorithm>_<protocol>, ONESHOT or TWOSHOT")
+  cmd->add_option("--fallback", r.fallback, "trtllm, header, json (refused by the others): strategy for cells no model can predict, and off the table in the header: an all-reduce strategy of the models, NCCL, NCCL_SYMMETRIC, a forced NCCL_<algorithm>_<protocol>, ONESHOT or TWOSHOT")
       ->capture_default_str();
   cmd->add_option("--date", r.date,
                   "Date for the banner (YYYY-MM-DD); default: SOURCE_DATE_EPOCH, else the models file's date/mtime");

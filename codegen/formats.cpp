@@ -93,6 +93,10 @@ void refuse_grid_options(const Request& r, const std::string& format) {
   if (parse_fusion_list(r.fusion, "--fusion") != all_fusions()) refuse("--fusion");
   if (parse_pow2_axis(r.hidden, "--hidden") != parse_pow2_axis(kDefaultRequest.hidden, "--hidden")) refuse("--hidden");
   if (parse_pow2_axis(r.tokens, "--tokens") != parse_pow2_axis(kDefaultRequest.tokens, "--tokens")) refuse("--tokens");
+  // Their rules and thresholds lie between the strategies the models hold; no cell is written for want of a model.
+  if (r.fallback != kDefaultRequest.fallback)
+    throw std::invalid_argument("--fallback: the " + format + " format writes rules between the modelled strategies and "
+                                "has no cell without a model to fill (--fallback is for trtllm, header, json)");
 }
 
 void refuse_size_options(const Request& r, const std::string& format) {

@@ -63,7 +63,7 @@ TrtllmTable build_trtllm_table(const ModelSet& models, const Request& request, c
 // Refuses --map for formats that have nothing to map onto (header, nccl-tuner).
 void refuse_map(const Request& request, const std::string& format);
 // Refuses --fusion/--hidden/--tokens values other than the defaults for the formats that work on message sizes
-// per GPU count (nccl-tuner, vllm, sglang, flashinfer).
+// per GPU count (nccl-tuner, vllm, sglang, flashinfer), and a --fallback, which they do not read.
 void refuse_grid_options(const Request& request, const std::string& format);
 // Refuses --bytes other than its default for the formats that work on the tokens x hidden grid (trtllm, header,
 // json): they would ignore it.

@@ -1050,6 +1050,9 @@ TEST_F(Robustness, FallbackNamesAStrategyAnEngineRuns) {
   copy("models.json");
   expect_refused("codegen models.json --format header -o t.h --fallback NCLL", 2,
                  {"--fallback: 'NCLL' is neither an all-reduce strategy of system"});
+  // The threshold formats write no cell without a model: --fallback was ignored there, exit 0.
+  expect_refused("codegen models.json --format vllm -o v.py --fallback TWOSHOT", 2,
+                 {"--fallback: the vllm format writes rules between the modelled strategies"});
   for (const char* fallback : {"NCCL_SYMMETRIC", "NCCL_RING_LL128", "TWOSHOT"}) {
     const CommandResult r = arfit_here(std::string("codegen models.json --format header -o t.h --fallback ") + fallback);
     EXPECT_EQ(r.exit_code, 0) << fallback << ": " << r.output;
