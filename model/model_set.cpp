@@ -368,12 +368,9 @@ std::optional<Prediction> predict_across_nodes(const std::vector<const GroupMode
   int fewer_sm = 0;
   double fewer_latency_us = 0;
   const std::optional<Prediction> h = predict_across_nodes(groups, joint, lender_pool, fewer, bytes, &fewer_sm, &fewer_latency_us);
-  if (h && h->time_us > p->time_us) {
-    p->time_us = h->time_us;
-    p->hi_us = std::max(p->hi_us, h->hi_us);
-    p->how += "; held at " + std::to_string(fewer.nranks) + " GPUs on " + std::to_string(fewer.nnodes) +
-              " nodes (more nodes are not faster)";
-  }
+  if (h)
+    hold_at_least(*p, *h, "; held at " + std::to_string(fewer.nranks) + " GPUs on " + std::to_string(fewer.nnodes) +
+                              " nodes (more nodes are not faster)");
   return p;
 }
 

@@ -294,14 +294,16 @@ Prediction widen_across_nodes(Prediction p, int sm) {
   return p;
 }
 
+void hold_at_least(Prediction& p, const Prediction& floor, const std::string& held) {
+  if (!(floor.time_us > p.time_us)) return;
+  p.time_us = floor.time_us;
+  p.hi_us = std::max(p.hi_us, floor.hi_us);
+  p.how += held;
+}
+
 Prediction joint_across_nodes(const JointModel& joint, const GroupModel& largest, int nranks, double bytes, int sm) {
   Prediction p = joint.predict(nranks, bytes);
-  const Prediction floor = largest.predict(bytes);
-  if (floor.time_us > p.time_us) {
-    p.time_us = floor.time_us;
-    p.hi_us = std::max(p.hi_us, floor.hi_us);
-    p.how += " held at " + std::to_string(largest.key.nranks) + " GPUs' time";
-  }
+  hold_at_least(p, largest.predict(bytes), " held at " + std::to_string(largest.key.nranks) + " GPUs' time");
   return widen_across_nodes(p, sm);
 }
 

@@ -165,6 +165,11 @@ inline constexpr const char* kNoMultiNodePrior = "(no multi-node prior)";
 // quadrature by cross_node_half_width(sm), `how` saying so (kNoMultiNodePrior).
 Prediction widen_across_nodes(Prediction joint_answer, int sm);
 
+// `p` held at least at `floor`: where floor's time is above p's, p takes it, its interval reaching floor's upper
+// end, and `held` is appended to its `how`. The one rule by which an answer on more nodes or GPUs is kept from
+// falling below an answer on fewer (joint_across_nodes, ModelSet::predict across nodes).
+void hold_at_least(Prediction& p, const Prediction& floor, const std::string& held);
+
 // `joint`'s answer for `nranks` GPUs, on more nodes than `largest` (the machine's largest measured count, at most
 // `nranks`, on fewer nodes) and nothing measured of a network: at least `largest`'s own time, then widened
 // (widen_across_nodes). More GPUs across a node boundary move at least as much per GPU through the node's links
