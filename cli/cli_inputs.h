@@ -158,4 +158,16 @@ inline std::vector<ModelSet> load_priors(const std::vector<std::string>& paths, 
   return fit_priors(read_prior_files(paths), format, threads);
 }
 
+// --system as predict and whatif read it: a machine the models file does not hold, or none named where it holds
+// several, is the user's to correct (a usage error listing its systems: model/model_set.h, resolve_system), not a
+// query without an answer. `requested` as given (empty) where the file holds one machine or none.
+inline std::string system_option(const ModelSet& models, const std::string& requested) {
+  if (requested.empty() && models.systems().size() <= 1) return requested;
+  try {
+    return resolve_system(models, requested);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+}
+
 }  // namespace arfit::cli

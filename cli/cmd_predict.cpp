@@ -131,13 +131,7 @@ void run_predict(const PredictArgs& a) {
   // --system and --dtype name what the models file is asked about: a machine it does not hold, or one of several
   // left unnamed, and a type of no known size that none of its groups has, are the user's to correct (exit 2, as in
   // whatif, codegen and suggest), not a query without an answer.
-  if (!a.system.empty() || set.systems().size() > 1) {
-    try {
-      base.system = resolve_system(set, a.system);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(e.what());
-    }
-  }
+  base.system = system_option(set, a.system);
   if (!a.dtype.empty() && dtype_size(a.dtype) <= 0) {
     const std::string asked = canonical_dtype(a.dtype);
     const auto groups = set.groups();
@@ -148,12 +142,12 @@ void run_predict(const PredictArgs& a) {
   const std::vector<ModelSet> lenders = load_priors(a.priors, "auto", 1);
   if (!a.splits.empty() && base.collective != Collective::AllToAllV && base.collective != Collective::AllToAll)
     throw UsageError("--splits is an all-to-allv split: it needs --collective alltoallv (or alltoall), not " + a.collective);
+  PredictQuery asked = base;  // the query without its sizes, as the checks below ask the models file about it
+  if (!a.splits.empty()) asked.splits = a.splits.front();  // a split asks the all-to-all groups, as predict reads it
   // Without --dtype the answer is from the only element type the file has for the query; with several (the
   // aiconfigurator NCCL tables hold fp16 and int8), which one is meant is the user's to say: predict alone would
   // find the query ambiguous and answer "no model answers".
   if (a.dtype.empty()) {
-    PredictQuery asked = base;
-    if (!a.splits.empty()) asked.splits = a.splits.front();
     const std::vector<std::string> types = set.dtypes(asked);
     if (types.size() > 1)
       throw UsageError("--dtype: " + a.models + " has " + std::to_string(types.size()) + " element types for this query (" +
@@ -162,8 +156,6 @@ void run_predict(const PredictArgs& a) {
   // Without --nranks the answer is the only GPU count the file has for the query; with several, which one is
   // meant is the user's to say (the bus bandwidth printed depends on it too).
   if (a.nranks == 0) {
-    PredictQuery asked = base;
-    if (!a.splits.empty()) asked.splits = a.splits.front();  // a split asks the all-to-all groups, as predict reads it
     std::vector<int> counts = set.gpu_counts(asked);
     // The counts of the type that will answer (a same-size type when --dtype has no model of its own).
     for (const std::string& d : a.dtype.empty() ? std::vector<std::string>{} : same_size_dtypes(a.dtype)) {

@@ -46,14 +46,7 @@ void run_whatif(const WhatIfArgs& a) {
   ModelSet models = ModelSet::load(a.models);
   // The machine and the all-reduce strategy asked for must be in the models file: a misspelt one would leave every
   // collective "kept as measured" and look like an answer.
-  std::string system = a.system;
-  if (!a.system.empty() || models.systems().size() > 1) {
-    try {
-      system = resolve_system(models, a.system);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(e.what());
-    }
-  }
+  const std::string system = system_option(models, a.system);
   if (!a.strategy.empty()) {
     const auto strategies = models.strategies(system, Collective::AllReduce);
     if (std::find(strategies.begin(), strategies.end(), a.strategy) == strategies.end())

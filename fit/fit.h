@@ -58,7 +58,7 @@ struct Curve {
 std::vector<Curve> build_curves(const std::vector<Sample>& samples, const CurveOptions& options = {});
 
 // The message size a curve places a sample at: its bytes, else tokens x hidden x the dtype's size; 0 when neither is
-// known (build_curves leaves such a sample out, and `arfit fit` says how many and where).
+// known (build_curves leaves such a sample out; fit, eval and plot say how many and where: cli/cli_inputs.h).
 double curve_bytes(const Sample& s);
 
 struct FitOptions {
