@@ -337,32 +337,51 @@ std::optional<Prediction> carry_across_nodes(const std::vector<const GroupModel*
   return one_count_across_nodes(*last, q.nranks, q.nnodes, bytes, sm);
 }
 
-// carry_across_nodes, held at least at the answer for the same GPUs per node on fewer nodes — half of them (half
-// the GPUs) when the node and GPU counts are even, else one node fewer when the GPUs split evenly over the nodes —
-// where those fewer nodes are themselves beyond the measured ones. The same GPUs per node on more nodes is a longer
-// ring (a deeper tree) over the same links: each GPU moves at least the share it moved on fewer nodes, through more
-// hops, so no collective gets faster by adding nodes. The rule alone can: each node count borrows the steps of the
-// lenders that measured nearest to it (a B200 cluster that measured 32 GPUs on four nodes lends there, H100
-// clusters that measured 16 on two lend there), and networks differ up to 4x, so a public A100 node came out 3.5x
-// faster on four nodes than on two (and 2 % faster on four than on three, which its joint-n answer took). The
-// answer then keeps the fewer nodes' time, its interval reaching their upper end. The chain (N -> N/2 or N - 1) is
-// at most about 2·log2(N) answers long. From the measured nodes to twice them the rule's answer stands: its steps
-// are other machines' measurements, not a guess.
+// Node counts up to which predict_across_nodes holds each answer at the one on one node fewer; beyond, at half
+// the nodes. One node at a time keeps every pair of node counts in order (4 nodes not faster than 3), not only
+// those on a halving chain, at one carried answer per node count: up to 64 nodes (512 GPUs of 8-GPU nodes, past
+// any tensor- or expert-parallel group) that is cheap; beyond, halving keeps the chain about log2(N) long.
+constexpr int kNodeByNodeHoldLimit = 64;
+
+// The query `q` on fewer nodes with the same GPUs per node that predict_across_nodes holds `q`'s answer at: one
+// node fewer (GPUs split evenly, more than two nodes, at most kNodeByNodeHoldLimit), else half the nodes and GPUs
+// (both even), else one node fewer (GPUs split evenly); nullopt when none.
+std::optional<PredictQuery> fewer_nodes_to_hold_at(const PredictQuery& q) {
+  const bool even_split = q.nnodes > 0 && q.nranks % q.nnodes == 0;
+  PredictQuery fewer = q;
+  if (even_split && q.nnodes > 2 && q.nnodes <= kNodeByNodeHoldLimit) {
+    fewer.nnodes = q.nnodes - 1;
+    fewer.nranks = q.nranks / q.nnodes * fewer.nnodes;
+  } else if (q.nnodes % 2 == 0 && q.nranks % 2 == 0) {
+    fewer.nranks /= 2;
+    fewer.nnodes /= 2;
+  } else if (even_split && q.nnodes > 2) {
+    fewer.nnodes = q.nnodes - 1;
+    fewer.nranks = q.nranks / q.nnodes * fewer.nnodes;
+  } else {
+    return std::nullopt;
+  }
+  return fewer;
+}
+
+// carry_across_nodes, held at least at the answer for the same GPUs per node on fewer nodes
+// (fewer_nodes_to_hold_at) where those fewer nodes are themselves beyond the measured ones. The same GPUs per node
+// on more nodes is a longer ring (a deeper tree) over the same links: each GPU moves at least the share it moved
+// on fewer nodes, through more hops, so no collective gets faster by adding nodes. The rule alone can: each node
+// count borrows the steps of the lenders that measured nearest to it (a B200 cluster that measured 32 GPUs on four
+// nodes lends there, H100 clusters that measured 16 on two lend there), and networks differ up to 4x, so a public
+// A100 node came out 3.5x faster on four nodes than on two and, held only along halving, public nodes 25 % faster
+// on eight than on six, on four than on three. The answer then keeps the fewer nodes' time, its interval reaching
+// their upper end. From the measured nodes to twice them the rule's answer stands: its steps are other machines'
+// measurements, not a guess.
 std::optional<Prediction> predict_across_nodes(const std::vector<const GroupModel*>& groups, const std::vector<const JointModel*>& joint,
                                                const std::vector<const GroupModel*>& lender_pool, const PredictQuery& q,
                                                double bytes, int* measured_sm, double* latency_us) {
   std::optional<Prediction> p = carry_across_nodes(groups, joint, lender_pool, q, bytes, measured_sm, latency_us);
   if (!p) return p;
-  PredictQuery fewer = q;
-  if (q.nnodes % 2 == 0 && q.nranks % 2 == 0) {
-    fewer.nranks /= 2;
-    fewer.nnodes /= 2;
-  } else if (q.nnodes > 2 && q.nranks % q.nnodes == 0) {
-    fewer.nnodes = q.nnodes - 1;
-    fewer.nranks = q.nranks / q.nnodes * fewer.nnodes;
-  } else {
-    return p;
-  }
+  const std::optional<PredictQuery> fewer_query = fewer_nodes_to_hold_at(q);
+  if (!fewer_query) return p;
+  const PredictQuery& fewer = *fewer_query;
   const GroupModel* last = largest_on_fewer_nodes(groups, q);
   if (!last || last->key.nnodes >= fewer.nnodes || last->key.nranks > fewer.nranks) return p;
   int fewer_sm = 0;
