@@ -175,14 +175,24 @@ void run_predict(const PredictArgs& a) {
       qs.push_back(q);
     }
   } else if (!a.tokens.empty()) {
+    // A shaped message is tokens x hidden elements: its bytes need the element size of the type that answers
+    // (--dtype, else the file's one type for the query). A type arfit cannot size (fp4, a name of the file's own)
+    // gets no guess: the answer would be for another size.
+    const std::vector<std::string> file_types = a.dtype.empty() ? set.dtypes(asked) : std::vector<std::string>{};
+    const std::string shape_dtype = !a.dtype.empty() ? a.dtype : file_types.size() == 1 ? file_types.front() : "";
+    if (!shape_dtype.empty() && dtype_size(shape_dtype) == 0)
+      throw UsageError("--tokens/--hidden: the element size of dtype '" + shape_dtype + "'" +
+                       (a.dtype.empty() ? " (the models' type for this query)" : "") +
+                       " is unknown to arfit, so a tokens x hidden message has no size; give it in bytes with --bytes");
     for (const auto& t : split_items(a.tokens, ','))
       for (const auto& h : split_items(a.hidden, ',')) {
         PredictQuery q = base;
         q.tokens = parse_count(t, "--tokens");
         q.hidden = parse_count(h, "--hidden");
-        // Sized by --dtype, or at least one byte per element (the group's type answers without --dtype).
-        if (const std::string why = byte_bound_problem("--tokens x --hidden", t + " x " + h + (a.dtype.empty() ? "" : " x " + a.dtype),
-                                                       message_bytes(static_cast<double>(q.tokens), static_cast<double>(q.hidden), a.dtype));
+        // Sized by the type that answers (--dtype, else the file's; bf16 when the file has none for the query).
+        const std::string sized_as = shape_dtype.empty() ? "bf16" : shape_dtype;
+        if (const std::string why = byte_bound_problem("--tokens x --hidden", t + " x " + h + " x " + sized_as,
+                                                       message_bytes(static_cast<double>(q.tokens), static_cast<double>(q.hidden), sized_as));
             !why.empty())
           throw UsageError(why);
         qs.push_back(q);

@@ -17,7 +17,7 @@ std::string system_label(const Sample& s, GroupBy by) { return by == GroupBy::So
 
 double curve_bytes(const Sample& s) {
   if (s.bytes > 0) return static_cast<double>(s.bytes);
-  if (s.tokens > 0 && s.hidden > 0) return static_cast<double>(s.tokens) * s.hidden * dtype_size(s.dtype);
+  if (s.tokens > 0 && s.hidden > 0) return message_bytes(static_cast<double>(s.tokens), static_cast<double>(s.hidden), s.dtype);
   return 0;
 }
 

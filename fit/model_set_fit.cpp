@@ -157,7 +157,7 @@ ModelSet fit_model_set(const std::vector<Sample>& samples, const FitOptions& opt
       if (!x.ok() || x.collective != Collective::AllToAllV || x.splits.empty() || !(x.time_us > 0)) continue;
       AllToAllvSplit sp;
       try {
-        sp = parse_alltoallv_split(x.splits, std::max(1, dtype_size(x.dtype)));
+        sp = parse_alltoallv_split(x.splits, dlrm_element_bytes(x.dtype));
       } catch (const std::exception&) {
         continue;
       }

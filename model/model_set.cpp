@@ -489,7 +489,7 @@ std::optional<Prediction> ModelSet::predict(const PredictQuery& q0, const std::v
   const std::string dtype = !q.dtype.empty() ? canonical_dtype(q.dtype) : (!cands.empty() ? cands[0]->key.dtype : "bf16");
   if (bytes <= 0 && q.tokens > 0 && q.hidden > 0) bytes = message_bytes(static_cast<double>(q.tokens), static_cast<double>(q.hidden), dtype);
   if (!q.splits.empty()) {
-    const AllToAllvSplit sp = parse_alltoallv_split(q.splits, std::max(1, dtype_size(dtype)));
+    const AllToAllvSplit sp = parse_alltoallv_split(q.splits, dlrm_element_bytes(dtype));
     bytes = effective_alltoall_bytes(sp, parse_effective_mode(json_.value("alltoallv_mode", std::string("max_of_sum"))));
     how_size = " alltoallv-" + json_.value("alltoallv_mode", std::string("max_of_sum"));
   }
@@ -560,7 +560,7 @@ std::vector<std::string> same_size_dtypes(const std::string& dtype) {
   const int size = dtype_size(asked);
   std::vector<std::string> out;
   if (size <= 0) return out;
-  for (const char* d : {"bf16", "fp16", "fp32", "fp8_e4m3", "int8", "uint8", "int32", "uint32", "fp64", "int64", "uint64"})
+  for (const char* d : {"bf16", "fp16", "fp32", "fp8_e4m3", "fp8_e5m2", "int8", "uint8", "int16", "uint16", "int32", "uint32", "fp64", "int64", "uint64"})
     if (d != asked && dtype_size(d) == size) out.push_back(d);
   return out;
 }

@@ -149,8 +149,8 @@ class ModelSet {
 std::string resolve_system(const ModelSet& models, const std::string& requested);
 
 // Element types of the same size as `dtype` (read any way canonical_dtype spells it), itself left out, in the
-// order a query without a model of `dtype` asks them: floating point first (bf16, fp16, fp32, fp8_e4m3, int8,
-// uint8, int32, uint32, fp64, int64, uint64). Empty for an unknown type. The one rule `arfit predict`, codegen
+// order a query without a model of `dtype` asks them: floating point first (bf16, fp16, fp32, fp8_e4m3, fp8_e5m2,
+// int8, uint8, int16, uint16, int32, uint32, fp64, int64, uint64). Empty for an unknown type. The one rule `arfit predict`, codegen
 // (and so suggest and plot's grids) and whatif answer by: aiconfigurator's NCCL tables are fp16 next to bf16
 // kernels, and a message of the same bytes is the same communication.
 std::vector<std::string> same_size_dtypes(const std::string& dtype);

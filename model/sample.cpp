@@ -100,20 +100,26 @@ std::string canonical_dtype(const std::string& dtype) {
   if (k == "fp64" || k == "double" || k == "float64") return "fp64";
   if (k == "int8" || k == "char") return "int8";
   if (k == "uint8") return "uint8";
+  if (k == "int16" || k == "short") return "int16";
+  if (k == "uint16") return "uint16";
   if (k == "int32" || k == "int") return "int32";
   if (k == "uint32") return "uint32";
   if (k == "int64") return "int64";
   if (k == "uint64") return "uint64";
-  if (k == "fp8" || k == "fp8e4m3" || k == "e4m3") return "fp8_e4m3";
+  // nccl-tests' names (f8e4m3, f8e5m2), PyTorch's (float8_e4m3fn, float8_e5m2) and the short ones.
+  if (k == "fp8" || k == "fp8e4m3" || k == "e4m3" || k == "f8e4m3" || k == "fp8e4m3fn" || k == "float8e4m3fn" ||
+      k == "e4m3fn")
+    return "fp8_e4m3";
+  if (k == "fp8e5m2" || k == "e5m2" || k == "f8e5m2" || k == "float8e5m2") return "fp8_e5m2";
   return dtype;
 }
 
 int dtype_size(const std::string& dtype) {
   const std::string c = canonical_dtype(dtype);
-  if (c == "bf16" || c == "fp16") return 2;
+  if (c == "bf16" || c == "fp16" || c == "int16" || c == "uint16") return 2;
   if (c == "fp32" || c == "int32" || c == "uint32") return 4;
   if (c == "fp64" || c == "int64" || c == "uint64") return 8;
-  if (c == "int8" || c == "uint8" || c == "fp8_e4m3") return 1;
+  if (c == "int8" || c == "uint8" || c == "fp8_e4m3" || c == "fp8_e5m2") return 1;
   return 0;
 }
 
@@ -129,8 +135,11 @@ std::optional<SampleBoundProblem> sample_name_problem(const Sample& s) {
   return std::nullopt;
 }
 
-double message_bytes(double tokens, double hidden, const std::string& dtype) {
-  return tokens * hidden * std::max(1, dtype_size(dtype));
+double message_bytes(double tokens, double hidden, const std::string& dtype) { return tokens * hidden * dtype_size(dtype); }
+
+double dlrm_element_bytes(const std::string& dtype) {
+  const int size = dtype_size(dtype);
+  return size > 0 ? size : 4;
 }
 
 std::string byte_bound_problem(const std::string& option, const std::string& what, double bytes) {

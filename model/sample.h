@@ -34,10 +34,12 @@ inline constexpr const char* kTwoShot = "TWOSHOT";
 inline constexpr const char* kNcclSymmetric = "NCCL_SYMMETRIC";
 }  // namespace strategy
 
-// Bytes per element for a dtype name ("bf16", "bfloat16", "half", "fp16", "float", "fp32", "int8", "fp8", ...).
-// Returns 0 for unknown names.
+// Bytes per element for a dtype name ("bf16", "bfloat16", "half", "fp16", "float", "fp32", "int8", "fp8", "f8e5m2",
+// ...). Returns 0 for unknown names, sub-byte types (fp4, int4) among them: their packing is the format's own.
 int dtype_size(const std::string& dtype);
-// Canonical dtype name ("bf16", "fp16", "fp32", "fp64", "int8", "int32", "int64", "fp8_e4m3", "uint8"); unknown names pass through.
+// Canonical dtype name ("bf16", "fp16", "fp32", "fp64", "int8", "int16", "int32", "int64", "fp8_e4m3", "fp8_e5m2",
+// "uint8", ...; nccl-tests' f8e4m3/f8e5m2 and PyTorch's float8_e4m3fn/float8_e5m2 among the aliases); unknown
+// names pass through.
 std::string canonical_dtype(const std::string& dtype);
 
 enum class SampleStatus { Ok, Failed };
@@ -79,9 +81,14 @@ inline constexpr double kMaxSampleBytes = 1e18;
 inline constexpr double kMinSampleTimeUs = 1e-6;
 inline constexpr double kMaxSampleTimeUs = 1e9;
 
-// Bytes of a message of tokens x hidden elements of `dtype`: at least one byte an element (an unknown or empty
-// type counts one), as predict, codegen's grid and plot's cells size a shaped message.
+// Bytes of a message of tokens x hidden elements of `dtype`, as predict, codegen's grid, plot's cells, whatif and
+// the curves (fit/curves.h curve_bytes) size a shaped message; 0 when the type's element size is unknown
+// (dtype_size): a guess (one byte an element, as before) put an fp4 message at twice its size, silently.
 double message_bytes(double tokens, double hidden, const std::string& dtype);
+// Bytes of one element of a DLRM all-to-allv split ("B,T0-T1-...,D", model/alltoallv.h) of a sample or query of
+// `dtype`: its element size, else 4 (fp32, the DLRM embeddings' type). The one rule the samples reader, the fit,
+// predict and plot read such a split by (they took 4 or 1 for a type of unknown size).
+double dlrm_element_bytes(const std::string& dtype);
 // Why a size an option asks for is beyond kMaxSampleBytes, the largest a sample or a model holds (no model could
 // ever answer it): "OPTION: WHAT is B bytes, above 1e+18, the largest size arfit models", WHAT as the user gave
 // it ("size '2e18'", "1099511627776 x 1099511627776 x bf16"); "" within the bound. One message for every option.

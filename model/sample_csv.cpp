@@ -250,7 +250,7 @@ SampleFile parse_samples_csv(const std::string& text, const std::string& name) {
     if (!s.splits.empty()) {
       AllToAllvSplit split;
       try {
-        split = parse_alltoallv_split(s.splits, dtype_size(s.dtype) > 0 ? dtype_size(s.dtype) : 4);
+        split = parse_alltoallv_split(s.splits, dlrm_element_bytes(s.dtype));
       } catch (const std::invalid_argument& e) {
         p.fail("splits", e.what());
       }

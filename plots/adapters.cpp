@@ -330,6 +330,7 @@ StrategyGrid grid_from_samples(const std::vector<Sample>& samples, Collective co
   g.source = "measured";
   using CellKey = std::tuple<std::string, int, std::string, std::int64_t, std::int64_t, std::int64_t>;
   std::map<CellKey, std::map<std::string, std::vector<double>>> times;
+  std::map<CellKey, double> recorded_bytes;  // what the samples of a cell say its size is (shaped ones too)
   std::set<std::string> strategies;
   std::map<std::string, int> dtypes;
   // Tables often hold several element types (aiconfigurator's NCCL tables: fp16 and int8); times of different
@@ -347,6 +348,7 @@ StrategyGrid grid_from_samples(const std::vector<Sample>& samples, Collective co
     CellKey k{sample_system(s), s.nranks, to_string(s.fusion), shaped ? s.tokens : 0, shaped ? s.hidden : 0,
               shaped ? 0 : s.bytes};
     times[k][s.strategy].push_back(s.time_us);
+    recorded_bytes[k] = std::max(recorded_bytes[k], static_cast<double>(s.bytes));
     strategies.insert(s.strategy);
     dtypes[canonical_dtype(s.dtype)]++;
   }
@@ -357,7 +359,7 @@ StrategyGrid grid_from_samples(const std::vector<Sample>& samples, Collective co
     if (any_shaped && std::get<3>(k) == 0) continue;
     StrategyCell c;
     std::tie(c.system, c.tp, c.fusion, c.tokens, c.hidden, std::ignore) = k;
-    c.bytes = static_cast<double>(std::get<5>(k));
+    c.bytes = recorded_bytes[k];
     for (const auto& [s, v] : per) c.time_us[s] = size_median(v);
     c.measured = true;
     g.cells.push_back(std::move(c));
@@ -369,8 +371,11 @@ StrategyGrid grid_from_samples(const std::vector<Sample>& samples, Collective co
   int best = 0;
   for (const auto& [d, n] : dtypes)
     if (n > best) best = n, g.dtype = d;
+  // A shaped cell's size from its shape and the grid's type (one size for the cell whatever each sample rounded),
+  // else, for a type arfit cannot size, the size its samples recorded.
   if (any_shaped)
-    for (auto& c : g.cells) c.bytes = message_bytes(static_cast<double>(c.tokens), static_cast<double>(c.hidden), g.dtype);
+    for (auto& c : g.cells)
+      if (const double b = message_bytes(static_cast<double>(c.tokens), static_cast<double>(c.hidden), g.dtype); b > 0) c.bytes = b;
   return g;
 }
 

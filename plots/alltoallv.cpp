@@ -145,7 +145,7 @@ std::vector<NamedAllToAllv> alltoallv_figures(const std::vector<Sample>& samples
   for (const auto& [key, splits] : by_group) {
     GroupKey uniform = key;
     uniform.collective = Collective::AllToAll;
-    const double elem = dtype_size(key.dtype) > 0 ? dtype_size(key.dtype) : 4;
+    const double elem = dlrm_element_bytes(key.dtype);
     struct Point {
       AllToAllvSplit split;
       std::string family;

@@ -17,7 +17,7 @@ bool is_integer_dtype(const std::string& d) {
 }
 
 // The element type of a collective and where it came from: recorded with the node, named by the kernel
-// (NCCL: "AllReduce_Sum_bf16"), else --dtype. A name's type arfit cannot size (fp8_e5m2) yields to --dtype.
+// (NCCL: "AllReduce_Sum_bf16"), else --dtype. A name's type arfit cannot size (fp4) yields to --dtype.
 std::pair<std::string, std::string> collective_dtype(const ProfileNode* n, const KernelNameFacts& facts, const WhatIfOptions& opt) {
   if (n && !n->dtype.empty() && dtype_size(n->dtype) > 0) return {canonical_dtype(n->dtype), "profile"};
   if (!facts.dtype.empty() && dtype_size(facts.dtype) > 0) return {facts.dtype, "kernel name"};

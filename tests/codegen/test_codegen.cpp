@@ -460,8 +460,8 @@ TEST(CodegenTable, SameElementSizeModelsAnswerForEachOther) {
 // plot) takes for uint8 the type `arfit predict` and whatif take (fp8_e4m3 before int8; codegen's own list
 // took int8 while whatif's took fp8_e4m3), and for uint32 the type predict_same_element_size names.
 TEST(CodegenTable, SameElementSizeRuleIsModelsOneRule) {
-  EXPECT_EQ(same_size_dtypes("uint8"), (std::vector<std::string>{"fp8_e4m3", "int8"}));
-  EXPECT_EQ(same_size_dtypes("half"), (std::vector<std::string>{"bf16"}));
+  EXPECT_EQ(same_size_dtypes("uint8"), (std::vector<std::string>{"fp8_e4m3", "fp8_e5m2", "int8"}));
+  EXPECT_EQ(same_size_dtypes("half"), (std::vector<std::string>{"bf16", "int16", "uint16"}));
   EXPECT_EQ(same_size_dtypes("uint32"), (std::vector<std::string>{"fp32", "int32"}));
   EXPECT_TRUE(same_size_dtypes("bogus").empty());
   // Models of int8 (10 us) and fp8_e4m3 (20 us), and of int32 only.

@@ -86,7 +86,8 @@ TEST(FitCli, PredictRefusesSizesAboveTheLargestModelled) {
            {"--bytes 1K,1e19", "--bytes: size '1e19' is 1e+19 bytes, above 1e+18"},
            {"--bytes 1K:4e18:1024", "--bytes: range end '4e18' is 4e+18 bytes, above 1e+18"},
            {"--tokens 4503599627370496 --hidden 4503599627370496",
-            "--tokens x --hidden: 4503599627370496 x 4503599627370496 is 2.03e+31 bytes, above 1e+18"},
+            // Sized as the file's one type (bf16), the type that answers (it was sized at one byte an element).
+            "--tokens x --hidden: 4503599627370496 x 4503599627370496 x bf16 is 4.06e+31 bytes, above 1e+18"},
            {"--tokens 1073741824 --hidden 1073741824 --dtype fp32",
             "--tokens x --hidden: 1073741824 x 1073741824 x fp32 is 4.61e+18 bytes, above 1e+18"}}) {
     r = run_command(predict + args);

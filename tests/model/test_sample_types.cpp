@@ -38,3 +38,28 @@ TEST(SampleTypes, DtypeSizesAndCanonicalNames) {
   EXPECT_EQ(canonical_dtype("bfloat16"), "bf16");
   EXPECT_EQ(canonical_dtype("mystery"), "mystery");
 }
+
+// nccl-tests names its fp8 types f8e4m3 and f8e5m2, PyTorch float8_e4m3fn and float8_e5m2: all one byte (an
+// f8e5m2 log's shaped query was sized at the one-byte guess, its name unknown; whatif let its kernels' e5m2 yield
+// to --dtype). Sub-byte and unknown types have no size: a shaped message of them has none either, where one byte an
+// element had put an fp4 message at twice its size.
+TEST(SampleTypes, Fp8NamesAndTypesWithoutASize) {
+  for (const char* e4m3 : {"fp8", "f8e4m3", "float8_e4m3fn", "e4m3fn", "FP8_E4M3"}) {
+    EXPECT_EQ(canonical_dtype(e4m3), "fp8_e4m3") << e4m3;
+    EXPECT_EQ(dtype_size(e4m3), 1) << e4m3;
+  }
+  for (const char* e5m2 : {"f8e5m2", "float8_e5m2", "e5m2", "fp8_e5m2"}) {
+    EXPECT_EQ(canonical_dtype(e5m2), "fp8_e5m2") << e5m2;
+    EXPECT_EQ(dtype_size(e5m2), 1) << e5m2;
+  }
+  EXPECT_EQ(dtype_size("int16"), 2);
+  EXPECT_EQ(dtype_size("uint16"), 2);
+  EXPECT_DOUBLE_EQ(message_bytes(128, 4096, "bf16"), 128.0 * 4096 * 2);
+  EXPECT_DOUBLE_EQ(message_bytes(128, 4096, "f8e5m2"), 128.0 * 4096);
+  EXPECT_EQ(message_bytes(128, 4096, "nvfp4"), 0.0);
+  EXPECT_EQ(message_bytes(128, 4096, ""), 0.0);
+  // A DLRM split's elements: the type's size, else fp32's (what the reader, fit, predict and plot all take).
+  EXPECT_EQ(dlrm_element_bytes("bf16"), 2.0);
+  EXPECT_EQ(dlrm_element_bytes("nvfp4"), 4.0);
+  EXPECT_EQ(dlrm_element_bytes(""), 4.0);
+}

@@ -485,6 +485,50 @@ TEST_F(Robustness, ModelsWithTwoGroupsOfOneKeyAreRefused) {
   EXPECT_EQ(run_command(arfit_bin() + " predict " + dir.file("types.json") + " --collective allreduce --bytes 1M --dtype int8").exit_code, 0);
 }
 
+// A shaped query (--tokens x --hidden) of a type arfit cannot size (nvfp4, a file's own name) is refused naming the
+// options and --bytes: it was sized at one byte an element, twice an fp4 message, and answered (exit 0). A type
+// arfit sizes (nccl-tests' f8e5m2, one byte) answers at its size, as --bytes of that size does.
+TEST_F(Robustness, ShapedQueriesNeedATypeOfKnownSize) {
+  for (const char* dtype : {"nvfp4", "f8e5m2"}) {
+    std::string typed = "#arfit-samples v1\ncollective,strategy,dtype,nranks,bytes,time_us\n";
+    for (long b = 1024; b <= (64L << 20); b *= 2)
+      typed += std::string("allreduce,NCCL,") + dtype + ",8," + std::to_string(b) + "," + std::to_string(5.0 + static_cast<double>(b) / 50e3) + "\n";
+    const std::string name = std::string(dtype) + ".json";
+    ASSERT_EQ(run_command(arfit_bin() + " fit " + dir.write(std::string(dtype) + ".csv", typed) + " -o " + dir.file(name) + " -q").exit_code, 0);
+    const std::string shaped = "predict " + name + " --collective allreduce --nranks 8 --tokens 128 --hidden 4096";
+    if (std::string(dtype) == "nvfp4") {
+      expect_refused(shaped, 2, {"--tokens/--hidden", "'nvfp4'", "--bytes"});
+      expect_refused(shaped + " --dtype nvfp4", 2, {"--tokens/--hidden", "'nvfp4'", "--bytes"});
+      EXPECT_EQ(run_command(arfit_bin() + " predict " + dir.file(name) + " --collective allreduce --nranks 8 --bytes 256K").exit_code, 0);
+    } else {
+      const CommandResult by_shape = arfit_here(shaped + " --json");
+      const CommandResult by_bytes = arfit_here("predict " + name + " --collective allreduce --nranks 8 --bytes 512K --json");
+      ASSERT_EQ(by_shape.exit_code, 0) << by_shape.output;
+      ASSERT_EQ(by_bytes.exit_code, 0) << by_bytes.output;
+      const auto time_of = [](const std::string& out) {
+        return nlohmann::json::parse(out.substr(out.find('[')))[0]["time_us"].get<double>();
+      };
+      EXPECT_DOUBLE_EQ(time_of(by_shape.output), time_of(by_bytes.output));  // 128 x 4096 x 1 byte = 512 KiB
+    }
+  }
+}
+
+// A DLRM split ("B,T0-T1,D") counts elements: of a type arfit cannot size they are fp32's 4 bytes wherever the
+// split is read. predict (and fit's choice of the effective mode) took 1 byte where the samples reader and plot
+// took 4, so a sample's own split was predicted at a quarter of its size.
+TEST_F(Robustness, DlrmSplitsOfATypeOfUnknownSizeAreFp32) {
+  std::string typed = "#arfit-samples v1\ncollective,strategy,dtype,nranks,bytes,time_us\n";
+  for (long b = 1024; b <= (64L << 20); b *= 2)
+    typed += "alltoall,NCCL,mystery,2," + std::to_string(b) + "," + std::to_string(5.0 + static_cast<double>(b) / 50e3) + "\n";
+  ASSERT_EQ(run_command(arfit_bin() + " fit " + dir.write("a2a.csv", typed) + " -o " + dir.file("a2a.json") + " -q").exit_code, 0);
+  const CommandResult r = arfit_here("predict a2a.json --collective alltoallv --nranks 2 --splits 8,1-3,4 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // Rank r sends 8/2 x T_r x 4 elements of 4 bytes to each of 2 ranks (128 and 384 bytes) and receives 256;
+  // max_of_sum, the mode a file without all-to-allv samples keeps: max((128 + 256) / 2, (384 + 256) / 2) = 320.
+  const nlohmann::json j = nlohmann::json::parse(r.output.substr(r.output.find('[')));
+  EXPECT_DOUBLE_EQ(j[0]["bytes"].get<double>(), 320.0) << r.output;
+}
+
 // A device as an input is refused before a byte is read (arfit ingest /dev/zero read 1 GiB before the read limit
 // stopped it); an endless stream (a FIFO fed forever) stops at the read limit with the path named, instead of
 // filling the memory (arfit ingest /dev/zero grew to 17 GB before bad_alloc). Pipes still read.
