@@ -1071,6 +1071,27 @@ TEST_F(Robustness, EvalRefusesItsOptionsBeforeReadingAnyInput) {
   EXPECT_NE(ok.exit_code, 2) << ok.output;
 }
 
+// --nvtx splits only an nsys cuda_gpu_trace into phases. Given with a vLLM profile or a kernel summary it was bad
+// data (exit 1, naming the NVTX report as if that file were wrong); now, as other options an input does not
+// read, a usage error naming --nvtx and the profile's format, checked before the report is read; nothing written.
+TEST_F(Robustness, NvtxWithAProfileItCannotSplitIsAUsageError) {
+  copy("models.json");
+  fs::copy_file(kProfile, dir.file("profile.json"));
+  fs::copy_file(kNsysKernSum, dir.file("kern_sum.csv"));
+  const std::string nvtx = std::string(ARFIT_SOURCE_DIR) + "/tests/trace/data/nsys_nvtx_gpu_proj.csv";
+  for (const std::string& command : {"whatif %s --models models.json --tp 8 -o out.csv", "breakdown %s -o out"}) {
+    for (const auto& [profile, format] : std::vector<std::pair<std::string, std::string>>{
+             {"profile.json", "is a vLLM layerwise profile (format vllm)"},
+             {"kern_sum.csv", "is an nsys kernel summary (cuda_gpu_kern_sum, format nsys)"}}) {
+      std::string args = command;
+      args.replace(args.find("%s"), 2, profile);
+      expect_refused(args + " --nvtx " + nvtx, 2, {"--nvtx " + nvtx + ": NVTX ranges split only an nsys cuda_gpu_trace", profile + " " + format});
+      // The report is not read first: a missing one does not hide the usage error.
+      expect_refused(args + " --nvtx missing.csv", 2, {"--nvtx missing.csv: NVTX ranges split only"});
+    }
+  }
+}
+
 // --fallback goes into the engine's code where no model answers (an enum member of the header, a JSON choice); a
 // typo was written there as a strategy (`Strategy::NCLL = 100`), exit 0. Now it must name a strategy of the models
 // or one of NCCL's own (forced variants included) or ONESHOT/TWOSHOT.
