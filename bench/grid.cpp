@@ -41,10 +41,13 @@ std::vector<std::int64_t> pow2_range(std::int64_t lo, std::int64_t hi) {
 
 namespace {
 
-// FRACTION of random:FRACTION:SEED: decimal digits with at most one point ("0.25", ".5", "1"), in (0, 1]; no sign,
-// blank, exponent or hex form (std::stod read "+0.5", " 0.5" and "0x.8").
+// FRACTION of random:FRACTION:SEED: a decimal number in (0, 1] ("0.25", ".5", "1", "1e-05" as Plan::to_string
+// writes a small one), starting with a digit or a point; no sign, blank, hex form, inf or nan (std::stod read
+// "+0.5", " 0.5" and "0x.8").
 std::optional<double> plan_fraction(const std::string& text) {
-  if (text.empty() || text == "." || text.find_first_not_of("0123456789.") != std::string::npos) return std::nullopt;
+  if (text.empty() || !(std::isdigit(static_cast<unsigned char>(text[0])) || text[0] == '.') ||
+      text.find_first_not_of("0123456789.eE+-") != std::string::npos)
+    return std::nullopt;
   char* end = nullptr;
   const double f = std::strtod(text.c_str(), &end);
   if (*end != '\0' || !(f > 0.0 && f <= 1.0)) return std::nullopt;

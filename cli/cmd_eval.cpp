@@ -109,7 +109,7 @@ void check_fit_protocol(const fit::ProtocolCheck& check, const EvalArgs& a) {
   refuse_methods([&] { check(asked); });
 }
 
-// The protocols `arfit eval` knows. To add one: one entry {name, takes_arg, runner}.
+// The protocols `arfit eval` knows. To add one: one entry {name, takes_arg, runner, check}.
 std::vector<EvalProtocol> protocols() {
   std::vector<EvalProtocol> v;
   for (const auto& p : fit::fit_protocols()) {

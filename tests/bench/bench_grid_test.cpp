@@ -41,8 +41,8 @@ TEST(BenchGrid, PlanParsingRoundTrips) {
 // and "random:0.5: 7", std::stod "random:+0.5:7", and getline dropped a trailing field ("lattice:2:").
 TEST(BenchGrid, PlanFieldsAreReadAsWritten) {
   for (std::string s : {"lattice: 2", "lattice:2 ", " lattice:2", "anchors:+3", "anchors:3.0", "lattice:0x2", "lattice:2:",
-                        "random:0.5: 7", "random:0.5:+7", "random: 0.5:7", "random:+0.5:7", "random:0x.8:7", "random:5e-1:7",
-                        "random:0.5:7:", "random:.:7", "full:"}) {
+                        "random:0.5: 7", "random:0.5:+7", "random: 0.5:7", "random:+0.5:7", "random:0x.8:7", "random:nan:7",
+                        "random:0.5:7:", "random:.:7", "random:1e:7", "full:"}) {
     try {
       Plan::parse(s, "--plan");
       ADD_FAILURE() << "'" << s << "' accepted";
@@ -58,6 +58,7 @@ TEST(BenchGrid, PlanFieldsAreReadAsWritten) {
   // lattice:1 keeps every point (the full grid): a plan arbench takes, unlike arfit eval's select --plan.
   EXPECT_EQ(plan_points(Plan::parse("lattice:1"), 5, 3).size(), 15u);
   EXPECT_EQ(Plan::parse("random:.5:0").to_string(), "random:0.5:0");
+  EXPECT_EQ(Plan::parse(Plan::parse("random:0.00001:3").to_string()).to_string(), "random:1e-05:3");  // round trip
   EXPECT_EQ(Plan::parse("random:1:18446744073709551615").seed, 18446744073709551615u);
 }
 
