@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -126,12 +128,14 @@ std::vector<SplitPattern> parse_split_patterns(const std::string& text, const st
         return v;
       };
     };
+    // Counts, seeds and ranks: decimal digits (model/text.h), not "1e3" or "+2" through stod.
     auto integer = [&](const std::string& what, double lo, double hi) {
-      const auto parse = number(what, lo, hi);
       return [=, &item](const std::string& s) {
-        const double v = parse(s);
-        if (v != std::floor(v)) throw GridError(option, "split '" + item + "': " + what + " '" + s + "' must be an integer");
-        return v;
+        std::string why;
+        const std::optional<std::uint64_t> v =
+            parse_whole_number(s, static_cast<std::uint64_t>(lo), static_cast<std::uint64_t>(hi), &why);
+        if (!v) throw GridError(option, "split '" + item + "': " + what + " " + why);
+        return static_cast<double>(*v);
       };
     };
     auto arity = [&](std::size_t min_fields, std::size_t max_fields, const std::string& usage) {

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -37,52 +39,50 @@ std::vector<std::int64_t> pow2_range(std::int64_t lo, std::int64_t hi) {
 
 // ---------------------------------------------------------------- plan
 
+namespace {
+
+// FRACTION of random:FRACTION:SEED: a decimal number in (0, 1] ("0.25", ".5", "1", "1e-05" as Plan::to_string
+// writes a small one), starting with a digit or a point; no sign, blank, hex form, inf or nan (std::stod read
+// "+0.5", " 0.5" and "0x.8").
+std::optional<double> plan_fraction(const std::string& text) {
+  if (text.empty() || !(std::isdigit(static_cast<unsigned char>(text[0])) || text[0] == '.') ||
+      text.find_first_not_of("0123456789.eE+-") != std::string::npos)
+    return std::nullopt;
+  char* end = nullptr;
+  const double f = std::strtod(text.c_str(), &end);
+  if (*end != '\0' || !(f > 0.0 && f <= 1.0)) return std::nullopt;
+  return f;
+}
+
+}  // namespace
+
+// The text as written: no blank around it or its fields ("lattice: 2" is refused, as every count is; model/text.h).
 Plan Plan::parse(const std::string& text, const std::string& option) {
   Plan p;
-  const std::string t(trim(text));
-  auto parts = std::vector<std::string>{};
-  {
-    std::stringstream ss(t);
-    std::string item;
-    while (std::getline(ss, item, ':')) parts.emplace_back(trim(item));
-  }
+  const std::vector<std::string> parts = split_items(text, ':');
   const std::string usage = "expected 'full', 'lattice:K', 'random:FRACTION:SEED' or 'anchors:K', found '" + text + "'";
-  if (parts.empty()) throw GridError(option, usage);
   if (parts[0] == "full" && parts.size() == 1) return p;
-  try {
-    // lattice:K and anchors:K: a positive integer K that fits Plan::stride, never wrapped (2^32 became 0, a
-    // division by zero).
-    if ((parts[0] == "lattice" || parts[0] == "anchors") && parts.size() == 2) {
-      const bool lattice = parts[0] == "lattice";
-      std::optional<int> k;
-      try {
-        std::size_t used = 0;
-        const long long v = std::stoll(parts[1], &used);
-        if (used == parts[1].size()) k = checked_narrow<int>(v);
-      } catch (const std::logic_error&) {  // not a number, or beyond long long (so beyond int too)
-      }
-      if (!k || *k < 1)
-        throw GridError(option, std::string(lattice ? "lattice stride K" : "anchors K (sizes per curve)") +
-                                    " must be a whole number in 1.." + std::to_string(std::numeric_limits<int>::max()) +
-                                    ", found '" + parts[1] + "'");
-      p.kind = lattice ? Kind::Lattice : Kind::Anchors;
-      p.stride = *k;
-      return p;
-    }
-    if (parts[0] == "random" && parts.size() == 3) {
-      size_t used = 0;
-      double f = std::stod(parts[1], &used);
-      if (used != parts[1].size() || !(f > 0.0 && f <= 1.0))
-        throw GridError(option, "random fraction must be in (0, 1], found '" + parts[1] + "'");
-      unsigned long long seed = std::stoull(parts[2], &used);
-      if (used != parts[2].size() || parts[2][0] == '-') throw GridError(option, "random seed must be a non-negative integer, found '" + parts[2] + "'");
-      p.kind = Kind::Random;
-      p.fraction = f;
-      p.seed = seed;
-      return p;
-    }
-  } catch (const std::logic_error&) {  // std::invalid_argument / out_of_range from stol/stod
-    throw GridError(option, usage);
+  // lattice:K and anchors:K: a whole number K that fits Plan::stride, never wrapped (2^32 became 0, a division by
+  // zero). lattice:1 keeps every point (= full); arfit eval's select --plan needs K >= 2 there (codegen/select_eval.h).
+  if ((parts[0] == "lattice" || parts[0] == "anchors") && parts.size() == 2) {
+    const bool lattice = parts[0] == "lattice";
+    std::string why;
+    const std::optional<std::uint64_t> k = parse_whole_number(parts[1], 1, std::numeric_limits<int>::max(), &why);
+    if (!k) throw GridError(option, std::string(lattice ? "lattice stride K" : "anchors K (sizes per curve)") + ": " + why);
+    p.kind = lattice ? Kind::Lattice : Kind::Anchors;
+    p.stride = static_cast<int>(*k);
+    return p;
+  }
+  if (parts[0] == "random" && parts.size() == 3) {
+    const std::optional<double> f = plan_fraction(parts[1]);
+    if (!f) throw GridError(option, "random fraction must be a decimal number in (0, 1], found '" + parts[1] + "'");
+    std::string why;
+    const std::optional<std::uint64_t> seed = parse_whole_number(parts[2], 0, UINT64_MAX, &why);
+    if (!seed) throw GridError(option, "random seed: " + why);
+    p.kind = Kind::Random;
+    p.fraction = *f;
+    p.seed = *seed;
+    return p;
   }
   throw GridError(option, usage);
 }

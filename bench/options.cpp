@@ -9,7 +9,6 @@
 
 #include "bench/alltoallv_splits.h"
 #include "model/atomic_file.h"
-#include "model/checked.h"
 #include "model/text.h"
 
 namespace arfit::bench {
@@ -41,19 +40,12 @@ void check_whole_elements(const GridSpec& g) {
 // --profile-cases: case indices as --dry-run lists them, counted from 0.
 std::set<int> parse_case_indices(const std::string& text, const std::string& option) {
   std::set<int> out;
-  const std::string range = "0.." + std::to_string(std::numeric_limits<int>::max());
   for (const std::string& item : split_list(text)) {
-    std::optional<int> index;
-    try {
-      std::size_t used = 0;
-      const long long v = std::stoll(item, &used);
-      if (used == item.size()) index = checked_narrow<int>(v);
-    } catch (const std::logic_error&) {  // not a number, or beyond long long (so beyond int too)
-    }
-    if (!index || *index < 0)
-      throw GridError(option, "'" + item + "' is not a case index: expected whole numbers in " + range +
-                                  " (as --dry-run lists the cases), comma-separated");
-    out.insert(*index);
+    std::string why;
+    const std::optional<std::uint64_t> index = parse_whole_number(item, 0, std::numeric_limits<int>::max(), &why);
+    if (!index)
+      throw GridError(option, "case index (as --dry-run lists the cases, comma-separated): " + why);
+    out.insert(static_cast<int>(*index));
   }
   if (out.empty()) throw GridError(option, "no case index given");
   return out;
@@ -90,8 +82,9 @@ Options parse_options(int argc, const char* const* argv) {
   app.add_option("-e,--maxbytes", maxbytes, "nccl-tests style sweep: last size");
   app.add_option("-f,--stepfactor", stepfactor, "nccl-tests style sweep: multiplication factor, a finite number above 1 (default 2)");
   app.add_option("--plan", plan,
-                 "Sampling plan over the size axes: full, lattice:K, random:FRACTION:SEED, anchors:K (K sizes per curve, "
-                 "the quick calibration of a new machine for arfit fit --prior; docs/fit.md) (default full)");
+                 "Sampling plan over the size axes: full, lattice:K (every K-th point per axis, both ends; lattice:1 = full), "
+                 "random:FRACTION:SEED, anchors:K (K sizes per curve, the quick calibration of a new machine for arfit fit "
+                 "--prior; docs/fit.md) (default full)");
   std::string splits;  // all-to-allv split patterns (bench/alltoallv_splits.h)
   app.add_option("--splits", splits,
                  "all-to-allv split patterns, comma-separated: cyclic (default), even, dlrm:B:T:D:SEED (T tables of "

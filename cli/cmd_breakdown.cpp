@@ -91,7 +91,7 @@ void add_breakdown(CLI::App& app) {
   cmd->add_option("--format", a->format, "Profile format")->check(CLI::IsMember({"auto", "vllm", "nsys"}))->capture_default_str();
   cmd->add_option("--nvtx", a->nvtx,
                   "nsys NVTX range report CSV (nvtx_gpu_proj_trace or nvtx_pushpop_trace) to split a cuda_gpu_trace into "
-                  "prefill/decode phases by range name");
+                  "prefill/decode phases by range name; refused with other profiles");
   cmd->add_option("--image-format", a->image_format, "Figure format: png, svg or both")->capture_default_str();
   cmd->add_flag("--no-figures", a->no_figures, "Write the CSV tables only (no gnuplot needed)");
   cmd->callback([a] { run_breakdown(*a); });

@@ -5,6 +5,7 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "cli/cli_inputs.h"
 #include "cli/commands.h"
@@ -73,45 +74,94 @@ std::string no_curve_message(const std::string& protocol, const std::string& rea
          "; a curve is one group of out-of-place samples with at least 12 distinct sizes): nothing to evaluate";
 }
 
+// What a protocol checks of the command line before any input is read: a refusal is a usage error (exit 2),
+// which should not wait for minutes of reading.
+using ProtocolCheckFn = std::function<void(const EvalArgs&)>;
+
 struct EvalProtocol {
   std::string name;
   bool takes_arg = false;  // named NAME:ARG (crosshw:K)
   ProtocolFn run;
+  ProtocolCheckFn check;
 };
 
-// The protocols `arfit eval` knows. To add one: one entry {name, takes_arg, runner}.
+// A protocol's refusal of the methods asked for, as a usage error naming --methods.
+void refuse_methods(const std::function<void()>& check) {
+  try {
+    check();
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--methods: ") + e.what());
+  }
+}
+
+// A fit protocol's checks: its argument first, with the default methods every protocol takes (a refusal names
+// --protocol), then the methods asked for.
+void check_fit_protocol(const fit::ProtocolCheck& check, const EvalArgs& a) {
+  const fit::EvalOptions asked = fit_eval_options(a);
+  fit::EvalOptions defaults = asked;
+  defaults.methods = fit::EvalOptions().methods;
+  defaults.methods_chosen = false;
+  try {
+    check(defaults);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  refuse_methods([&] { check(asked); });
+}
+
+// The protocols `arfit eval` knows. To add one: one entry {name, takes_arg, runner, check}.
 std::vector<EvalProtocol> protocols() {
   std::vector<EvalProtocol> v;
   for (const auto& p : fit::fit_protocols()) {
     auto run = p.run;
-    v.push_back({p.name, p.takes_arg, [run](const std::vector<Sample>& s, const EvalArgs& a) {
+    v.push_back({p.name, p.takes_arg,
+                 [run](const std::vector<Sample>& s, const EvalArgs& a) {
                    const fit::EvalResult r = run(s, fit_eval_options(a));
                    if (r.curves == 0) throw std::runtime_error(no_curve_message(a.protocol, r.nothing_qualifies));
                    ProtocolOutput o{r.to_table(), r.to_json(), {}, r.notes};
                    if (!a.points.empty()) o.points_csv = r.points_csv();
                    return o;
-                 }});
+                 },
+                 [check = p.check](const EvalArgs& a) { check_fit_protocol(check, a); }});
   }
   // all-to-allv predicted from the uniform all-to-all in each effective-size mode (fit/eval_alltoallv.h).
-  v.push_back({"alltoallv", false, [](const std::vector<Sample>& s, const EvalArgs& a) {
-                 fit::EvalOptions o = fit_eval_options(a);
-                 if (a.methods.empty()) o.methods = fit::alltoallv_default_methods();
-                 const fit::AllToAllvEval r = fit::eval_alltoallv(s, o);
+  const auto alltoallv_options = [](const EvalArgs& a) {
+    fit::EvalOptions o = fit_eval_options(a);
+    if (a.methods.empty()) o.methods = fit::alltoallv_default_methods();
+    return o;
+  };
+  v.push_back({"alltoallv", false,
+               [alltoallv_options](const std::vector<Sample>& s, const EvalArgs& a) {
+                 const fit::AllToAllvEval r = fit::eval_alltoallv(s, alltoallv_options(a));
                  ProtocolOutput out{r.to_table(), r.to_json(), {}, {}};
                  if (!a.points.empty()) out.points_csv = r.result.points_csv();
                  return out;
+               },
+               [alltoallv_options](const EvalArgs& a) {
+                 refuse_methods([&] { fit::check_alltoallv_methods(alltoallv_options(a)); });
                }});
 #ifdef ARFIT_HAVE_SELECT_EVAL
   // Strategy-selection quality (codegen/select_eval.h).
-  v.push_back({"select", false, [](const std::vector<Sample>& s, const EvalArgs& a) {
+  const auto select_options = [](const EvalArgs& a) {
+    codegen::SelectOptions o;
+    o.plan = a.plan;
+    return o;
+  };
+  v.push_back({"select", false,
+               [select_options](const std::vector<Sample>& s, const EvalArgs& a) {
+                 const codegen::SelectReport r = codegen::evaluate_select(s, select_options(a));
+                 return ProtocolOutput{codegen::format_select_report(r), codegen::select_report_json(r), {}, {}};
+               },
+               [select_options](const EvalArgs& a) {
                  if (!a.points.empty()) throw UsageError("--points is not available for --protocol select");
                  if (!a.methods.empty())
                    throw UsageError("--methods is not available for --protocol select (it scores the model's choice "
                                     "against fixed baselines; docs/codegen.md)");
-                 codegen::SelectOptions o;
-                 o.plan = a.plan;
-                 const codegen::SelectReport r = codegen::evaluate_select(s, o);
-                 return ProtocolOutput{codegen::format_select_report(r), codegen::select_report_json(r), {}, {}};
+                 try {
+                   codegen::check_select_options(select_options(a));
+                 } catch (const std::invalid_argument& e) {
+                   throw UsageError(e.what());
+                 }
                }});
 #endif
   return v;
@@ -119,21 +169,23 @@ std::vector<EvalProtocol> protocols() {
 
 void run_eval(const EvalArgs& a) {
   if (a.threads < 1) throw UsageError("--threads must be at least 1");
-  ProtocolFn fn;
+  std::optional<EvalProtocol> protocol;
   std::string known;
   for (const EvalProtocol& p : protocols()) {
     known += (known.empty() ? "" : ", ") + p.name + (p.takes_arg ? ":K" : "");
     if (p.name != protocol_name(a.protocol)) continue;
     if (!p.takes_arg && a.protocol.find(':') != std::string::npos)
       throw UsageError("--protocol " + a.protocol + ": " + p.name + " takes no ':' argument");
-    fn = p.run;
+    protocol = p;
   }
-  if (!fn) throw UsageError("unknown --protocol '" + a.protocol + "' (known: " + known + ")");
+  if (!protocol) throw UsageError("unknown --protocol '" + a.protocol + "' (known: " + known + ")");
   if (a.plan_given && protocol_name(a.protocol) != "select")
     throw UsageError("--plan is the measured subset of --protocol select; " + protocol_name(a.protocol) +
                      " holds out its own sizes (fit/eval.h)");
   if (!a.json.empty() && !a.points.empty() && same_path(a.json, a.points))
     throw UsageError("--json and --points name the same file '" + a.json + "'; give two files");
+  protocol->check(a);
+  const ProtocolFn& fn = protocol->run;
   const std::vector<Sample> samples = load_samples_option(a.files, a.format);
   for (const std::string* out : {&a.json, &a.points})
     if (!out->empty()) {
@@ -183,7 +235,8 @@ void add_eval(CLI::App& app) {
   cmd->add_option("--threads", a->threads, "Curves evaluated in parallel");
   auto* plan = cmd->add_option("--plan", a->plan,
                                "select only: measured subset, auto (sparse4 for sizes, lattice:2 for token x hidden grids), "
-                               "sparse4 or lattice:K")
+                               "sparse4 or lattice:K (every K-th value of each axis, K >= 2: lattice:1 would measure every cell and leave "
+                               "none to choose; arbench's --plan takes it as its full grid)")
                    ->capture_default_str();
   cmd->add_option("--format", a->format, "Input format (default auto: detected per file)");
   cmd->callback([a, plan] {

@@ -2,14 +2,16 @@
 //              [--dtype T]
 // Reads measurements in any supported format (detected per file), writes arfit's sample CSV (atomically,
 // and only when every file read cleanly) and prints a summary: per file (format, rows, samples, failed,
-// duplicated sizes, warnings) and per group (points, size range).
+// duplicates, warnings) and per group (points, size range).
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "cli/cli_inputs.h"
@@ -44,6 +46,14 @@ std::string label(const Sample& s) {
   return out;
 }
 
+// The points a model would be fitted to together: the summary's groups.
+using GroupKey = std::tuple<std::string, std::string, std::string, std::string, int, int, bool, std::string>;
+GroupKey group_key(const Sample& s) {
+  auto it = s.extra.find("system");
+  return {it == s.extra.end() ? s.source : it->second, to_string(s.collective), s.strategy, to_string(s.fusion) + "/" + s.dtype,
+          s.nranks, s.nnodes, s.in_place, label(s)};
+}
+
 void run_ingest(const IngestArgs& a) {
   ingest::Options opt;
   opt.format = ingest_format_option(a.format);
@@ -68,16 +78,24 @@ void run_ingest(const IngestArgs& a) {
   ingest::DistinctInputs distinct(opt);
   // Before the per-file lines: "-" takes standard output for the samples, and the summary goes to stderr.
   if (!a.output.empty()) check_output_file(a.output);
+  // Duplicates are counted over what is written, not as each reader counted them (a size repeated within one run
+  // of a table, per row): --nranks, --nnodes and --system can merge tables of one file, or files, into one group
+  // (a GPU-count sweep given --nranks 8), and a log holding the same run twice repeats every size. Each
+  // duplicate is a sample whose group already has one at its size, in this file or an earlier one.
+  std::set<std::pair<GroupKey, std::int64_t>> seen_sizes;
   for (const auto& f : a.files) {
     ingest::IngestResult r = ingest::ingest_file(f, opt);
     distinct.add(f, r);
+    std::size_t dups = 0;
+    for (const Sample& s : r.samples)
+      if (!seen_sizes.insert({group_key(s), s.bytes}).second) ++dups;
     total_rows += r.rows;
     total_failed += r.failed;
-    total_dups += r.duplicates;
+    total_dups += dups;
     total_dropped += r.dropped;
     if (!a.quiet) {
       std::cout << f << ": " << ingest::to_string(r.format) << ", " << r.rows << " rows, " << r.samples.size()
-                << " samples, " << r.failed << " failed, " << r.duplicates << " duplicated sizes";
+                << " samples, " << r.failed << " failed, " << dups << " duplicates";
       if (r.dropped) std::cout << ", " << r.dropped << " rows dropped";
       std::cout << "\n";
       for (const auto& w : r.warnings) std::cerr << "arfit: warning: " << w << "\n";
@@ -86,18 +104,13 @@ void run_ingest(const IngestArgs& a) {
     for (auto& s : r.samples) out.samples.push_back(std::move(s));
   }
 
-  // Groups: the points a model would be fitted to together.
-  using Key = std::tuple<std::string, std::string, std::string, std::string, int, int, bool, std::string>;
   struct G {
     std::size_t ok = 0, failed = 0;
     std::int64_t lo = -1, hi = -1;
   };
-  std::map<Key, G> groups;
+  std::map<GroupKey, G> groups;
   for (const auto& s : out.samples) {
-    auto it = s.extra.find("system");
-    Key k{it == s.extra.end() ? s.source : it->second, to_string(s.collective), s.strategy, to_string(s.fusion) + "/" + s.dtype,
-          s.nranks, s.nnodes, s.in_place, label(s)};
-    G& g = groups[k];
+    G& g = groups[group_key(s)];
     if (!s.ok()) {
       ++g.failed;
       continue;
@@ -107,7 +120,7 @@ void run_ingest(const IngestArgs& a) {
     if (s.bytes > g.hi) g.hi = s.bytes;
   }
   std::cout << "summary: " << a.files.size() << " files, " << total_rows << " rows, " << out.samples.size() << " samples, "
-            << total_failed << " failed, " << total_dups << " duplicated sizes, "
+            << total_failed << " failed, " << total_dups << " duplicates, "
             << (total_dropped ? std::to_string(total_dropped) + " rows dropped, " : std::string()) << groups.size() << " groups\n";
   if (!a.quiet) {
     std::vector<std::vector<std::string>> rows{

@@ -117,7 +117,7 @@ void add_whatif(CLI::App& app) {
   cmd->add_option("--fold", a->fold, "Node names folded into one leaf (their kernels are not re-predicted)");
   cmd->add_option("--phase", a->phases, "Only these phases (default: all)");
   cmd->add_option("--format", a->format, "Profile format")->check(CLI::IsMember({"auto", "vllm", "nsys"}))->capture_default_str();
-  cmd->add_option("--nvtx", a->nvtx, "nsys NVTX range report CSV to split a cuda_gpu_trace into phases");
+  cmd->add_option("--nvtx", a->nvtx, "nsys NVTX range report CSV to split a cuda_gpu_trace into phases; refused with other profiles");
   cmd->add_option("-o,--out", a->out_csv, "Also write the per-phase table as CSV (atomically; '-': standard output, the report then on stderr)");
   cmd->callback([a] { run_whatif(*a); });
 }

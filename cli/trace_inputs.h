@@ -18,7 +18,12 @@ inline trace::Profile load_profile_phases(const std::string& path, const std::st
   trace::LoadOptions lo;
   lo.format = format;
   lo.nvtx_path = nvtx;
-  trace::Profile prof = trace::load_profile(path, lo);
+  trace::Profile prof;
+  try {
+    prof = trace::load_profile(path, lo);
+  } catch (const trace::OptionNotForProfile& e) {  // as plot and codegen refuse an option their input does not read
+    throw UsageError("--nvtx " + nvtx + ": " + e.what());
+  }
   try {
     return trace::select_phases(prof, phases);
   } catch (const std::invalid_argument& e) {

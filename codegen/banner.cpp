@@ -1,13 +1,16 @@
 #include "codegen/banner.h"
 
 #include <cctype>
+#include <cstdint>
 #include <cstdlib>
 #include <ctime>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <sys/stat.h>
 
 #include "codegen/safe_text.h"
+#include "model/text.h"
 
 namespace arfit::codegen {
 
@@ -38,10 +41,12 @@ std::string resolve_date(const std::string& explicit_date, const nlohmann::json&
     return explicit_date;
   }
   if (const char* sde = std::getenv("SOURCE_DATE_EPOCH"); sde && *sde) {
-    char* end = nullptr;
-    const long long v = std::strtoll(sde, &end, 10);
-    if (*end != '\0' || v < 0) throw std::invalid_argument(std::string("SOURCE_DATE_EPOCH: '") + sde + "' is not a number of seconds");
-    return utc_date(static_cast<std::time_t>(v));
+    std::string why;
+    // Up to the last second of 9999: gmtime_r fails beyond the years a tm holds and left "1900-01-00" behind.
+    constexpr std::uint64_t kLastSecondOf9999 = 253402300799;
+    const std::optional<std::uint64_t> seconds = parse_whole_number(sde, 0, kLastSecondOf9999, &why);
+    if (!seconds) throw std::invalid_argument("SOURCE_DATE_EPOCH, a number of seconds: " + why);
+    return utc_date(static_cast<std::time_t>(*seconds));
   }
   for (const char* key : {"date", "created"}) {
     if (models_json.is_object() && models_json.contains(key) && models_json[key].is_string()) {

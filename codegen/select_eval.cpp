@@ -6,6 +6,7 @@
 #include <iomanip>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -76,15 +77,18 @@ struct Plan {
   int k = 4;
 };
 
+// K >= 2 where arbench's --plan takes lattice:1 (its full grid): lattice:1 here would measure every cell and
+// leave none to choose and score.
 Plan parse_plan(const std::string& p) {
   if (p == "auto") return {Plan::Auto, 0};
   if (p == "sparse4") return {Plan::Sparse, 4};
   if (p.rfind("lattice:", 0) == 0) {
-    const std::string k = p.substr(8);
-    if (!k.empty() && k.find_first_not_of("0123456789") == std::string::npos && k.size() < 6) {
-      const int v = std::stoi(k);
-      if (v >= 2) return {Plan::Lattice, v};
-    }
+    std::string why;
+    const std::optional<std::uint64_t> k = parse_whole_number(p.substr(8), 2, std::numeric_limits<int>::max(), &why);
+    if (!k)
+      throw std::invalid_argument("--plan lattice:K needs K, every K-th value of each axis measured, from 2 (lattice:1 "
+                                  "measures every cell and leaves none to choose): " + why);
+    return {Plan::Lattice, static_cast<int>(*k)};
   }
   throw std::invalid_argument("--plan: '" + p + "' is not one of auto, sparse4, lattice:K (K >= 2)");
 }
@@ -517,6 +521,8 @@ std::string case_name(const Case& cs) {
 }
 
 }  // namespace
+
+void check_select_options(const SelectOptions& options) { parse_plan(options.plan); }
 
 SelectReport evaluate_select(const std::vector<Sample>& samples, const SelectOptions& options) {
   const Plan plan = parse_plan(options.plan);

@@ -93,6 +93,8 @@ struct SelectReport {
 
 // Throws std::invalid_argument for a bad plan and std::runtime_error when no case can be formed.
 SelectReport evaluate_select(const std::vector<Sample>& samples, const SelectOptions& options = {});
+// evaluate_select's check of options.plan, which needs no samples: throws std::invalid_argument naming --plan.
+void check_select_options(const SelectOptions& options);
 
 // {"protocol": "select", "plan": ..., "measured_fraction": F, "cells": N, "cases": C,
 //  "methods": {NAME: {"geomean_regret", "p95_regret", "max_regret", "exact", "cells"}}, "systems": {...}}

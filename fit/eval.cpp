@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
+#include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -441,19 +443,12 @@ const EvalMethodResult* EvalResult::method(const std::string& name) const {
 
 namespace {
 
-// K of "crosshw:K": a non-negative integer.
+// K of "crosshw:K": a whole number (model/text.h's one reader of counts).
 int crosshw_anchors(const std::string& arg) {
-  size_t used = 0;
-  int k = -1;
-  try {
-    k = std::stoi(arg, &used);
-  } catch (const std::logic_error&) {
-    used = 0;
-  }
-  if (arg.empty() || used != arg.size() || k < 0)
-    throw std::invalid_argument("crosshw needs the number of sizes measured per curve: crosshw:K with K >= 0, found '" +
-                                arg + "'");
-  return k;
+  std::string why;
+  const std::optional<std::uint64_t> k = parse_whole_number(arg, 0, std::numeric_limits<int>::max(), &why);
+  if (!k) throw std::invalid_argument("--protocol crosshw:K needs K, the number of sizes measured per curve: " + why);
+  return static_cast<int>(*k);
 }
 
 // crosshw's own default methods where the generic ones were left: auto, loglog (K >= 2) and scale.
@@ -468,17 +463,20 @@ EvalOptions crosshw_options(EvalOptions o) {
 }  // namespace
 
 const std::vector<ProtocolEntry>& fit_protocols() {
+  const auto size_methods = [](const EvalOptions& o) { check_methods(o.methods, true); };
   static const std::vector<ProtocolEntry> v = {
       {"interp2", "fit even-indexed sizes of each curve, predict the odd ones",
-       [](const std::vector<Sample>& s, const EvalOptions& o) { return eval_sizes(s, "interp2", o); }},
+       [](const std::vector<Sample>& s, const EvalOptions& o) { return eval_sizes(s, "interp2", o); }, size_methods},
       {"sparse4", "fit every 4th size plus the largest, predict the rest",
-       [](const std::vector<Sample>& s, const EvalOptions& o) { return eval_sizes(s, "sparse4", o); }},
+       [](const std::vector<Sample>& s, const EvalOptions& o) { return eval_sizes(s, "sparse4", o); }, size_methods},
       {"extrap", "fit sizes <= 64 MiB, predict larger",
-       [](const std::vector<Sample>& s, const EvalOptions& o) { return eval_sizes(s, "extrap", o); }},
+       [](const std::vector<Sample>& s, const EvalOptions& o) { return eval_sizes(s, "extrap", o); }, size_methods},
       {"crossn", "families at >= 3 GPU counts (2 when the larger spans more nodes): fit all but the largest count, predict the largest",
-       [](const std::vector<Sample>& s, const EvalOptions& o) { return eval_crossn(s, o); }},
+       [](const std::vector<Sample>& s, const EvalOptions& o) { return eval_crossn(s, o); },
+       [](const EvalOptions& o) { check_methods(o.methods, false); }},
       {"crosshw", "crosshw:K, leave one system out: each curve from K of its sizes and other systems' curves",
        [](const std::vector<Sample>& s, const EvalOptions& o) { return eval_crosshw(s, crosshw_anchors(o.protocol_arg), crosshw_options(o)); },
+       [](const EvalOptions& o) { check_crosshw_options(crosshw_anchors(o.protocol_arg), crosshw_options(o)); },
        true},
   };
   return v;

@@ -117,14 +117,20 @@ EvalResult eval_crossn(const std::vector<Sample>& samples, const EvalOptions& op
 // interconnect bandwidth, then the same SM, then name order; geometric mean over that system's matching
 // curves). Other names throw std::invalid_argument.
 EvalResult eval_crosshw(const std::vector<Sample>& samples, int anchors, const EvalOptions& options = {});
+// eval_crosshw's checks of `anchors` and the methods, which need no samples: throws std::invalid_argument.
+void check_crosshw_options(int anchors, const EvalOptions& options);
 
 // Dispatch table of the protocols this library knows (interp2, sparse4, extrap, crossn, crosshw; the last
 // takes its K as EvalOptions::protocol_arg, "crosshw:K" on the command line).
 using ProtocolRunner = std::function<EvalResult(const std::vector<Sample>&, const EvalOptions&)>;
+// The checks of a runner that need no samples (the protocol's argument, the methods), so that a caller refuses
+// a bad request before reading its inputs: throws std::invalid_argument as the runner would.
+using ProtocolCheck = std::function<void(const EvalOptions&)>;
 struct ProtocolEntry {
   std::string name;
   std::string help;
   ProtocolRunner run;
+  ProtocolCheck check;
   bool takes_arg = false;  // named NAME:ARG, the argument in EvalOptions::protocol_arg
 };
 const std::vector<ProtocolEntry>& fit_protocols();

@@ -188,11 +188,15 @@ const std::vector<std::string>& alltoallv_default_methods() {
   return v;
 }
 
-AllToAllvEval eval_alltoallv(const std::vector<Sample>& samples, const EvalOptions& options) {
+void check_alltoallv_methods(const EvalOptions& options) {
   std::vector<std::string> fit_methods;
   for (const std::string& m : options.methods)
     if (m != kPaperSizes) fit_methods.push_back(m);
   detail::check_methods(fit_methods, false);
+}
+
+AllToAllvEval eval_alltoallv(const std::vector<Sample>& samples, const EvalOptions& options) {
+  check_alltoallv_methods(options);
 
   AllToAllvEval out;
   out.result.protocol = "alltoallv";

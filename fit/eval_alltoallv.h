@@ -54,5 +54,8 @@ const std::vector<std::string>& alltoallv_default_methods();
 // Throws std::invalid_argument for unknown methods, arfit::InputError for a split that does not parse or does not
 // match the sample's rank count.
 AllToAllvEval eval_alltoallv(const std::vector<Sample>& samples, const EvalOptions& options);
+// eval_alltoallv's check of the methods, which needs no samples: throws std::invalid_argument naming the first
+// one it does not know.
+void check_alltoallv_methods(const EvalOptions& options);
 
 }  // namespace arfit::fit

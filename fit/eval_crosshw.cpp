@@ -144,7 +144,7 @@ std::string crosshw_nothing_qualifies(const std::vector<Curve>& curves, int unma
 
 }  // namespace
 
-EvalResult eval_crosshw(const std::vector<Sample>& samples, int K, const EvalOptions& options) {
+void check_crosshw_options(int K, const EvalOptions& options) {
   if (K < 0) throw std::invalid_argument("crosshw:K needs K >= 0 (sizes measured per target curve)");
   for (const std::string& m : options.methods)
     if (m != "auto" && m != "loglog" && m != "scale")
@@ -152,6 +152,10 @@ EvalResult eval_crosshw(const std::vector<Sample>& samples, int K, const EvalOpt
   if (K < 2 && std::find(options.methods.begin(), options.methods.end(), "loglog") != options.methods.end())
     throw std::invalid_argument("method loglog needs crosshw:K with K >= 2 (two own sizes to interpolate), not K = " +
                                 std::to_string(K));
+}
+
+EvalResult eval_crosshw(const std::vector<Sample>& samples, int K, const EvalOptions& options) {
+  check_crosshw_options(K, options);
   EvalResult res;
   res.protocol = "crosshw:" + std::to_string(K);
   const std::vector<Curve> curves = eval_curves(samples, options.min_sizes);

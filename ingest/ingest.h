@@ -38,7 +38,9 @@ struct IngestResult {
   std::vector<std::pair<std::string, std::string>> meta;  // header facts (NCCL version, devices, command)
   std::size_t rows = 0;                 // data rows of the file's tables (one row may give several samples:
                                         // nccl-tests out-of-place + in-place, one per bandwidth column)
-  std::size_t duplicates = 0;           // samples whose (group, size) was already seen in the same run/table
+  std::size_t duplicates = 0;           // rows whose (series, size) the reader already read in the same run/table
+                                        // (each warned); before --nranks/--nnodes/--system, which can merge tables:
+                                        // `arfit ingest` counts its summary's duplicates over its output
   std::size_t failed = 0;               // samples with status Failed (N/A timing, #wrong > 0, zero bytes)
   std::size_t dropped = 0;              // rows shaped like data but not read (a negative size, or one beyond
                                         // int64); each is named in a warning, none is dropped silently

@@ -195,6 +195,28 @@ std::optional<double> parse_size_text(std::string_view text, std::string* why) {
   return bytes;
 }
 
+std::optional<std::uint64_t> parse_whole_number(std::string_view text, std::uint64_t min, std::uint64_t max,
+                                                std::string* why) {
+  const std::string range = std::to_string(min) + ".." + std::to_string(max);
+  const auto fail = [&](const std::string& reason) -> std::optional<std::uint64_t> {
+    if (why) *why = reason;
+    return std::nullopt;
+  };
+  const std::string shown = "'" + visible_control_chars(text) + "'";
+  if (text.empty()) return fail("no number given; expected a whole number in " + range);
+  std::uint64_t v = 0;
+  bool beyond = false;  // more digits than a 64-bit value holds: outside any range
+  for (const char c : text) {
+    if (c < '0' || c > '9')
+      return fail(shown + " is not a whole number (decimal digits only: no sign, blank, point or exponent); expected " + range);
+    const auto digit = static_cast<std::uint64_t>(c - '0');
+    if (v > (UINT64_MAX - digit) / 10) beyond = true;
+    else v = v * 10 + digit;
+  }
+  if (beyond || v < min || v > max) return fail(shown + " is outside " + range);
+  return v;
+}
+
 std::string human_bytes(double bytes, int significant) {
   static const char* const kUnit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   constexpr int kLast = 6;

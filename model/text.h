@@ -3,6 +3,7 @@
 // Locale-free: case mapping and whitespace are ASCII whatever the C locale says.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -64,6 +65,15 @@ std::optional<double> byte_unit_multiplier(std::string_view unit, std::string* w
 // bounded: each option checks its own range and whether it takes fractions. The one reader of sizes given on a
 // command line: arfit predict's --bytes/--tokens/--hidden, codegen's axes, arbench's sizes.
 std::optional<double> parse_size_text(std::string_view text, std::string* why = nullptr);
+// A whole number written in an option or a setting: decimal digits only ("0", "42", "007"), within [min, max].
+// No sign, blank, point, exponent or hex prefix: strtol/stoll read "+2", " 2" and "2 " (after a trim) and stod
+// "1e3" and "0x10", so that a typo or a pasted field passed as a count. nullopt with *why set otherwise, a clause
+// for the caller to put after what the number is ("crosshw:K: K ..."): "'+2' is not a whole number (decimal
+// digits only: no sign, blank, point or exponent); expected 1..2147483647", "'0' is outside 1..2147483647". The one
+// reader of counts, indices and seeds given as text: arfit eval's crosshw:K and --plan lattice:K, arbench's
+// --plan, --profile-cases and --splits fields, SOURCE_DATE_EPOCH.
+std::optional<std::uint64_t> parse_whole_number(std::string_view text, std::uint64_t min, std::uint64_t max,
+                                                std::string* why = nullptr);
 // A byte count for people, in powers of 1024 with `significant` digits: 1536 -> "1.5 KiB", 8388608 -> "8 MiB",
 // 1000 -> "1000 B". Rounding that reaches 1024 moves to the next unit (2^30 - 1 at 6 digits -> "1 GiB", not
 // "1024 MiB"); no exponent form (1000 at 2 digits -> "1000 B").

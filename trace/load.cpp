@@ -40,8 +40,13 @@ Profile load_profile(const std::string& path, const LoadOptions& opt) {
                        "unrecognised profile format: expected vLLM layerwise JSON (with 'context' and 'prefill') or an nsys "
                        "stats CSV (cuda_gpu_kern_sum / cuda_gpu_trace); force one with --format");
   }
-  if (!opt.nvtx_path.empty() && format != "nsys")
-    throw InputError(opt.nvtx_path, 0, "", "NVTX ranges apply to nsys cuda_gpu_trace CSV only; " + path + " is a vLLM profile");
+  if (!opt.nvtx_path.empty()) {
+    const char* const only = "NVTX ranges split only an nsys cuda_gpu_trace CSV into phases; ";
+    if (format != "nsys") throw OptionNotForProfile(only + path + " is a vLLM layerwise profile (format vllm)");
+    if (is_nsys_kernel_summary(text, path))
+      throw OptionNotForProfile(only + path + " is an nsys kernel summary (cuda_gpu_kern_sum, format nsys), one row per "
+                                "kernel name, which cannot be split by phase");
+  }
   if (format == "vllm") return require_kernels(parse_vllm_profile(text, path));
   if (format == "nsys") {
     NsysOptions no;

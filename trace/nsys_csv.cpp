@@ -27,8 +27,8 @@ struct Table {
 
 double header_unit_us(const std::string& header);
 
-// Header: the first line that has a "Name" column and a time column.
-Table read_table(const std::string& text, const std::string& name, const char* what) {
+// Header: the first line that has a "Name" column and a time column. `header_only`: stop there (no rows).
+Table read_table(const std::string& text, const std::string& name, const char* what, bool header_only = false) {
   Table t;
   std::istringstream in(text);
   std::string line;
@@ -51,6 +51,7 @@ Table read_table(const std::string& text, const std::string& name, const char* w
         t.header = cells;
         t.header_line = lineno;
         for (const auto& c : t.header) t.column_unit_us.push_back(header_unit_us(c));
+        if (header_only) break;
       }
       continue;
     }
@@ -261,8 +262,16 @@ bool looks_like_nsys_csv(const std::string& text) {
          (head.find("total time") != std::string::npos || head.find("duration") != std::string::npos);
 }
 
+namespace {
+const char* const kNsysReports = "nsys stats --report cuda_gpu_kern_sum or cuda_gpu_trace, --format csv";
+}  // namespace
+
+bool is_nsys_kernel_summary(const std::string& text, const std::string& name) {
+  return find_col(read_table(text, name, kNsysReports, /*header_only=*/true), {"total time"}) >= 0;
+}
+
 Profile parse_nsys_csv(const std::string& text, const std::string& name, const NsysOptions& opt) {
-  Table t = read_table(text, name, "nsys stats --report cuda_gpu_kern_sum or cuda_gpu_trace, --format csv");
+  Table t = read_table(text, name, kNsysReports);
   Profile prof;
   prof.source = name;
   int c_name = require_col(t, {"name"}, name);

@@ -26,5 +26,9 @@ Profile parse_nsys_csv(const std::string& text, const std::string& name, const N
 Profile read_nsys_csv(const std::string& path, const NsysOptions& opt = {});
 
 bool looks_like_nsys_csv(const std::string& text);
+// Whether `text` is a kernel summary (cuda_gpu_kern_sum: a "Total Time" column), which NVTX ranges cannot split,
+// rather than a per-launch cuda_gpu_trace; reads the header only. Throws arfit::InputError as parse_nsys_csv
+// when there is no header.
+bool is_nsys_kernel_summary(const std::string& text, const std::string& name);
 
 }  // namespace arfit::trace

@@ -61,7 +61,9 @@ TEST(AllToAllvSplits, BadPatternsNameTheOption) {
   for (const std::string bad : {"dlrm:64:16:16", "dlrm:64:16:16:1:2", "dlrm:0:16:16:1", "dlrm:64:1.5:16:1",
                                 "dlrm:64:16:16:5..2", "dlrm:64:16:16:x", "zipf", "zipf:-1", "zipf:1:2:3", "hot:1.5",
                                 "hot:0.5:-1", "hot:0.5/", "even:1", "uniform", "dlrm:64::16:1", "dlrm:64:16:16:0..100000",
-                                "dlrm:1000000000:1000000:1000000:1"}) {
+                                "dlrm:1000000000:1000000:1000000:1",
+                                // counts through std::stod: 1e3 read as 1000, +2 as 2, 0x10 as 16
+                                "dlrm:1e3:16:16:1", "dlrm:64:+2:16:1", "dlrm:64:16:0x10:1", "zipf:1:+3", "hot:0.5: 1"}) {
     try {
       parse_split_patterns(bad, "--splits");
       ADD_FAILURE() << bad << " parsed";

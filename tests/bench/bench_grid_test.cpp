@@ -37,6 +37,31 @@ TEST(BenchGrid, PlanParsingRoundTrips) {
     EXPECT_THROW(Plan::parse(s), GridError) << s;
 }
 
+// K, the fraction and the seed as written: std::stoll after a trim of each field read "lattice: 2", "anchors:+3"
+// and "random:0.5: 7", std::stod "random:+0.5:7", and getline dropped a trailing field ("lattice:2:").
+TEST(BenchGrid, PlanFieldsAreReadAsWritten) {
+  for (std::string s : {"lattice: 2", "lattice:2 ", " lattice:2", "anchors:+3", "anchors:3.0", "lattice:0x2", "lattice:2:",
+                        "random:0.5: 7", "random:0.5:+7", "random: 0.5:7", "random:+0.5:7", "random:0x.8:7", "random:nan:7",
+                        "random:0.5:7:", "random:.:7", "random:1e:7", "full:"}) {
+    try {
+      Plan::parse(s, "--plan");
+      ADD_FAILURE() << "'" << s << "' accepted";
+    } catch (const GridError& e) {
+      EXPECT_EQ(e.option(), "--plan") << s;
+    }
+  }
+  try {
+    Plan::parse("anchors:+3", "--plan");
+  } catch (const GridError& e) {
+    EXPECT_NE(std::string(e.what()).find("anchors K (sizes per curve): '+3' is not a whole number"), std::string::npos) << e.what();
+  }
+  // lattice:1 keeps every point (the full grid): a plan arbench takes, unlike arfit eval's select --plan.
+  EXPECT_EQ(plan_points(Plan::parse("lattice:1"), 5, 3).size(), 15u);
+  EXPECT_EQ(Plan::parse("random:.5:0").to_string(), "random:0.5:0");
+  EXPECT_EQ(Plan::parse(Plan::parse("random:0.00001:3").to_string()).to_string(), "random:1e-05:3");  // round trip
+  EXPECT_EQ(Plan::parse("random:1:18446744073709551615").seed, 18446744073709551615u);
+}
+
 TEST(BenchGrid, LatticeKeepsEveryKthPointAndTheCorners) {
   auto pts = plan_points(Plan::parse("lattice:2"), 6, 4);
   std::set<std::pair<std::size_t, std::size_t>> s(pts.begin(), pts.end());
@@ -387,7 +412,7 @@ TEST(BenchGrid, ProfileCasesAreZeroBasedIndicesCheckedAgainstAnInt) {
   };
   EXPECT_EQ(parse(with("0,5")).runner.profile_cases, (std::set<int>{0, 5}));
   EXPECT_EQ(parse(with("2147483647")).runner.profile_cases, (std::set<int>{2147483647}));
-  for (std::string bad : {"4294967296", "2147483648", "-1", "1K", "x", ","}) {
+  for (std::string bad : {"4294967296", "2147483648", "-1", "1K", "x", ",", "+1", "1e3", "0x1"}) {
     try {
       parse(with(bad));
       ADD_FAILURE() << bad << " accepted";

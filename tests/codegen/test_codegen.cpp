@@ -386,8 +386,13 @@ TEST(CodegenDate, NeverTheWallClock) {
   EXPECT_EQ(resolve_date("", nlohmann::json::object(), ""), "unknown");
   ::setenv("SOURCE_DATE_EPOCH", "86400", 1);
   EXPECT_EQ(resolve_date("", models, ""), "1970-01-02");
-  ::setenv("SOURCE_DATE_EPOCH", "yesterday", 1);
-  EXPECT_THROW(resolve_date("", models, ""), std::invalid_argument);
+  // Seconds as decimal digits (model/text.h's whole numbers): strtoll read " 86400" and "+86400" too.
+  for (const char* bad : {"yesterday", " 86400", "+86400", "86400s", "253402300800"}) {
+    ::setenv("SOURCE_DATE_EPOCH", bad, 1);
+    EXPECT_THROW(resolve_date("", models, ""), std::invalid_argument) << bad;
+  }
+  ::setenv("SOURCE_DATE_EPOCH", "253402300799", 1);
+  EXPECT_EQ(resolve_date("", models, ""), "9999-12-31");
   ::unsetenv("SOURCE_DATE_EPOCH");
 }
 

@@ -38,7 +38,8 @@ TEST(CliIngest, WritesSamplesAndPrintsSummary) {
   std::string out = d.file("samples.csv");
   auto r = run_command(arfit_bin() + " ingest " + in + " -o " + out);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("3 rows, 6 samples, 0 failed, 1 duplicated sizes"), std::string::npos) << r.output;
+  // The 2048 row twice: two samples (out-of-place and in-place) whose group already has that size.
+  EXPECT_NE(r.output.find("3 rows, 6 samples, 0 failed, 2 duplicates"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("2 groups"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("1 KiB .. 2 KiB"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("duplicated size 2048"), std::string::npos) << r.output;
@@ -48,6 +49,32 @@ TEST(CliIngest, WritesSamplesAndPrintsSummary) {
   // What fit/eval read back through load_samples is the same.
   auto again = arfit::ingest::load_samples({out});
   EXPECT_EQ(again.size(), 6u);
+}
+
+// The summary counted duplicates as each reader did, a size repeated within one run of a table, per row: a log
+// holding the same run twice, tables of several GPU counts given one --nranks, or two files given one --system
+// put the same (group, size) into the output several times while the summary said "0 duplicated sizes". Now
+// each sample whose group already has one at its size is a duplicate, in this file or an earlier one.
+TEST(CliIngest, DuplicatesAreCountedOverWhatIsWritten) {
+  TempDir d;
+  const std::string once = d.write("once_allreduce.txt", kHostlessFloatAllReduce);
+  const std::string twice = d.write("twice_allreduce.txt", std::string(kHostlessFloatAllReduce) + kHostlessFloatAllReduce);
+  auto r = run_command(arfit_bin() + " ingest " + twice + " --nranks 2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // 2 rows a run, 2 samples a row: the second run repeats all 4 (group, size) points.
+  EXPECT_NE(r.output.find("twice_allreduce.txt: nccl-tests, 4 rows, 8 samples, 0 failed, 4 duplicates"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("summary: 1 files, 4 rows, 8 samples, 0 failed, 4 duplicates, 2 groups"), std::string::npos) << r.output;
+  // Two files of one machine: the second repeats the first's points; each file alone has none.
+  r = run_command(arfit_bin() + " ingest " + once + " " + d.write("again_allreduce.txt", kHostlessFloatAllReduce) +
+                  " --nranks 2 --system m");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("once_allreduce.txt: nccl-tests, 2 rows, 4 samples, 0 failed, 0 duplicates"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("again_allreduce.txt: nccl-tests, 2 rows, 4 samples, 0 failed, 4 duplicates"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("summary: 2 files, 4 rows, 8 samples, 0 failed, 4 duplicates, 2 groups"), std::string::npos) << r.output;
+  // Without --system they are two machines: nothing repeated.
+  r = run_command(arfit_bin() + " ingest " + once + " " + d.file("again_allreduce.txt") + " --nranks 2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("0 failed, 0 duplicates, 4 groups"), std::string::npos) << r.output;
 }
 
 TEST(CliIngest, BadFileExitsOneWithFileLineAndLeavesNoOutput) {

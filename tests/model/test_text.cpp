@@ -140,6 +140,37 @@ TEST(Text, SizesOnTheCommandLine) {
   EXPECT_NE(why.find("not a finite size"), std::string::npos) << why;
 }
 
+// Counts, indices and seeds given as text (crosshw:K, --plan lattice:K, arbench's --profile-cases and --splits):
+// decimal digits only. std::stoi/stoll read "crosshw: 2" and "crosshw:+2" as 2 and std::stod "1e3" as 1000, so a
+// typo passed as a count.
+TEST(Text, WholeNumbersAreDecimalDigitsWithinTheirRange) {
+  EXPECT_EQ(parse_whole_number("0", 0, 10), 0u);
+  EXPECT_EQ(parse_whole_number("42", 0, 100), 42u);
+  EXPECT_EQ(parse_whole_number("007", 0, 10), 7u);
+  EXPECT_EQ(parse_whole_number("18446744073709551615", 0, UINT64_MAX), UINT64_MAX);
+  EXPECT_EQ(parse_whole_number("2147483647", 1, 2147483647), 2147483647u);
+  std::string why;
+  for (const char* bad : {" 2", "2 ", "+2", "-2", "2.0", "2.", "1e3", "0x10", "2K", "two", "\t2", "٢"}) {
+    why.clear();
+    EXPECT_FALSE(parse_whole_number(bad, 0, 100, &why)) << bad;
+    EXPECT_NE(why.find("is not a whole number (decimal digits only"), std::string::npos) << bad << ": " << why;
+    EXPECT_NE(why.find("expected 0..100"), std::string::npos) << why;
+  }
+  EXPECT_FALSE(parse_whole_number("", 1, 5, &why));
+  EXPECT_EQ(why, "no number given; expected a whole number in 1..5");
+  EXPECT_FALSE(parse_whole_number("0", 1, 5, &why));
+  EXPECT_EQ(why, "'0' is outside 1..5");
+  EXPECT_FALSE(parse_whole_number("6", 1, 5, &why));
+  EXPECT_EQ(why, "'6' is outside 1..5");
+  // Beyond 64 bits is outside every range, not wrapped (2^64 would read as 0, 2^64 + 1 as 1).
+  EXPECT_FALSE(parse_whole_number("18446744073709551616", 0, UINT64_MAX, &why));
+  EXPECT_EQ(why, "'18446744073709551616' is outside 0..18446744073709551615");
+  EXPECT_FALSE(parse_whole_number("18446744073709551617", 0, UINT64_MAX));
+  // A control character is shown, not passed to the terminal.
+  EXPECT_FALSE(parse_whole_number(std::string("2\n"), 0, 5, &why));
+  EXPECT_EQ(why.rfind("'2\\n' is not", 0), 0u) << why;
+}
+
 // One unit table for every byte size arfit reads (arbench --bytes, predict --bytes, measurement logs): powers of
 // 1024, decimal-looking units refused as ambiguous; one formatter for every size it prints.
 TEST(Text, ByteUnitsAndHumanBytes) {

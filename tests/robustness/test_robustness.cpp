@@ -1087,6 +1087,55 @@ TEST_F(Robustness, OptionsTheFormatOrProtocolDoesNotReadAreRefused) {
   EXPECT_EQ(json.exit_code, 0) << json.output;
 }
 
+// eval checked --protocol's argument and --methods only after reading every sample file: minutes of reading
+// before a typo's usage error, and an unreadable input hid the typo (exit 1 naming the file). Now the usage error
+// comes first; and crosshw's K is read as decimal digits only (std::stoi read "crosshw: 2" and "crosshw:+2" as 2).
+TEST_F(Robustness, EvalRefusesItsOptionsBeforeReadingAnyInput) {
+  copy("samples.csv");
+  dir.write("unreadable.txt", "no format arfit reads\n");
+  const std::string eval = "eval unreadable.txt samples.csv ";
+  expect_refused(eval + "--protocol crosshw:x", 2, {"--protocol crosshw:K needs K", "'x' is not a whole number"});
+  expect_refused(eval + "--protocol 'crosshw: 2'", 2, {"--protocol crosshw:K needs K", "' 2' is not a whole number"});
+  expect_refused(eval + "--protocol crosshw:+2", 2, {"--protocol crosshw:K needs K", "'+2' is not a whole number"});
+  expect_refused(eval + "--protocol crosshw", 2, {"--protocol crosshw:K needs K", "no number given"});
+  expect_refused(eval + "--protocol crosshw:1 --methods loglog", 2, {"--methods: method loglog needs crosshw:K with K >= 2"});
+  expect_refused(eval + "--protocol crosshw:3 --methods seed", 2, {"--methods: unknown method 'seed' for crosshw"});
+  expect_refused(eval + "--protocol interp2 --methods bogus", 2, {"--methods: unknown method 'bogus'"});
+  expect_refused(eval + "--protocol crossn --methods ceiling-others", 2, {"--methods: method 'ceiling-others' needs a size protocol"});
+  expect_refused(eval + "--protocol alltoallv --methods bogus", 2, {"--methods: unknown method 'bogus'"});
+  expect_refused(eval + "--protocol select --methods auto", 2, {"--methods is not available for --protocol select"});
+  expect_refused(eval + "--protocol select --points p.csv", 2, {"--points is not available for --protocol select"});
+  expect_refused(eval + "--protocol select --plan lattice:1", 2, {"--plan lattice:K needs K", "lattice:1 measures every cell"});
+  expect_refused(eval + "--protocol select --plan lattice:+2", 2, {"--plan lattice:K needs K", "'+2' is not a whole number"});
+  expect_refused(eval + "--protocol bogus", 2, {"unknown --protocol 'bogus'"});
+  // Good options: the unreadable input is what is wrong (bad data, exit 1, naming it).
+  expect_refused(eval + "--protocol crosshw:2", 1, {"unreadable.txt"});
+  // A K the protocol reads runs as before.
+  const CommandResult ok = arfit_here("eval samples.csv --protocol crosshw:007");
+  EXPECT_NE(ok.exit_code, 2) << ok.output;
+}
+
+// --nvtx splits only an nsys cuda_gpu_trace into phases. Given with a vLLM profile or a kernel summary it was bad
+// data (exit 1, naming the NVTX report as if that file were wrong); now, as other options an input does not
+// read, a usage error naming --nvtx and the profile's format, checked before the report is read; nothing written.
+TEST_F(Robustness, NvtxWithAProfileItCannotSplitIsAUsageError) {
+  copy("models.json");
+  fs::copy_file(kProfile, dir.file("profile.json"));
+  fs::copy_file(kNsysKernSum, dir.file("kern_sum.csv"));
+  const std::string nvtx = std::string(ARFIT_SOURCE_DIR) + "/tests/trace/data/nsys_nvtx_gpu_proj.csv";
+  for (const std::string& command : {"whatif %s --models models.json --tp 8 -o out.csv", "breakdown %s -o out"}) {
+    for (const auto& [profile, format] : std::vector<std::pair<std::string, std::string>>{
+             {"profile.json", "is a vLLM layerwise profile (format vllm)"},
+             {"kern_sum.csv", "is an nsys kernel summary (cuda_gpu_kern_sum, format nsys)"}}) {
+      std::string args = command;
+      args.replace(args.find("%s"), 2, profile);
+      expect_refused(args + " --nvtx " + nvtx, 2, {"--nvtx " + nvtx + ": NVTX ranges split only an nsys cuda_gpu_trace", profile + " " + format});
+      // The report is not read first: a missing one does not hide the usage error.
+      expect_refused(args + " --nvtx missing.csv", 2, {"--nvtx missing.csv: NVTX ranges split only"});
+    }
+  }
+}
+
 // --fallback goes into the engine's code where no model answers (an enum member of the header, a JSON choice); a
 // typo was written there as a strategy (`Strategy::NCLL = 100`), exit 0. Now it must name a strategy of the models
 // or one of NCCL's own (forced variants included) or ONESHOT/TWOSHOT.

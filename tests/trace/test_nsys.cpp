@@ -89,10 +89,11 @@ TEST(NsysCsv, ErrorsNameFileLineAndColumn) {
   }
   std::string nohdr = dir.write("nohdr.csv", "a,b,c\n1,2,3\n");
   EXPECT_THROW(parse_nsys_csv(arfit::read_file(nohdr), nohdr), arfit::InputError);
-  // NVTX cannot split a kernel summary.
+  // NVTX cannot split a kernel summary: the request is wrong, not the file.
   LoadOptions lo;
   lo.nvtx_path = trace_data("nsys_nvtx_gpu_proj.csv");
-  EXPECT_THROW(load_profile(trace_data("nsys_kern_sum.csv"), lo), arfit::InputError);
+  EXPECT_THROW(load_profile(trace_data("nsys_kern_sum.csv"), lo), OptionNotForProfile);
+  EXPECT_THROW(load_profile(trace_data("vllm_tp2_small.json"), lo), OptionNotForProfile);
   // An NVTX report without phase ranges.
   std::string nv = dir.write("nv.csv", "Name,Projected Start (ns),Projected Duration (ns)\nlayer,1,2\n");
   lo.nvtx_path = nv;
