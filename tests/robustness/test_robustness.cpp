@@ -1123,7 +1123,7 @@ TEST_F(Robustness, NvtxWithAProfileItCannotSplitIsAUsageError) {
   fs::copy_file(kProfile, dir.file("profile.json"));
   fs::copy_file(kNsysKernSum, dir.file("kern_sum.csv"));
   const std::string nvtx = std::string(ARFIT_SOURCE_DIR) + "/tests/trace/data/nsys_nvtx_gpu_proj.csv";
-  for (const std::string& command : {"whatif %s --models models.json --tp 8 -o out.csv", "breakdown %s -o out"}) {
+  for (const char* command : {"whatif %s --models models.json --tp 8 -o out.csv", "breakdown %s -o out"}) {
     for (const auto& [profile, format] : std::vector<std::pair<std::string, std::string>>{
              {"profile.json", "is a vLLM layerwise profile (format vllm)"},
              {"kern_sum.csv", "is an nsys kernel summary (cuda_gpu_kern_sum, format nsys)"}}) {
