@@ -44,11 +44,11 @@ struct ProtocolOutput {
 using ProtocolFn = std::function<ProtocolOutput(const std::vector<Sample>&, const EvalArgs&)>;
 
 // "NAME:ARG" -> NAME (a protocol with a parameter, e.g. crosshw:3).
-std::string protocol_name(const std::string& p) { return p.substr(0, p.find(':')); }
+std::string protocol_name(const std::string& p) { return fit::parse_protocol_spec(p).name; }
 
 fit::EvalOptions fit_eval_options(const EvalArgs& a) {
   fit::EvalOptions o;
-  if (const size_t colon = a.protocol.find(':'); colon != std::string::npos) o.protocol_arg = a.protocol.substr(colon + 1);
+  o.protocol_arg = fit::parse_protocol_spec(a.protocol).arg.value_or("");
   o.threads = a.threads;
   o.keep_points = !a.points.empty();
   if (!a.methods.empty()) {
@@ -61,17 +61,6 @@ fit::EvalOptions fit_eval_options(const EvalArgs& a) {
     }
   }
   return o;
-}
-
-// Why a size or GPU-count protocol had nothing to evaluate, in its own words (fit/eval.h describes each):
-// the protocol's own reason where it gave one, else its rule.
-std::string no_curve_message(const std::string& protocol, const std::string& reason) {
-  if (!reason.empty()) return "nothing to evaluate for --protocol " + protocol + ": " + reason;
-  std::string rule;
-  for (const auto& p : fit::fit_protocols())
-    if (p.name == protocol_name(protocol)) rule = p.help;
-  return "no curve qualifies for --protocol " + protocol + " (" + rule +
-         "; a curve is one group of out-of-place samples with at least 12 distinct sizes): nothing to evaluate";
 }
 
 // What a protocol checks of the command line before any input is read: a refusal is a usage error (exit 2),
@@ -117,7 +106,7 @@ std::vector<EvalProtocol> protocols() {
     v.push_back({p.name, p.takes_arg,
                  [run](const std::vector<Sample>& s, const EvalArgs& a) {
                    const fit::EvalResult r = run(s, fit_eval_options(a));
-                   if (r.curves == 0) throw std::runtime_error(no_curve_message(a.protocol, r.nothing_qualifies));
+                   if (r.curves == 0) throw std::runtime_error(fit::nothing_to_evaluate_message(a.protocol, r.nothing_qualifies));
                    ProtocolOutput o{r.to_table(), r.to_json(), {}, r.notes};
                    if (!a.points.empty()) o.points_csv = r.points_csv();
                    return o;
@@ -174,7 +163,7 @@ void run_eval(const EvalArgs& a) {
   for (const EvalProtocol& p : protocols()) {
     known += (known.empty() ? "" : ", ") + p.name + (p.takes_arg ? ":K" : "");
     if (p.name != protocol_name(a.protocol)) continue;
-    if (!p.takes_arg && a.protocol.find(':') != std::string::npos)
+    if (!p.takes_arg && fit::parse_protocol_spec(a.protocol).arg)
       throw UsageError("--protocol " + a.protocol + ": " + p.name + " takes no ':' argument");
     protocol = p;
   }

@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -335,6 +336,26 @@ void draw_errors(const plots::ErrorData& e, const std::string& base, Renderer& r
   r.draw(plots::error_histogram_figure(hist, r.stem(base + "_hist")));
 }
 
+// plot errors from samples: the fit protocol --protocol names (crosshw:K with its K), its argument checked (a
+// usage error naming --protocol) before any input is read; the evaluation's options into *options.
+const fit::ProtocolEntry& errors_protocol(const std::string& text, fit::EvalOptions* options) {
+  const fit::ProtocolSpec spec = fit::parse_protocol_spec(text);
+  std::string known;
+  for (const auto& e : fit::fit_protocols()) {
+    known += (known.empty() ? "" : ", ") + e.name + (e.takes_arg ? ":K" : "");
+    if (e.name != spec.name) continue;
+    if (!e.takes_arg && spec.arg) throw UsageError("--protocol " + text + ": " + e.name + " takes no ':' argument");
+    options->protocol_arg = spec.arg.value_or("");
+    try {
+      e.check(*options);
+    } catch (const std::invalid_argument& err) {
+      throw UsageError(err.what());  // names --protocol and its argument
+    }
+    return e;
+  }
+  throw UsageError("unknown --protocol '" + text + "' for plot errors (" + known + ")");
+}
+
 void plot_errors(const Inputs& in, const PlotArgs& a, Renderer& r) {
   for (const auto& [p, text, j] : in.evals) {
     std::string base = plots::slug("errors_" + fs::path(p).stem().string());
@@ -346,14 +367,13 @@ void plot_errors(const Inputs& in, const PlotArgs& a, Renderer& r) {
   }
   if (!in.samples.empty()) {
     // Run the evaluation here, keeping every held-out point for the scatter and the histogram.
-    const fit::ProtocolEntry* entry = nullptr;
-    for (const auto& e : fit::fit_protocols())
-      if (e.name == a.protocol) entry = &e;
-    if (!entry) throw UsageError("unknown --protocol '" + a.protocol + "' for plot errors (interp2, sparse4, extrap, crossn)");
     fit::EvalOptions eo;
     eo.keep_points = true;
-    fit::EvalResult res = entry->run(in.samples, eo);
-    std::string base = "errors_" + a.protocol;
+    const fit::ProtocolEntry& entry = errors_protocol(a.protocol, &eo);
+    fit::EvalResult res = entry.run(in.samples, eo);
+    // Nothing held out is nothing to draw: said as eval says it (gnuplot failed on the empty figure, exit 1).
+    if (res.curves == 0) throw std::runtime_error(fit::nothing_to_evaluate_message(a.protocol, res.nothing_qualifies));
+    std::string base = plots::slug("errors_" + a.protocol);
     std::string what = "eval " + a.protocol + " (" + std::to_string(res.curves) + " curves)";
     plots::ErrorSummaryData summary = plots::summary_from_eval_json(res.to_json(), base + ".json");
     summary.title = what + " · error per method";
@@ -408,6 +428,10 @@ void run_plot(const PlotArgs& a) {
   if (is_standard_output(a.index))
     throw UsageError("--index: '-' (standard output): the page is staged with the figures and moved into place after "
                      "them; name a file (./- for a file named '-')");
+  if (a.kind == "errors") {
+    fit::EvalOptions checked;
+    errors_protocol(a.protocol, &checked);  // a bad --protocol is refused before the samples are read
+  }
   plots::require_gnuplot();  // say so before reading anything large
   for (const auto& p : a.inputs)
     // A path naming no file is the command line's to correct (exit 2), as every other command's inputs are
@@ -493,7 +517,7 @@ void add_plot(CLI::App& app) {
   cmd->add_option("--tokens", a->tokens, "Grids from models: num_tokens axis, LO:HI powers of two or a list")->capture_default_str();
   cmd->add_option("--hidden", a->hidden, "Grids from models: hidden_size axis, LO:HI powers of two or a list")->capture_default_str();
   cmd->add_option("--dtype", a->dtype, "Grids from models: element type (bytes = tokens x hidden x size)")->capture_default_str();
-  cmd->add_option("--protocol", a->protocol, "errors from samples: interp2 | sparse4 | extrap | crossn")->capture_default_str();
+  cmd->add_option("--protocol", a->protocol, "errors from samples: interp2 | sparse4 | extrap | crossn | crosshw:K")->capture_default_str();
   cmd->add_option("--method", a->method, "errors from a select-eval JSON with cells: the method whose regret is mapped")
       ->capture_default_str();
   cmd->add_option("--ingest-format", a->ingest_format, "Sample format (default: detected per file)")->capture_default_str();

@@ -11,7 +11,24 @@
 namespace arfit::fit {
 namespace {
 
-std::string system_label(const Sample& s, GroupBy by) { return by == GroupBy::Source ? s.source : sample_system(s); }
+// Per source, whether its samples name more than one machine (sample_system): a file written by hand or by a
+// script with a system column and no source column holds several machines under one source.
+std::set<std::string> sources_of_several_machines(const std::vector<Sample>& samples) {
+  std::map<std::string, std::string> first;
+  std::set<std::string> several;
+  for (const Sample& s : samples) {
+    const auto [it, fresh] = first.emplace(s.source, sample_system(s));
+    if (!fresh && it->second != sample_system(s)) several.insert(s.source);
+  }
+  return several;
+}
+
+// The curve's label under `by`. By source, a source of several machines is split by machine ("source · system"):
+// one label had made one curve of three machines' points, the median of their times at each size.
+std::string system_label(const Sample& s, GroupBy by, const std::set<std::string>& several) {
+  if (by == GroupBy::System) return sample_system(s);
+  return several.count(s.source) ? s.source + " · " + sample_system(s) : s.source;
+}
 
 }  // namespace
 
@@ -32,12 +49,14 @@ std::vector<Curve> build_curves(const std::vector<Sample>& samples, const CurveO
     std::string hardware;
   };
   std::map<GroupKey, Acc> groups;
+  const std::set<std::string> several =
+      options.group_by == GroupBy::Source ? sources_of_several_machines(samples) : std::set<std::string>{};
   for (const Sample& s : samples) {
     if (!s.ok()) continue;
     if (options.out_of_place_only && s.in_place) continue;
     const double bytes = curve_bytes(s);
     if (!(bytes > 0) || !(s.time_us > 0) || !std::isfinite(s.time_us)) continue;
-    const GroupKey k = sample_group_key(s, system_label(s, options.group_by));
+    const GroupKey k = sample_group_key(s, system_label(s, options.group_by, several));
     Acc& a = groups[k];
     a.by_size[bytes].push_back(s.time_us);
     a.sources.insert(s.source);

@@ -462,6 +462,21 @@ EvalOptions crosshw_options(EvalOptions o) {
 
 }  // namespace
 
+ProtocolSpec parse_protocol_spec(const std::string& text) {
+  const std::size_t colon = text.find(':');
+  if (colon == std::string::npos) return {text, std::nullopt};
+  return {text.substr(0, colon), text.substr(colon + 1)};
+}
+
+std::string nothing_to_evaluate_message(const std::string& text, const std::string& reason) {
+  if (!reason.empty()) return "nothing to evaluate for --protocol " + text + ": " + reason;
+  std::string rule;
+  for (const auto& p : fit_protocols())
+    if (p.name == parse_protocol_spec(text).name) rule = p.help;
+  return "no curve qualifies for --protocol " + text + " (" + rule +
+         "; a curve is one group of out-of-place samples with at least 12 distinct sizes): nothing to evaluate";
+}
+
 const std::vector<ProtocolEntry>& fit_protocols() {
   const auto size_methods = [](const EvalOptions& o) { check_methods(o.methods, true); };
   static const std::vector<ProtocolEntry> v = {

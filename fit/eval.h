@@ -14,6 +14,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -134,5 +135,17 @@ struct ProtocolEntry {
   bool takes_arg = false;  // named NAME:ARG, the argument in EvalOptions::protocol_arg
 };
 const std::vector<ProtocolEntry>& fit_protocols();
+
+// How a command line names a protocol (`arfit eval --protocol`, `arfit plot errors --protocol`): "crosshw:3" is
+// crosshw with the argument "3", "interp2" interp2 with none ("crosshw:" has an empty one).
+struct ProtocolSpec {
+  std::string name;
+  std::optional<std::string> arg;
+};
+ProtocolSpec parse_protocol_spec(const std::string& text);
+
+// Why a fit protocol (`text` as the command line names it) had nothing to evaluate, in its own words: its
+// reason (EvalResult::nothing_qualifies) where it gave one, else its rule. What eval and plot errors say (exit 1).
+std::string nothing_to_evaluate_message(const std::string& text, const std::string& reason);
 
 }  // namespace arfit::fit

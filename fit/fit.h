@@ -24,7 +24,8 @@ class TransferLibrary;  // fit/transfer.h
 // How samples are grouped into curves.
 enum class GroupBy {
   System,  // GroupKey::system = Sample::extra["system"], else the device name, else the source file stem
-  Source,  // GroupKey::system = Sample::source (the eval protocols: a curve never mixes files)
+  Source,  // GroupKey::system = Sample::source, "source · system" where a source holds several machines (the
+           // eval protocols: a curve never mixes files, nor machines)
 };
 
 struct CurveOptions {

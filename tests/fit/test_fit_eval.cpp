@@ -154,3 +154,24 @@ TEST(FitEval, UnknownMethodsAreRejectedByName) {
   o.methods = {"regimes2+c", "auto-nc", "seed", "loglog", "regimes"};
   EXPECT_NO_THROW(fit::eval_sizes(s, "interp2", o));
 }
+
+// A file of several machines under one source (a CSV written with a system column and no source column) is one
+// curve per machine, labelled "source · system": one label had made one curve of both machines' points, the
+// median of their times at each size, and crosshw found one system where there were two.
+TEST(FitEval, OneSourceOfSeveralMachinesIsACurvePerMachine) {
+  std::vector<Sample> samples;
+  add_curve(samples, "fleet.csv", "gpu-a", "NCCL", 10);
+  add_curve(samples, "fleet.csv", "gpu-b", "NCCL", 40);
+  add_curve(samples, "alone.csv", "gpu-c", "NCCL", 20);
+  fit::EvalOptions o;
+  o.keep_points = true;
+  const fit::EvalResult r = fit::eval_sizes(samples, "interp2", o);
+  EXPECT_EQ(r.curves, 3);
+  const fit::EvalMethodResult* autom = r.method("auto");
+  ASSERT_NE(autom, nullptr);
+  // Each machine's points are its own: the held-out 2 KiB of gpu-b is 40 + 2048 / 2e5 µs, not a median with gpu-a's.
+  const fit::EvalPoint& b = point_at(*autom, "fleet.csv · gpu-b", 1 << 11);
+  EXPECT_DOUBLE_EQ(b.measured, true_time(1 << 11, 40));
+  EXPECT_NO_THROW(point_at(*autom, "fleet.csv · gpu-a", 1 << 11));
+  EXPECT_NO_THROW(point_at(*autom, "alone.csv", 1 << 11));  // a source of one machine keeps its name
+}

@@ -132,6 +132,47 @@ TEST_F(PlotCli, FitAndErrorsFromJson) {
     EXPECT_TRUE(arfit::plots::testing::read_png_header(out + "/" + f + ".png").valid) << f;
 }
 
+// plot errors from samples runs every protocol eval runs on curves, crosshw:K among them (it matched the names
+// exactly, so crosshw:3 was "unknown"), and a bad --protocol is refused before the samples are read (a missing
+// input named first hid it).
+TEST_F(PlotCli, ErrorsFromSamplesTakeEveryCurveProtocol) {
+  arfit::SampleFile f;
+  for (const char* device : {"gpu-a", "gpu-b", "gpu-c"})
+    for (std::int64_t b = 1024; b <= (64LL << 20); b *= 2) {
+      arfit::Sample x;
+      x.strategy = "NCCL";
+      x.nranks = 8;
+      x.bytes = b;
+      x.device = device;
+      x.extra["system"] = device;
+      x.time_us = (device[4] == 'a' ? 8.0 : device[4] == 'b' ? 12.0 : 10.0) + static_cast<double>(b) / (device[4] == 'a' ? 150e3 : 90e3);
+      f.samples.push_back(x);
+    }
+  const std::string csv = tmp_.file("three.csv"), out = tmp_.file("fig");
+  arfit::write_samples_csv(csv, f);
+  auto r = run_command(arfit::testing::arfit_bin() + " plot errors " + csv + " --protocol crosshw:3 -o " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* fig : {"errors_crosshw_3_summary", "errors_crosshw_3_scatter", "errors_crosshw_3_hist"})
+    EXPECT_TRUE(arfit::plots::testing::read_png_header(out + "/" + fig + ".png").valid) << fig << "\n" << r.output;
+  // One machine: nothing to leave out, said as eval says it (gnuplot failed on the empty figure, exit 1).
+  arfit::SampleFile one;
+  for (const arfit::Sample& x : f.samples)
+    if (x.device == "gpu-a") one.samples.push_back(x);
+  arfit::write_samples_csv(tmp_.file("one.csv"), one);
+  r = run_command(arfit::testing::arfit_bin() + " plot errors " + tmp_.file("one.csv") + " --protocol crosshw:3 -o " + tmp_.file("none"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(has(r.output, "nothing to evaluate for --protocol crosshw:3") && !has(r.output, "gnuplot")) << r.output;
+  EXPECT_FALSE(fs::exists(tmp_.file("none")));
+  for (const auto& [protocol, says] : std::vector<std::pair<std::string, std::string>>{
+           {"crosshw:x", "crosshw:K needs K"}, {"interp2:3", "interp2 takes no ':' argument"}, {"bogus", "crosshw:K"}}) {
+    r = run_command(arfit::testing::arfit_bin() + " plot errors " + tmp_.file("missing.csv") + " --protocol " + protocol + " -o " +
+                    tmp_.file("other"));
+    EXPECT_EQ(r.exit_code, 2) << protocol << ": " << r.output;
+    EXPECT_TRUE(has(r.output, "--protocol") && has(r.output, says) && !has(r.output, "missing.csv")) << protocol << ": " << r.output;
+    EXPECT_FALSE(fs::exists(tmp_.file("other")));
+  }
+}
+
 TEST_F(PlotCli, BadInvocationsExitNonZeroWithReason) {
   std::string out = tmp_.file("fig");
   // A path naming no file is a usage error, as in every command (it was exit 1 here, 2 in ingest, fit and eval).
