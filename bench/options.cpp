@@ -122,6 +122,13 @@ Options parse_options(int argc, const char* const* argv) {
   std::string test_fail;  // RANK:STAGE, the stages of RunnerOptions::fail_stage
   app.add_option("--test-fail", test_fail, "")->group("");
 
+  // Every integer option read as plain decimal, as arfit's (model/text.h integer_option_problem): CLI11 read
+  // --iters 016 as 14 (octal) and 0x8, +8 and ' 8' as 8.
+  for (CLI::Option* option : app.get_options()) {
+    const std::string type = option->get_type_name().substr(0, option->get_type_name().find(':'));  // before the checks' texts
+    if (type == "INT" || type == "UINT") option->check([](const std::string& text) { return integer_option_problem(text); });
+  }
+
   std::vector<std::string> args;
   for (int i = argc - 1; i >= 1; --i) args.emplace_back(argv[i]);
   try {
@@ -143,6 +150,8 @@ Options parse_options(int argc, const char* const* argv) {
       auto end = what.find_first_of(" :,", dash);
       opt = what.substr(dash, end == std::string::npos ? std::string::npos : end - dash);
     }
+    // GridError names the option itself: "option --iters: --iters: ..." said it twice.
+    if (what.rfind(opt + ": ", 0) == 0) what.erase(0, opt.size() + 2);
     throw GridError(opt, what);
   }
 

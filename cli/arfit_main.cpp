@@ -19,6 +19,7 @@ int run(int argc, char** argv) {
   app.set_version_flag("--version", std::string("arfit ") + ARFIT_VERSION);
   app.require_subcommand(1, 1);
   for (const auto& reg : arfit::cli::registered_commands()) reg.add(app);
+  arfit::cli::check_integer_options(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -217,6 +217,19 @@ std::optional<std::uint64_t> parse_whole_number(std::string_view text, std::uint
   return v;
 }
 
+std::string integer_option_problem(std::string_view text) {
+  const std::string_view digits = !text.empty() && text.front() == '-' ? text.substr(1) : text;
+  const bool decimal = !digits.empty() && std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+  const std::string shown = "'" + visible_control_chars(text) + "'";
+  if (!decimal) return shown + " is not a decimal integer (digits, an optional '-': no '+', blank, point, exponent or 0x)";
+  if (digits.size() > 1 && digits.front() == '0') {
+    const std::size_t first = digits.find_first_not_of('0');
+    return shown + " has a leading zero, read as octal by C's rules; write " + std::string(text.front() == '-' ? "-" : "") +
+           std::string(first == std::string_view::npos ? "0" : digits.substr(first));
+  }
+  return "";
+}
+
 std::string human_bytes(double bytes, int significant) {
   static const char* const kUnit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   constexpr int kLast = 6;

@@ -74,6 +74,12 @@ std::optional<double> parse_size_text(std::string_view text, std::string* why = 
 // --plan, --profile-cases and --splits fields, SOURCE_DATE_EPOCH.
 std::optional<std::uint64_t> parse_whole_number(std::string_view text, std::uint64_t min, std::uint64_t max,
                                                 std::string* why = nullptr);
+// Why `text`, given to an integer command-line option, is not the plain decimal integer it is read as, or "" when
+// it is: an optional '-' then decimal digits, without a leading zero ("0" itself aside). CLI11 reads integers as
+// C's strtoll with base 0, so `--nranks 016` asked for 14 GPUs (octal), `0x8` and ' 8' and '+8' for 8, and a
+// zero-padded count from a script asked another question; its range checks still say what is out of range. The
+// check behind every integer option of arfit and arbench (cli/commands.h, bench/options.cpp).
+std::string integer_option_problem(std::string_view text);
 // A byte count for people, in powers of 1024 with `significant` digits: 1536 -> "1.5 KiB", 8388608 -> "8 MiB",
 // 1000 -> "1000 B". Rounding that reaches 1024 moves to the next unit (2^30 - 1 at 6 digits -> "1 GiB", not
 // "1024 MiB"); no exponent form (1000 at 2 digits -> "1000 B").

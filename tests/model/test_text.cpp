@@ -171,6 +171,18 @@ TEST(Text, WholeNumbersAreDecimalDigitsWithinTheirRange) {
   EXPECT_EQ(why.rfind("'2\\n' is not", 0), 0u) << why;
 }
 
+// Integer options of arfit and arbench read as plain decimal: CLI11 reads them as strtoll with base 0, so
+// `--nranks 016` asked for 14 GPUs and 0x8, +8 and ' 8' for 8. A leading zero is refused, not read as decimal:
+// CLI11's own range check has already read it as octal.
+TEST(Text, IntegerOptionsArePlainDecimal) {
+  for (const char* good : {"0", "8", "-8", "1048576", "-0"}) EXPECT_EQ(integer_option_problem(good), "") << good;
+  for (const char* bad : {"+8", "0x8", " 8", "8 ", "8.0", "1e1", "", "-", "0b1", "٨"})
+    EXPECT_NE(integer_option_problem(bad).find("is not a decimal integer"), std::string::npos) << bad;
+  EXPECT_EQ(integer_option_problem("016"), "'016' has a leading zero, read as octal by C's rules; write 16");
+  EXPECT_EQ(integer_option_problem("-007"), "'-007' has a leading zero, read as octal by C's rules; write -7");
+  EXPECT_EQ(integer_option_problem("00"), "'00' has a leading zero, read as octal by C's rules; write 0");
+}
+
 // One unit table for every byte size arfit reads (arbench --bytes, predict --bytes, measurement logs): powers of
 // 1024, decimal-looking units refused as ambiguous; one formatter for every size it prints.
 TEST(Text, ByteUnitsAndHumanBytes) {

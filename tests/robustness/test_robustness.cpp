@@ -797,10 +797,26 @@ TEST_F(Robustness, BadOptionValuesAreUsageErrorsNamingTheOption) {
       {"predict models.json --collective alltoallv --nranks 8 --splits 100-200", "--splits '100-200' has 2 ranks, --nranks 8"},
       {"predict models.json --collective alltoallv --nranks 2 --splits 0-0", "--splits '0-0' sends nothing"},
       {"breakdown profile.json -o /dev/null", "/dev/null: is a character device, not a folder"},
+      // Integers as written: CLI11 read 016 as octal 14 (an answer for 14 GPUs, exit 0), 0x8, +8 and ' 8' as 8.
+      {predict + "--bytes 1M --nranks 016", "--nranks: '016' has a leading zero, read as octal by C's rules; write 16"},
+      {predict + "--bytes 1M --nranks 0x8", "--nranks: '0x8' is not a decimal integer"},
+      {predict + "--bytes 1M --nranks +8", "--nranks: '+8' is not a decimal integer"},
+      {predict + "--bytes 1M --nranks ' 8'", "--nranks: ' 8' is not a decimal integer"},
+      {"breakdown profile.json -o out --top 010", "--top: '010' has a leading zero"},
   };
   for (const auto& [args, option] : cases) {
     const CommandResult r = expect_refused(args, 2, {option});
     EXPECT_EQ(r.output.find("stod"), std::string::npos) << r.output;
+  }
+  // arbench's integers likewise (--iters 016 ran 14 iterations), the option named once.
+  const char* octal[] = {"arbench", "--backend", "host", "--iters", "016", "-o", "x.csv"};
+  try {
+    arfit::bench::parse_options(7, octal);
+    ADD_FAILURE() << "--iters 016 accepted";
+  } catch (const arfit::bench::GridError& e) {
+    EXPECT_EQ(e.option(), "--iters");
+    EXPECT_EQ(std::string(e.what()).find("--iters: --iters"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'016' has a leading zero"), std::string::npos) << e.what();
   }
   // arbench: a byte size that is not a whole number of elements (3 bytes of bf16 was measured as 2).
   const char* argv[] = {"arbench", "--backend", "host", "--bytes", "3", "-o", "x.csv"};
