@@ -230,6 +230,10 @@ TEST(FitGroup, BadGroupsAreReportedNotCrashed) {
   g = fit_curve(make_curve(sizes_pow2(10, 21), {100, 10, 90, 5, 80, 3, 70, 2, 60, 1, 50, 1}));
   EXPECT_FALSE(g.ok);
   EXPECT_NE(g.problem.find("not a latency curve"), std::string::npos) << g.problem;
+  // a slow fall, no step above 30 %: the reason names the fall, not "at 0 of 11 steps"
+  g = fit_curve(make_curve(sizes_pow2(10, 21), {100, 90, 81, 73, 66, 59, 53, 48, 43, 39, 35, 31}));
+  EXPECT_FALSE(g.ok);
+  EXPECT_EQ(g.problem, "not a latency curve: time falls from 100 us at 1024 bytes to 31 us at 2097152 bytes (to less than half)");
   // unknown family
   FitOptions fo;
   fo.family = "cubic";
