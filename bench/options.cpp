@@ -70,11 +70,12 @@ Options parse_options(int argc, const char* const* argv) {
   app.add_option("--backend", backend, "host (MPI + shared memory, no GPU), nccl, custom (kernels/)")->capture_default_str();
   app.add_option("--preset", preset_name, "Start from a preset grid: trtllm, nccl-tests, host-main, host-alltoallv");
   app.add_option("--spec", spec_file, "JSON grid spec file (keys as the flags below; see docs/bench.md)");
-  app.add_option("--collective", collectives, "Collectives, comma-separated: allreduce,allgather,reducescatter,alltoall,alltoallv");
+  app.add_option("--collective", collectives, "Collectives, comma-separated: allreduce,allgather,reducescatter,alltoall,alltoallv (default allreduce)");
   app.add_option("--strategy", strategies, "Strategies (host: MPI, ONESHOT, TWOSHOT; nccl: NCCL; custom: ONESHOT, TWOSHOT); default: all of the backend");
-  app.add_option("--fusion", fusions, "Fusion ops: NONE, RESIDUAL_RMS_NORM, RESIDUAL_RMS_NORM_QUANT_FP8, RESIDUAL_RMS_NORM_QUANT_NVFP4");
+  app.add_option("--fusion", fusions, "Fusion ops: NONE, RESIDUAL_RMS_NORM, RESIDUAL_RMS_NORM_QUANT_FP8, RESIDUAL_RMS_NORM_QUANT_NVFP4 (default NONE)");
   app.add_option("--dtype,-d", dtypes, "Element types: bf16, fp16, fp32 (default bf16)");
-  app.add_option("--tp", tp, "TP sizes (sub-communicators of ranks 0..TP-1); default 2,4,..,world");
+  app.add_option("--tp", tp, "TP sizes (sub-communicators of ranks 0..TP-1); default the powers of two from 2 up to the world size and the "
+                 "world size itself (1 on one rank; 2,4,8 with --virtual-ranks)");
   app.add_option("--tokens", tokens, "Token counts: list (1,8,64), range LO:HI (x2 steps), LO:HI:xF or LO:HI:+STEP");
   app.add_option("--hidden", hidden, "Hidden sizes, same syntax as --tokens");
   app.add_option("--bytes", bytes, "Message sizes in bytes, same syntax, suffixes K M G T (powers of 1024)");

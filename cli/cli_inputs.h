@@ -2,6 +2,7 @@
 // bad file contents are InputErrors from the readers (exit 1).
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <iostream>
@@ -19,6 +20,7 @@
 #include "model/json_input.h"
 #include "model/model_set.h"
 #include "model/sm_targets.h"
+#include "model/text.h"
 
 namespace arfit::cli {
 
@@ -168,6 +170,16 @@ inline std::string system_option(const ModelSet& models, const std::string& requ
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
+}
+
+// --strategy as predict and whatif read it: a strategy the models file has no model of (a misspelt one) is the
+// user's to correct, a usage error listing what it holds (`held`, ModelSet::strategies), as --system is; not a query
+// without an answer (predict) nor every collective kept as measured (whatif). `of_what` completes "is not ...".
+inline void require_held_strategy(const std::string& requested, const std::vector<std::string>& held,
+                                  const std::string& of_what) {
+  if (std::find(held.begin(), held.end(), requested) != held.end()) return;
+  throw UsageError("--strategy: '" + requested + "' is not " + of_what + " (strategies: " +
+                   (held.empty() ? std::string("none") : join(held, ", ")) + ")");
 }
 
 }  // namespace arfit::cli

@@ -174,7 +174,7 @@ void add_ingest(CLI::App& app) {
                   "fp32, fp64, int8, fp8, ...; curves compare across machines only at one element size. A file "
                   "that states another type is bad input")
       ->check([](const std::string& v) { return dtype_size(v) > 0 ? std::string() : std::string("a known element type (bf16, fp16, fp32, fp64, int8, fp8, ...)"); });
-  cmd->add_flag("-q,--quiet", args->quiet, "Print only the one-line summary");
+  cmd->add_flag("-q,--quiet", args->quiet, "Print only the one-line summary (and, with -o, the line naming the file written)");
   cmd->callback([args] { run_ingest(*args); });
 }
 

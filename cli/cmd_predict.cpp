@@ -132,6 +132,13 @@ void run_predict(const PredictArgs& a) {
   // left unnamed, and a type of no known size that none of its groups has, are the user's to correct (exit 2, as in
   // whatif, codegen and suggest), not a query without an answer.
   base.system = system_option(set, a.system);
+  // --strategy likewise, where the file models the collective at all (a file without it answers nothing, whatever
+  // the strategy: no model answers, exit 1). A split is answered by the all-to-all curves (ModelSet::predict).
+  const Collective modelled = a.splits.empty() ? base.collective : Collective::AllToAll;
+  if (const std::vector<std::string> held = set.strategies(base.system, modelled); !held.empty())
+    require_held_strategy(a.strategy, held,
+                          "a strategy of " + a.models + " for " + to_string(modelled) +
+                              (base.system.empty() ? std::string() : " on " + base.system));
   if (!a.dtype.empty() && dtype_size(a.dtype) <= 0) {
     const std::string asked = canonical_dtype(a.dtype);
     const auto groups = set.groups();
@@ -280,7 +287,7 @@ void add_predict(CLI::App& app) {
   auto* cmd = app.add_subcommand("predict", "Predict latency with a 90 % interval from a models file");
   cmd->add_option("models", a->models, "models.json written by `arfit fit`")->required()->check(CLI::ExistingFile);
   cmd->add_option("--collective", a->collective, "allreduce, allgather, reducescatter, alltoall, alltoallv, ...")->required();
-  cmd->add_option("--strategy", a->strategy, "Strategy name as in the samples (default NCCL)");
+  cmd->add_option("--strategy", a->strategy, "Strategy name as in the samples, one the models file has for the collective (default NCCL)");
   cmd->add_option("--system", a->system, "System label (default: the only one in the file; required when it holds several)");
   cmd->add_option("--fusion", a->fusion, "Fusion op (default NONE)");
   cmd->add_option("--dtype", a->dtype, "dtype (default: the group's, when there is only one; with several, a usage error listing them); without a model of it, a type of the same element size answers, as in codegen, and `how` says which");

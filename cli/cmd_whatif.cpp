@@ -47,13 +47,9 @@ void run_whatif(const WhatIfArgs& a) {
   // The machine and the all-reduce strategy asked for must be in the models file: a misspelt one would leave every
   // collective "kept as measured" and look like an answer.
   const std::string system = system_option(models, a.system);
-  if (!a.strategy.empty()) {
-    const auto strategies = models.strategies(system, Collective::AllReduce);
-    if (std::find(strategies.begin(), strategies.end(), a.strategy) == strategies.end())
-      throw UsageError("--strategy: '" + a.strategy + "' is not an all-reduce strategy of " + a.models +
-                       (system.empty() ? std::string() : " for " + system) + " (strategies: " +
-                       (strategies.empty() ? std::string("none") : join(strategies, ", ")) + ")");
-  }
+  if (!a.strategy.empty())
+    require_held_strategy(a.strategy, models.strategies(system, Collective::AllReduce),
+                          "an all-reduce strategy of " + a.models + (system.empty() ? std::string() : " for " + system));
   if (!a.out_csv.empty()) check_output_file(a.out_csv);  // refused now (e.g. the profile itself), not after predicting
 
   trace::WhatIfOptions opt;

@@ -1026,7 +1026,7 @@ std::string synthetic_samples_of(const std::string& system) {
 
 }  // namespace
 
-// --system, --dtype and whatif's --strategy name what a models file is asked about. A machine the file does not
+// --system, --dtype and --strategy name what a models file is asked about. A machine the file does not
 // hold, one of several left unnamed, a type of no known size and an all-reduce strategy the file has no model of
 // were answered as a query without an answer (predict: exit 1, "no model answers"), or not at all (whatif --strategy
 // kept every all-reduce as measured and exited 0; whatif on a file of two machines did the same without --system).
@@ -1043,6 +1043,9 @@ TEST_F(Robustness, OptionsNamingNothingInTheModelsFileAreUsageErrors) {
   const std::string whatif = "whatif profile.json --tp 8 --hidden 4096 ";
   expect_refused(predict + "--system nosuch", 2, {"--system: 'nosuch' is not in the models file (systems: default)"});
   expect_refused(predict + "--dtype bogus", 2, {"--dtype: 'bogus' is neither a known element type", "nor a dtype of models.json"});
+  // predict's --strategy too (it answered "no model answers this query", exit 1, as for a query beyond the models).
+  expect_refused(predict + "--strategy ONESHOTT", 2,
+                 {"--strategy: 'ONESHOTT' is not a strategy of models.json for allreduce (strategies: NCCL, ONESHOT)"});
   expect_refused("predict two.json --collective allreduce --nranks 8 --bytes 1M", 2,
                  {"the models file holds 2 systems; choose one with --system (systems: m1, m2)"});
   expect_refused(whatif + "--models models.json --strategy ONESHOTT", 2,
