@@ -247,30 +247,39 @@ TEST(ScaleOut, JointAnswerAcrossNodesNotBelowTheLargestCount) {
   EXPECT_DOUBLE_EQ(joint_across_nodes(joint, eight, 16, small, 0).time_us, joint.predict(16, small).time_us);
 }
 
+namespace {
+
+// A models file of these all-reduce groups.
+ModelSet models_of(const nlohmann::json& groups) {
+  return ModelSet::from_json({{"schema", "arfit-models"}, {"schema_version", 1}, {"groups", groups}});
+}
+
+// The "target" machine's 1 GiB fp32 all-reduce on `nranks` GPUs over `nnodes` nodes (expected to be answered).
+Prediction ask_target(const ModelSet& set, int nranks, int nnodes) {
+  PredictQuery q;
+  q.system = "target";
+  q.dtype = "fp32";
+  q.nranks = nranks;
+  q.nnodes = nnodes;
+  q.bytes = 1 << 30;
+  const std::optional<Prediction> p = set.predict(q);
+  EXPECT_TRUE(p.has_value()) << nranks << " GPUs on " << nnodes << " nodes";
+  return p.value_or(Prediction{});
+}
+
+}  // namespace
+
 // Each node count borrows the steps of the lenders that measured nearest to it: here a slow network that measured
 // 16 GPUs on two nodes lends to two nodes, a fast one that measured 32 on four to four. The answer on four nodes is
 // not below the one on two (the same 8 GPUs per node on more nodes: a longer ring over the same links): the public
 // A100 table's 32 GPUs on four nodes had come out 3.5x below its 16 on two.
 TEST(ScaleOut, MoreNodesAreNotFasterThanHalfOfThem) {
-  const ModelSet set = ModelSet::from_json(
-      {{"schema", "arfit-models"},
-       {"schema_version", 1},
-       {"groups",
-        {alphabeta_json("target", 8, 1, 10, 200, 1024, 1 << 30), alphabeta_json("slow", 8, 1, 10, 200, 1024, 1 << 30),
-         alphabeta_json("slow", 16, 2, 30, 20, 1024, 1 << 30), alphabeta_json("fast", 8, 1, 10, 200, 1024, 1 << 30),
-         alphabeta_json("fast", 32, 4, 15, 150, 1024, 1 << 30), alphabeta_json("fast3", 8, 1, 10, 200, 1024, 1 << 30),
-         alphabeta_json("fast3", 24, 3, 15, 150, 1024, 1 << 30)}}});
-  const auto ask = [&](int nranks, int nnodes) {
-    PredictQuery q;
-    q.system = "target";
-    q.dtype = "fp32";
-    q.nranks = nranks;
-    q.nnodes = nnodes;
-    q.bytes = 1 << 30;
-    const std::optional<Prediction> p = set.predict(q);
-    EXPECT_TRUE(p.has_value()) << nranks << " GPUs on " << nnodes << " nodes";
-    return p.value_or(Prediction{});
-  };
+  const ModelSet set = models_of(
+      {alphabeta_json("target", 8, 1, 10, 200, 1024, 1 << 30), alphabeta_json("slow", 8, 1, 10, 200, 1024, 1 << 30),
+       alphabeta_json("slow", 16, 2, 30, 20, 1024, 1 << 30), alphabeta_json("fast", 8, 1, 10, 200, 1024, 1 << 30),
+       alphabeta_json("fast", 32, 4, 15, 150, 1024, 1 << 30), alphabeta_json("fast3", 8, 1, 10, 200, 1024, 1 << 30),
+       alphabeta_json("fast3", 24, 3, 15, 150, 1024, 1 << 30)});
+  const auto ask = [&](int nranks, int nnodes) { return ask_target(set, nranks, nnodes); };
   const Prediction two = ask(16, 2), three = ask(24, 3), four = ask(32, 4), eight = ask(64, 8);
   EXPECT_NE(two.how.find("slow"), std::string::npos) << two.how;
   EXPECT_NE(four.how.find("fast"), std::string::npos) << four.how;
@@ -286,28 +295,15 @@ TEST(ScaleOut, MoreNodesAreNotFasterThanHalfOfThem) {
 }
 
 // Off the halving chain: a slow network that measured 24 GPUs on three nodes lends to three, a fast one that
-// measured 32 on four lends to four. Four nodes are not faster than three (the public A100 table's 32 GPUs on four
-// nodes had come out 10 % below its 24 on three, each held only at two nodes), nor five than four; far past the
-// node-by-node range (100 nodes) the answer is still held at half the nodes.
+// measured 32 on four lends to four. Four nodes are not faster than three (held only along halving, public answers
+// had come out up to 25 % below the previous node count: 8 nodes below 6, 4 below 3), nor five than four; far past
+// the node-by-node range (100 nodes) the answer is still held at half the nodes.
 TEST(ScaleOut, MoreNodesAreNotFasterThanOneNodeFewer) {
-  const ModelSet set = ModelSet::from_json(
-      {{"schema", "arfit-models"},
-       {"schema_version", 1},
-       {"groups",
-        {alphabeta_json("target", 8, 1, 10, 200, 1024, 1 << 30), alphabeta_json("slow3", 8, 1, 10, 200, 1024, 1 << 30),
-         alphabeta_json("slow3", 24, 3, 30, 20, 1024, 1 << 30), alphabeta_json("fast", 8, 1, 10, 200, 1024, 1 << 30),
-         alphabeta_json("fast", 32, 4, 15, 150, 1024, 1 << 30)}}});
-  const auto ask = [&](int nnodes) {
-    PredictQuery q;
-    q.system = "target";
-    q.dtype = "fp32";
-    q.nranks = 8 * nnodes;
-    q.nnodes = nnodes;
-    q.bytes = 1 << 30;
-    const std::optional<Prediction> p = set.predict(q);
-    EXPECT_TRUE(p.has_value()) << 8 * nnodes << " GPUs on " << nnodes << " nodes";
-    return p.value_or(Prediction{});
-  };
+  const ModelSet set = models_of(
+      {alphabeta_json("target", 8, 1, 10, 200, 1024, 1 << 30), alphabeta_json("slow3", 8, 1, 10, 200, 1024, 1 << 30),
+       alphabeta_json("slow3", 24, 3, 30, 20, 1024, 1 << 30), alphabeta_json("fast", 8, 1, 10, 200, 1024, 1 << 30),
+       alphabeta_json("fast", 32, 4, 15, 150, 1024, 1 << 30)});
+  const auto ask = [&](int nnodes) { return ask_target(set, 8 * nnodes, nnodes); };
   const Prediction three = ask(3), four = ask(4), five = ask(5), fifty = ask(50), hundred = ask(100);
   EXPECT_NE(three.how.find("slow3"), std::string::npos) << three.how;
   EXPECT_GE(four.time_us, three.time_us) << four.how;
