@@ -82,20 +82,21 @@ void run_ingest(const IngestArgs& a) {
   // of a table, per row): --nranks, --nnodes and --system can merge tables of one file, or files, into one group
   // (a GPU-count sweep given --nranks 8), and a log holding the same run twice repeats every size. Each
   // duplicate is a sample whose group already has one at its size, in this file or an earlier one.
-  std::set<std::pair<GroupKey, std::int64_t>> seen_sizes;
+  // A size is its bytes and, for shaped samples, its shape: 128 x 4096 and 256 x 2048 are two points of a table.
+  std::set<std::tuple<GroupKey, std::int64_t, std::int64_t, std::int64_t>> seen_sizes;
   for (const auto& f : a.files) {
     ingest::IngestResult r = ingest::ingest_file(f, opt);
     distinct.add(f, r);
     std::size_t dups = 0;
     for (const Sample& s : r.samples)
-      if (!seen_sizes.insert({group_key(s), s.bytes}).second) ++dups;
+      if (!seen_sizes.insert({group_key(s), s.bytes, s.tokens, s.hidden}).second) ++dups;
     total_rows += r.rows;
     total_failed += r.failed;
     total_dups += dups;
     total_dropped += r.dropped;
     if (!a.quiet) {
       std::cout << f << ": " << ingest::to_string(r.format) << ", " << r.rows << " rows, " << r.samples.size()
-                << " samples, " << r.failed << " failed, " << dups << " duplicates";
+                << " samples, " << r.failed << " failed, " << dups << (dups == 1 ? " duplicate" : " duplicates");
       if (r.dropped) std::cout << ", " << r.dropped << " rows dropped";
       std::cout << "\n";
       for (const auto& w : r.warnings) std::cerr << "arfit: warning: " << w << "\n";
@@ -120,7 +121,7 @@ void run_ingest(const IngestArgs& a) {
     if (s.bytes > g.hi) g.hi = s.bytes;
   }
   std::cout << "summary: " << a.files.size() << " files, " << total_rows << " rows, " << out.samples.size() << " samples, "
-            << total_failed << " failed, " << total_dups << " duplicates, "
+            << total_failed << " failed, " << total_dups << (total_dups == 1 ? " duplicate, " : " duplicates, ")
             << (total_dropped ? std::to_string(total_dropped) + " rows dropped, " : std::string()) << groups.size() << " groups\n";
   if (!a.quiet) {
     std::vector<std::vector<std::string>> rows{

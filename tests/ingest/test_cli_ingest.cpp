@@ -75,6 +75,16 @@ TEST(CliIngest, DuplicatesAreCountedOverWhatIsWritten) {
   r = run_command(arfit_bin() + " ingest " + once + " " + d.file("again_allreduce.txt") + " --nranks 2");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("0 failed, 0 duplicates, 4 groups"), std::string::npos) << r.output;
+  // A shape is its own point: 128 x 4096 and 256 x 2048 are the same bytes, two cells of a table; the third row
+  // repeats the first.
+  const std::string shaped = d.write("shaped.csv",
+                                     "#arfit-samples v1\ncollective,strategy,dtype,nranks,tokens,hidden,bytes,time_us\n"
+                                     "allreduce,ONESHOT,bf16,2,128,4096,1048576,10\n"
+                                     "allreduce,ONESHOT,bf16,2,256,2048,1048576,11\n"
+                                     "allreduce,ONESHOT,bf16,2,128,4096,1048576,12\n");
+  r = run_command(arfit_bin() + " ingest " + shaped);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("3 samples, 0 failed, 1 duplicate\n"), std::string::npos) << r.output;
 }
 
 TEST(CliIngest, BadFileExitsOneWithFileLineAndLeavesNoOutput) {
