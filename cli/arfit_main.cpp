@@ -14,6 +14,12 @@
 
 namespace {
 
+// A usage error on standard error, as every arfit command says one: exit 2.
+int usage_error(const std::string& what) {
+  std::cerr << "arfit: usage error: " << what << "\nRun with --help for more information.\n";
+  return 2;
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"arfit: measure, model and choose GPU collective-communication strategies"};
   app.set_version_flag("--version", std::string("arfit ") + ARFIT_VERSION);
@@ -34,18 +40,16 @@ int run(int argc, char** argv) {
       std::string known;
       for (const auto& reg : arfit::cli::registered_commands()) known += std::string(known.empty() ? "" : ", ") + reg.name;
       const std::string given = argc > 1 && argv[1][0] != '-' ? argv[1] : "";
-      std::cerr << "arfit: usage error: " << (given.empty() ? "a subcommand is required" : "unknown subcommand '" + given + "'")
-                << " (known: " << known << ")\nRun with --help for more information.\n";
-      return 2;
+      return usage_error((given.empty() ? std::string("a subcommand is required") : "unknown subcommand '" + given + "'") +
+                         " (known: " + known + ")");
     }
-    app.exit(e);
-    return 2;
+    return usage_error(e.what());
   } catch (const CLI::ParseError& e) {
-    app.exit(e);  // prints the message and the usage hint
-    return 2;
+    // CLI11's own refusals (a missing positional, a file that does not exist, a bad value) in the words of
+    // arfit's: they printed bare ("samples is required") where arfit's said "arfit: usage error: ...".
+    return usage_error(e.what());
   } catch (const arfit::cli::UsageError& e) {
-    std::cerr << "arfit: usage error: " << e.what() << "\nRun with --help for more information.\n";
-    return 2;
+    return usage_error(e.what());
   } catch (const arfit::OutputPathError& e) {
     std::cerr << "arfit: usage error: " << e.what() << "\n";
     return 2;

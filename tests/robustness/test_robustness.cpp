@@ -947,6 +947,15 @@ TEST_F(Robustness, DashOutputStatusFollowsTheDataNotTheReport) {
 TEST_F(Robustness, UnknownSubcommandListsTheKnownOnes) {
   const CommandResult r = expect_refused("bogus", 2, {"unknown subcommand 'bogus'", "fit", "predict", "codegen", "whatif"});
   EXPECT_EQ(r.output.find("A subcommand is required"), std::string::npos) << r.output;
+  // The parser's own refusals say so as arfit's do (they printed bare: "samples is required").
+  copy("models.json");
+  for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
+           {"eval", "samples is required"},
+           {"predict missing.json --collective allreduce", "models: File does not exist: missing.json"},
+           {"predict models.json --collective allreduce --bogus", "The following argument was not expected: --bogus"}}) {
+    const CommandResult c = expect_refused(args, 2, {says});
+    EXPECT_EQ(c.output.rfind("arfit: usage error: " + says, 0), 0u) << c.output;
+  }
 }
 
 // A command's answer on standard output (predict's table or --json, ingest's summary, --help) written to a
