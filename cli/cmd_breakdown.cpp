@@ -74,7 +74,7 @@ void add_breakdown(CLI::App& app) {
                                  "Kernel-time breakdown of a profile (vLLM layerwise JSON or nsys CSV) per op class and phase: CSV + figures");
   cmd->add_option("profile", a->profile, "vLLM layerwise profile JSON, or nsys stats CSV (cuda_gpu_kern_sum / cuda_gpu_trace)")
       ->required()
-      ->check(CLI::ExistingFile);
+      ->check(input_file_validator());
   cmd->add_option("-o,--out", a->out_dir, "Output folder (created when missing)")->required()->check(output_folder_validator());
   cmd->add_option("--level", a->level, "Entries at 'kernel' (leaves) or 'module' (parents of kernels) level")
       ->check(CLI::IsMember({"module", "kernel"}))
@@ -83,7 +83,7 @@ void add_breakdown(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--fold", a->fold, "Node names folded into one leaf (e.g. Sampler LogitsProcessor)");
-  cmd->add_option("--rules", a->rules, "Extra kernel-classification rules (JSON, same shape as trace/rules/default_rules.json); tried first");
+  cmd->add_option("--rules", a->rules, "Extra kernel-classification rules (JSON, same shape as trace/rules/default_rules.json); tried first")->check(input_file_validator());
   cmd->add_option("--decode-steps", a->decode_steps, "Decode steps drawn in the figures (evenly spread; the last is always kept)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 20));

@@ -106,7 +106,7 @@ void add_codegen(CLI::App& app) {
   auto args = std::make_shared<CodegenArgs>();
   auto* cmd = app.add_subcommand("codegen", "Generate strategy tables from fitted models for TensorRT-LLM, NCCL, vLLM, SGLang, FlashInfer (and a C++ header, JSON)");
   cmd->footer("FORMAT:\n" + formats_help() + "docs/codegen.md shows a sample of each and how to install it.");
-  cmd->add_option("models", args->models, "Models file written by `arfit fit`")->required()->check(CLI::ExistingFile);
+  cmd->add_option("models", args->models, "Models file written by `arfit fit`")->required()->check(input_file_validator());
   cmd->add_option("--format", args->format, codegen::format_names())->required();
   cmd->add_option("-o,--output", args->output, "Output file (written atomically; '-': standard output, the report then on stderr)")->required();
   add_grid_options(cmd, args->request);

@@ -200,7 +200,7 @@ void run_eval(const EvalArgs& a) {
 void add_eval(CLI::App& app) {
   auto a = std::make_shared<EvalArgs>();
   auto* cmd = app.add_subcommand("eval", "Evaluate predictions against held-out measurements (arfit vs baselines)");
-  cmd->add_option("samples", a->files, "Sample files (any format `arfit ingest` reads; pass a folder's files with a glob)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("samples", a->files, "Sample files (any format `arfit ingest` reads; pass a folder's files with a glob)")->required()->check(input_file_validator());
   cmd->add_option("--protocol", a->protocol,
                   "interp2 (fit even-indexed sizes, predict odd), sparse4 (every 4th size + largest), extrap (fit <= 64 MiB, "
                   "predict larger), crossn (fit all but the largest GPU count, predict it; also by node count), crosshw:K "

@@ -130,7 +130,7 @@ void run_fit(const FitArgs& a) {
 void add_fit(CLI::App& app) {
   auto args = std::make_shared<FitArgs>();
   auto* cmd = app.add_subcommand("fit", "Fit latency models to measured samples and write models.json");
-  cmd->add_option("samples", args->files, "Sample files in any format `arfit ingest` reads")->required()->check(CLI::ExistingFile);
+  cmd->add_option("samples", args->files, "Sample files in any format `arfit ingest` reads")->required()->check(input_file_validator());
   cmd->add_option("-o,--output", args->output, "Models file to write (JSON; '-': standard output, the report then on stderr)")->required();
   cmd->add_option("--family", args->family,
                   "auto (cross-validated choice among alphabeta, satbw, regimes2), seed, alphabeta, "
@@ -149,7 +149,7 @@ void add_fit(CLI::App& app) {
                   "curves with fewer than 12 sizes borrow the shape of the matching curves (same collective, strategy, "
                   "fusion, rank and node count, element size) through their own sizes, a quick calibration of a new "
                   "machine (`arbench --plan anchors:K`; docs/fit.md)")
-      ->check(CLI::ExistingFile);
+      ->check(input_file_validator());
   cmd->add_flag("-q,--quiet", args->quiet, "Print only the summary line");
   cmd->callback([args] { run_fit(*args); });
 }

@@ -149,7 +149,7 @@ void add_ingest(CLI::App& app) {
       "ingest",
       "Convert measurements (nccl-tests text/JSON, PARAM COMMS-RES, TensorRT-LLM all-reduce CSV, aiconfigurator CSV, "
       "arfit CSV) into arfit's sample CSV and print a summary");
-  cmd->add_option("files", args->files, "Input files (format detected per file)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("files", args->files, "Input files (format detected per file)")->required()->check(input_file_validator());
   cmd->add_option("-o,--output", args->output,
                   "Write all samples to this arfit sample CSV (written only if every file reads cleanly; '-': standard "
                   "output, the summary then on stderr)");

@@ -435,8 +435,8 @@ void run_plot(const PlotArgs& a) {
   plots::require_gnuplot();  // say so before reading anything large
   for (const auto& p : a.inputs)
     // A path naming no file is the command line's to correct (exit 2), as every other command's inputs are
-    // (CLI11's ExistingFile there; here after the options, which are named first whatever the inputs).
-    if (!fs::is_regular_file(p)) throw UsageError(p + ": no such file");
+    // (input_file_validator there; here after the options, which are named first whatever the inputs).
+    if (const std::string why = input_path_problem(p); !why.empty()) throw UsageError(why);
   Inputs in = read_inputs(a.inputs, a.ingest_format);
   Renderer r(a.out_dir, formats);
   if (a.kind == "fit") plot_fit(in, a, r);
@@ -510,7 +510,7 @@ void add_plot(CLI::App& app) {
       ->check(CLI::IsMember({"png", "svg", "both"}))
       ->capture_default_str();
   cmd->add_option("--index", a->index, "Also write this HTML index page over all figures in the output folder");
-  cmd->add_option("--held-out", a->held_out, "fit: samples the fit did not see (drawn as open circles)");
+  cmd->add_option("--held-out", a->held_out, "fit: samples the fit did not see (drawn as open circles)")->check(input_file_validator());
   cmd->add_option("--tp", a->tp, "cross: TP sizes to predict (e.g. 8,16); heatmap/best/diff from models: TP sizes of the grid");
   cmd->add_option("--sm", a->sm, "cross: SM targets to predict (80, 89, 90, 100, 103, 120); grids from models: the one SM to predict for (plot all: the first)");
   cmd->add_option("--fusion", a->fusion, "Grids from models: fusion ops (default: those modelled)");

@@ -285,7 +285,7 @@ void run_predict(const PredictArgs& a) {
 void add_predict(CLI::App& app) {
   auto a = std::make_shared<PredictArgs>();
   auto* cmd = app.add_subcommand("predict", "Predict latency with a 90 % interval from a models file");
-  cmd->add_option("models", a->models, "models.json written by `arfit fit`")->required()->check(CLI::ExistingFile);
+  cmd->add_option("models", a->models, "models.json written by `arfit fit`")->required()->check(input_file_validator());
   cmd->add_option("--collective", a->collective, "allreduce, allgather, reducescatter, alltoall, alltoallv, ...")->required();
   cmd->add_option("--strategy", a->strategy, "Strategy name as in the samples, one the models file has for the collective (default NCCL)");
   cmd->add_option("--system", a->system, "System label (default: the only one in the file; required when it holds several)");
@@ -298,7 +298,7 @@ void add_predict(CLI::App& app) {
                   "Other machines (models files from `arfit fit`, or samples in any format, fitted here) whose "
                   "scale-out steps a query on more nodes than its machine measured may borrow, as if they were in the "
                   "models file; they answer nothing else (docs/fit.md, \"Across node boundaries\")")
-      ->check(CLI::ExistingFile);
+      ->check(input_file_validator());
   cmd->add_option("--sm", a->sm, "Target SM version (80, 89, 90, 100, 103, 120): transfers the model, flagged extrapolated")
       ->check(known_sm_validator());
   cmd->add_option("--bytes", a->bytes, "Sizes: LIST (4096,64K,1M; K M G T or KiB..TiB, powers of 1024) or RANGE A:B[:FACTOR] (powers of FACTOR, default 2), from 1 to 1e18 bytes");

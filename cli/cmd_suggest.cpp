@@ -42,7 +42,7 @@ void run_suggest(SuggestArgs a) {
 void add_suggest(CLI::App& app) {
   auto args = std::make_shared<SuggestArgs>();
   auto* cmd = app.add_subcommand("suggest", "List the uncertain cells of the strategy table, ranked by expected regret (what to measure next)");
-  cmd->add_option("models", args->models, "Models file written by `arfit fit`")->required()->check(CLI::ExistingFile);
+  cmd->add_option("models", args->models, "Models file written by `arfit fit`")->required()->check(input_file_validator());
   cmd->add_option("--top", args->top, "How many cells to list (0 = all uncertain cells)")->capture_default_str();
   cmd->add_option("--json", args->json, "Also write the list as JSON to this file ('-': standard output, the list then on stderr)");
   auto& r = args->request;

@@ -84,8 +84,8 @@ void add_whatif(CLI::App& app) {
   auto a = std::make_shared<WhatIfArgs>();
   auto* cmd = app.add_subcommand(
       "whatif", "Re-predict a profile's communication at another TP size / SM with fitted models (per phase, 90 % intervals)");
-  cmd->add_option("profile", a->profile, "vLLM layerwise profile JSON, or nsys stats CSV")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--models", a->models, "Fitted models (models.json from arfit fit)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("profile", a->profile, "vLLM layerwise profile JSON, or nsys stats CSV")->required()->check(input_file_validator());
+  cmd->add_option("--models", a->models, "Fitted models (models.json from arfit fit)")->required()->check(input_file_validator());
   cmd->add_option("--tp", a->tp, "Tensor-parallel size (rank count) to predict at")->required()->check(CLI::Range(1, kMaxModelRanks));
   cmd->add_option("--sm", a->sm, "SM version to predict for (e.g. 100); default: the models' measured SM")
       ->check(known_sm_validator());
@@ -109,7 +109,7 @@ void add_whatif(CLI::App& app) {
       ->check(kPositiveCount);
   cmd->add_option("--system", a->system, "System of the model set to predict with (default: the only one; required when it holds several)");
   cmd->add_option("--strategy", a->strategy, "All-reduce strategy to predict with, one the models file has (NCCL, ONESHOT, TWOSHOT, ...); default: as measured");
-  cmd->add_option("--rules", a->rules, "Extra kernel-classification rules (JSON), tried before the built-in ones");
+  cmd->add_option("--rules", a->rules, "Extra kernel-classification rules (JSON), tried before the built-in ones")->check(input_file_validator());
   cmd->add_option("--fold", a->fold, "Node names folded into one leaf (their kernels are not re-predicted)");
   cmd->add_option("--phase", a->phases, "Only these phases (default: all)");
   cmd->add_option("--format", a->format, "Profile format")->check(CLI::IsMember({"auto", "vllm", "nsys"}))->capture_default_str();

@@ -48,6 +48,13 @@ inline CLI::Validator output_folder_validator() {
       "", "OUTPUT_FOLDER");
 }
 
+// The check of an option naming an input file (input_path_problem, model/atomic_file.h): a missing path, a folder
+// or a device is a usage error naming the option, before any work; files, pipes and FIFOs pass. In place of
+// CLI11's ExistingFile, which let a device through to be refused after the options (exit 1).
+inline CLI::Validator input_file_validator() {
+  return CLI::Validator([](std::string& path) { return input_path_problem(path); }, "FILE", "INPUT_FILE");
+}
+
 }  // namespace arfit::cli
 
 #define ARFIT_REGISTER_COMMAND(name, order, adder) \

@@ -381,6 +381,11 @@ int create_temporary(const std::string& tmp, const std::string& path) {
   throw std::runtime_error(path + ": cannot create the temporary file " + tmp + ": " + sys_reason(errno));
 }
 
+// read_file's refusal of a device, and input_path_problem's.
+std::string device_problem(const std::string& path, mode_t mode) {
+  return path + ": is " + file_kind(mode) + ", not a file; give a file, a pipe or a FIFO";
+}
+
 std::string read_bytes(const std::string& path, bool is_input, std::size_t max_bytes = kMaxInputBytes) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw std::runtime_error(path + ": cannot open: " + sys_reason(errno));
@@ -392,7 +397,7 @@ std::string read_bytes(const std::string& path, bool is_input, std::size_t max_b
     // a byte is read. FIFOs and pipes (/dev/stdin fed by a pipe, a process substitution) are streams of a file's bytes.
     if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
       ::close(fd);
-      throw std::runtime_error(path + ": is " + file_kind(st.st_mode) + ", not a file; give a file, a pipe or a FIFO");
+      throw std::runtime_error(device_problem(path, st.st_mode));
     }
     if (is_input) remember_input(st, path);
     if (S_ISREG(st.st_mode) && st.st_size > 0 && static_cast<std::uint64_t>(st.st_size) <= max_bytes)
@@ -645,6 +650,14 @@ std::string normalize_text(std::string text) {
   for (std::size_t i = text.find('\r'); i != std::string::npos; i = text.find('\r', i + 1))
     if (i + 1 == text.size() || text[i + 1] != '\n') text[i] = '\n';
   return text;
+}
+
+std::string input_path_problem(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return errno == ENOENT || errno == ENOTDIR ? path + ": no such file" : path + ": " + sys_reason(errno);
+  if (S_ISDIR(st.st_mode)) return path + ": is a directory, not a file";
+  if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) return device_problem(path, st.st_mode);
+  return "";
 }
 
 std::string read_file(const std::string& path, std::size_t max_bytes) { return normalize_text(read_bytes(path, true, max_bytes)); }

@@ -156,6 +156,12 @@ inline constexpr std::size_t kMaxInputBytes = std::size_t{1} << 30;
 // reading; FIFOs and pipes are read), and past `max_bytes` (a FIFO fed forever stops there instead of filling the
 // memory).
 std::string read_file(const std::string& path, std::size_t max_bytes = kMaxInputBytes);
+// Why `path`, named as an input on a command line, holds no bytes to read, or "" when it does (a regular file, a
+// FIFO, a pipe such as /dev/stdin or a process substitution; links followed): "PATH: no such file", "PATH: is a
+// directory, not a file", "PATH: is a character device, not a file; give a file, a pipe or a FIFO" (the words
+// read_file refuses a device with). The one check of input paths: every arfit command refuses these as usage
+// errors (exit 2) before any work, where a device was exit 1 after the options and plot took a FIFO for no file.
+std::string input_path_problem(const std::string& path);
 // read_file for a command's input: a file that cannot be read is bad input (InputError naming the path, exit 1).
 std::string read_input_file(const std::string& path);
 // The bytes as they are, of the output a writer continues (arbench --resume measures and appends to it): not
