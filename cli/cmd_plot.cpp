@@ -266,8 +266,9 @@ void plot_fit(const Inputs& in, const PlotArgs& a, Renderer& r) {
     for (const std::string& p : a.inputs)
       if (same_path(h, p)) throw UsageError("--held-out " + h + " is also an input of this plot; held-out samples are ones the fit did not see");
     if (!in.models) continue;
+    const std::string fingerprint = input_fingerprint(h);
     for (const auto& fitted : in.models->raw().value("inputs", nlohmann::json::array()))
-      if (fitted.is_object() && fitted.value("fnv1a64", std::string()) == input_fingerprint(h))
+      if (fitted.is_object() && fitted.value("fnv1a64", std::string()) == fingerprint)
         throw UsageError("--held-out " + h + ": " + in.models_path + " was fitted from it (" + fitted.value("path", std::string()) +
                          "); held-out samples are ones the fit did not see");
   }

@@ -154,12 +154,10 @@ void run_predict(const PredictArgs& a) {
   // Without --dtype the answer is from the only element type the file has for the query; with several (the
   // aiconfigurator NCCL tables hold fp16 and int8), which one is meant is the user's to say: predict alone would
   // find the query ambiguous and answer "no model answers".
-  if (a.dtype.empty()) {
-    const std::vector<std::string> types = set.dtypes(asked);
-    if (types.size() > 1)
-      throw UsageError("--dtype: " + a.models + " has " + std::to_string(types.size()) + " element types for this query (" +
-                       join(types, ", ") + "); say which");
-  }
+  const std::vector<std::string> file_types = a.dtype.empty() ? set.dtypes(asked) : std::vector<std::string>{};
+  if (file_types.size() > 1)
+    throw UsageError("--dtype: " + a.models + " has " + std::to_string(file_types.size()) + " element types for this query (" +
+                     join(file_types, ", ") + "); say which");
   // Without --nranks the answer is the only GPU count the file has for the query; with several, which one is
   // meant is the user's to say (the bus bandwidth printed depends on it too).
   if (a.nranks == 0) {
@@ -185,19 +183,18 @@ void run_predict(const PredictArgs& a) {
     // A shaped message is tokens x hidden elements: its bytes need the element size of the type that answers
     // (--dtype, else the file's one type for the query). A type arfit cannot size (fp4, a name of the file's own)
     // gets no guess: the answer would be for another size.
-    const std::vector<std::string> file_types = a.dtype.empty() ? set.dtypes(asked) : std::vector<std::string>{};
     const std::string shape_dtype = !a.dtype.empty() ? a.dtype : file_types.size() == 1 ? file_types.front() : "";
     if (!shape_dtype.empty() && dtype_size(shape_dtype) == 0)
       throw UsageError("--tokens/--hidden: the element size of dtype '" + shape_dtype + "'" +
                        (a.dtype.empty() ? " (the models' type for this query)" : "") +
                        " is unknown to arfit, so a tokens x hidden message has no size; give it in bytes with --bytes");
+    // Sized by the type that answers (--dtype, else the file's; bf16 when the file has none for the query).
+    const std::string sized_as = shape_dtype.empty() ? "bf16" : shape_dtype;
     for (const auto& t : split_items(a.tokens, ','))
       for (const auto& h : split_items(a.hidden, ',')) {
         PredictQuery q = base;
         q.tokens = parse_count(t, "--tokens");
         q.hidden = parse_count(h, "--hidden");
-        // Sized by the type that answers (--dtype, else the file's; bf16 when the file has none for the query).
-        const std::string sized_as = shape_dtype.empty() ? "bf16" : shape_dtype;
         if (const std::string why = byte_bound_problem("--tokens x --hidden", t + " x " + h + " x " + sized_as,
                                                        message_bytes(static_cast<double>(q.tokens), static_cast<double>(q.hidden), sized_as));
             !why.empty())

@@ -17,8 +17,9 @@ std::set<std::string> sources_of_several_machines(const std::vector<Sample>& sam
   std::map<std::string, std::string> first;
   std::set<std::string> several;
   for (const Sample& s : samples) {
-    const auto [it, fresh] = first.emplace(s.source, sample_system(s));
-    if (!fresh && it->second != sample_system(s)) several.insert(s.source);
+    const std::string system = sample_system(s);
+    const auto [it, fresh] = first.emplace(s.source, system);
+    if (!fresh && it->second != system) several.insert(s.source);
   }
   return several;
 }
