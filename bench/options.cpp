@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "bench/alltoallv_splits.h"
+#include "cmdline/integer_options.h"
 #include "model/atomic_file.h"
 #include "model/text.h"
 
@@ -123,12 +124,7 @@ Options parse_options(int argc, const char* const* argv) {
   std::string test_fail;  // RANK:STAGE, the stages of RunnerOptions::fail_stage
   app.add_option("--test-fail", test_fail, "")->group("");
 
-  // Every integer option read as plain decimal, as arfit's (model/text.h integer_option_problem): CLI11 read
-  // --iters 016 as 14 (octal) and 0x8, +8 and ' 8' as 8.
-  for (CLI::Option* option : app.get_options()) {
-    const std::string type = option->get_type_name().substr(0, option->get_type_name().find(':'));  // before the checks' texts
-    if (type == "INT" || type == "UINT") option->check([](const std::string& text) { return integer_option_problem(text); });
-  }
+  cmdline::require_decimal_integer_options(app);  // --iters 016 was octal 14 (cmdline/integer_options.h)
 
   std::vector<std::string> args;
   for (int i = argc - 1; i >= 1; --i) args.emplace_back(argv[i]);

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cmdline/integer_options.h"
 #include "model/errors.h"
 #include "model/stdout_check.h"
 
@@ -25,7 +26,7 @@ int run(int argc, char** argv) {
   app.set_version_flag("--version", std::string("arfit ") + ARFIT_VERSION);
   app.require_subcommand(1, 1);
   for (const auto& reg : arfit::cli::registered_commands()) reg.add(app);
-  arfit::cli::check_integer_options(app);
+  arfit::cmdline::require_decimal_integer_options(app);  // 016 is 16 or a usage error, never octal 14
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

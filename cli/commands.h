@@ -25,11 +25,6 @@ int register_command(const char* name, int order, CommandAdder add);
 // All registrations, sorted by order then name.
 std::vector<CommandRegistration> registered_commands();
 
-// Every integer option of `app` and its subcommands (CLI11's type name INT or UINT) read as plain decimal
-// (integer_option_problem, model/text.h): a usage error naming the option for 016, 0x8, +8 or ' 8'. Called once
-// the commands are added.
-void check_integer_options(CLI::App& app);
-
 // Exit code for usage errors that a command finds after parsing (bad combinations of valid options).
 class UsageError : public std::runtime_error {
  public:

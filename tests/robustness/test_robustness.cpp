@@ -814,6 +814,8 @@ TEST_F(Robustness, BadOptionValuesAreUsageErrorsNamingTheOption) {
       {predict + "--bytes 1M --nranks +8", "--nranks: '+8' is not a decimal integer"},
       {predict + "--bytes 1M --nranks ' 8'", "--nranks: ' 8' is not a decimal integer"},
       {"breakdown profile.json -o out --top 010", "--top: '010' has a leading zero"},
+      // Not valid octal: CLI11's range check converted it first and said "Value 08 not in range".
+      {predict + "--bytes 1M --nranks 08", "--nranks: '08' has a leading zero, read as octal by C's rules; write 8"},
   };
   for (const auto& [args, option] : cases) {
     const CommandResult r = expect_refused(args, 2, {option});
@@ -822,7 +824,8 @@ TEST_F(Robustness, BadOptionValuesAreUsageErrorsNamingTheOption) {
   // arbench's integers likewise (--iters 016 ran 14 iterations), the option named once ("option --iters:
   // --iters: ..." before); a byte size that is not a whole number of elements (3 bytes of bf16 was measured as 2).
   for (const auto& [option, value, says] : std::vector<std::tuple<std::string, std::string, std::string>>{
-           {"--iters", "016", "'016' has a leading zero"}, {"--bytes", "3", "measured as 2 bytes"}}) {
+           {"--iters", "016", "'016' has a leading zero"}, {"--iters", "09", "'09' has a leading zero"},
+           {"--bytes", "3", "measured as 2 bytes"}}) {
     const char* argv[] = {"arbench", "--backend", "host", option.c_str(), value.c_str(), "-o", "x.csv"};
     try {
       arfit::bench::parse_options(7, argv);
