@@ -159,15 +159,11 @@ std::vector<EvalProtocol> protocols() {
 void run_eval(const EvalArgs& a) {
   if (a.threads < 1) throw UsageError("--threads must be at least 1");
   std::optional<EvalProtocol> protocol;
-  std::string known;
-  for (const EvalProtocol& p : protocols()) {
-    known += (known.empty() ? "" : ", ") + p.name + (p.takes_arg ? ":K" : "");
-    if (p.name != protocol_name(a.protocol)) continue;
-    if (!p.takes_arg && fit::parse_protocol_spec(a.protocol).arg)
-      throw UsageError("--protocol " + a.protocol + ": " + p.name + " takes no ':' argument");
-    protocol = p;
+  try {
+    protocol = fit::find_protocol(protocols(), a.protocol);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
   }
-  if (!protocol) throw UsageError("unknown --protocol '" + a.protocol + "' (known: " + known + ")");
   if (a.plan_given && protocol_name(a.protocol) != "select")
     throw UsageError("--plan is the measured subset of --protocol select; " + protocol_name(a.protocol) +
                      " holds out its own sizes (fit/eval.h)");

@@ -340,21 +340,14 @@ void draw_errors(const plots::ErrorData& e, const std::string& base, Renderer& r
 // plot errors from samples: the fit protocol --protocol names (crosshw:K with its K), its argument checked (a
 // usage error naming --protocol) before any input is read; the evaluation's options into *options.
 const fit::ProtocolEntry& errors_protocol(const std::string& text, fit::EvalOptions* options) {
-  const fit::ProtocolSpec spec = fit::parse_protocol_spec(text);
-  std::string known;
-  for (const auto& e : fit::fit_protocols()) {
-    known += (known.empty() ? "" : ", ") + e.name + (e.takes_arg ? ":K" : "");
-    if (e.name != spec.name) continue;
-    if (!e.takes_arg && spec.arg) throw UsageError("--protocol " + text + ": " + e.name + " takes no ':' argument");
-    options->protocol_arg = spec.arg.value_or("");
-    try {
-      e.check(*options);
-    } catch (const std::invalid_argument& err) {
-      throw UsageError(err.what());  // names --protocol and its argument
-    }
+  try {
+    const fit::ProtocolEntry& e = fit::find_protocol(fit::fit_protocols(), text, " for plot errors");
+    options->protocol_arg = fit::parse_protocol_spec(text).arg.value_or("");
+    e.check(*options);
     return e;
+  } catch (const std::invalid_argument& err) {
+    throw UsageError(err.what());  // names --protocol and its argument
   }
-  throw UsageError("unknown --protocol '" + text + "' for plot errors (" + known + ")");
 }
 
 void plot_errors(const Inputs& in, const PlotArgs& a, Renderer& r) {

@@ -15,6 +15,7 @@
 
 #include <functional>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -143,6 +144,22 @@ struct ProtocolSpec {
   std::optional<std::string> arg;
 };
 ProtocolSpec parse_protocol_spec(const std::string& text);
+
+// The entry of `entries` (a protocol table: entries with `name` and `takes_arg`, fit_protocols() or a command's
+// own) that `text`, --protocol as written, names. std::invalid_argument naming --protocol for an unknown name
+// (listing the table's, `for_what` saying whose: " for plot errors") or a ':' argument the protocol takes none of.
+template <class Entry>
+const Entry& find_protocol(const std::vector<Entry>& entries, const std::string& text, const std::string& for_what = "") {
+  const ProtocolSpec spec = parse_protocol_spec(text);
+  std::string known;
+  for (const Entry& e : entries) {
+    known += (known.empty() ? "" : ", ") + e.name + (e.takes_arg ? ":K" : "");
+    if (e.name != spec.name) continue;
+    if (!e.takes_arg && spec.arg) throw std::invalid_argument("--protocol " + text + ": " + e.name + " takes no ':' argument");
+    return e;
+  }
+  throw std::invalid_argument("unknown --protocol '" + text + "'" + for_what + " (known: " + known + ")");
+}
 
 // Why a fit protocol (`text` as the command line names it) had nothing to evaluate, in its own words: its
 // reason (EvalResult::nothing_qualifies) where it gave one, else its rule. What eval and plot errors say (exit 1).

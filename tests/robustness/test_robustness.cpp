@@ -1144,7 +1144,8 @@ TEST_F(Robustness, EvalRefusesItsOptionsBeforeReadingAnyInput) {
   expect_refused(eval + "--protocol select --points p.csv", 2, {"--points is not available for --protocol select"});
   expect_refused(eval + "--protocol select --plan lattice:1", 2, {"--plan lattice:K needs K", "lattice:1 measures every cell"});
   expect_refused(eval + "--protocol select --plan lattice:+2", 2, {"--plan lattice:K needs K", "'+2' is not a whole number"});
-  expect_refused(eval + "--protocol bogus", 2, {"unknown --protocol 'bogus'"});
+  expect_refused(eval + "--protocol bogus", 2, {"unknown --protocol 'bogus' (known: interp2, sparse4, extrap, crossn, crosshw:K"});
+  expect_refused(eval + "--protocol interp2:3", 2, {"--protocol interp2:3: interp2 takes no ':' argument"});
   // Good options: the unreadable input is what is wrong (bad data, exit 1, naming it).
   expect_refused(eval + "--protocol crosshw:2", 1, {"unreadable.txt"});
   // A K the protocol reads runs as before.
