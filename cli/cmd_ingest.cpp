@@ -18,6 +18,7 @@
 #include "cli/commands.h"
 #include "ingest/ingest.h"
 #include "model/group_model.h"
+#include "model/model_set.h"
 #include "model/sample_csv.h"
 #include "model/text.h"
 
@@ -46,11 +47,13 @@ std::string label(const Sample& s) {
   return out;
 }
 
-// The points a model would be fitted to together: the summary's groups.
+// The points a model would be fitted to together: the summary's groups. The machine and the element type as
+// fit names them (sample_system, canonical_dtype): the system column or the device before the source, so that a
+// CSV of two devices without a system column is two groups here as in the models file, not one group of
+// "duplicates"; bf16 and bfloat16 one type.
 using GroupKey = std::tuple<std::string, std::string, std::string, std::string, int, int, bool, std::string>;
 GroupKey group_key(const Sample& s) {
-  auto it = s.extra.find("system");
-  return {it == s.extra.end() ? s.source : it->second, to_string(s.collective), s.strategy, to_string(s.fusion) + "/" + s.dtype,
+  return {sample_system(s), to_string(s.collective), s.strategy, to_string(s.fusion) + "/" + canonical_dtype(s.dtype),
           s.nranks, s.nnodes, s.in_place, label(s)};
 }
 

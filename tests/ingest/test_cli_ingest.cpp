@@ -85,6 +85,19 @@ TEST(CliIngest, DuplicatesAreCountedOverWhatIsWritten) {
   r = run_command(arfit_bin() + " ingest " + shaped);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("3 samples, 0 failed, 1 duplicate\n"), std::string::npos) << r.output;
+  // Groups are fit's (sample_system, canonical_dtype): two devices of one CSV without a system column are two
+  // machines, and bf16 and bfloat16 one type. The summary took the source for the machine and the type as
+  // written: "3 duplicates, 1 groups" where fit fits two groups of 3 sizes.
+  const std::string two_devices = d.write("two_devices.csv",
+                                          "#arfit-samples v1\ncollective,strategy,dtype,nranks,device,bytes,time_us,source\n"
+                                          "allreduce,nccl,bf16,8,H100,1024,10,run.txt\n"
+                                          "allreduce,nccl,bfloat16,8,H100,2048,11,run.txt\n"
+                                          "allreduce,nccl,bf16,8,A100,1024,12,run.txt\n"
+                                          "allreduce,nccl,bf16,8,A100,2048,13,run.txt\n");
+  r = run_command(arfit_bin() + " ingest " + two_devices);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("summary: 1 files, 4 rows, 4 samples, 0 failed, 0 duplicates, 2 groups"), std::string::npos) << r.output;
+  for (const char* machine : {"\n  A100 ", "\n  H100 "}) EXPECT_NE(r.output.find(machine), std::string::npos) << machine << r.output;
 }
 
 TEST(CliIngest, BadFileExitsOneWithFileLineAndLeavesNoOutput) {
