@@ -5,11 +5,13 @@
 //   2 usage: an unknown subcommand or option, a bad option value, an impossible request (UsageError, CLI11's
 //     parse errors), an output path the output-path rule refuses (OutputPathError, model/atomic_file.h).
 #include <iostream>
+#include <new>
 #include <stdexcept>
 #include <string>
 
 #include "cli/commands.h"
 #include "cmdline/integer_options.h"
+#include "model/atomic_file.h"
 #include "model/errors.h"
 #include "model/stdout_check.h"
 
@@ -57,6 +59,10 @@ int run(int argc, char** argv) {
   } catch (const arfit::InputError& e) {
     std::cerr << "arfit: error: " << e.what() << "\n";
     return 1;
+  } catch (const std::bad_alloc&) {
+    // what() says only "std::bad_alloc": name the cause a user can act on.
+    std::cerr << "arfit: error: " << arfit::kOutOfMemoryMessage << "\n";
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "arfit: error: " << e.what() << "\n";
     return 1;
@@ -67,4 +73,7 @@ int run(int argc, char** argv) {
 }  // namespace
 
 // Every command's answer on standard output (tables, --json, help) counts as output: a failed write fails.
-int main(int argc, char** argv) { return arfit::finish_standard_output("arfit", run(argc, argv)); }
+int main(int argc, char** argv) {
+  arfit::fail_cleanly_at_resource_limits("arfit");
+  return arfit::finish_standard_output("arfit", run(argc, argv));
+}

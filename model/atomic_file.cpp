@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <fcntl.h>
 #include <filesystem>
 #include <iostream>
@@ -151,12 +152,17 @@ void remove_staging_folder_in_handler(const char* path) {
   ::rmdir(path);
 }
 
-extern "C" void remove_temporaries_and_reraise(int sig) {
-  const int saved_errno = errno;
+// What the signal handler and an out-of-memory end remove: the published temporary files and staging folders.
+void remove_registered_temporaries() {
   for (TempSlot& s : g_temp)
     if (s.state.load() == 2) ::unlink(s.path);  // unlink is async-signal-safe
   for (TempSlot& s : g_staging)
     if (s.state.load() == 2) remove_staging_folder_in_handler(s.path);
+}
+
+extern "C" void remove_temporaries_and_reraise(int sig) {
+  const int saved_errno = errno;
+  remove_registered_temporaries();
   // Restore what was there before (the default action: we only install over SIG_DFL) and deliver the signal
   // again; it is blocked inside this handler and terminates the process as soon as the handler returns.
   for (std::size_t i = 0; i < sizeof kCleanupSignals / sizeof kCleanupSignals[0]; ++i)
@@ -165,7 +171,29 @@ extern "C" void remove_temporaries_and_reraise(int sig) {
   errno = saved_errno;
 }
 
+// SIGXFSZ's default action (ulimit -f reached) kills the process in the middle of a write, leaving the temporary file
+// behind and the exit status a signal's. With a handler installed the write fails with EFBIG instead, and the failed
+// write is reported and cleaned up as a full disk is ("cannot write: File too large", exit 1). A handler that does
+// nothing rather than SIG_IGN: exec resets a handler to the default, so gnuplot, which arfit runs, still dies of the
+// limit instead of finishing a truncated image it would report as drawn.
+extern "C" void note_file_size_limit(int) {}
+
+void catch_file_size_limit() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction old {};
+    // A process that set its own disposition (a test harness, `trap '' XFSZ`) keeps it.
+    if (::sigaction(SIGXFSZ, nullptr, &old) != 0 || old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO)) return;
+    struct sigaction sa {};
+    sa.sa_handler = note_file_size_limit;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    ::sigaction(SIGXFSZ, &sa, nullptr);
+  });
+}
+
 void install_cleanup_handlers() {
+  catch_file_size_limit();
   static std::once_flag once;
   std::call_once(once, [] {
     for (std::size_t i = 0; i < sizeof kCleanupSignals / sizeof kCleanupSignals[0]; ++i) {
@@ -183,13 +211,12 @@ void install_cleanup_handlers() {
   });
 }
 
-// Keeps a temporary path in the table while it may exist on disk. With more than kTempSlots concurrent
-// writes (or an over-long path) the file is still removed on errors, only not on signals.
-// Returns the slot, or -1 when none is free.
+// Puts a path the signal handler removes in the table. Returns the slot, or -1 when none is free or the path is too
+// long: the file is then still removed on errors, only not on signals.
 template <int N>
 int register_in(TempSlot (&table)[N], const std::string& path) {
-  if (path.size() >= kTempPathMax) return -1;
   install_cleanup_handlers();
+  if (path.size() >= kTempPathMax) return -1;
   for (int i = 0; i < N; ++i) {
     int free_state = 0;
     if (table[i].state.compare_exchange_strong(free_state, 1)) {
@@ -201,16 +228,113 @@ int register_in(TempSlot (&table)[N], const std::string& path) {
   return -1;
 }
 
-int register_temporary(const std::string& path) { return register_in(g_temp, path); }
-
-void release_temporary(int slot) {
-  if (slot >= 0) g_temp[slot].state.store(0);
+void release_in(TempSlot* table, int slot) {
+  if (slot >= 0) table[slot].state.store(0);
 }
 
+// Blocks the cleanup signals in this thread while alive: between creating a temporary file (or staging folder) and
+// registering it, a signal would leave it behind; between registering a name and finding that it is taken, the
+// handler would remove another's file.
+class BlockCleanupSignals {
+ public:
+  BlockCleanupSignals() {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int sig : kCleanupSignals) sigaddset(&set, sig);
+    ::pthread_sigmask(SIG_BLOCK, &set, &saved_);
+  }
+  ~BlockCleanupSignals() { ::pthread_sigmask(SIG_SETMASK, &saved_, nullptr); }
+  BlockCleanupSignals(const BlockCleanupSignals&) = delete;
+  BlockCleanupSignals& operator=(const BlockCleanupSignals&) = delete;
+
+ private:
+  sigset_t saved_;
+};
+
+// The longest file name `folder` takes (NAME_MAX; 255 where the system does not say).
+std::size_t longest_name_in(const std::string& folder) {
+  const long n = ::pathconf(folder.empty() ? "." : folder.c_str(), _PC_NAME_MAX);
+  return n > 0 ? static_cast<std::size_t>(n) : 255;
+}
+
+// `name` cut to at most `max` bytes, not inside a UTF-8 character.
+std::string cut_name(const std::string& name, std::size_t max) {
+  if (name.size() <= max) return name;
+  std::size_t n = max;
+  while (n > 0 && (static_cast<unsigned char>(name[n]) & 0xC0) == 0x80) --n;
+  return name.substr(0, n);
+}
+
+// Names of a temporary sibling of `target` (a file or a folder), "<target>.tmp.<pid><suffix>" first, then
+// "<target>.tmp.<pid>.<n><suffix>" while those are taken. The name part is shortened where the whole would pass the
+// folder's NAME_MAX, so every name a target may have, its temporary can have too.
+class TemporaryNames {
+ public:
+  TemporaryNames(const std::string& target, std::string suffix) : suffix_(std::move(suffix)) {
+    const std::filesystem::path t(target);
+    folder_ = t.parent_path().string();
+    name_ = t.filename().string();
+    max_ = longest_name_in(folder_);
+  }
+  std::string operator()(int attempt) const {
+    const std::string tail = ".tmp." + std::to_string(::getpid()) + (attempt ? "." + std::to_string(attempt) : "") + suffix_;
+    const std::string name = cut_name(name_, max_ > tail.size() ? max_ - tail.size() : 0) + tail;
+    return folder_.empty() ? name : (std::filesystem::path(folder_) / name).string();
+  }
+
+ private:
+  std::string folder_, name_, suffix_;
+  std::size_t max_;
+};
+
+// A name is tried at most this often: far more than any folder's stale temporaries of one pid.
+constexpr int kTemporaryAttempts = 1000;
+
+// A temporary file or staging folder of this process, created under a name nothing else has: made with O_EXCL
+// (mkdir for a folder), so a file that already has the name (a stale temporary of an earlier process with this
+// pid, one of a process with the same pid in another PID namespace writing into a shared folder, a user's file) is
+// never truncated or removed; the next name is taken instead (nor written through: O_EXCL and mkdir do not follow a
+// symbolic link). Registered in `table` for removal on the signals.
+struct CreatedTemporary {
+  std::string path;
+  int fd = -1;  // for a file: open for writing
+  int slot = -1;
+};
+
+template <int N>
+CreatedTemporary create_unique(TempSlot (&table)[N], const std::string& target, const std::string& suffix,
+                               const std::string& output_for_messages, bool folder) {
+  install_cleanup_handlers();
+  const TemporaryNames names(target, suffix);
+  int err = 0;
+  for (int attempt = 0; attempt < kTemporaryAttempts; ++attempt) {
+    CreatedTemporary t;
+    t.path = names(attempt);
+    BlockCleanupSignals blocked;
+    bool created;
+    if (folder) {
+      created = ::mkdir(t.path.c_str(), 0777) == 0;
+    } else {
+      t.fd = ::open(t.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+      created = t.fd >= 0;
+    }
+    if (created) {
+      t.slot = register_in(table, folder ? std::filesystem::absolute(t.path).string() : t.path);
+      return t;
+    }
+    err = errno;
+    if (err != EEXIST) break;
+  }
+  throw std::runtime_error(output_for_messages + ": cannot create the temporary " + (folder ? "folder " : "file ") +
+                           names(0) + ": " + sys_reason(err ? err : EEXIST));
+}
+
+// Keeps a temporary file registered while it may exist on disk. With more than kTempSlots concurrent writes (or an
+// over-long path) the file is still removed on errors, only not on signals.
 class TempRegistration {
  public:
-  explicit TempRegistration(const std::string& path) : slot_(register_temporary(path)) {}
-  ~TempRegistration() { release_temporary(slot_); }
+  explicit TempRegistration(int slot) : slot_(slot) {}
+  ~TempRegistration() { release_in(g_temp, slot_); }
   TempRegistration(const TempRegistration&) = delete;
   TempRegistration& operator=(const TempRegistration&) = delete;
 
@@ -369,18 +493,6 @@ ResolvedOutput resolve_output(const std::string& path) {
   return out;
 }
 
-// Creates the temporary file; a stale one of an earlier process with our pid is replaced (never followed:
-// O_EXCL does not open through a symbolic link).
-int create_temporary(const std::string& tmp, const std::string& path) {
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd >= 0) return fd;
-    if (errno != EEXIST || attempt > 0) break;
-    ::unlink(tmp.c_str());
-  }
-  throw std::runtime_error(path + ": cannot create the temporary file " + tmp + ": " + sys_reason(errno));
-}
-
 // read_file's refusal of a device, and input_path_problem's.
 std::string device_problem(const std::string& path, mode_t mode) {
   return path + ": is " + file_kind(mode) + ", not a file; give a file, a pipe or a FIFO";
@@ -427,7 +539,47 @@ std::string read_bytes(const std::string& path, bool is_input, std::size_t max_b
   return out;
 }
 
+// ---------------------------------------------------------------- out of memory
+
+const char* g_program = "arfit";
+std::terminate_handler g_previous_terminate = nullptr;
+
+void write_to_stderr(const char* text) {
+  for (std::size_t n = std::strlen(text); n > 0;) {
+    const ssize_t w = ::write(STDERR_FILENO, text, n);
+    if (w <= 0) return;
+    text += w;
+    n -= static_cast<std::size_t>(w);
+  }
+}
+
+// std::terminate's handler: a std::bad_alloc ends the process as a failed run, anything else as before. Writes with
+// write(2) and no allocation: memory is what ran out.
+[[noreturn]] void terminate_on_out_of_memory() {
+  if (const std::exception_ptr e = std::current_exception()) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::bad_alloc&) {
+      remove_registered_temporaries();
+      write_to_stderr(g_program);
+      write_to_stderr(": error: ");
+      write_to_stderr(kOutOfMemoryMessage);
+      write_to_stderr("\n");
+      ::_exit(1);
+    } catch (...) {
+    }
+  }
+  if (g_previous_terminate) g_previous_terminate();
+  std::abort();
+}
+
 }  // namespace
+
+void fail_cleanly_at_resource_limits(const char* program) {
+  catch_file_size_limit();  // also for what goes to standard output, which no temporary file registers
+  g_program = program;
+  g_previous_terminate = std::set_terminate(terminate_on_out_of_memory);
+}
 
 bool is_standard_output(const std::string& path) { return path == "-"; }
 
@@ -502,14 +654,16 @@ void rename_over_output(const std::string& from, const std::string& path) {
 void move_into_place(const std::string& staged, const std::string& path) { rename_over_output(staged, path); }
 
 TemporaryOutput::TemporaryOutput(const std::string& path, const std::string& suffix) : output_(path) {
-  tmp_ = resolve_output(path).target + ".tmp." + std::to_string(::getpid()) + suffix;
-  slot_ = register_temporary(tmp_);  // before the other program creates it, so a signal never misses it
-  ::unlink(tmp_.c_str());            // a stale one of an earlier process with our pid
+  // Created empty, so that the name is this run's: the other program opens it for writing and truncates it.
+  const CreatedTemporary t = create_unique(g_temp, resolve_output(path).target, suffix, path, false);
+  ::close(t.fd);
+  tmp_ = t.path;
+  slot_ = t.slot;
 }
 
 TemporaryOutput::~TemporaryOutput() {
   if (!committed_) ::unlink(tmp_.c_str());
-  release_temporary(slot_);
+  release_in(g_temp, slot_);
 }
 
 void TemporaryOutput::commit() {
@@ -554,16 +708,21 @@ StagingFolder::StagingFolder(const std::string& dir, const std::string& what) : 
     created_.push_back(p.string());
     if (p == p.parent_path()) break;
   }
-  path_ = (fs::path(dir) / (kStagingPrefix + what + kStagingInfix + std::to_string(::getpid()))).string();
+  const std::string staging = (fs::path(dir) / (kStagingPrefix + what)).string();
   try {
     fs::create_directories(dir);
-    slot_ = register_in(g_staging, fs::absolute(path_).string());  // before it exists, so a signal never misses it
-    fs::remove_all(path_, ec);  // a stale one of an earlier process with our pid
-    fs::create_directory(path_);
   } catch (const fs::filesystem_error& e) {
-    const std::string why = dir + ": cannot create the staging folder " + path_ + ": " + e.code().message();
+    const std::string why = dir + ": cannot create the folder: " + e.code().message();
     remove();
     throw std::runtime_error(why);
+  }
+  try {
+    const CreatedTemporary t = create_unique(g_staging, staging, "", dir, true);
+    path_ = t.path;
+    slot_ = t.slot;
+  } catch (...) {
+    remove();
+    throw;
   }
 }
 
@@ -578,7 +737,7 @@ void StagingFolder::remove() {
   if (!path_.empty()) std::filesystem::remove_all(path_, ec);
   if (!committed_)
     for (const auto& d : created_) std::filesystem::remove(d, ec);  // only when empty
-  if (slot_ >= 0) g_staging[slot_].state.store(0);
+  release_in(g_staging, slot_);
   slot_ = -1;
   path_.clear();
   created_.clear();
@@ -618,9 +777,10 @@ void write_standard_output(const std::function<void(std::ostream&)>& write) {
 void write_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& write) {
   if (is_standard_output(path)) return write_standard_output(write);
   const ResolvedOutput out = resolve_output(path);
-  const std::string tmp = out.target + ".tmp." + std::to_string(::getpid());
-  TempRegistration registration(tmp);  // before the file exists, so a signal never misses it
-  int fd = create_temporary(tmp, path);
+  const CreatedTemporary created = create_unique(g_temp, out.target, "", path, false);
+  const TempRegistration registration(created.slot);
+  const std::string& tmp = created.path;
+  int fd = created.fd;
   try {
     if (out.exists && ::fchmod(fd, out.mode) != 0)
       throw std::runtime_error(path + ": cannot set the permissions of " + tmp + ": " + sys_reason(errno));

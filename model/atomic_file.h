@@ -1,6 +1,8 @@
 // Reading inputs and writing outputs, with one output-path rule for every writer.
 //
-// Writers never leave half-written outputs: they write "<path>.tmp.<pid>" in the same directory, then rename.
+// Writers never leave half-written outputs: they write "<path>.tmp.<pid>" in the same directory, then rename. The
+// temporary is created exclusively: a file that already has the name is never truncated or removed (the next free
+// "<path>.tmp.<pid>.<n>" is taken), and the name part is shortened where the whole would pass NAME_MAX.
 // Before anything is created the output path must pass the output-path rule (check_output_path):
 //   - an output that is the same file as an input of this process is refused: read_file records the
 //     device and inode of every file it reads, so hard links, symbolic links and relative paths to an input
@@ -16,7 +18,9 @@
 // Refusals throw OutputPathError (a usage error: the path came from an option); write failures throw
 // std::runtime_error with the system's reason (strerror). Temporary files are removed when the process is
 // stopped by SIGINT, SIGTERM, SIGHUP or SIGPIPE (an async-signal-safe handler unlinks them and re-raises the
-// signal with its default action).
+// signal with its default action). SIGXFSZ (ulimit -f) is caught, so that a write past the limit fails with EFBIG
+// like a full disk instead of killing the process; fail_cleanly_at_resource_limits does so for the whole run (standard
+// output included) and for std::bad_alloc.
 #pragma once
 
 #include <cstddef>
@@ -74,7 +78,8 @@ void move_into_place(const std::string& staged, const std::string& path);
 // signals above and removed on destruction unless commit() renamed it over `path` (checked again then).
 class TemporaryOutput {
  public:
-  // The temporary path is `path`'s target + ".tmp.<pid>" + suffix (a suffix keeps an extension programs read).
+  // The temporary path is `path`'s target + ".tmp.<pid>" + suffix (a suffix keeps an extension programs read), or
+  // the next free name (see above); it is created empty, so that the name is this run's.
   explicit TemporaryOutput(const std::string& path, const std::string& suffix = "");
   ~TemporaryOutput();
   TemporaryOutput(const TemporaryOutput&) = delete;
@@ -116,7 +121,8 @@ class OutputFolderLock {
 // empty; on the signals above the handler removes the staging folder and its files (not `dir`).
 class StagingFolder {
  public:
-  // Creates `dir` and "<dir>/.arfit-<what>.tmp.<pid>" (a stale one of an earlier process with our pid is removed).
+  // Creates `dir` and "<dir>/.arfit-<what>.tmp.<pid>" (or ".<n>" after it, where the name is taken: a folder that
+  // has it, a stale one or another process's, is never removed).
   StagingFolder(const std::string& dir, const std::string& what);
   ~StagingFolder();
   StagingFolder(const StagingFolder&) = delete;
@@ -145,6 +151,21 @@ class StagingFolder {
 // True for a folder name StagingFolder uses (".arfit-<what>.tmp.<pid>"): readers of an output folder (the figure
 // index) skip them, so they never list the half-assembled outputs of a run still going.
 bool is_staging_folder_name(const std::string& name);
+
+// What a program says when memory runs out (std::bad_alloc's own what() says only "std::bad_alloc").
+inline constexpr const char* kOutOfMemoryMessage =
+    "out of memory (a memory limit such as ulimit -v, or inputs too large for this machine)";
+
+// For a program's main, first thing: the limits of ulimit end the run as a failed run (exit 1 and a message), not as a
+// kill or an abort that leaves temporary files behind.
+//   - ulimit -f: SIGXFSZ is caught (when at its default), so a write past the limit fails with EFBIG, also on
+//     standard output ("writing standard output failed: File too large"); exec gives children the default back.
+//   - ulimit -v: a std::bad_alloc that reaches std::terminate (one thrown where no exception may pass: a library's
+//     destructor that allocates while an earlier std::bad_alloc unwinds the stack, as nlohmann::json's does) removes
+//     the temporary files of writes in flight (as the signal handler does), prints "<program>: error: " +
+//     kOutOfMemoryMessage and exits with 1. Any other reason for std::terminate keeps the previous handler (abort).
+// `program` must outlive the process.
+void fail_cleanly_at_resource_limits(const char* program);
 
 // Largest file the readers take: 1 GiB, some hundred times the largest measurement log or models file.
 inline constexpr std::size_t kMaxInputBytes = std::size_t{1} << 30;

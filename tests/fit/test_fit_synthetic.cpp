@@ -2,13 +2,18 @@
 // the models file (round trip, prediction, intervals, joint-n, SM transfer, all-to-allv).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
+#include <new>
+#include <stdexcept>
+#include <vector>
 #include <random>
 
 #include "fit/eval.h"
 #include "fit/family_fit.h"
 #include "fit/fit.h"
+#include "fit/parallel_for.h"
 #include "model/bus_factor.h"
 #include "model/errors.h"
 #include "model/group_model.h"
@@ -487,5 +492,25 @@ TEST(FitGroup, OutOfRangeIntervalsStayWithinPhysicalBounds) {
     const Prediction p = m.predict(above);
     EXPECT_GE(p.lo_us, t_max / noise) << above;
     EXPECT_LE(p.hi_us, t_max * above / s.back() * noise) << above;
+  }
+}
+
+// An exception thrown by one item (std::bad_alloc under ulimit -v) reaches the caller, as it does without threads;
+// escaping a worker thread it ended the process with std::terminate (abort, exit 134). Items handed out after it
+// are skipped; every item is done exactly once when none throws.
+TEST(ParallelFor, ExceptionsReachTheCaller) {
+  for (int threads : {1, 2, 4}) {
+    std::vector<int> done(200, 0);
+    EXPECT_THROW(detail::parallel_for(done.size(), threads,
+                                      [&](std::size_t i) {
+                                        if (i == 7) throw std::bad_alloc();
+                                        ++done[i];
+                                      }),
+                 std::bad_alloc)
+        << threads;
+    EXPECT_EQ(done[7], 0);
+    std::vector<int> all(200, 0);
+    detail::parallel_for(all.size(), threads, [&](std::size_t i) { ++all[i]; });
+    EXPECT_EQ(std::count(all.begin(), all.end(), 1), 200) << threads;
   }
 }

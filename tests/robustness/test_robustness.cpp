@@ -1283,3 +1283,120 @@ TEST_F(Robustness, EvalJsonHasNoErrorWhereNoPointWasAnswered) {
   EXPECT_GT(same.at("points").get<int>(), 0);
   EXPECT_GT(same.at("gmae").get<double>(), 0);
 }
+
+// ---------------------------------------------------------------- resource limits and names
+
+// ulimit -f with SIGXFSZ at its default action (WriteFailuresSayTheSystemsReason ignores it with trap): the signal
+// killed arfit mid-write (exit 153) and left NAME.tmp.PID behind. Now the write fails with EFBIG, reported and
+// cleaned up as a full disk is; the old output stays byte-identical. So does a write to standard output redirected to
+// a file (it registers no temporary file: the signal is caught from the start of main). gnuplot, which arfit runs,
+// keeps the default.
+TEST_F(Robustness, FileSizeLimitIsAFailedWriteNotAKill) {
+  copy("samples.csv");
+  copy("models.json");
+  for (const std::string args : {"fit samples.csv -o models.json -q", "ingest samples.csv -o big.csv -q",
+                                  "codegen models.json --format json -o table.json"}) {
+    const auto before = snapshot(dir.path());
+    const CommandResult r = run_command("cd " + dir.path().string() + " && sh -c 'ulimit -f 1; exec " + arfit_bin() + " " + args + "'");
+    EXPECT_EQ(r.exit_code, 1) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find(": cannot write: File too large"), std::string::npos) << args << "\n" << r.output;
+    expect_unchanged(before, dir.path(), args);
+  }
+  // Standard output redirected to a file: a failed run too, as on a full disk (the file holds what fitted).
+  for (const auto& [args, says] : {std::pair<std::string, std::string>{"ingest samples.csv -o - -q", "-: cannot write standard output: File too large"},
+                                   {"predict models.json --collective allreduce --nranks 8 --bytes 1024:1073741824",
+                                    "writing standard output failed: File too large"}}) {
+    const CommandResult r = run_command("cd " + dir.path().string() + " && sh -c 'ulimit -f 1; exec " + arfit_bin() + " " + args +
+                                        " > stdout.txt'");
+    EXPECT_EQ(r.exit_code, 1) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find(says), std::string::npos) << args << "\n" << r.output;
+    fs::remove(dir.file("stdout.txt"));
+  }
+}
+
+// Runs `args` in `dir` under ulimit -v `kib`.
+CommandResult run_with_memory_limit(const TempDir& dir, long kib, const std::string& args) {
+  return run_command("cd " + dir.path().string() + " && sh -c 'ulimit -v " + std::to_string(kib) + "; exec " + arfit_bin() +
+                     " " + args + "'");
+}
+
+// ulimit -v low enough that fitting runs out of memory: a failed run (exit 1, "out of memory"), never an abort.
+// nlohmann::json's destructors allocate, so a std::bad_alloc unwinding through a half-copied models document reached
+// std::terminate (exit 134, a core dump) at most limits between "cannot start" and "enough"; a std::bad_alloc in a
+// fitting thread did too. The limits are found on this machine: from the least that runs `arfit --version` (the
+// shared libraries' mappings) up in steps until the fit succeeds.
+TEST_F(Robustness, OutOfMemoryIsAFailedRunNotAnAbort) {
+  std::string s = "#arfit-samples v1\ncollective,strategy,fusion,dtype,nranks,bytes,time_us\n";
+  for (int n = 2; n <= 200; ++n)
+    for (const char* strategy : {"NCCL", "ONESHOT"})
+      for (long b = 1024; b <= (64L << 20); b *= 4)
+        s += std::string("allreduce,") + strategy + ",NONE,bf16," + std::to_string(n) + "," + std::to_string(b) + "," +
+             std::to_string(5.0 + n + static_cast<double>(b) / 5e4) + "\n";
+  dir.write("many.csv", s);
+  long lo = 1 << 10, hi = 1L << 24;  // KiB: the least limit that starts arfit lies between
+  ASSERT_EQ(run_with_memory_limit(dir, hi, "--version").exit_code, 0);
+  while (hi - lo > 1024) {
+    const long mid = (lo + hi) / 2;
+    (run_with_memory_limit(dir, mid, "--version").exit_code == 0 ? hi : lo) = mid;
+  }
+  int out_of_memory = 0;
+  bool fitted = false;
+  for (long kib = hi; kib < hi + (1L << 20) && !fitted; kib += 4096) {
+    const auto before = snapshot(dir.path());
+    const CommandResult r = run_with_memory_limit(dir, kib, "fit many.csv -o m.json -q");
+    ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << "ulimit -v " << kib << ": exit " << r.exit_code << "\n" << r.output;
+    if (r.exit_code == 0) {
+      fitted = true;
+      break;
+    }
+    ++out_of_memory;
+    EXPECT_NE(r.output.find("arfit: error: out of memory"), std::string::npos) << "ulimit -v " << kib << "\n" << r.output;
+    expect_unchanged(before, dir.path(), "ulimit -v " + std::to_string(kib));
+  }
+  EXPECT_TRUE(fitted);
+  EXPECT_GT(out_of_memory, 0) << "no limit ran out of memory: the test did not test";
+}
+
+// A file that already has the temporary's name (a stale temporary of an earlier process with this pid, the
+// temporary of a process with the same pid in another container writing into a shared folder, a user's file) was
+// removed: write_file_atomically unlinked NAME.tmp.PID and StagingFolder emptied .arfit-WHAT.tmp.PID. Both are kept
+// now and the temporary takes the next free name. `exec` keeps the shell's pid, so $$ is arfit's.
+TEST_F(Robustness, FilesWithTheTemporarysNameAreKept) {
+  copy("samples.csv");
+  const std::string in_dir = "cd " + dir.path().string() + " && ";
+  CommandResult r = run_command(in_dir + "sh -c 'echo mine > m.json.tmp.$$; exec " + arfit_bin() + " fit samples.csv -o m.json -q'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(slurp(dir.file("m.json")).find("arfit-models"), std::string::npos);
+  r = run_command(in_dir + "sh -c 'mkdir -p out/.arfit-breakdown.tmp.$$ && echo mine > out/.arfit-breakdown.tmp.$$/f; exec " +
+                  arfit_bin() + " breakdown " + kProfile + " -o out --no-figures'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(fs::exists(dir.file("out/comm_share.csv"))) << r.output;
+  std::vector<std::string> left;
+  for (const auto& e : fs::recursive_directory_iterator(dir.path()))
+    if (e.path().string().find(".tmp.") != std::string::npos) left.push_back(fs::relative(e.path(), dir.path()).string());
+  std::sort(left.begin(), left.end());
+  ASSERT_EQ(left.size(), 3u) << ::testing::PrintToString(left);  // the two files and the folder holding one: no other
+  EXPECT_EQ(slurp(dir.file(left[0])), "mine\n");
+  EXPECT_EQ(slurp(dir.file(left[2])), "mine\n");
+  EXPECT_EQ(slurp(dir.file(left[1] + "/f")), "mine\n");
+}
+
+// An output name of NAME_MAX bytes is a name the folder takes, so arfit writes it: its temporary
+// ("NAME.tmp.PID", longer) was refused by the file system after the work (exit 1, "File name too long"). The
+// temporary's name part is shortened now. One byte more is the option's error (exit 2) before any work.
+TEST_F(Robustness, OutputNamesUpToNameMaxAreWritten) {
+  copy("samples.csv");
+  copy("models.json");
+  const long name_max = ::pathconf(dir.path().c_str(), _PC_NAME_MAX);
+  ASSERT_GT(name_max, 16);
+  const std::string longest = std::string(static_cast<std::size_t>(name_max) - 5, 'x') + ".json";
+  for (const std::string args : {"fit samples.csv -q -o ", "codegen models.json --format json -o "}) {
+    const CommandResult r = arfit_here(args + longest);
+    EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.output;
+    EXPECT_TRUE(fs::exists(dir.file(longest))) << args;
+    for (const auto& e : fs::directory_iterator(dir.path()))
+      EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << args << ": left " << e.path();
+    fs::remove(dir.file(longest));
+  }
+  expect_refused("fit samples.csv -q -o y" + longest, 2, {"File name too long"});
+}
