@@ -115,7 +115,8 @@ static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs l
 constexpr int kStagingSlots = 4;
 TempSlot g_staging[kStagingSlots];
 
-constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+// SIGXFSZ: a write past the file-size limit (ulimit -f) ends the process by default, mid-write of a temporary file.
+constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGXFSZ};
 struct sigaction g_previous[sizeof kCleanupSignals / sizeof kCleanupSignals[0]];
 
 // Removes the files of a staging folder (it holds files only) and the folder, with async-signal-safe calls only:

@@ -15,8 +15,8 @@
 // assembled as files (check_output_directory, StagingFolder, TemporaryOutput, move_into_place) refuse "-".
 // Refusals throw OutputPathError (a usage error: the path came from an option); write failures throw
 // std::runtime_error with the system's reason (strerror). Temporary files are removed when the process is
-// stopped by SIGINT, SIGTERM, SIGHUP or SIGPIPE (an async-signal-safe handler unlinks them and re-raises the
-// signal with its default action).
+// stopped by SIGINT, SIGTERM, SIGHUP, SIGPIPE or SIGXFSZ (a write past `ulimit -f`; an async-signal-safe handler
+// unlinks them and re-raises the signal with its default action).
 #pragma once
 
 #include <cstddef>

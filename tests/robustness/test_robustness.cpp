@@ -13,6 +13,7 @@
 #include <functional>
 #include <string>
 #include <tuple>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -291,6 +292,20 @@ TEST_F(Robustness, SignalsRemoveTemporaryFiles) {
     });
     EXPECT_TRUE(fs::is_empty(dir.path())) << "signal " << sig << " left " << fs::directory_iterator(dir.path())->path();
   }
+}
+
+// A write past the file-size limit (ulimit -f) raises SIGXFSZ, whose default action ends the process in the middle
+// of the write: the handler removes the temporary file then, as for the signals above (arbench --json under
+// `ulimit -f` left its `NAME.tmp.PID`). The limit is set in a child process, which then writes 1 MiB atomically.
+TEST_F(Robustness, FileSizeLimitRemovesTheTemporaryFile) {
+  const std::string out = dir.file("big.json");
+  expect_killed_mid_write(SIGXFSZ, [&] {
+    const struct rlimit limit {4096, 4096};
+    if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) std::_Exit(10);
+    arfit::write_string_atomically(out, std::string(1 << 20, 'x'));
+    std::_Exit(11);  // not reached: the write past the limit raises SIGXFSZ
+  });
+  EXPECT_TRUE(fs::is_empty(dir.path())) << "SIGXFSZ left " << fs::directory_iterator(dir.path())->path();
 }
 
 // ---------------------------------------------------------------- silently wrong
