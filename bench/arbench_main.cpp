@@ -4,10 +4,13 @@
 // file) or a failed run (a case failed: wrong results, error, timeout, also when --on-timeout stop ended the
 // run); 2 usage: bad command line, impossible grid, refused output path (nothing measured).
 #include <algorithm>
+#include <cstdint>
+#include <fstream>
 #include <iostream>
 #include <mpi.h>
 #include <sstream>
 #include <string>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "bench/agreement.h"
@@ -43,6 +46,18 @@ void say_error(int rank, const std::string& text) {
             << std::flush;
 }
 
+// What this process may still map under its address-space limit (ulimit -v), 0 when unlimited: the limit less
+// what is mapped already (MPI's own segments and the libraries take a few hundred MiB).
+std::int64_t address_space_left() {
+  struct rlimit limit {};
+  if (::getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return 0;
+  const auto cap = static_cast<std::int64_t>(std::min<rlim_t>(limit.rlim_cur, INT64_MAX));
+  long long pages = 0;
+  std::ifstream statm("/proc/self/statm");  // first field: the pages mapped now (Linux)
+  if (!(statm >> pages)) return cap;
+  return std::max<std::int64_t>(1, cap - pages * sysconf(_SC_PAGESIZE));
+}
+
 // The cases this rank will run: its command line's grid within what its node can hold.
 PlannedGrid plan_grid(Options& opt, int size, int ranks_per_node, std::vector<std::string>* notices) {
   PlanOptions po;
@@ -52,6 +67,7 @@ PlannedGrid plan_grid(Options& opt, int size, int ranks_per_node, std::vector<st
   po.buffers = opt.runner.buffers;
   po.ranks_per_node = ranks_per_node;
   po.memory_bytes = static_cast<std::int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+  po.address_space_bytes = address_space_left();
   return plan_cases(opt.spec, po, notices);
 }
 
