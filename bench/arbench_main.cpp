@@ -141,6 +141,10 @@ int run(int argc, char** argv, int rank, int size) {
   opt.runner.backend_label = "arbench-" + opt.spec.backend;
   // Output state (rank 0), shared with every rank: an error flag and the cases still to run.
   const RunIdentity id = identify_run(MPI_COMM_WORLD);
+  // Made before the output is inspected: --resume compares its world size and timing with the file's.
+  const RunHeader header = make_run_header(id, opt.runner.device, opt.spec, grid, opt.command_line, size,
+                                           opt.runner.warmup, opt.runner.iters, opt.runner.buffers, opt.runner.timeout_s,
+                                           opt.runner.cuda_graph);
   std::vector<int> todo;
   std::size_t resumed = 0;
   OutputState out;
@@ -153,7 +157,7 @@ int run(int argc, char** argv, int rank, int size) {
       for (const Case& c : grid.cases) planned.insert(c.key());
       out = inspect_output(opt.output, opt.spec.to_json(), opt.resume, opt.overwrite,
                            cuda_graph_header_value(opt.runner.cuda_graph), opt.runner.device.device, &planned,
-                           opt.runner.backend_label);
+                           opt.runner.backend_label, &header);
       if (!opt.json_output.empty()) {
         if (arfit::same_path(opt.json_output, opt.output))
           throw GridError("--json", "'" + opt.json_output + "' is also the sample CSV (-o); write the JSON to another file");
@@ -196,9 +200,6 @@ int run(int argc, char** argv, int rank, int size) {
   // A resumed run keeps its source: the file stays one run, whatever the number of sessions.
   opt.runner.source = out.resumed() && !out.source.empty() ? out.source : "arbench " + id.started_utc;
   opt.runner.nnodes = id.nnodes;
-  const RunHeader header = make_run_header(id, opt.runner.device, opt.spec, grid, opt.command_line, size,
-                                           opt.runner.warmup, opt.runner.iters, opt.runner.buffers, opt.runner.timeout_s,
-                                           opt.runner.cuda_graph);
 
   std::vector<Case> cases;
   for (int i : todo) cases.push_back(grid.cases[static_cast<std::size_t>(i)]);

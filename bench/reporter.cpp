@@ -129,7 +129,7 @@ GridError journal_in_use_error(const std::string& journal, const std::string& ou
 
 OutputState inspect_output(const std::string& path, const std::string& grid_json, bool resume, bool overwrite,
                            const std::string& cuda_graph, const std::string& device, const std::set<std::string>* planned,
-                           const std::string& backend) {
+                           const std::string& backend, const RunHeader* run_header) {
   OutputState st;
   if (is_standard_output(path))
     throw GridError("-o/--output", "'-' (standard output): the sample CSV is streamed into a journal FILE.partial that "
@@ -192,6 +192,25 @@ OutputState inspect_output(const std::string& path, const std::string& grid_json
   if (!device.empty() && old_device != device)
     throw GridError("--resume", "'" + source + "' was measured on " + (old_device.empty() ? std::string("an unrecorded device") : "'" + old_device + "'") +
                                     ", this run is on '" + device + "': one file holds one machine's run; use another -o");
+  // The header is the first session's and stays: a session with another world or timing would add rows it
+  // misdescribes (an explicit --tp keeps the grid of 2 ranks on 3; -n 5 rows under 'warmup 5, 20 timed iterations').
+  if (run_header) {
+    const auto recorded = [&](const std::string& key) {
+      for (const auto& [k, v] : f.meta)
+        if (k == key) return v;
+      return std::string();
+    };
+    for (const auto& [key, now] : *run_header) {
+      if (key != "world_size" && key != "timing") continue;
+      const std::string then = recorded(key);
+      if (then.empty() || then == now) continue;
+      if (key == "world_size")
+        throw GridError("--resume", "'" + source + "' was measured by " + then + " ranks, this run has " + now +
+                                        "; resume with as many ranks (mpirun -np " + then + "), or use another -o or --overwrite");
+      throw GridError("-w/-n/--buffers", "'" + source + "' was measured with timing '" + then + "', this run with '" + now +
+                                             "'; resume with the same -w, -n and --buffers, or use another -o or --overwrite");
+    }
+  }
   if (f.extra_columns != CsvReporter::extra_columns())
     throw GridError("--resume", "'" + source + "' has different columns than arbench writes");
   check_resumed_rows(f, source, planned, backend);
