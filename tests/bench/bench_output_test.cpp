@@ -304,6 +304,14 @@ TEST(BenchOutput, ResumeRefusesAnotherWorldSizeOrTiming) {
     EXPECT_EQ(arfit::testing::slurp(path), file);  // untouched
   };
   refused(header(3, 5, 20, 0), "--resume", "measured by 2 ranks, this run has 3");
+  // The default TP list follows the world: the grid differs too, and the world size is what to say.
+  try {
+    const RunHeader three = header(3, 5, 20, 0);
+    inspect_output(path, grid + " on 3 ranks", true, false, "off", "", nullptr, "", &three);
+    ADD_FAILURE() << "resumed another grid";
+  } catch (const GridError& e) {
+    EXPECT_NE(std::string(e.what()).find("measured by 2 ranks, this run has 3"), std::string::npos) << e.what();
+  }
   refused(header(2, 5, 100, 0), "-w/-n/--buffers", "this run with 'warmup 5, 100 timed iterations");
   refused(header(2, 1, 20, 0), "-w/-n/--buffers", "this run with 'warmup 1, 20");
   refused(header(2, 5, 20, 4), "-w/-n/--buffers", "rotated (4)");
