@@ -4,10 +4,13 @@
 // file) or a failed run (a case failed: wrong results, error, timeout, also when --on-timeout stop ended the
 // run); 2 usage: bad command line, impossible grid, refused output path (nothing measured).
 #include <algorithm>
+#include <cstdint>
+#include <fstream>
 #include <iostream>
 #include <mpi.h>
 #include <sstream>
 #include <string>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "bench/agreement.h"
@@ -43,6 +46,18 @@ void say_error(int rank, const std::string& text) {
             << std::flush;
 }
 
+// What this process may still map under its address-space limit (ulimit -v), 0 when unlimited: the limit less
+// what is mapped already (MPI's own segments and the libraries take a few hundred MiB).
+std::int64_t address_space_left() {
+  struct rlimit limit {};
+  if (::getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return 0;
+  const auto cap = static_cast<std::int64_t>(std::min<rlim_t>(limit.rlim_cur, INT64_MAX));
+  long long pages = 0;
+  std::ifstream statm("/proc/self/statm");  // first field: the pages mapped now (Linux)
+  if (!(statm >> pages)) return cap;
+  return std::max<std::int64_t>(1, cap - pages * sysconf(_SC_PAGESIZE));
+}
+
 // The cases this rank will run: its command line's grid within what its node can hold.
 PlannedGrid plan_grid(Options& opt, int size, int ranks_per_node, std::vector<std::string>* notices) {
   PlanOptions po;
@@ -52,6 +67,7 @@ PlannedGrid plan_grid(Options& opt, int size, int ranks_per_node, std::vector<st
   po.buffers = opt.runner.buffers;
   po.ranks_per_node = ranks_per_node;
   po.memory_bytes = static_cast<std::int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+  po.address_space_bytes = address_space_left();
   return plan_cases(opt.spec, po, notices);
 }
 
@@ -125,6 +141,10 @@ int run(int argc, char** argv, int rank, int size) {
   opt.runner.backend_label = "arbench-" + opt.spec.backend;
   // Output state (rank 0), shared with every rank: an error flag and the cases still to run.
   const RunIdentity id = identify_run(MPI_COMM_WORLD);
+  // Made before the output is inspected: --resume compares its world size and timing with the file's.
+  const RunHeader header = make_run_header(id, opt.runner.device, opt.spec, grid, opt.command_line, size,
+                                           opt.runner.warmup, opt.runner.iters, opt.runner.buffers, opt.runner.timeout_s,
+                                           opt.runner.cuda_graph);
   std::vector<int> todo;
   std::size_t resumed = 0;
   OutputState out;
@@ -137,7 +157,7 @@ int run(int argc, char** argv, int rank, int size) {
       for (const Case& c : grid.cases) planned.insert(c.key());
       out = inspect_output(opt.output, opt.spec.to_json(), opt.resume, opt.overwrite,
                            cuda_graph_header_value(opt.runner.cuda_graph), opt.runner.device.device, &planned,
-                           opt.runner.backend_label);
+                           opt.runner.backend_label, &header);
       if (!opt.json_output.empty()) {
         if (arfit::same_path(opt.json_output, opt.output))
           throw GridError("--json", "'" + opt.json_output + "' is also the sample CSV (-o); write the JSON to another file");
@@ -180,9 +200,6 @@ int run(int argc, char** argv, int rank, int size) {
   // A resumed run keeps its source: the file stays one run, whatever the number of sessions.
   opt.runner.source = out.resumed() && !out.source.empty() ? out.source : "arbench " + id.started_utc;
   opt.runner.nnodes = id.nnodes;
-  const RunHeader header = make_run_header(id, opt.runner.device, opt.spec, grid, opt.command_line, size,
-                                           opt.runner.warmup, opt.runner.iters, opt.runner.buffers, opt.runner.timeout_s,
-                                           opt.runner.cuda_graph);
 
   std::vector<Case> cases;
   for (int i : todo) cases.push_back(grid.cases[static_cast<std::size_t>(i)]);
@@ -205,6 +222,8 @@ int run(int argc, char** argv, int rank, int size) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // ulimit -f and -v end a rank as a failed run, its temporary files removed, not as a kill or an abort (as arfit).
+  arfit::fail_cleanly_at_resource_limits("arbench");
   int provided = 0;
   // The watchdog thread never calls MPI; FUNNELED is enough.
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);

@@ -129,17 +129,25 @@ PlannedGrid plan_cases(GridSpec& spec, const PlanOptions& options, std::vector<s
     }
     if (d->validate)
       if (auto issue = d->validate(c, lim)) throw GridError(issue->option, issue->what);
-    if (options.memory_bytes > 0) {
+    if (options.memory_bytes > 0 || options.address_space_bytes > 0) {
       const ByteCounts bc = d->byte_counts(c.count, c.elem_size(), c.tp);
       const std::int64_t ws = d->uses_workspace && d->workspace_bytes ? d->workspace_bytes(c) : 0;
       const std::int64_t per_rank =
           bc.send_bytes * rotation_buffers(bc.send_bytes, options.buffers) + 3 * bc.recv_bytes + ws;
+      const std::string size_option =
+          c.tokens ? spec.option_for("tokens") + "/" + spec.option_for("hidden") : spec.option_for("bytes");
+      const auto mib = [](std::int64_t bytes) { return format_bytes(bytes / 1048576 * 1048576); };
       const std::int64_t budget = options.memory_bytes / std::max(1, options.ranks_per_node) * 8 / 10;
-      if (per_rank > budget)
-        throw GridError(c.tokens ? spec.option_for("tokens") + "/" + spec.option_for("hidden") : spec.option_for("bytes"),
-                        c.describe() + " needs about " + format_bytes(per_rank / 1048576 * 1048576) +
-                            " per rank, more than 80% of this node's memory per rank (" +
-                            format_bytes(budget / 1048576 * 1048576) + ")");
+      if (options.memory_bytes > 0 && per_rank > budget)
+        throw GridError(size_option, c.describe() + " needs about " + mib(per_rank) +
+                                         " per rank, more than 80% of this node's memory per rank (" + mib(budget) + ")");
+      // Every rank of a shared-memory group maps the whole window: its peers' segments count in its address space.
+      const std::int64_t mapped = per_rank + ws * (std::max(1, c.tp) - 1);
+      const std::int64_t mappable = options.address_space_bytes / 10 * 8;
+      if (options.address_space_bytes > 0 && mapped > mappable)
+        throw GridError(size_option, c.describe() + " needs about " + mib(mapped) +
+                                         " of address space per rank, more than 80% of what this rank may still map "
+                                         "under its limit (ulimit -v: " + mib(options.address_space_bytes) + " left)");
     }
     c.index = static_cast<int>(out.cases.size());
     out.cases.push_back(c);

@@ -20,6 +20,9 @@ struct PlanOptions {
   int buffers = 0;                   // --buffers (0 = automatic)
   int ranks_per_node = 1;            // for the memory estimate
   std::int64_t memory_bytes = 0;     // physical memory of the node, 0 = do not check
+  // What this process may still map under its address-space limit (ulimit -v), 0 = no limit. A case beyond it
+  // fails in an allocation: bad_alloc, or inside MPI (a fatal MPI error, a crash in the shared-memory window).
+  std::int64_t address_space_bytes = 0;
 };
 
 // Fills defaults (collective allreduce, fusion NONE, dtype bf16, TP 2,4,..,world), validates, expands

@@ -110,6 +110,13 @@ void check_resumed_rows(const SampleFile& f, const std::string& source, const st
   }
 }
 
+// The value of `key` in a header (a sample file's meta or a run's header), "" when absent.
+std::string meta_value(const std::vector<std::pair<std::string, std::string>>& header, const std::string& key) {
+  for (const auto& [k, v] : header)
+    if (k == key) return v;
+  return "";
+}
+
 // True when another process holds the lock of the journal `journal` (CsvReporter::start takes it for the whole
 // run): an arbench run still measuring into it.
 bool journal_in_use(const std::string& journal) {
@@ -129,7 +136,7 @@ GridError journal_in_use_error(const std::string& journal, const std::string& ou
 
 OutputState inspect_output(const std::string& path, const std::string& grid_json, bool resume, bool overwrite,
                            const std::string& cuda_graph, const std::string& device, const std::set<std::string>* planned,
-                           const std::string& backend) {
+                           const std::string& backend, const RunHeader* run_header) {
   OutputState st;
   if (is_standard_output(path))
     throw GridError("-o/--output", "'-' (standard output): the sample CSV is streamed into a journal FILE.partial that "
@@ -180,6 +187,12 @@ OutputState inspect_output(const std::string& path, const std::string& grid_json
     if (k == "cuda_graph") old_cuda_graph = v;
     if (k == "device") old_device = v;
   }
+  // Before the grid: another world size changes the default TP list, and the grid message would not say why. With
+  // an explicit --tp the grid is the same on 2 and 3 ranks, and the kept header's world_size would misdescribe the rows.
+  const std::string old_world = meta_value(f.meta, "world_size"), world = run_header ? meta_value(*run_header, "world_size") : "";
+  if (!old_world.empty() && !world.empty() && old_world != world)
+    throw GridError("--resume", "'" + source + "' was measured by " + old_world + " ranks, this run has " + world +
+                                    "; resume with as many ranks (mpirun -np " + old_world + "), or use another -o or --overwrite");
   if (old_grid != grid_json)
     throw GridError("--resume", "'" + source + "' was written for a different grid or plan (" +
                                     (old_grid.empty() ? std::string("no grid recorded") : old_grid) +
@@ -192,6 +205,12 @@ OutputState inspect_output(const std::string& path, const std::string& grid_json
   if (!device.empty() && old_device != device)
     throw GridError("--resume", "'" + source + "' was measured on " + (old_device.empty() ? std::string("an unrecorded device") : "'" + old_device + "'") +
                                     ", this run is on '" + device + "': one file holds one machine's run; use another -o");
+  // The header is the first session's and stays: a session with other -w/-n/--buffers would add rows it misdescribes
+  // (-n 5 rows under 'warmup 5, 20 timed iterations').
+  const std::string old_timing = meta_value(f.meta, "timing"), timing = run_header ? meta_value(*run_header, "timing") : "";
+  if (!old_timing.empty() && !timing.empty() && old_timing != timing)
+    throw GridError("-w/-n/--buffers", "'" + source + "' was measured with timing '" + old_timing + "', this run with '" +
+                                           timing + "'; resume with the same -w, -n and --buffers, or use another -o or --overwrite");
   if (f.extra_columns != CsvReporter::extra_columns())
     throw GridError("--resume", "'" + source + "' has different columns than arbench writes");
   check_resumed_rows(f, source, planned, backend);

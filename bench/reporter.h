@@ -76,9 +76,13 @@ struct OutputState {
 // one run. Every row continued must be a case of `planned` (Case::key()s; null = not checked), appear once, and
 // come from `backend` (Sample::backend, "" = not checked): an edited, duplicated or foreign row would stay in the
 // output beside the case measured again (InputError naming the file, line and column; the file untouched).
+// `run_header` (this run's make_run_header; null = not checked): the file's `world_size` and `timing` (warm-up,
+// iterations, buffer rotation), when it records them, must be this run's, or the header kept from the first
+// session would misdescribe the rows measured now (GridError naming --resume, or -w/-n/--buffers).
 OutputState inspect_output(const std::string& path, const std::string& grid_json, bool resume, bool overwrite,
                            const std::string& cuda_graph = "off", const std::string& device = "",
-                           const std::set<std::string>* planned = nullptr, const std::string& backend = "");
+                           const std::set<std::string>* planned = nullptr, const std::string& backend = "",
+                           const RunHeader* run_header = nullptr);
 
 // The sample CSV: the model/ schema with one extra column, "note". Rows go to the journal (OutputState) and
 // are flushed one by one; finish() (the run ended, whether or not cases failed) moves the journal over the

@@ -13,6 +13,7 @@
 
 #include "bench/plan.h"
 #include "model/metrics.h"
+#include "model/text.h"
 
 namespace arfit::bench {
 namespace {
@@ -165,8 +166,7 @@ RunSummary Runner::run(const std::vector<Case>& cases, std::size_t planned, std:
       r.c = c;
       r.sample = make_sample(c);
       r.sample.status = SampleStatus::Failed;
-      r.note = "timeout: hung in a collective for more than " + std::to_string(static_cast<int>(timeout_s + grace)) +
-               " s; run stopped";
+      r.note = "timeout: hung in a collective for more than " + format_number(timeout_s + grace, "%g") + " s; run stopped";
       for (Reporter* rep : reporters) rep->report(r);
       std::cerr << "arbench: case " << c.index << " (" << c.describe() << ") hung past the timeout; stopping (exit 1)\n"
                 << std::flush;
@@ -380,7 +380,7 @@ RunSummary Runner::run(const std::vector<Case>& cases, std::size_t planned, std:
         } else {
           r.sample.status = SampleStatus::Failed;
           if (status == kAborted)
-            r.note = "timeout after " + std::to_string(static_cast<int>(opt_.timeout_s)) + " s";
+            r.note = "timeout after " + format_number(opt_.timeout_s, "%g") + " s";  // as the header's timeout_s
           else if (status == kError)
             r.note = "error: " + (error.empty() ? std::string("failed on another rank (see its messages)") : error);
           else

@@ -116,6 +116,7 @@ static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs l
 constexpr int kStagingSlots = 4;
 TempSlot g_staging[kStagingSlots];
 
+// Not SIGXFSZ: it is caught (catch_file_size_limit), so that a write past ulimit -f fails as a full disk does.
 constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
 struct sigaction g_previous[sizeof kCleanupSignals / sizeof kCleanupSignals[0]];
 

@@ -465,3 +465,43 @@ TEST(BenchGrid, SizeUnitsAreArfitsOneTable) {
     EXPECT_NE(std::string(e.what()).find("ambiguous"), std::string::npos) << e.what();
   }
 }
+
+// Under an address-space limit (ulimit -v) a case whose buffers cannot be mapped is refused before anything runs,
+// naming the size option; it was a bad_alloc per case, or Open MPI's fatal error (exit 17) in MPI_Allreduce's
+// temporary buffer, or a segmentation fault in the shared window. The window counts every rank's segment.
+TEST(BenchGrid, SizesBeyondTheAddressSpaceLimitAreRefusedNamingTheSizeOption) {
+  const std::int64_t left = std::int64_t{3} << 30;  // 3 GiB may still be mapped
+  const auto plan = [&](std::vector<std::string> args) {
+    Options o = parse(std::move(args));
+    PlanOptions po;
+    po.limits.world = 2;
+    po.limits.workspace = o.workspace;
+    po.address_space_bytes = left;
+    return plan_cases(o.spec, po, nullptr);
+  };
+  // MPI, fp32 1 GiB: one input and the outputs (about 4 GiB) are more than 80% of 3 GiB.
+  try {
+    plan({"--strategy", "MPI", "-d", "fp32", "-b", "1G", "-e", "1G", "-o", "x"});
+    ADD_FAILURE() << "a 1 GiB all-reduce was planned with 3 GiB of address space left";
+  } catch (const GridError& e) {
+    EXPECT_EQ(e.option(), "-b/-e/-f") << e.what();
+    EXPECT_NE(std::string(e.what()).find("bytes=1G needs about 4G of address space per rank"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("ulimit -v: 3G left"), std::string::npos) << e.what();
+  }
+  // ONESHOT at 256 MiB: this rank's buffers and workspace segment (about 2 GiB) fit, but the window also maps the
+  // peer's 1 GiB segment.
+  try {
+    plan({"--strategy", "ONESHOT", "-d", "fp32", "--bytes", "256M", "-o", "x"});
+    ADD_FAILURE() << "the shared window of both ranks was not counted";
+  } catch (const GridError& e) {
+    EXPECT_EQ(e.option(), "--bytes") << e.what();
+  }
+  // Within the limit, and without one: planned.
+  EXPECT_EQ(plan({"--strategy", "MPI", "-d", "fp32", "--bytes", "256M", "-o", "x"}).cases.size(), 1u);
+  Options o = parse({"--strategy", "MPI", "-d", "fp32", "-b", "1G", "-e", "1G", "-o", "x"});
+  PlanOptions unlimited;
+  unlimited.limits.world = 2;
+  unlimited.limits.workspace = o.workspace;
+  EXPECT_EQ(plan_cases(o.spec, unlimited, nullptr).cases.size(), 1u);
+}

@@ -259,6 +259,21 @@ TEST(BenchMpi, TimedOutSharedMemoryCaseIsRecordedAndTheRunContinues) {
   EXPECT_EQ(read_samples_csv(d.file("t.csv")).samples.size(), 2u);
 }
 
+// The note of a timed-out case says the --timeout given, as the header's timeout_s does: a fractional one read
+// "timeout after 0 s" (cut to an int). Each case of 31 all-reduces of 1 MiB outlasts 1 ms, far from the hard limit.
+TEST(BenchMpi, TimeoutNoteSaysTheTimeoutGiven) {
+  TempDir d;
+  const std::string out = d.file("s.csv");
+  CommandResult r = run_command(mpirun("--backend host --strategy MPI --bytes 1M -w 1 -n 30 -q --timeout 0.001 -o " + out));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  SampleFile f = read_samples_csv(out);
+  ASSERT_EQ(f.samples.size(), 1u) << r.output;
+  EXPECT_FALSE(f.samples[0].ok());
+  EXPECT_EQ(f.samples[0].extra["note"], "timeout after 0.001 s");
+  std::map<std::string, std::string> meta(f.meta.begin(), f.meta.end());
+  EXPECT_EQ(meta["timeout_s"], "0.001");
+}
+
 // A kernel that traps (its barrier timed out before the watchdog's abort, here after 300 ms) is that case's
 // error, recorded on every rank; the run does not end in MPI_Abort, the ranks recover and the later cases work.
 TEST(BenchMpi, TrappedHostKernelIsTheCasesErrorAndTheRunContinues) {

@@ -274,3 +274,48 @@ TEST(BenchOutput, ResumeRefusesRowsThatAreNotThisRunsCasesOnce) {
   d.write("s.csv.partial", file_with("G", {one, two}, false));
   EXPECT_EQ(inspect_output(d.file("s.csv"), "G", true, false, "off", "", &planned, "arbench-host").finished.size(), 2u);
 }
+
+// --resume kept the first session's header (world_size, timing) over rows a session with another world (an
+// explicit --tp plans the same grid on 2 and 3 ranks) or other -w/-n/--buffers measured: the header misdescribed
+// them. Now both must match what the file records; a file without them (an older arbench) is not checked.
+TEST(BenchOutput, ResumeRefusesAnotherWorldSizeOrTiming) {
+  TempDir d;
+  const auto header = [](int world, int warmup, int iters, int buffers) {
+    return make_run_header(RunIdentity{}, DeviceInfo{}, GridSpec{}, PlannedGrid{}, "arbench", world, warmup, iters,
+                           buffers, 60, 0);
+  };
+  const RunHeader two = header(2, 5, 20, 0);
+  std::string file = samples_csv_preamble(two, CsvReporter::extra_columns());
+  for (const Sample& s : {sample(1), sample(2)}) file += samples_csv_row(s, CsvReporter::extra_columns());
+  const std::string path = d.write("s.csv", file);
+  std::string grid;
+  for (const auto& [k, v] : two)
+    if (k == "grid") grid = v;
+  const auto resume = [&](const RunHeader& run) { return inspect_output(path, grid, true, false, "off", "", nullptr, "", &run); };
+  EXPECT_TRUE(resume(two).resumed());
+  const auto refused = [&](const RunHeader& run, const std::string& option, const std::string& says) {
+    try {
+      resume(run);
+      ADD_FAILURE() << "resumed: " << says;
+    } catch (const GridError& e) {
+      EXPECT_EQ(e.option(), option) << e.what();
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(arfit::testing::slurp(path), file);  // untouched
+  };
+  refused(header(3, 5, 20, 0), "--resume", "measured by 2 ranks, this run has 3");
+  // The default TP list follows the world: the grid differs too, and the world size is what to say.
+  try {
+    const RunHeader three = header(3, 5, 20, 0);
+    inspect_output(path, grid + " on 3 ranks", true, false, "off", "", nullptr, "", &three);
+    ADD_FAILURE() << "resumed another grid";
+  } catch (const GridError& e) {
+    EXPECT_NE(std::string(e.what()).find("measured by 2 ranks, this run has 3"), std::string::npos) << e.what();
+  }
+  refused(header(2, 5, 100, 0), "-w/-n/--buffers", "this run with 'warmup 5, 100 timed iterations");
+  refused(header(2, 1, 20, 0), "-w/-n/--buffers", "this run with 'warmup 1, 20");
+  refused(header(2, 5, 20, 4), "-w/-n/--buffers", "rotated (4)");
+  // A file that records neither (written before they were compared) resumes.
+  const std::string old = d.write("old.csv", file_with(grid, {sample(1)}, false));
+  EXPECT_TRUE(inspect_output(old, grid, true, false, "off", "", nullptr, "", &two).resumed());
+}

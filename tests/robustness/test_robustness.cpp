@@ -13,6 +13,7 @@
 #include <functional>
 #include <string>
 #include <tuple>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -291,6 +292,32 @@ TEST_F(Robustness, SignalsRemoveTemporaryFiles) {
     });
     EXPECT_TRUE(fs::is_empty(dir.path())) << "signal " << sig << " left " << fs::directory_iterator(dir.path())->path();
   }
+}
+
+// A write past the file-size limit (ulimit -f) raises SIGXFSZ, whose default action ended the process in the middle
+// of the write and left NAME.tmp.PID (arbench --json under `ulimit -f` did). Any program writing through
+// model/atomic_file (arbench, an embedding program: not only arfit's main) now has the signal caught from its first
+// temporary on: the write fails with EFBIG, said as the system's reason, and the temporary is removed. The limit is
+// set in a child process, which then writes 1 MiB atomically and reports what happened by its exit code.
+TEST_F(Robustness, FileSizeLimitFailsTheWriteAndRemovesTheTemporaryFile) {
+  const std::string out = dir.file("big.json");
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const struct rlimit limit {4096, 4096};
+    if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) std::_Exit(10);
+    try {
+      arfit::write_string_atomically(out, std::string(1 << 20, 'x'));
+    } catch (const std::runtime_error& e) {
+      std::_Exit(std::string(e.what()).find("big.json: cannot write: File too large") != std::string::npos ? 0 : 12);
+    }
+    std::_Exit(11);  // the write past the limit succeeded?
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "ended by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: no limit, 11: no failure, 12: another message";
+  EXPECT_TRUE(fs::is_empty(dir.path())) << "left " << fs::directory_iterator(dir.path())->path();
 }
 
 // ---------------------------------------------------------------- silently wrong
