@@ -170,3 +170,43 @@ TEST(JointModel, JsonNamesItsRuleAndReadsLegacyFiles) {
   j["rule"] = "no-such-rule";
   EXPECT_THROW(JointModel::from_json(j), std::invalid_argument);
 }
+
+// A member of one rank (fit stores its bus factor as 1: it moves no data) measured a local copy, not a ring: its
+// ratio to the two-rank member (1e-3 us against 1e7 us here, both valid samples) raised to the doublings up to
+// 2^20 GPUs gave an upper bound of inf. From the two-rank member alone the bus bandwidth is held and
+// the latency grows at most with the peers.
+TEST(JointModel, OneRankMemberCarriesNoBandwidthTrend) {
+  const Collective c = Collective::AllReduce;
+  nlohmann::json copy = alphabeta_member(c, 1, 1e-3, 1e5);
+  copy["bus_factor"] = 1.0;
+  const std::vector<nlohmann::json> members = {copy, alphabeta_member(c, 2, 1e7, 1e-3)};
+  const JointModel jm = JointModel::from_json(JointModel::make_json(family_key(c), members, kJointKappa, kJointSigmaPerDoubling));
+  const int n = 1 << 20;
+  for (double s : {kMinBytes, kMaxBytes, 1e18}) {
+    const Prediction p = jm.predict(n, s), p2 = jm.predict(2, s);
+    ASSERT_TRUE(std::isfinite(p.time_us) && std::isfinite(p.hi_us)) << "s=" << s;
+    EXPECT_GT(p.lo_us, 0) << "s=" << s;
+    // latency at most (n - 1) / (c - 1) times c's, bandwidth at most f(n) / f(c) = 2(n - 1)/n times
+    EXPECT_LE(p.time_us, p2.time_us * (n - 1) * (1 + 1e-9)) << "s=" << s;
+    EXPECT_LE(p.hi_us / p.lo_us, std::exp(2 * kMaxLogHalfWidth) * (1 + 1e-9)) << "s=" << s;
+  }
+  // Bandwidth-bound: the two-rank time with the bus factor's growth, 2(n-1)/n.
+  EXPECT_NEAR(jm.predict(n, 1e18).time_us / jm.predict(2, 1e18).time_us, bus_factor(c, n), 0.01);
+}
+
+// A trend far beyond what the laws explain (t4/t2 = e^20 at every size, valid samples) carried over 18 doublings
+// made the half-width ~800 in ln t: an upper bound of inf and a lower one of 0 (null in --json). The band stops
+// where a group's does, kMaxLogHalfWidth either way.
+TEST(JointModel, IntervalStopsAtTheWidestBand) {
+  const Collective c = Collective::AllReduce;
+  const double k = std::exp(20.0);
+  const std::vector<nlohmann::json> members = {alphabeta_member(c, 2, 1e-3, 1e5), alphabeta_member(c, 4, 1e-3 * k, 1e5 / k)};
+  const JointModel jm = JointModel::from_json(JointModel::make_json(family_key(c), members, kJointKappa, kJointSigmaPerDoubling));
+  for (double s : {kMinBytes, kMaxBytes}) {
+    const Prediction p = jm.predict(1 << 20, s);
+    ASSERT_TRUE(std::isfinite(p.time_us) && std::isfinite(p.hi_us)) << "s=" << s;
+    EXPECT_GT(p.lo_us, 0) << "s=" << s;
+    EXPECT_NEAR(std::log(p.hi_us / p.time_us), kMaxLogHalfWidth, 1e-9) << "s=" << s;
+    EXPECT_NEAR(std::log(p.time_us / p.lo_us), kMaxLogHalfWidth, 1e-9) << "s=" << s;
+  }
+}
