@@ -77,7 +77,9 @@ JointModel JointModel::from_json(const JsonView& j) {
   // Files without "rule" predate it and used the legacy rule.
   m.rule = j.string_or("rule", kJointRuleLegacy);
   if (m.rule != kJointRule && m.rule != kJointRuleLegacy) j.at("rule").fail("unknown joint rule '" + m.rule + "'");
-  m.kappa = j.at("kappa").number(0, 4);
+  // kappa damps the measured trend per doubling (a fraction of it): above 1 a hand-edited 4 carried a trend of
+  // 1e11 over 18 doublings to a time of inf (null in --json) with exit 0.
+  m.kappa = j.at("kappa").number(0, 1);
   m.sigma_per_doubling = j.at("sigma_per_doubling").number(0, kMaxLogSigma);
   if (const auto o = j.find("smooth_octaves")) m.smooth_octaves = o->integer<int>(0, 64);
   if (const auto s = j.find("sigma_excess_trend")) m.sigma_excess_trend = s->number(0, 10);

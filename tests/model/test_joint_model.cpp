@@ -210,3 +210,20 @@ TEST(JointModel, IntervalStopsAtTheWidestBand) {
     EXPECT_NEAR(std::log(p.time_us / p.lo_us), kMaxLogHalfWidth, 1e-9) << "s=" << s;
   }
 }
+
+// kappa is a damping, a fraction of the measured trend per doubling: a hand-edited 4 on a broadcast family
+// whose time grows 1e11-fold from 2 to 4 ranks (valid samples) carried it to inf at 2^20 ranks (null in --json).
+TEST(JointModel, KappaAboveOneIsRefused) {
+  const Collective c = Collective::Broadcast;
+  const std::vector<nlohmann::json> members = {alphabeta_member(c, 2, 1e-3, 1e5), alphabeta_member(c, 4, 1e7, 1e-3)};
+  nlohmann::json j = JointModel::make_json(family_key(c), members, 1.0, kJointSigmaPerDoubling);
+  const Prediction p = JointModel::from_json(j).predict(1 << 20, kMaxBytes);
+  EXPECT_TRUE(std::isfinite(p.time_us) && std::isfinite(p.hi_us) && p.lo_us > 0);
+  j["kappa"] = 4.0;
+  try {
+    JointModel::from_json(j);
+    ADD_FAILURE() << "kappa 4 was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("/kappa"), std::string::npos) << e.what();
+  }
+}
