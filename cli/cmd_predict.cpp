@@ -160,6 +160,7 @@ void run_predict(const PredictArgs& a) {
                      join(file_types, ", ") + "); say which");
   // Without --nranks the answer is the only GPU count the file has for the query; with several, which one is
   // meant is the user's to say (the bus bandwidth printed depends on it too).
+  int answered_nranks = a.nranks;  // the count the bus bandwidth is computed for
   if (a.nranks == 0) {
     std::vector<int> counts = set.gpu_counts(asked);
     // The counts of the type that will answer (a same-size type when --dtype has no model of its own).
@@ -171,13 +172,18 @@ void run_predict(const PredictArgs& a) {
     if (counts.size() > 1)
       throw UsageError("--nranks: " + a.models + " has " + std::to_string(counts.size()) + " GPU counts for this query (" +
                        join(counts, ", ") + "); say which");
+    if (counts.size() == 1) answered_nranks = counts.front();
   }
   std::vector<PredictQuery> qs;
+  // Per query, the GPU count of its bus bandwidth: --nranks, else the file's one count, else a split's ranks. Without
+  // it the column named busbw printed the algorithm bandwidth (51 GB/s for 89.6 with --nranks 8 on one 8-GPU model).
+  std::vector<int> busbw_nranks;
   if (!a.bytes.empty()) {
     for (double b : parse_sizes(a.bytes)) {
       PredictQuery q = base;
       q.bytes = b;
       qs.push_back(q);
+      busbw_nranks.push_back(answered_nranks);
     }
   } else if (!a.tokens.empty()) {
     // A shaped message is tokens x hidden elements: its bytes need the element size of the type that answers
@@ -200,6 +206,7 @@ void run_predict(const PredictArgs& a) {
             !why.empty())
           throw UsageError(why);
         qs.push_back(q);
+        busbw_nranks.push_back(answered_nranks);
       }
   } else {
     for (const auto& sp : a.splits) {
@@ -220,6 +227,7 @@ void run_predict(const PredictArgs& a) {
       PredictQuery q = base;
       q.splits = sp;
       qs.push_back(q);
+      busbw_nranks.push_back(split.nranks());
     }
   }
   nlohmann::json out = nlohmann::json::array();
@@ -232,7 +240,8 @@ void run_predict(const PredictArgs& a) {
   // A --dtype without a model of its own is answered by a type of the same element size, the rule codegen,
   // suggest, plot and whatif answer by (model/model_set.h), and `how` says which.
   const auto predict_set = [&](const PredictQuery& q) { return set.predict(q, lenders); };
-  for (const auto& q : qs) {
+  for (std::size_t i = 0; i < qs.size(); ++i) {
+    const PredictQuery& q = qs[i];
     const auto p = predict_same_element_size(predict_set, q);
     if (p && p->how.find(kNoMultiNodePrior) != std::string::npos) unknown_network = true;
     if (!p) {
@@ -254,7 +263,7 @@ void run_predict(const PredictArgs& a) {
       continue;
     }
     const double bytes = p->bytes;  // the size the models file answered for (its group's dtype when --dtype is omitted)
-    const int n = q.nranks > 0 ? q.nranks : 0;
+    const int n = busbw_nranks[i];
     const double busbw = n > 0 ? bus_bw_gbps(q.collective, n, bytes, p->time_us) : alg_bw_gbps(bytes, p->time_us);
     if (a.json) {
       nlohmann::json r = {{"bytes", bytes}, {"time_us", p->time_us}, {"lo_us", p->lo_us}, {"hi_us", p->hi_us},
