@@ -161,7 +161,8 @@ void run_predict(const PredictArgs& a) {
   // Without --nranks the answer is the only GPU count the file has for the query; with several, which one is
   // meant is the user's to say (the bus bandwidth printed depends on it too).
   int answered_nranks = a.nranks;  // the count the bus bandwidth is computed for
-  if (a.nranks == 0) {
+  // A split names its ranks (one entry each): that is its count, below.
+  if (a.nranks == 0 && a.splits.empty()) {
     std::vector<int> counts = set.gpu_counts(asked);
     // The counts of the type that will answer (a same-size type when --dtype has no model of its own).
     for (const std::string& d : a.dtype.empty() ? std::vector<std::string>{} : same_size_dtypes(a.dtype)) {
@@ -226,6 +227,9 @@ void run_predict(const PredictArgs& a) {
         throw UsageError(why);
       PredictQuery q = base;
       q.splits = sp;
+      // Without --nranks the split's own rank count: a 4-rank split was answered from the file's one 8-rank curve
+      // (exit 0), the query --nranks 8 refuses as a mismatch.
+      q.nranks = split.nranks();
       qs.push_back(q);
       busbw_nranks.push_back(split.nranks());
     }
@@ -297,7 +301,7 @@ void add_predict(CLI::App& app) {
   cmd->add_option("--system", a->system, "System label (default: the only one in the file; required when it holds several)");
   cmd->add_option("--fusion", a->fusion, "Fusion op (default NONE)");
   cmd->add_option("--dtype", a->dtype, "dtype (default: the group's, when there is only one; with several, a usage error listing them); without a model of it, a type of the same element size answers, as in codegen, and `how` says which");
-  cmd->add_option("--nranks", a->nranks, "GPU count (required when the file has several for the query); an unmeasured count uses the joint fit across counts")
+  cmd->add_option("--nranks", a->nranks, "GPU count (required when the file has several for the query; with --splits, the split's own count by default); an unmeasured count uses the joint fit across counts")
       ->check(CLI::Range(1, kMaxModelRanks));
   cmd->add_option("--nnodes", a->nnodes, "Node count (default 1); more than measured: within the machine's measured network, else other machines' scale-out step (measured, or bridged through their own network; a two-node log paired with a one-node log of its GPU; from this file or --prior), else the machine's own answer widened by an unknown network (with a note). Only NCCL's own (NCCL, NCCL_SYMMETRIC, forced ring/tree/PAT/CollNet/NVLS-tree variants) run across nodes by construction; any other strategy (custom all-reduce: peer GPU memory within a node) is answered there only where this file or --prior measured it on more than one node, else not, saying why")->check(CLI::Range(1, kMaxModelRanks));
   cmd->add_option("--prior", a->priors,

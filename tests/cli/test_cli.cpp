@@ -304,8 +304,8 @@ TEST(Cli, PredictRefusesACustomAllReduceNoMachineMeasuredAcrossNodes) {
 
 // Without --nranks predict answers from the file's one GPU count, and its busbw column is that count's bus
 // bandwidth: on an 8-GPU file it printed the algorithm bandwidth (2(n-1)/n = 1.75 times too small) under the name
-// busbw, while --nranks 8 printed the bus bandwidth of the same answer. A split's busbw is its ranks'.
-TEST(Cli, PredictBusBandwidthIsTheAnsweringCountsWithoutNranks) {
+// busbw, while --nranks 8 printed the bus bandwidth of the same answer. A split's count is its ranks'.
+TEST(Cli, PredictWithoutNranksUsesTheFilesOneCountOrTheSplits) {
   arfit::testing::TempDir dir;
   std::string csv = "#arfit-samples v1\ncollective,strategy,fusion,dtype,nranks,bytes,time_us\n";
   for (int k = 10; k <= 26; ++k)
@@ -328,4 +328,9 @@ TEST(Cli, PredictBusBandwidthIsTheAnsweringCountsWithoutNranks) {
   const auto [split, ts] = busbw("--collective alltoallv --splits 8192-8192-8192-8192-8192-8192-8192-8192");
   EXPECT_EQ(split, busbw("--collective alltoallv --nranks 8 --splits 8192-8192-8192-8192-8192-8192-8192-8192").first);
   (void)ts;
+  // A split names its ranks: without --nranks a 4-rank split is asked at 4 ranks, which this 8-rank file does not
+  // model (it was answered from the 8-rank curve, exit 0; --nranks 8 refuses the mismatch).
+  r = run_command(arfit_bin() + " predict " + dir.file("m.json") + " --collective alltoallv --splits 8192-8192-8192-8192 --json");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.output.find("time_us"), std::string::npos) << r.output;
 }
