@@ -227,9 +227,6 @@ void run_predict(const PredictArgs& a) {
         throw UsageError(why);
       PredictQuery q = base;
       q.splits = sp;
-      // Without --nranks the split's own rank count: a 4-rank split was answered from the file's one 8-rank curve
-      // (exit 0), the query --nranks 8 refuses as a mismatch.
-      q.nranks = split.nranks();
       qs.push_back(q);
       busbw_nranks.push_back(split.nranks());
     }

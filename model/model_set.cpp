@@ -479,8 +479,11 @@ std::optional<Prediction> ModelSet::predict(const PredictQuery& q) const { retur
 
 std::optional<Prediction> ModelSet::predict(const PredictQuery& q0, const std::vector<ModelSet>& lenders) const {
   if (!parsed_) return std::nullopt;
-  const std::optional<PredictQuery> resolved = resolve_query(q0);
+  std::optional<PredictQuery> resolved = resolve_query(q0);
   if (!resolved) return std::nullopt;
+  // A split names its ranks (one entry each): without a count it is asked at its own, never at whichever count
+  // the file holds (a 4-rank split was answered from an 8-rank curve).
+  if (!resolved->splits.empty() && resolved->nranks == 0) resolved->nranks = parse_alltoallv_split(resolved->splits).nranks();
   const PredictQuery& q = *resolved;
   const std::vector<const GroupModel*> cands = measured_on_its_nodes(parsed_->groups_of(q), q);
   // Effective size: bytes, or tokens × hidden × dtype size, or an all-to-allv split.
