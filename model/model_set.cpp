@@ -515,8 +515,10 @@ std::optional<Prediction> ModelSet::predict(const PredictQuery& q0, const std::v
       latency_us = best->predict(best->min_bytes).time_us;
     }
   }
-  // 2) the joint fit across GPU counts
-  if (!out && q.nranks > 0) {
+  // 2) the joint fit across GPU counts, for two ranks and more: one rank has no peer and moves no data (bus factor
+  //    0), so both of the rule's laws vanish there; carried down from 4 and 8 ranks whose latency grew faster than
+  //    the peers law allows, it answered 0 us inside [0, 0] (exit 0). Only a measured one-rank curve answers one rank.
+  if (!out && q.nranks > 1) {
     for (const JointModel* jm : parsed_->joint_of(q)) {
       if (!answers_on_its_nodes(jm->key, q)) continue;
       out = jm->predict(q.nranks, bytes);

@@ -7,6 +7,7 @@
 
 #include "model/bus_factor.h"
 #include "model/joint_model.h"
+#include "model/model_set.h"
 
 using namespace arfit;
 
@@ -226,4 +227,27 @@ TEST(JointModel, KappaAboveOneIsRefused) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("/kappa"), std::string::npos) << e.what();
   }
+}
+
+// One rank has no peer and moves no data: the joint rule does not answer it. Carried down from 4 and 8 ranks whose
+// latency grew faster than the peers law allows (t8 / t4 = 4 against 7 / 3 peers), the latency share went to 0
+// and the models file answered 0 us inside [0, 0] for one rank (a fuzzed models file, exit 0).
+TEST(JointModel, OneRankIsNotCarriedDownFromMoreRanks) {
+  const Collective c = Collective::AllReduce;
+  const std::vector<nlohmann::json> members = {alphabeta_member(c, 4, 3.3, 300.0), alphabeta_member(c, 8, 13.0, 300.0)};
+  const nlohmann::json joint = JointModel::make_json(family_key(c), members, kJointKappa, kJointSigmaPerDoubling);
+  const ModelSet set = ModelSet::from_json({{"schema", "arfit-models"}, {"schema_version", 1}, {"groups", members}, {"joint", {joint}}});
+  PredictQuery q;
+  q.system = "synthetic";
+  q.collective = c;
+  q.strategy = "NCCL";
+  q.dtype = "fp16";
+  q.bytes = kMinBytes;
+  q.nranks = 1;
+  EXPECT_FALSE(set.predict(q).has_value()) << set.predict(q)->time_us;
+  q.nranks = 2;
+  const auto two = set.predict(q);
+  ASSERT_TRUE(two.has_value());
+  EXPECT_GT(two->lo_us, 0);
+  EXPECT_EQ(two->how, "joint-n 4,8->2");
 }
