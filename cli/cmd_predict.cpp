@@ -160,7 +160,9 @@ void run_predict(const PredictArgs& a) {
                      join(file_types, ", ") + "); say which");
   // Without --nranks the answer is the only GPU count the file has for the query; with several, which one is
   // meant is the user's to say (the bus bandwidth printed depends on it too).
-  if (a.nranks == 0) {
+  int answered_nranks = a.nranks;  // the count the bus bandwidth is computed for
+  // A split names its ranks (one entry each): that is its count, below.
+  if (a.nranks == 0 && a.splits.empty()) {
     std::vector<int> counts = set.gpu_counts(asked);
     // The counts of the type that will answer (a same-size type when --dtype has no model of its own).
     for (const std::string& d : a.dtype.empty() ? std::vector<std::string>{} : same_size_dtypes(a.dtype)) {
@@ -171,13 +173,18 @@ void run_predict(const PredictArgs& a) {
     if (counts.size() > 1)
       throw UsageError("--nranks: " + a.models + " has " + std::to_string(counts.size()) + " GPU counts for this query (" +
                        join(counts, ", ") + "); say which");
+    if (counts.size() == 1) answered_nranks = counts.front();
   }
   std::vector<PredictQuery> qs;
+  // Per query, the GPU count of its bus bandwidth: --nranks, else the file's one count, else a split's ranks. Without
+  // it the column named busbw printed the algorithm bandwidth (51 GB/s for 89.6 with --nranks 8 on one 8-GPU model).
+  std::vector<int> busbw_nranks;
   if (!a.bytes.empty()) {
     for (double b : parse_sizes(a.bytes)) {
       PredictQuery q = base;
       q.bytes = b;
       qs.push_back(q);
+      busbw_nranks.push_back(answered_nranks);
     }
   } else if (!a.tokens.empty()) {
     // A shaped message is tokens x hidden elements: its bytes need the element size of the type that answers
@@ -200,6 +207,7 @@ void run_predict(const PredictArgs& a) {
             !why.empty())
           throw UsageError(why);
         qs.push_back(q);
+        busbw_nranks.push_back(answered_nranks);
       }
   } else {
     for (const auto& sp : a.splits) {
@@ -220,6 +228,7 @@ void run_predict(const PredictArgs& a) {
       PredictQuery q = base;
       q.splits = sp;
       qs.push_back(q);
+      busbw_nranks.push_back(split.nranks());
     }
   }
   nlohmann::json out = nlohmann::json::array();
@@ -232,7 +241,8 @@ void run_predict(const PredictArgs& a) {
   // A --dtype without a model of its own is answered by a type of the same element size, the rule codegen,
   // suggest, plot and whatif answer by (model/model_set.h), and `how` says which.
   const auto predict_set = [&](const PredictQuery& q) { return set.predict(q, lenders); };
-  for (const auto& q : qs) {
+  for (std::size_t i = 0; i < qs.size(); ++i) {
+    const PredictQuery& q = qs[i];
     const auto p = predict_same_element_size(predict_set, q);
     if (p && p->how.find(kNoMultiNodePrior) != std::string::npos) unknown_network = true;
     if (!p) {
@@ -254,7 +264,7 @@ void run_predict(const PredictArgs& a) {
       continue;
     }
     const double bytes = p->bytes;  // the size the models file answered for (its group's dtype when --dtype is omitted)
-    const int n = q.nranks > 0 ? q.nranks : 0;
+    const int n = busbw_nranks[i];
     const double busbw = n > 0 ? bus_bw_gbps(q.collective, n, bytes, p->time_us) : alg_bw_gbps(bytes, p->time_us);
     if (a.json) {
       nlohmann::json r = {{"bytes", bytes}, {"time_us", p->time_us}, {"lo_us", p->lo_us}, {"hi_us", p->hi_us},
@@ -288,7 +298,7 @@ void add_predict(CLI::App& app) {
   cmd->add_option("--system", a->system, "System label (default: the only one in the file; required when it holds several)");
   cmd->add_option("--fusion", a->fusion, "Fusion op (default NONE)");
   cmd->add_option("--dtype", a->dtype, "dtype (default: the group's, when there is only one; with several, a usage error listing them); without a model of it, a type of the same element size answers, as in codegen, and `how` says which");
-  cmd->add_option("--nranks", a->nranks, "GPU count (required when the file has several for the query); an unmeasured count uses the joint fit across counts")
+  cmd->add_option("--nranks", a->nranks, "GPU count (required when the file has several for the query; with --splits, the split's own count by default); an unmeasured count uses the joint fit across counts")
       ->check(CLI::Range(1, kMaxModelRanks));
   cmd->add_option("--nnodes", a->nnodes, "Node count (default 1); more than measured: within the machine's measured network, else other machines' scale-out step (measured, or bridged through their own network; a two-node log paired with a one-node log of its GPU; from this file or --prior), else the machine's own answer widened by an unknown network (with a note). Only NCCL's own (NCCL, NCCL_SYMMETRIC, forced ring/tree/PAT/CollNet/NVLS-tree variants) run across nodes by construction; any other strategy (custom all-reduce: peer GPU memory within a node) is answered there only where this file or --prior measured it on more than one node, else not, saying why")->check(CLI::Range(1, kMaxModelRanks));
   cmd->add_option("--prior", a->priors,

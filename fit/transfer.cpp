@@ -611,6 +611,10 @@ GroupFit transferred_group(const TransferTarget& target, const Transfer& tr, dou
   }
   FitOptions fo;
   fo.family = "alphabeta";  // the grid carries the shape (every size a knot); the family only extrapolates
+  // However few sizes the grid keeps: two anchors 0.1 % apart with priors dense only there (thinned to one size
+  // per eighth of an octave) left 3, and the machine's curve went unfitted, "too few distinct sizes: 3 (need
+  // >= 4)", where the same anchors with no comparable prior fit the own line. The family needs two.
+  fo.min_points = 2;
   GroupFit g = fit_curve(c, fo);
   if (!g.ok) return g;
   nlohmann::json shares = nlohmann::json::array();

@@ -77,7 +77,9 @@ JointModel JointModel::from_json(const JsonView& j) {
   // Files without "rule" predate it and used the legacy rule.
   m.rule = j.string_or("rule", kJointRuleLegacy);
   if (m.rule != kJointRule && m.rule != kJointRuleLegacy) j.at("rule").fail("unknown joint rule '" + m.rule + "'");
-  m.kappa = j.at("kappa").number(0, 4);
+  // kappa damps the measured trend per doubling (a fraction of it): above 1 a hand-edited 4 carried a trend of
+  // 1e11 over 18 doublings to a time of inf (null in --json) with exit 0.
+  m.kappa = j.at("kappa").number(0, 1);
   m.sigma_per_doubling = j.at("sigma_per_doubling").number(0, kMaxLogSigma);
   if (const auto o = j.find("smooth_octaves")) m.smooth_octaves = o->integer<int>(0, 64);
   if (const auto s = j.find("sigma_excess_trend")) m.sigma_excess_trend = s->number(0, 10);
@@ -163,16 +165,24 @@ Prediction JointModel::predict(int n, double bytes) const {
         r_lat = std::max(r_lat, 1.0);
       }
       // Bandwidth: the measured trend scaled by the bus factor's remaining growth (per doubling, in [0, 1]).
+      // A member of one rank (bus factor 0: no ring, no peer, a local copy at most) measured no bandwidth trend;
+      // its ratio to c, any size (a copy at 1e-3 us against a ring at 1e8 us), raised to the doublings beyond c
+      // overflowed the time to 1e121 us and beyond. From c alone the bus bandwidth is held, as for a family
+      // with one measured count (docs/fit.md, "Across node boundaries").
       const Collective coll = key.collective;
       const double fn = bus_factor(coll, n), fc = bus_factor(coll, C.key.nranks), fd = bus_factor(coll, D.key.nranks);
+      const bool no_bandwidth_trend = fd == 0 && fc > 0;
       double per_doubling = kappa;
       if (fn > 0 && fc > 0 && fd > 0 && std::abs(std::log(fc / fd)) > 1e-9)
         per_doubling = std::clamp(std::log(fn / fc) / (u - uc) / (std::log(fc / fd) / (uc - ud)), 0.0, 1.0);
-      const double r_bw = std::pow(q, per_doubling * (u - uc) / (uc - ud));
+      const double r_bw = no_bandwidth_trend ? fn / fc : std::pow(q, per_doubling * (u - uc) / (uc - ud));
       // The part of the measured trend that the rule's own laws do not explain widens the interval: in the
-      // latency share the number of peers ((c−1)/(d−1) at most), in the bandwidth share the bus factor.
+      // latency share the number of peers ((c−1)/(d−1) at most), in the bandwidth share the bus factor. A trend
+      // from one rank is no evidence about the topology beyond c in either share (the latency law starts at no
+      // peer; the bandwidth share does not use it).
       const double lat_explained = d > 1 ? std::abs(std::log((c - 1) / (d - 1))) : std::abs(std::log(q));
-      const double bw_explained = (fc > 0 && fd > 0) ? std::abs(std::log(fc / fd)) : 0.0;
+      const double bw_explained =
+          no_bandwidth_trend ? std::abs(std::log(q)) : (fc > 0 && fd > 0) ? std::abs(std::log(fc / fd)) : 0.0;
       const double explained = lambda * lat_explained + (1 - lambda) * bw_explained;
       excess_sigma = sigma_excess_trend * std::max(0.0, std::abs(std::log(q)) - explained) / std::abs(uc - ud) * outside;
       lt = std::log(tc * (lambda * r_lat + (1 - lambda) * r_bw));
@@ -185,7 +195,9 @@ Prediction JointModel::predict(int n, double bytes) const {
   const double dh = kZ90 * sigma_per_doubling * std::max(outside, 0.5);
   const double dt = kZ90 * trend_sigma;
   const double dx = kZ90 * excess_sigma;
-  const double h = std::sqrt(h0 * h0 + dh * dh + dt * dt + dx * dx);
+  // At most the widest band a group gives (kMaxLogHalfWidth): beyond it an upper bound of inf and a lower one
+  // of 0 (null in --json) far beyond the measured counts.
+  const double h = std::min(std::sqrt(h0 * h0 + dh * dh + dt * dt + dx * dx), kMaxLogHalfWidth);
   p.lo_us = p.time_us * std::exp(-h);
   p.hi_us = p.time_us * std::exp(h);
   p.extrapolated = true;

@@ -479,8 +479,11 @@ std::optional<Prediction> ModelSet::predict(const PredictQuery& q) const { retur
 
 std::optional<Prediction> ModelSet::predict(const PredictQuery& q0, const std::vector<ModelSet>& lenders) const {
   if (!parsed_) return std::nullopt;
-  const std::optional<PredictQuery> resolved = resolve_query(q0);
+  std::optional<PredictQuery> resolved = resolve_query(q0);
   if (!resolved) return std::nullopt;
+  // A split names its ranks (one entry each): without a count it is asked at its own, never at whichever count
+  // the file holds (a 4-rank split was answered from an 8-rank curve).
+  if (!resolved->splits.empty() && resolved->nranks == 0) resolved->nranks = parse_alltoallv_split(resolved->splits).nranks();
   const PredictQuery& q = *resolved;
   const std::vector<const GroupModel*> cands = measured_on_its_nodes(parsed_->groups_of(q), q);
   // Effective size: bytes, or tokens × hidden × dtype size, or an all-to-allv split.
@@ -512,8 +515,10 @@ std::optional<Prediction> ModelSet::predict(const PredictQuery& q0, const std::v
       latency_us = best->predict(best->min_bytes).time_us;
     }
   }
-  // 2) the joint fit across GPU counts
-  if (!out && q.nranks > 0) {
+  // 2) the joint fit across GPU counts, for two ranks and more: one rank has no peer and moves no data (bus factor
+  //    0), so both of the rule's laws vanish there; carried down from 4 and 8 ranks whose latency grew faster than
+  //    the peers law allows, it answered 0 us inside [0, 0] (exit 0). Only a measured one-rank curve answers one rank.
+  if (!out && q.nranks > 1) {
     for (const JointModel* jm : parsed_->joint_of(q)) {
       if (!answers_on_its_nodes(jm->key, q)) continue;
       out = jm->predict(q.nranks, bytes);

@@ -80,6 +80,16 @@ bool size_query(const ProfileNode* n, const std::string& dtype, std::int64_t tok
   } else {
     return false;
   }
+  // The models' size bound (model/sample.h), as predict and codegen hold their queries to it: a recorded shape of
+  // 2^63 x 2^63 was predicted at 1.7e38 bytes (3.4e33 us, exit 0). A recorded shape is the profile's (bad data,
+  // naming the node), tokens x --hidden the user's (usage); recorded bytes were bounded when the profile was read.
+  if (q.bytes > kMaxSampleBytes) {
+    const std::string what = std::to_string(q.tokens) + " x " + std::to_string(q.hidden) + " x " + dtype;
+    if (*from == "recorded shape")
+      throw std::runtime_error(n->where + ": " + byte_bound_problem("'shape'", what, q.bytes));
+    throw std::invalid_argument(
+        byte_bound_problem(opt.tokens > 0 ? "--tokens x --hidden" : "--hidden", (opt.tokens > 0 ? "" : "the phase's tokens ") + what, q.bytes));
+  }
   return true;
 }
 

@@ -301,3 +301,36 @@ TEST(Cli, PredictRefusesACustomAllReduceNoMachineMeasuredAcrossNodes) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output.find("peer-memory domain"), std::string::npos) << r.output;
 }
+
+// Without --nranks predict answers from the file's one GPU count, and its busbw column is that count's bus
+// bandwidth: on an 8-GPU file it printed the algorithm bandwidth (2(n-1)/n = 1.75 times too small) under the name
+// busbw, while --nranks 8 printed the bus bandwidth of the same answer. A split's count is its ranks'.
+TEST(Cli, PredictWithoutNranksUsesTheFilesOneCountOrTheSplits) {
+  arfit::testing::TempDir dir;
+  std::string csv = "#arfit-samples v1\ncollective,strategy,fusion,dtype,nranks,bytes,time_us\n";
+  for (int k = 10; k <= 26; ++k)
+    for (const char* coll : {"allreduce", "alltoall"})
+      csv += std::string(coll) + ",NCCL,NONE,fp32,8," + std::to_string(1LL << k) + "," +
+             std::to_string(10 + static_cast<double>(1LL << k) / 1e5) + "\n";
+  auto r = run_command(arfit_bin() + " fit " + dir.write("s.csv", csv) + " -o " + dir.file("m.json") + " -q");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto busbw = [&](const std::string& args) {
+    const auto out = run_command(arfit_bin() + " predict " + dir.file("m.json") + " " + args + " --json");
+    EXPECT_EQ(out.exit_code, 0) << args << "\n" << out.output;
+    const auto p = nlohmann::json::parse(out.output);
+    return std::pair{p.at(0).at("busbw_gbps").get<double>(), p.at(0).at("time_us").get<double>()};
+  };
+  const auto [without, t] = busbw("--collective allreduce --bytes 1M");
+  EXPECT_EQ(without, busbw("--collective allreduce --bytes 1M --nranks 8").first);
+  EXPECT_NEAR(without, 1048576.0 / t / 1e3 * 1.75, 1e-9 * without);
+  EXPECT_EQ(busbw("--collective allreduce --tokens 1024 --hidden 256").first,
+            busbw("--collective allreduce --tokens 1024 --hidden 256 --nranks 8").first);
+  const auto [split, ts] = busbw("--collective alltoallv --splits 8192-8192-8192-8192-8192-8192-8192-8192");
+  EXPECT_EQ(split, busbw("--collective alltoallv --nranks 8 --splits 8192-8192-8192-8192-8192-8192-8192-8192").first);
+  (void)ts;
+  // A split names its ranks: without --nranks a 4-rank split is asked at 4 ranks, which this 8-rank file does not
+  // model (it was answered from the 8-rank curve, exit 0; --nranks 8 refuses the mismatch).
+  r = run_command(arfit_bin() + " predict " + dir.file("m.json") + " --collective alltoallv --splits 8192-8192-8192-8192 --json");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.output.find("time_us"), std::string::npos) << r.output;
+}

@@ -570,3 +570,39 @@ TEST(FitTransfer, ZeroShotCalibrationKeepsPcieMachinesApart) {
   EXPECT_GT(with.tau[4], 1.0);  // 12x against a 2x slot: ln 6 off at large sizes
   EXPECT_GT(with.tau[4], 5 * std::max(with.tau[0], 0.01));
 }
+
+// A source measured densely at a few sizes only (twelve within 1 %, then 1 TiB) and two anchors 0.1 %
+// apart: the grid keeps one size per eighth of an octave and the anchors, three sizes. The transferred group was
+// refused, "too few distinct sizes: 3 (need >= 4)", where the same anchors without a comparable prior fit their own
+// line; the grid carries the shape at every size, the family needs two.
+TEST(FitTransfer, TransferredGroupOfASparseGridIsFitted) {
+  std::vector<Sample> dense;
+  for (double b : {1000., 1001., 1002., 1003., 1004., 1005., 1006., 1007., 1008., 1009., 1010., 1011., 0x1p40}) {
+    Sample x;
+    x.collective = Collective::AllReduce;
+    x.strategy = "NCCL";
+    x.dtype = "fp16";
+    x.nranks = 8;
+    x.bytes = static_cast<std::int64_t>(b);
+    x.time_us = 10 + b / 1e7;
+    x.extra["system"] = "old";
+    dense.push_back(x);
+  }
+  const fit::TransferSource s = source_of(dense);
+  fit::TransferTarget t;
+  t.key.system = "new";
+  t.key.collective = Collective::AllReduce;
+  t.key.strategy = "NCCL";
+  t.key.dtype = "fp16";
+  t.key.nranks = 8;
+  t.bytes = {1000, 1001};
+  t.time_us = {7.0143, 7.0144};
+  const fit::Transfer tr = fit::transfer_curve(t, {&s});
+  ASSERT_TRUE(tr.ok()) << tr.problem();
+  ASSERT_LT(tr.grid(tr.min_bytes(), tr.max_bytes()).size(), 4u);
+  const fit::GroupFit g = fit::transferred_group(t, tr, tr.min_bytes(), tr.max_bytes());
+  ASSERT_TRUE(g.ok) << g.problem;
+  const GroupModel m = GroupModel::from_json(g.model);
+  EXPECT_NEAR(m.predict(1000).time_us, 7.0143, 1e-3);
+  EXPECT_EQ(m.predict(1000).how.rfind("transfer K=2", 0), 0u) << m.predict(1000).how;
+}

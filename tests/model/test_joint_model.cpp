@@ -7,6 +7,7 @@
 
 #include "model/bus_factor.h"
 #include "model/joint_model.h"
+#include "model/model_set.h"
 
 using namespace arfit;
 
@@ -169,4 +170,84 @@ TEST(JointModel, JsonNamesItsRuleAndReadsLegacyFiles) {
   EXPECT_NEAR(legacy.predict(16, s).time_us, t8 * std::pow(t8 / t4, kJointKappa), 1e-6 * t8);
   j["rule"] = "no-such-rule";
   EXPECT_THROW(JointModel::from_json(j), std::invalid_argument);
+}
+
+// A member of one rank (fit stores its bus factor as 1: it moves no data) measured a local copy, not a ring: its
+// ratio to the two-rank member (1e-3 us against 1e7 us here, both valid samples) raised to the doublings up to
+// 2^20 GPUs gave an upper bound of inf. From the two-rank member alone the bus bandwidth is held and
+// the latency grows at most with the peers.
+TEST(JointModel, OneRankMemberCarriesNoBandwidthTrend) {
+  const Collective c = Collective::AllReduce;
+  nlohmann::json copy = alphabeta_member(c, 1, 1e-3, 1e5);
+  copy["bus_factor"] = 1.0;
+  const std::vector<nlohmann::json> members = {copy, alphabeta_member(c, 2, 1e7, 1e-3)};
+  const JointModel jm = JointModel::from_json(JointModel::make_json(family_key(c), members, kJointKappa, kJointSigmaPerDoubling));
+  const int n = 1 << 20;
+  for (double s : {kMinBytes, kMaxBytes, 1e18}) {
+    const Prediction p = jm.predict(n, s), p2 = jm.predict(2, s);
+    ASSERT_TRUE(std::isfinite(p.time_us) && std::isfinite(p.hi_us)) << "s=" << s;
+    EXPECT_GT(p.lo_us, 0) << "s=" << s;
+    // latency at most (n - 1) / (c - 1) times c's, bandwidth at most f(n) / f(c) = 2(n - 1)/n times
+    EXPECT_LE(p.time_us, p2.time_us * (n - 1) * (1 + 1e-9)) << "s=" << s;
+    EXPECT_LE(p.hi_us / p.lo_us, std::exp(2 * kMaxLogHalfWidth) * (1 + 1e-9)) << "s=" << s;
+  }
+  // Bandwidth-bound: the two-rank time with the bus factor's growth, 2(n-1)/n.
+  EXPECT_NEAR(jm.predict(n, 1e18).time_us / jm.predict(2, 1e18).time_us, bus_factor(c, n), 0.01);
+}
+
+// A trend far beyond what the laws explain (t4/t2 = e^20 at every size, valid samples) carried over 18 doublings
+// made the half-width ~800 in ln t: an upper bound of inf and a lower one of 0 (null in --json). The band stops
+// where a group's does, kMaxLogHalfWidth either way.
+TEST(JointModel, IntervalStopsAtTheWidestBand) {
+  const Collective c = Collective::AllReduce;
+  const double k = std::exp(20.0);
+  const std::vector<nlohmann::json> members = {alphabeta_member(c, 2, 1e-3, 1e5), alphabeta_member(c, 4, 1e-3 * k, 1e5 / k)};
+  const JointModel jm = JointModel::from_json(JointModel::make_json(family_key(c), members, kJointKappa, kJointSigmaPerDoubling));
+  for (double s : {kMinBytes, kMaxBytes}) {
+    const Prediction p = jm.predict(1 << 20, s);
+    ASSERT_TRUE(std::isfinite(p.time_us) && std::isfinite(p.hi_us)) << "s=" << s;
+    EXPECT_GT(p.lo_us, 0) << "s=" << s;
+    EXPECT_NEAR(std::log(p.hi_us / p.time_us), kMaxLogHalfWidth, 1e-9) << "s=" << s;
+    EXPECT_NEAR(std::log(p.time_us / p.lo_us), kMaxLogHalfWidth, 1e-9) << "s=" << s;
+  }
+}
+
+// kappa is a damping, a fraction of the measured trend per doubling: a hand-edited 4 on a broadcast family
+// whose time grows 1e11-fold from 2 to 4 ranks (valid samples) carried it to inf at 2^20 ranks (null in --json).
+TEST(JointModel, KappaAboveOneIsRefused) {
+  const Collective c = Collective::Broadcast;
+  const std::vector<nlohmann::json> members = {alphabeta_member(c, 2, 1e-3, 1e5), alphabeta_member(c, 4, 1e7, 1e-3)};
+  nlohmann::json j = JointModel::make_json(family_key(c), members, 1.0, kJointSigmaPerDoubling);
+  const Prediction p = JointModel::from_json(j).predict(1 << 20, kMaxBytes);
+  EXPECT_TRUE(std::isfinite(p.time_us) && std::isfinite(p.hi_us) && p.lo_us > 0);
+  j["kappa"] = 4.0;
+  try {
+    JointModel::from_json(j);
+    ADD_FAILURE() << "kappa 4 was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("/kappa"), std::string::npos) << e.what();
+  }
+}
+
+// One rank has no peer and moves no data: the joint rule does not answer it. Carried down from 4 and 8 ranks whose
+// latency grew faster than the peers law allows (t8 / t4 = 4 against 7 / 3 peers), the latency share went to 0
+// and the models file answered 0 us inside [0, 0] for one rank (a fuzzed models file, exit 0).
+TEST(JointModel, OneRankIsNotCarriedDownFromMoreRanks) {
+  const Collective c = Collective::AllReduce;
+  const std::vector<nlohmann::json> members = {alphabeta_member(c, 4, 3.3, 300.0), alphabeta_member(c, 8, 13.0, 300.0)};
+  const nlohmann::json joint = JointModel::make_json(family_key(c), members, kJointKappa, kJointSigmaPerDoubling);
+  const ModelSet set = ModelSet::from_json({{"schema", "arfit-models"}, {"schema_version", 1}, {"groups", members}, {"joint", {joint}}});
+  PredictQuery q;
+  q.system = "synthetic";
+  q.collective = c;
+  q.strategy = "NCCL";
+  q.dtype = "fp16";
+  q.bytes = kMinBytes;
+  q.nranks = 1;
+  EXPECT_FALSE(set.predict(q).has_value()) << set.predict(q)->time_us;
+  q.nranks = 2;
+  const auto two = set.predict(q);
+  ASSERT_TRUE(two.has_value());
+  EXPECT_GT(two->lo_us, 0);
+  EXPECT_EQ(two->how, "joint-n 4,8->2");
 }

@@ -346,3 +346,48 @@ TEST(WhatIf, KeepsAStrategyRefusedAcrossNodesWithTheReason) {
     EXPECT_EQ(c.kept, KeptBecause::NoModel) << c.kernel;
   }
 }
+
+// A message beyond the models' size bound (1e18 bytes, what predict and codegen refuse) is not predicted: a
+// recorded shape of 2^62 x 2^62 was asked at 4e37 bytes (exit 0 with a time of 1e33 us). The profile's shape is
+// bad data naming the node; tokens x --hidden is the user's (std::invalid_argument, a usage error).
+TEST(WhatIf, MessagesBeyondTheModelsSizeBoundAreRefused) {
+  arfit::testing::TempDir dir;
+  std::string text = arfit::testing::slurp(trace_data("vllm_tp2_small.json"));
+  const std::string shape = "\"shape\": [4, 2048]";
+  ASSERT_NE(text.find(shape), std::string::npos);
+  text.replace(text.find(shape), shape.size(), "\"shape\": [4611686018427387904, 4611686018427387904]");
+  const Profile huge = read_vllm_profile(dir.write("huge.json", text));
+  WhatIfOptions opt;
+  opt.tp = 8;
+  opt.hidden = 4096;
+  FakeModels fake;
+  try {
+    what_if(huge, RuleTable::defaults(), opt, [&](const PredictQuery& q) { return fake(q); });
+    FAIL() << "no error";
+  } catch (const std::invalid_argument& e) {
+    FAIL() << "a usage error for the profile's own shape: " << e.what();
+  } catch (const std::runtime_error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("huge.json: decode_2."), std::string::npos) << m;
+    EXPECT_NE(m.find("'shape': 4611686018427387904 x 4611686018427387904 x bf16 is 4.25e+37 bytes, above 1e+18"), std::string::npos) << m;
+  }
+  for (const double b : [&] { std::vector<double> v; for (const auto& q : fake.seen) v.push_back(q.bytes); return v; }())
+    EXPECT_LE(b, arfit::kMaxSampleBytes);
+  opt.hidden = 1LL << 31;
+  opt.tokens = 1LL << 31;
+  try {
+    what_if(small(), RuleTable::defaults(), opt, [&](const PredictQuery& q) { return fake(q); });
+    FAIL() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("--tokens x --hidden: 2147483648 x 2147483648 x bf16 is 9.22e+18 bytes"), std::string::npos)
+        << e.what();
+  }
+  opt.tokens = 0;  // the phases' own token counts (prefill 2 x 4) with a huge --hidden
+  opt.hidden = 1LL << 60;
+  try {
+    what_if(small(), RuleTable::defaults(), opt, [&](const PredictQuery& q) { return fake(q); });
+    FAIL() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("--hidden: the phase's tokens "), std::string::npos) << e.what();
+  }
+}
