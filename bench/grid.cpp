@@ -303,7 +303,9 @@ std::int64_t message_count(Collective c, std::int64_t elements, int nranks) {
     case Collective::AllGather:
     case Collective::ReduceScatter:
     case Collective::AllToAll:
-    case Collective::AllToAllV: return nranks > 0 ? elements / nranks * nranks : elements;
+    case Collective::AllToAllV:
+    case Collective::Gather:
+    case Collective::Scatter: return nranks > 0 ? elements / nranks * nranks : elements;
     default: return elements;
   }
 }

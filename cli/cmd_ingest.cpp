@@ -160,8 +160,8 @@ void add_ingest(CLI::App& app) {
                   "Input format: auto, arfit, nccl-tests, nccl-tests-json, param, trtllm, aiconfigurator")
       ->capture_default_str();
   cmd->add_option("--collective", args->collective,
-                  "Collective of every input, overriding what the files say (needed when a file does not say it): "
-                  "allreduce, allgather, reducescatter, alltoall, alltoallv, broadcast, reduce, sendrecv");
+                  "Collective of every input, overriding what the files say (needed when a file does not say it): " +
+                      known_collectives());
   cmd->add_option("--nranks", args->nranks,
                   "Rank count of every input, overriding what the files say (needed when a file does not say it)")
       ->check(CLI::Range(1, kMaxModelRanks));

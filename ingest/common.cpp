@@ -72,7 +72,9 @@ bool RankInference::informative() const {
     case Collective::AllGather:
     case Collective::ReduceScatter:
     case Collective::AllToAll:
-    case Collective::AllToAllV: return true;
+    case Collective::AllToAllV:
+    case Collective::Gather:
+    case Collective::Scatter: return true;
     default: return false;
   }
 }

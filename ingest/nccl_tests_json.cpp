@@ -3,7 +3,8 @@
 //    "config":{"nthreads":1,"ngpus":8,...,"iterations":20,"devices":[{"rank":0,"hostname":"h","device_info":"NVIDIA H100",...}]},
 //    "results":[{"size":8,"count":2,"type":"float","redop":"sum","root":"    -1",
 //                "out_of_place":{"time":12.9,"alg_bw":0.0,"bus_bw":0.0,"nwrong":0.0} | null,
-//                "in_place":{...}, ...}], ...}
+//                "in_place":{...}, "out_of_place_per_iter":{"min_us":..,"max_us":..,"p99_us":..,"cv_pct":..,...} (-I 1),
+//                ...}], ...}
 // Same conventions as the text reader: both placements become samples; "nan"/null time or nwrong > 0 ->
 // Failed; 0-byte rows -> Failed; the collective from args[0] (all_reduce_perf) or --collective; the rank count
 // from --nranks, else the devices list (one entry per rank), else busbw/algbw.
@@ -17,6 +18,7 @@
 #include "ingest/text_util.h"
 #include "model/errors.h"
 #include "model/json_input.h"
+#include "model/text.h"
 
 namespace arfit::ingest::detail {
 
@@ -92,6 +94,22 @@ IngestResult read_results(const nlohmann::json& j, const std::string& name, cons
     if (!std::isfinite(d)) fail(where, "non-finite value");
     return d;
   };
+  // nccl-tests 2.19's per-iteration report (-I 1), "<placement>_per_iter": what the text table prints of it, so that
+  // the -J file and the log of one run give the same samples: min_us and max_us, extra p99_us and cv_pct.
+  const auto per_iteration_statistics = [&](const json& row, const char* key, std::size_t i, Sample* s) {
+    if (!row.contains(key) || !row[key].is_object()) return;
+    const json& o = row[key];
+    const auto statistic = [&](const char* name) {
+      const auto v = number(o, key, name, i, nullptr);
+      if (v && *v < 0)
+        fail(json_pointer_append(json_pointer_append(json_pointer_append("/results", i), key), name), "negative value");
+      return v;
+    };
+    if (const auto v = statistic("min_us")) s->min_us = *v;
+    if (const auto v = statistic("max_us")) s->max_us = *v;
+    if (const auto v = statistic("p99_us")) s->extra["p99_us"] = format_number(*v, "%.6g");
+    if (const auto v = statistic("cv_pct")) s->extra["cv_pct"] = format_number(*v, "%.6g");
+  };
   struct P {
     Sample s;
     std::string where;  // "/results/<i>/<placement>"
@@ -140,6 +158,7 @@ IngestResult read_results(const nlohmann::json& j, const std::string& name, cons
       if (t && *t < 0) fail(where + "/" + key + "/time", "negative time");
       if (t && !nan && p.s.wrong == 0 && size > 0 && *t > 0) {
         p.s.time_us = *t;
+        per_iteration_statistics(row, set == 0 ? "out_of_place_per_iter" : "in_place_per_iter", i, &p.s);
       } else {
         p.s.status = SampleStatus::Failed;
       }

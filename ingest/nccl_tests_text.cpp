@@ -24,6 +24,8 @@
 #include "ingest/text_util.h"
 #include "model/bus_factor.h"
 #include "model/errors.h"
+#include "model/sample_csv.h"
+#include "model/text.h"
 
 namespace arfit::ingest::detail {
 namespace {
@@ -166,15 +168,22 @@ struct Facts {
   std::string cmd_text, cmd_dtype;
   int iters = 0;
   bool busbw_only = false;                  // a note says the unnamed bandwidth columns are busbw
+  std::string unmodelled_program;           // 'Collective test starting: X_perf' of no collective arfit models
   std::map<std::string, int> column_ranks;  // note: column "1 node" = 8 GPUs
 };
 
-enum class Kind { Size, Count, Type, Redop, Root, Time, AlgBw, BusBw, Wrong, Error, Timestamp, Other };
+// PerIteration: nccl-tests 2.19's per-iteration statistics (-I 1: i_min, i_max, i_p99 in a time unit, i_cv% in %),
+// each placement's after its #wrong; any i_ column is one, so that a statistic added later reads too.
+enum class Kind { Size, Count, Type, Redop, Root, Time, AlgBw, BusBw, Wrong, Error, Timestamp, PerIteration, Other };
 
 struct Column {
   Kind kind = Kind::Other;
   int set = 0;  // 0 out-of-place, 1 in-place
   std::string name;
+  // PerIteration: a percentage (the unit "%", or a name ending in '%' without a units line), else a time whose
+  // unit converts to µs by `to_us`.
+  bool percent = false;
+  double to_us = 1.0;
 };
 
 struct Pending {
@@ -273,8 +282,16 @@ class NcclTextReader {
     }
     if (starts_with(c, "Collective test starting:")) {
       finish_run();
-      for (auto t : tokens(c.substr(25)))
-        if (auto col = collective_of_perf_binary(t)) set_collective(*col, "'Collective test starting' (line " + std::to_string(line) + ")");
+      for (auto t : tokens(c.substr(25))) {
+        if (auto col = collective_of_perf_binary(t)) {
+          set_collective(*col, "'Collective test starting' (line " + std::to_string(line) + ")");
+          facts_.unmodelled_program.clear();
+        } else if (ends_with(t, "_perf")) {
+          // Not an earlier run's collective: this run measures another program's.
+          facts_.collective.reset();
+          facts_.unmodelled_program = std::string(t) + " (line " + std::to_string(line) + ")";
+        }
+      }
       return true;
     }
     if (starts_with(c, "Collective test concluded")) return true;
@@ -353,6 +370,7 @@ class NcclTextReader {
     if (t == "#wrong" || t == "wrong") return Kind::Wrong;
     if (t == "error") return Kind::Error;
     if (t == "timestamp") return Kind::Timestamp;
+    if (t.size() > 2 && t.substr(0, 2) == "i_") return Kind::PerIteration;
     return std::nullopt;
   }
 
@@ -375,11 +393,14 @@ class NcclTextReader {
     table_open_ = false;
     cols_.clear();
     std::map<Kind, int> seen;
+    std::map<std::string, int> seen_statistic;
     for (auto t : tok) {
       Column col;
       col.kind = *column_kind(t);
       col.name = std::string(t);
-      int& n = seen[col.kind];
+      col.percent = col.kind == Kind::PerIteration && col.name.back() == '%';
+      // A name met again is the in-place half (PerIteration columns by name: i_min and i_max are one kind).
+      int& n = col.kind == Kind::PerIteration ? seen_statistic[col.name] : seen[col.kind];
       col.set = n > 0 ? 1 : 0;
       ++n;
       cols_.push_back(col);
@@ -397,17 +418,21 @@ class NcclTextReader {
   void close_table() { table_open_ = false; }
 
   // "(B) (elements) (us) (GB/s) (GB/s) (us) (GB/s) (GB/s)"
+  // With a timestamp column (-Z) the line ends with its strftime format ("%Y-%m-%d %H:%M:%S"), not in parentheses.
   bool units_line(const std::vector<std::string_view>& tok, long line) {
     if (tok.empty() || tok[0].empty() || tok[0].front() != '(') return false;
-    for (auto t : tok)
-      if (t.front() != '(' || t.back() != ')') return false;
+    const bool timestamp_column = table_open_ && !cols_.empty() && cols_.back().kind == Kind::Timestamp;
+    std::size_t units = 0;  // the leading parenthesised tokens: the units
+    while (units < tok.size() && tok[units].front() == '(' && tok[units].back() == ')') ++units;
+    for (std::size_t i = units; i < tok.size(); ++i)
+      if (!timestamp_column || tok[i].find('%') == std::string_view::npos) return false;
     if (!table_open_) return true;
     std::size_t u = 0;
-    for (const auto& col : cols_) {
+    for (auto& col : cols_) {
       if (col.kind != Kind::Size && col.kind != Kind::Count && col.kind != Kind::Time && col.kind != Kind::AlgBw &&
-          col.kind != Kind::BusBw)
+          col.kind != Kind::BusBw && col.kind != Kind::PerIteration)
         continue;
-      if (u >= tok.size()) break;
+      if (u >= units) break;
       std::string unit(tok[u].substr(1, tok[u].size() - 2));
       ++u;
       switch (col.kind) {
@@ -421,6 +446,14 @@ class NcclTextReader {
           auto m = time_unit_to_us(unit);
           if (!m) fail(line, "unknown time unit '(" + unit + ")' (known: ns, us, ms, s)");
           time_mult_ = *m;
+          break;
+        }
+        case Kind::PerIteration: {
+          col.percent = unit == "%";
+          if (col.percent) break;
+          auto m = time_unit_to_us(unit);
+          if (!m) fail(line, "unknown unit '(" + unit + ")' for column " + col.name + " (known: ns, us, ms, s, %)");
+          col.to_us = *m;
           break;
         }
         default:
@@ -494,6 +527,9 @@ class NcclTextReader {
             p.s.wrong = saturated_count(*d);
             break;
           }
+          case Kind::PerIteration:
+            per_iteration_statistic(col, v, line, &p.s);
+            break;
           case Kind::Error: {
             auto d = parse_double(v);
             if (!d && v != "N/A") fail(line, "'" + v + "' is not a number", col.name);
@@ -507,6 +543,34 @@ class NcclTextReader {
       if (size == 0) p.failed = true;
       if (!p.time_us && !na && p.algbw_text.empty()) fail(line, "row has neither a time nor an algbw value");
       pending_.push_back(std::move(p));
+    }
+  }
+
+  // One per-iteration statistic of a placement: i_min, i_max (and i_p10, i_p90) are the sample's min_us, max_us
+  // (p10_us, p90_us); any other is kept as extra "<name>_us" (i_p99 -> p99_us) or, a percentage, "<name>_pct"
+  // (i_cv% -> cv_pct). N/A (nothing timed) leaves it unrecorded.
+  void per_iteration_statistic(const Column& col, const std::string& v, long line, Sample* s) {
+    if (v == "N/A") return;
+    auto d = parse_double(v);
+    if (!d) fail(line, "'" + v + "' is not a number", col.name);
+    if (!std::isfinite(*d) || *d < 0) fail(line, "'" + v + "' is not a per-iteration statistic (finite, >= 0)", col.name);
+    std::string stat = col.name.substr(2);
+    if (!stat.empty() && stat.back() == '%') stat.pop_back();
+    if (col.percent) {
+      s->extra[stat + "_pct"] = v;
+      return;
+    }
+    const double us = *d * col.to_us;
+    if (stat == "min") s->min_us = us;
+    else if (stat == "max") s->max_us = us;
+    else if (stat == "p10") s->p10_us = us;
+    else if (stat == "p90") s->p90_us = us;
+    else {
+      // Never a sample column's name (an i_time would be a second time_us column): those keep their i_.
+      std::string key = stat + "_us";
+      const auto& columns = sample_columns();
+      if (std::find(columns.begin(), columns.end(), key) != columns.end()) key = "i_" + key;
+      s->extra[key] = col.to_us == 1.0 ? v : format_number(us, "%.6g");
     }
   }
 
@@ -637,9 +701,13 @@ class NcclTextReader {
     const long first_line = pending_.front().s.line;
     std::optional<Collective> run_coll = facts_.collective;
     std::string coll_from = facts_.collective_from;
-    if (!run_coll && (run_coll = collective_in_file_name(name_))) coll_from = "file name";
+    // The file name only where the log names no program: a run it says is of another program is not the name's.
+    if (!run_coll && facts_.unmodelled_program.empty() && (run_coll = collective_in_file_name(name_))) coll_from = "file name";
     for (auto& p : pending_) {
       std::optional<Collective> c = options_.collective ? options_.collective : (p.collective ? p.collective : run_coll);
+      if (!c && !facts_.unmodelled_program.empty())
+        fail(first_line, "the log is of " + facts_.unmodelled_program + ", which measures no collective arfit models (" +
+                             known_collectives() + "); pass --collective where it is one of them");
       if (!c)
         fail(first_line, "cannot tell which collective this table measures (no 'Collective test starting', no X_perf "
                          "command, no collective in the file name): pass --collective");
@@ -755,6 +823,10 @@ class NcclTextReader {
     if (failed) {
       s.status = SampleStatus::Failed;
       s.time_us = 0;
+      // A failed sample carries no timing: nor the per-iteration ones (min_us, max_us, p10_us, p90_us, "<stat>_us").
+      s.min_us = s.max_us = s.p10_us = s.p90_us = 0;
+      for (auto it = s.extra.begin(); it != s.extra.end();)
+        it = ends_with(it->first, "_us") ? s.extra.erase(it) : std::next(it);
       ++result_.failed;
     }
     return std::move(s);

@@ -207,6 +207,8 @@ std::optional<Collective> collective_of_perf_binary(std::string_view tok) {
   if (base == "broadcast") return Collective::Broadcast;
   if (base == "reduce") return Collective::Reduce;
   if (base == "sendrecv") return Collective::SendRecv;
+  if (base == "gather") return Collective::Gather;
+  if (base == "scatter") return Collective::Scatter;
   return std::nullopt;
 }
 

@@ -13,7 +13,9 @@ double bus_factor(Collective c, int nranks) {
     case Collective::AllGather:
     case Collective::ReduceScatter:
     case Collective::AllToAll:
-    case Collective::AllToAllV: return (n - 1.0) / n;
+    case Collective::AllToAllV:
+    case Collective::Gather:    // nccl-tests: (n - 1) / n of the whole buffer crosses the root's link
+    case Collective::Scatter: return (n - 1.0) / n;
     case Collective::Broadcast:
     case Collective::Reduce:
     case Collective::SendRecv: return 1.0;

@@ -32,6 +32,8 @@ std::string to_string(Collective c) {
     case Collective::Broadcast: return "broadcast";
     case Collective::Reduce: return "reduce";
     case Collective::SendRecv: return "sendrecv";
+    case Collective::Gather: return "gather";
+    case Collective::Scatter: return "scatter";
   }
   return "?";
 }
@@ -49,7 +51,8 @@ std::string to_string(FusionOp f) {
 const std::vector<Collective>& all_collectives() {
   static const std::vector<Collective> v = {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter,
                                             Collective::AllToAll,  Collective::AllToAllV, Collective::Broadcast,
-                                            Collective::Reduce,    Collective::SendRecv};
+                                            Collective::Reduce,    Collective::SendRecv,  Collective::Gather,
+                                            Collective::Scatter};
   return v;
 }
 
@@ -70,10 +73,16 @@ std::optional<Collective> try_parse_collective(const std::string& s) {
   return std::nullopt;
 }
 
+std::string known_collectives() {
+  std::string out;
+  for (Collective c : all_collectives()) out += (out.empty() ? "" : ", ") + to_string(c);
+  return out;
+}
+
 Collective parse_collective(const std::string& s) {
   if (auto c = try_parse_collective(s)) return *c;
   throw std::invalid_argument("unknown collective '" + s +
-                              "' (known: allreduce, allgather, reducescatter, alltoall, alltoallv, broadcast, reduce, sendrecv)");
+                              "' (known: " + known_collectives() + ")");
 }
 
 std::optional<FusionOp> try_parse_fusion(const std::string& s) {

@@ -10,7 +10,9 @@
 
 namespace arfit {
 
-enum class Collective { AllReduce, AllGather, ReduceScatter, AllToAll, AllToAllV, Broadcast, Reduce, SendRecv };
+// Gather and Scatter: NCCL 2.28's ncclGather/ncclScatter (nccl-tests' gather_perf, scatter_perf); the message is the
+// whole buffer (nranks x the per-rank count), as nccl-tests' size column gives it.
+enum class Collective { AllReduce, AllGather, ReduceScatter, AllToAll, AllToAllV, Broadcast, Reduce, SendRecv, Gather, Scatter };
 
 // Fusion ops in TensorRT-LLM's order (the order of the codegen table's fusion axis).
 enum class FusionOp { None, ResidualRmsNorm, ResidualRmsNormQuantFp8, ResidualRmsNormQuantNvfp4 };
@@ -24,6 +26,7 @@ FusionOp parse_fusion(const std::string& s);
 std::optional<Collective> try_parse_collective(const std::string& s);
 std::optional<FusionOp> try_parse_fusion(const std::string& s);
 const std::vector<Collective>& all_collectives();
+std::string known_collectives();  // "allreduce, allgather, ...": all_collectives' names, for messages
 const std::vector<FusionOp>& all_fusions();
 
 // Known strategy names; strategies are open-ended strings, these are the ones codegen numbers.

@@ -399,3 +399,138 @@ TEST(NcclTestsText, MarkdownTablesWithHeadingsGpuColumnsAndAnnotatedColumns) {
   EXPECT_EQ(r.samples[6].extra.count("bw_column"), 0u);  // first bandwidth column of its row: primary
   EXPECT_EQ(r.samples[7].extra.at("bw_column"), "2 boxes");
 }
+
+// nccl-tests 2.19's per-iteration report (-I 1), with the trailing timestamp (-Z), laid out by its printf formats:
+// each placement's time, algbw, busbw and #wrong are followed by i_min, i_max, i_p99 (us) and i_cv% (%).
+const char* kPerIteration = R"(# nccl-tests version 2.19.6 nccl-headers=22902 nccl-library=22902
+# Collective test starting: all_reduce_perf
+# nThread 1 nGpus 1 minBytes 1024 maxBytes 4096 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0 unalign: 0
+# Per-Iteration Report: CUDA event timing; i_* uses max over process rows 
+#
+#                                                                 out-of-place (+ per-iteration)                                in-place (+ per-iteration)
+#       size         count      type   redop    root     time   algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv%     time   algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv%           timestamp
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)     (us)     (us)      (%)     (us)  (GB/s)  (GB/s)             (us)     (us)     (us)      (%)   %Y-%m-%d %H:%M:%S
+        1024           256     float     sum      -1    20.00    0.05    0.09       0    18.00    26.00    25.00     3.40    21.00    0.05    0.09       0    19.00    27.00    26.00     3.50  2026-07-09 12:00:01
+        2048           512     float     sum      -1    25.00    0.08    0.14       2    23.00    30.00    29.00     2.10      N/A     N/A     N/A       0      N/A      N/A      N/A      N/A  2026-07-09 12:00:02
+# Out of bounds values : 2 FAILED
+# Avg bus bandwidth    : 0.1
+#
+# Collective test concluded: all_reduce_perf
+# GPU memory usage     : 1.2 GiB
+)";
+
+Options eight_ranks() {
+  Options o;
+  o.nranks = 8;
+  return o;
+}
+
+TEST(NcclTestsText, PerIterationReportGivesEachPlacementsSpread) {
+  IngestResult r = ingest_text(kPerIteration, "h100_allreduce.txt", eight_ranks());
+  EXPECT_EQ(r.rows, 2u);
+  // The units line ends with the timestamp's strftime format: still the units line (it read as none, warned).
+  for (const auto& w : r.warnings) EXPECT_EQ(w.find("no units line"), std::string::npos) << w;
+  ASSERT_EQ(r.samples.size(), 4u);
+  const Sample* out = find(r, 1024, false);
+  ASSERT_NE(out, nullptr);
+  EXPECT_TRUE(out->ok());
+  EXPECT_DOUBLE_EQ(out->time_us, 20.0);  // the time column, not a per-iteration statistic
+  EXPECT_DOUBLE_EQ(out->min_us, 18.0);
+  EXPECT_DOUBLE_EQ(out->max_us, 26.0);
+  EXPECT_EQ(out->extra.at("p99_us"), "25.00");
+  EXPECT_EQ(out->extra.at("cv_pct"), "3.40");
+  const Sample* in = find(r, 1024, true);  // the in-place half's own statistics
+  ASSERT_NE(in, nullptr);
+  EXPECT_DOUBLE_EQ(in->time_us, 21.0);
+  EXPECT_DOUBLE_EQ(in->min_us, 19.0);
+  EXPECT_DOUBLE_EQ(in->max_us, 27.0);
+  EXPECT_EQ(in->extra.at("p99_us"), "26.00");
+  // #wrong > 0: failed, and a failed sample carries no timing, the per-iteration ones included.
+  const Sample* wrong = find(r, 2048, false);
+  ASSERT_NE(wrong, nullptr);
+  EXPECT_FALSE(wrong->ok());
+  EXPECT_EQ(wrong->min_us, 0.0);
+  EXPECT_EQ(wrong->max_us, 0.0);
+  EXPECT_EQ(wrong->extra.count("p99_us"), 0u);
+  EXPECT_EQ(wrong->extra.at("cv_pct"), "2.10");
+  // N/A everywhere: failed, nothing recorded.
+  const Sample* na = find(r, 2048, true);
+  ASSERT_NE(na, nullptr);
+  EXPECT_FALSE(na->ok());
+  EXPECT_EQ(na->min_us, 0.0);
+  EXPECT_EQ(na->extra.count("cv_pct"), 0u);
+
+  // A statistic's own unit converts: i_min in ms.
+  std::string ms = kPerIteration;
+  const std::string units = "(us)     (us)     (us)      (%)     (us)";
+  ms.replace(ms.find(units), units.size(), "(ms)     (us)     (us)      (%)     (us)");
+  EXPECT_DOUBLE_EQ(find(ingest_text(ms, "h100_allreduce.txt", eight_ranks()), 1024, false)->min_us, 18000.0);
+  // A statistic named like a sample column keeps its i_ (a second time_us column would make the CSV unreadable); i_p10
+  // is the sample's p10_us.
+  std::string renamed = kPerIteration;
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{"  i_p99", " i_time"}, {"   i_cv%", "   i_p10"}})
+    for (std::size_t at; (at = renamed.find(from)) != std::string::npos;) renamed.replace(at, from.size(), to);
+  renamed.replace(renamed.find("(%)     (us)"), 3, "(s)");  // the out-of-place i_p10's unit: seconds
+  const Sample* r1 = find(ingest_text(renamed, "h100_allreduce.txt", eight_ranks()), 1024, false);
+  EXPECT_EQ(r1->extra.at("i_time_us"), "25.00");
+  EXPECT_EQ(r1->extra.count("time_us"), 0u);
+  EXPECT_DOUBLE_EQ(r1->p10_us, 3.4e6);
+  // An unknown unit, or a negative or non-numeric statistic, is bad input naming the line and the column.
+  std::string bad_unit = kPerIteration;
+  bad_unit.replace(bad_unit.find(units), units.size(), "(us)     (us)     (us)     (GB)     (us)");
+  try {
+    ingest_text(bad_unit, "h100_allreduce.txt", eight_ranks());
+    ADD_FAILURE() << "an unknown unit was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("h100_allreduce.txt:8:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("i_cv%"), std::string::npos) << e.what();
+  }
+  std::string negative = kPerIteration;
+  negative.replace(negative.find("18.00"), 5, "-18.0");
+  try {
+    ingest_text(negative, "h100_allreduce.txt", eight_ranks());
+    ADD_FAILURE() << "a negative statistic was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("h100_allreduce.txt:9:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("column 'i_min'"), std::string::npos) << e.what();
+  }
+}
+
+// nccl-tests' gather_perf and scatter_perf (NCCL 2.28's ncclGather/ncclScatter) are collectives of their own; a
+// program of no collective arfit models (hypercube_perf) is named as such, and a run of it is never read as an earlier
+// run's collective or as the one the file name names.
+TEST(NcclTestsText, GatherScatterAndProgramsOfNoModelledCollective) {
+  // 8 GPUs: busbw = algbw x 7/8 for gather and scatter, which pins the rank count.
+  const auto run = [](const std::string& program, const std::string& busbw = "11.47") {
+    return "# Collective test starting: " + program +
+           "\n"
+           "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+           "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n"
+           "     1048576        262144     float    none      0    80.00   13.11   " + busbw + "      0    80.00   13.11   " + busbw + "      0\n"
+           "# Out of bounds values : 0 OK\n";
+  };
+  for (const auto& [program, collective] :
+       {std::pair<std::string, Collective>{"gather_perf", Collective::Gather}, {"scatter_perf", Collective::Scatter}}) {
+    const IngestResult r = ingest_text(run(program), "node.txt", Options{});
+    ASSERT_EQ(r.samples.size(), 2u) << program;
+    EXPECT_EQ(r.samples[0].collective, collective) << program;
+    EXPECT_EQ(r.samples[0].nranks, 8) << program;
+    EXPECT_EQ(arfit::parse_collective(arfit::to_string(collective)), collective);
+  }
+  const auto error_of = [](const std::string& text, const std::string& name) -> std::string {
+    try {
+      ingest_text(text, name, Options{});
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  // Alone, and after a run of all_reduce_perf in a file whose name says allreduce: the hypercube run is refused,
+  // naming its program and line (it was read as all-reduce, its sizes 'duplicates' of the first run's).
+  std::string e = error_of(run("hypercube_perf"), "node.txt");
+  EXPECT_NE(e.find("node.txt:4: the log is of hypercube_perf (line 1), which measures no collective arfit models"),
+            std::string::npos) << e;
+  e = error_of(run("all_reduce_perf", "22.94") + run("hypercube_perf"), "node_allreduce.txt");  // all-reduce: x 7/4
+  EXPECT_NE(e.find("node_allreduce.txt:9: the log is of hypercube_perf (line 6)"), std::string::npos) << e;
+  EXPECT_NE(e.find("gather, scatter); pass --collective"), std::string::npos) << e;
+}

@@ -339,3 +339,33 @@ TEST(Detect, FormatsByContentAndOverride) {
   o.format = Format::NcclTests;
   EXPECT_THROW(ingest_text(kAic, "a.txt", o), InputError);
 }
+
+// The -J file of a run with the per-iteration report (-I 1): the same statistics the text table prints.
+TEST(NcclTestsJson, PerIterationReportGivesEachPlacementsSpread) {
+  const char* json = R"({"version": 1, "args": ["all_reduce_perf", "-I", "1"], "nccl_version": 22902,
+ "config": {"nthreads": 1, "ngpus": 2, "iterations": 20},
+ "results": [
+  {"size": 1024, "count": 256, "type": "float", "redop": "sum", "root": "    -1",
+   "out_of_place": {"time": 20.0, "alg_bw": 0.05, "bus_bw": 0.05, "nwrong": 0.0},
+   "out_of_place_per_iter": {"skipped_iterations": 0, "min_us": 18.0, "max_us": 26.0, "avg_us": 20.1, "p50_us": 19.9,
+                             "p95_us": 24.0, "p99_us": 25.0, "stdev_us": 0.7, "cv_pct": 3.4, "times_us": [18.0, 26.0]},
+   "in_place": {"time": 21.0, "alg_bw": 0.05, "bus_bw": 0.05, "nwrong": 0.0},
+   "in_place_per_iter": {"min_us": 19.0, "max_us": 27.0, "p99_us": 26.0, "cv_pct": 3.5},
+   "actual_iterations": 20, "experiment_name": ""}]})";
+  const IngestResult r = ingest_text(json, "h100_allreduce.json", Options{});
+  ASSERT_EQ(r.samples.size(), 2u);
+  const Sample& out = r.samples[0];
+  EXPECT_FALSE(out.in_place);
+  EXPECT_DOUBLE_EQ(out.time_us, 20.0);
+  EXPECT_DOUBLE_EQ(out.min_us, 18.0);
+  EXPECT_DOUBLE_EQ(out.max_us, 26.0);
+  EXPECT_EQ(out.extra.at("p99_us"), "25");
+  EXPECT_EQ(out.extra.at("cv_pct"), "3.4");
+  EXPECT_DOUBLE_EQ(r.samples[1].min_us, 19.0);
+  EXPECT_DOUBLE_EQ(r.samples[1].max_us, 27.0);
+  // A negative statistic is bad input naming its place in the document.
+  std::string negative = json;
+  negative.replace(negative.find("\"min_us\": 18.0"), 14, "\"min_us\": -1.0");
+  const std::string e = error_of(negative, "h100_allreduce.json");
+  EXPECT_NE(e.find("/results/0/out_of_place_per_iter/min_us"), std::string::npos) << e;
+}

@@ -17,7 +17,9 @@ TEST(BusFactor, AllReduceIsTwoNMinusOneOverN) {
 }
 
 TEST(BusFactor, GatherScatterAllToAllAreNMinusOneOverN) {
-  for (Collective c : {Collective::AllGather, Collective::ReduceScatter, Collective::AllToAll, Collective::AllToAllV}) {
+  // Gather and scatter as nccl-tests' gather_perf and scatter_perf: (n - 1) / n of the whole buffer.
+  for (Collective c : {Collective::AllGather, Collective::ReduceScatter, Collective::AllToAll, Collective::AllToAllV,
+                       Collective::Gather, Collective::Scatter}) {
     EXPECT_DOUBLE_EQ(bus_factor(c, 2), 0.5);
     EXPECT_DOUBLE_EQ(bus_factor(c, 8), 0.875);
   }
