@@ -194,6 +194,7 @@ struct Pending {
   std::string algbw_text, busbw_text;   // as printed
   bool bw_is_bus = false;               // pipe tables: the value we have is busbw only
   bool failed = false;
+  std::vector<std::string> timing_extras;  // the per-iteration times kept in s.extra, dropped if it fails
 };
 
 class NcclTextReader {
@@ -221,6 +222,7 @@ class NcclTextReader {
   void set_collective(Collective c, const std::string& from) {
     facts_.collective = c;
     facts_.collective_from = from;
+    facts_.unmodelled_program.clear();
   }
 
   void note_command(std::string_view content, long line) {
@@ -285,7 +287,6 @@ class NcclTextReader {
       for (auto t : tokens(c.substr(25))) {
         if (auto col = collective_of_perf_binary(t)) {
           set_collective(*col, "'Collective test starting' (line " + std::to_string(line) + ")");
-          facts_.unmodelled_program.clear();
         } else if (ends_with(t, "_perf")) {
           // Not an earlier run's collective: this run measures another program's.
           facts_.collective.reset();
@@ -528,7 +529,7 @@ class NcclTextReader {
             break;
           }
           case Kind::PerIteration:
-            per_iteration_statistic(col, v, line, &p.s);
+            per_iteration_statistic(col, v, line, &p);
             break;
           case Kind::Error: {
             auto d = parse_double(v);
@@ -549,7 +550,8 @@ class NcclTextReader {
   // One per-iteration statistic of a placement: i_min, i_max (and i_p10, i_p90) are the sample's min_us, max_us
   // (p10_us, p90_us); any other is kept as extra "<name>_us" (i_p99 -> p99_us) or, a percentage, "<name>_pct"
   // (i_cv% -> cv_pct). N/A (nothing timed) leaves it unrecorded.
-  void per_iteration_statistic(const Column& col, const std::string& v, long line, Sample* s) {
+  void per_iteration_statistic(const Column& col, const std::string& v, long line, Pending* p) {
+    Sample* s = &p->s;
     if (v == "N/A") return;
     auto d = parse_double(v);
     if (!d) fail(line, "'" + v + "' is not a number", col.name);
@@ -571,6 +573,7 @@ class NcclTextReader {
       const auto& columns = sample_columns();
       if (std::find(columns.begin(), columns.end(), key) != columns.end()) key = "i_" + key;
       s->extra[key] = col.to_us == 1.0 ? v : format_number(us, "%.6g");
+      p->timing_extras.push_back(key);
     }
   }
 
@@ -825,8 +828,7 @@ class NcclTextReader {
       s.time_us = 0;
       // A failed sample carries no timing: nor the per-iteration ones (min_us, max_us, p10_us, p90_us, "<stat>_us").
       s.min_us = s.max_us = s.p10_us = s.p90_us = 0;
-      for (auto it = s.extra.begin(); it != s.extra.end();)
-        it = ends_with(it->first, "_us") ? s.extra.erase(it) : std::next(it);
+      for (const std::string& key : p.timing_extras) s.extra.erase(key);
       ++result_.failed;
     }
     return std::move(s);

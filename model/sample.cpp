@@ -74,9 +74,9 @@ std::optional<Collective> try_parse_collective(const std::string& s) {
 }
 
 std::string known_collectives() {
-  std::string out;
-  for (Collective c : all_collectives()) out += (out.empty() ? "" : ", ") + to_string(c);
-  return out;
+  std::vector<std::string> names;
+  for (Collective c : all_collectives()) names.push_back(to_string(c));
+  return join(names, ", ");
 }
 
 Collective parse_collective(const std::string& s) {

@@ -466,6 +466,13 @@ TEST(NcclTestsText, PerIterationReportGivesEachPlacementsSpread) {
   const std::string units = "(us)     (us)     (us)      (%)     (us)";
   ms.replace(ms.find(units), units.size(), "(ms)     (us)     (us)      (%)     (us)");
   EXPECT_DOUBLE_EQ(find(ingest_text(ms, "h100_allreduce.txt", eight_ranks()), 1024, false)->min_us, 18000.0);
+  // Only the per-iteration times go with a failed sample: a pipe table's own column that ends in _us stays.
+  const IngestResult pipe = ingest_text("# COLLECTIVE: all_reduce\n| payload | busbw | algbw | wait_us |\n"
+                                        "| ---: | ---: | ---: | ---: |\n| 1MiB | N/A | N/A | 7 |\n",
+                                        "pipe.md", eight_ranks());
+  ASSERT_EQ(pipe.samples.size(), 1u);
+  EXPECT_FALSE(pipe.samples[0].ok());
+  EXPECT_EQ(pipe.samples[0].extra.at("wait_us"), "7");
   // A statistic named like a sample column keeps its i_ (a second time_us column would make the CSV unreadable); i_p10
   // is the sample's p10_us.
   std::string renamed = kPerIteration;
