@@ -31,6 +31,27 @@ std::string system_label(const Sample& s, GroupBy by, const std::set<std::string
   return several.count(s.source) ? s.source + " · " + sample_system(s) : s.source;
 }
 
+// Curve::machine: the hardware labels joined through the placements (device and hosts) their curves share.
+void name_machines(std::vector<Curve>& curves, const std::vector<std::set<std::string>>& placements) {
+  std::map<std::string, std::string> parent;  // union-find over hardware labels
+  auto root = [&](std::string x) {
+    while (parent.at(x) != x) x = parent.at(x);
+    return x;
+  };
+  auto unite = [&](const std::string& a, const std::string& b) {
+    const std::string ra = root(a), rb = root(b);
+    if (ra != rb) parent[std::max(ra, rb)] = std::min(ra, rb);  // the first label in name order names the machine
+  };
+  for (const Curve& c : curves) parent.emplace(c.hardware, c.hardware);
+  std::map<std::string, std::string> label_of_placement;
+  for (size_t i = 0; i < curves.size(); ++i)
+    for (const std::string& p : placements[i]) {
+      const auto [it, fresh] = label_of_placement.emplace(p, curves[i].hardware);
+      if (!fresh) unite(it->second, curves[i].hardware);
+    }
+  for (Curve& c : curves) c.machine = root(c.hardware);
+}
+
 }  // namespace
 
 double curve_bytes(const Sample& s) {
@@ -48,6 +69,7 @@ std::vector<Curve> build_curves(const std::vector<Sample>& samples, const CurveO
     std::set<int> sms;
     std::string device;
     std::string hardware;
+    std::set<std::string> placements;  // "device @ hosts" of the samples that name their hosts
   };
   std::map<GroupKey, Acc> groups;
   const std::set<std::string> several =
@@ -68,8 +90,10 @@ std::vector<Curve> build_curves(const std::vector<Sample>& samples, const CurveO
     a.sms.insert(s.sm);
     if (a.device.empty()) a.device = s.device;
     if (a.hardware.empty()) a.hardware = sample_system(s);
+    if (auto h = s.extra.find("hosts"); h != s.extra.end() && !h->second.empty()) a.placements.insert(s.device + " @ " + h->second);
   }
   std::vector<Curve> out;
+  std::vector<std::set<std::string>> placements;  // per curve of `out`
   for (auto& [key, a] : groups) {
     if (static_cast<int>(a.by_size.size()) < options.min_sizes) continue;
     Curve c;
@@ -85,7 +109,9 @@ std::vector<Curve> build_curves(const std::vector<Sample>& samples, const CurveO
     c.device = a.device;
     c.hardware = a.hardware;
     out.push_back(std::move(c));
+    placements.push_back(std::move(a.placements));
   }
+  name_machines(out, placements);
   return out;
 }
 

@@ -312,7 +312,7 @@ EvalResult eval_sizes(const std::vector<Sample>& samples, const std::string& pro
   res.curves = static_cast<int>(tasks.size());
   std::vector<CurvePreds> auto_per;  // auto's points, kept for the ceiling diagnostics
   std::vector<std::string> hardware;  // per task, for the ceiling diagnostics
-  for (const SizeTask& t : tasks) hardware.push_back(t.train.hardware);
+  for (const SizeTask& t : tasks) hardware.push_back(t.train.machine);
   for (const std::string& m : options.methods) {
     if (is_ceiling_method(m)) {
       if (auto_per.empty()) auto_per = predict_size_tasks("auto", tasks, options.threads);
@@ -321,7 +321,7 @@ EvalResult eval_sizes(const std::vector<Sample>& samples, const std::string& pro
       res.methods.push_back(detail::summarize(m, c.per_curve, options.keep_points));
       res.methods.back().ceiling_points = c.corrected;
       std::set<std::string> origins;
-      for (const SizeTask& t : tasks) origins.insert(hw ? t.train.hardware : t.train.key.system);
+      for (const SizeTask& t : tasks) origins.insert(hw ? t.train.machine : t.train.key.system);
       if (std::string note = ceiling_note(m, c, origins); !note.empty()) res.notes.push_back(std::move(note));
       continue;
     }

@@ -37,7 +37,7 @@ Library build_library(const std::vector<Curve>& curves, int threads) {
   for (size_t i = 0; i < curves.size(); ++i) lib.models.push_back(GroupModel::from_json(fits[i].model));
   std::vector<TransferSource> src(curves.size());
   detail::parallel_for(curves.size(), threads, [&](size_t i) {
-    if (lib.models[i].ok) src[i] = TransferSource::from_model(lib.models[i], curves[i].hardware);
+    if (lib.models[i].ok) src[i] = TransferSource::from_model(lib.models[i], curves[i].machine);
   });
   for (size_t i = 0; i < curves.size(); ++i)
     if (lib.models[i].ok) {
@@ -125,13 +125,13 @@ std::vector<Prediction> predict_loglog(const Task& t) {
 // too, or no size left to hold out after the K anchors.
 std::string crosshw_nothing_qualifies(const std::vector<Curve>& curves, int unmatched, int K) {
   std::map<std::string, int> per_system;
-  for (const Curve& c : curves) ++per_system[c.hardware];
+  for (const Curve& c : curves) ++per_system[c.machine];
   std::string found;
   for (const auto& [system, n] : per_system)
     found += (found.empty() ? "" : ", ") + ("'" + system + "' (" + std::to_string(n) + (n == 1 ? " curve)" : " curves)"));
   const std::string label =
       " (the machine label: a sample's system, set by `arfit ingest --system` or the file's machine, else its device, "
-      "else its file name)";
+      "else its file name; labels whose samples name the same device on the same hosts are one machine)";
   if (per_system.size() < 2)
     return "crosshw leaves one system out and predicts it from the others: it needs curves of at least two systems" +
            label + "; the inputs hold one, " + found;
@@ -168,7 +168,7 @@ EvalResult eval_crosshw(const std::vector<Sample>& samples, int K, const EvalOpt
     Task t;
     t.curve = i;
     for (size_t j = 0; j < lib.sources.size(); ++j)
-      if (lib.sources[j].system() != c.hardware && comparable_curves(c.key, lib.sources[j].key())) t.sources.push_back(j);
+      if (lib.sources[j].system() != c.machine && comparable_curves(c.key, lib.sources[j].key())) t.sources.push_back(j);
     if (t.sources.empty()) {
       ++res.unmatched_curves;
       continue;
@@ -198,7 +198,7 @@ EvalResult eval_crosshw(const std::vector<Sample>& samples, int K, const EvalOpt
   std::map<std::string, TransferCalibration> calibration;
   if (K <= 1) {
     std::set<std::string> systems;
-    for (const Task& t : tasks) systems.insert(curves[t.curve].hardware);
+    for (const Task& t : tasks) systems.insert(curves[t.curve].machine);
     std::vector<std::string> sys(systems.begin(), systems.end());
     std::vector<TransferCalibration> hw(sys.size());
     detail::parallel_for(sys.size(), options.threads, [&](size_t i) { hw[i] = transfer_calibration(lib.sources, K, sys[i]); });
@@ -208,7 +208,7 @@ EvalResult eval_crosshw(const std::vector<Sample>& samples, int K, const EvalOpt
   // Per target system subsets, in name order.
   std::map<std::string, std::vector<char>> by_system;
   for (size_t i = 0; i < tasks.size(); ++i) {
-    auto& mask = by_system[curves[tasks[i].curve].hardware];
+    auto& mask = by_system[curves[tasks[i].curve].machine];
     mask.resize(tasks.size(), 0);
     mask[i] = 1;
   }
@@ -222,7 +222,7 @@ EvalResult eval_crosshw(const std::vector<Sample>& samples, int K, const EvalOpt
       const Task& t = tasks[i];
       std::vector<Prediction> p;
       if (m == "auto") {
-        auto it = calibration.find(curves[t.curve].hardware);
+        auto it = calibration.find(curves[t.curve].machine);
         p = predict_auto(t, lib, it != calibration.end() ? &it->second : nullptr);
       } else if (m == "loglog") {
         p = predict_loglog(t);

@@ -54,6 +54,13 @@ struct Curve {
   // see sample_system()); equals key.system when curves are grouped by system. Sibling pooling
   // (fit/siblings.h) pools curves of one machine.
   std::string hardware;
+  // The machine for "leave one machine out" (crosshw's targets and sources, ceiling-otherhw): `hardware`,
+  // except that labels whose samples name the same device on the same hosts (Sample::extra["hosts"], from an
+  // nccl-tests log's 'Using devices' lines) are one machine, named by the first of those labels in name order.
+  // Two logs of one cluster with another setting or another size range are not two machines; hosts no two
+  // labels share change nothing, and a wrong match (two clusters with the same host names) only withholds a
+  // source.
+  std::string machine;
 };
 
 std::vector<Curve> build_curves(const std::vector<Sample>& samples, const CurveOptions& options = {});

@@ -183,6 +183,7 @@ IngestResult read_results(const nlohmann::json& j, const std::string& name, cons
     s.backend = "nccl-tests";
     s.source = basename_of(name);
     s.extra["system"] = stem_of(name);
+    if (!hosts.empty()) s.extra["hosts"] = join(hosts, " ");  // as the text log's (nccl_tests_text.cpp)
     if (!s.ok()) ++r.failed;
     // Bounds are checked here, where each value's place in the document is known (ingest checks them again for
     // every format, with the line a JSON sample does not carry).

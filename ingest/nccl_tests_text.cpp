@@ -795,6 +795,9 @@ class NcclTextReader {
     s.source = basename_of(name_);
     s.device = device_name;
     s.extra["system"] = stem_of(name_);
+    // Where the ranks ran ('Using devices'): the same device on the same hosts is one machine whatever the file,
+    // which is how crosshw tells two logs of one cluster (another setting, another size range) from two machines.
+    if (!facts_.hosts.empty()) s.extra["hosts"] = join(facts_.hosts, " ");
     if (s.nnodes <= 1) s.nnodes = !facts_.hosts.empty() ? static_cast<int>(facts_.hosts.size()) : facts_.cmd_nodes.value_or(1);
     s.iterations = facts_.iters;
     bool failed = p.failed;

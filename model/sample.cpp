@@ -134,11 +134,13 @@ int dtype_size(const std::string& dtype) {
 
 std::optional<SampleBoundProblem> sample_name_problem(const Sample& s) {
   const auto system = s.extra.find("system");
+  const auto hosts = s.extra.find("hosts");
   for (const auto& [field, value] : {std::pair<const char*, const std::string*>{"strategy", &s.strategy},
                                      {"dtype", &s.dtype},
                                      {"device", &s.device},
                                      {"backend", &s.backend},
-                                     {"system", system == s.extra.end() ? nullptr : &system->second}})
+                                     {"system", system == s.extra.end() ? nullptr : &system->second},
+                                     {"hosts", hosts == s.extra.end() ? nullptr : &hosts->second}})
     if (value)
       if (std::string why = name_problem(*value); !why.empty()) return SampleBoundProblem{field, std::move(why)};
   return std::nullopt;

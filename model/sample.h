@@ -103,7 +103,8 @@ struct SampleBoundProblem {
 };
 std::optional<SampleBoundProblem> sample_bound_problem(const Sample& s);
 // A name `s` carries into models files, generated tables and figure scripts (strategy, dtype, device, backend,
-// the `system` label) that holds a control character (name_problem): the field and why.
+// the `system` label; `hosts`, the machine crosshw tells apart) that holds a control character (name_problem): the
+// field and why.
 std::optional<SampleBoundProblem> sample_name_problem(const Sample& s);
 
 }  // namespace arfit

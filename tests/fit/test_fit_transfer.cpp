@@ -305,6 +305,48 @@ TEST(FitTransfer, CrossHwProtocolLeavesOneSystemOut) {
   EXPECT_THROW(fit::eval_crosshw(s, 3, o), std::invalid_argument);
 }
 
+// Two nccl-tests logs of one cluster (the same device on the same hosts, another NCCL setting) are one machine
+// to crosshw, whatever their file names: neither is the other's source, so with no third machine nothing
+// qualifies; a machine on other hosts is another machine. The label is the first of the two in name order.
+TEST(FitTransfer, CrossHwTellsMachinesApartByTheirHosts) {
+  auto logs_of = [](const Machine& m, const std::string& hosts, unsigned seed) {
+    std::vector<Sample> v = measure(m, {8}, 10, 30, 0.01, seed);
+    for (Sample& x : v) {
+      x.device = "NVIDIA A100-PCIE-40GB";
+      if (!hosts.empty()) x.extra["hosts"] = hosts;
+    }
+    return v;
+  };
+  std::vector<Sample> s = logs_of({"cluster_gdr_on", 10.0, 100e3, 1 << 20}, "n013 n014", 1);
+  const std::vector<Sample> off = logs_of({"cluster_gdr_off", 14.0, 60e3, 1 << 21}, "n013 n014", 2);
+  s.insert(s.end(), off.begin(), off.end());
+  fit::EvalOptions o;
+  o.methods = {"auto"};
+  const std::vector<fit::Curve> curves = fit::eval_curves(s);
+  ASSERT_EQ(curves.size(), 2u);
+  for (const fit::Curve& c : curves) EXPECT_EQ(c.machine, "cluster_gdr_off") << c.hardware;
+  fit::EvalResult r = fit::eval_crosshw(s, 3, o);
+  EXPECT_EQ(r.curves, 0);
+  EXPECT_EQ(r.unmatched_curves, 2);
+  EXPECT_NE(r.nothing_qualifies.find("one system"), std::string::npos) << r.nothing_qualifies;
+
+  // Another cluster on other hosts (and a log that names none) are machines of their own.
+  const std::vector<Sample> other = logs_of({"other_cluster", 12.0, 80e3, 1 << 20}, "gpu01 gpu02", 3);
+  const std::vector<Sample> unnamed = logs_of({"unnamed", 11.0, 90e3, 1 << 20}, "", 4);
+  s.insert(s.end(), other.begin(), other.end());
+  s.insert(s.end(), unnamed.begin(), unnamed.end());
+  o.keep_points = true;
+  r = fit::eval_crosshw(s, 3, o);
+  EXPECT_EQ(r.curves, 4);
+  const nlohmann::json j = r.to_json();
+  EXPECT_EQ(j.at("by_system").size(), 3u) << j.at("by_system").dump();
+  EXPECT_TRUE(j.at("by_system").contains("cluster_gdr_off"));
+  for (const auto& p : r.method("auto")->points)
+    if (p.key.system.rfind("cluster_", 0) == 0) {
+      EXPECT_EQ(p.predicted.how.find("cluster_"), std::string::npos) << p.predicted.how;
+    }
+}
+
 // crossn across node boundaries: counts 2, 4, 8 on one node, 16 on two. Without another machine's multi-node
 // curves the joint-n answer is kept, marked extrapolated, its interval widened to the intra-node / network gap;
 // with them, their scale-out step carries the largest measured count.

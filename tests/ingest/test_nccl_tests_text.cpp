@@ -59,6 +59,7 @@ TEST(NcclTestsText, BothPlacementsFailedRowsAndHeaderFacts) {
   EXPECT_EQ(s->device, "Fancy GPU 9000");
   EXPECT_EQ(s->source, "node7_allreduce.txt");
   EXPECT_EQ(s->extra.at("system"), "node7_allreduce");
+  EXPECT_EQ(s->extra.at("hosts"), "nodeA");  // where the ranks ran: one machine whatever the file (crosshw)
   EXPECT_EQ(s->backend, "nccl-tests");
   EXPECT_EQ(s->strategy, "NCCL");
   EXPECT_EQ(s->iterations, 20);
@@ -200,6 +201,7 @@ TEST(NcclTestsText, RankCountFromBusFactorRatio) {
   }());
   ASSERT_EQ(r.samples.size(), 4u);
   EXPECT_EQ(r.samples[0].nranks, 8);  // 18.35 / 20.97 = 0.875 = 7/8
+  EXPECT_EQ(r.samples[0].extra.count("hosts"), 0u);  // no device list: no hosts to tell the machine by
   // Broadcast has a bus factor of 1: nothing to infer from, so the reader asks for --nranks.
   Options b;
   b.collective = Collective::Broadcast;

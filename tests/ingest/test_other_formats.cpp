@@ -56,6 +56,7 @@ TEST(NcclTestsJson, ReadsResultsDevicesAndFailures) {
   EXPECT_EQ(s.nnodes, 2);
   EXPECT_EQ(s.dtype, "fp16");
   EXPECT_EQ(s.device, "Blue GPU");
+  EXPECT_EQ(s.extra.at("hosts"), "a b");  // the devices' hostnames, sorted, as the text log's
   EXPECT_EQ(s.iterations, 25);
   EXPECT_DOUBLE_EQ(s.time_us, 10.5);
   EXPECT_FALSE(r.samples[1].ok());  // "nan" time
