@@ -240,11 +240,53 @@ std::vector<double> Transfer::median_log_times(double x) const {
   return measured.empty() ? all : measured;
 }
 
+double Transfer::Candidate::local_var(double x, const std::vector<double>& anchor_x) const {
+  // One mean gap is the unit the random walk of bridge() and anchor_gap_factors() is measured in, so it is
+  // the kernel's width: the anchors bounding x's gap count most, the next ones out less than half as much.
+  const double gap = (anchor_x.back() - anchor_x.front()) / (anchor_x.size() - 1);
+  double nearest = std::numeric_limits<double>::infinity();
+  for (double a : anchor_x) nearest = std::min(nearest, std::fabs(x - a) / gap);
+  double sum = 0, wsum = 0;
+  for (size_t k = 0; k < anchor_x.size(); ++k) {
+    const double d = std::fabs(x - anchor_x[k]) / gap;
+    const double w = std::exp(-(d - nearest) * (d + nearest) / 2);  // relative to the nearest: never all 0
+    sum += w * gap_var[k];
+    wsum += w;
+  }
+  return sum / wsum;
+}
+
+namespace {
+// Weight of a candidate of variance `var` (log², per gap) at a size: 1/var², sharper than inverse variance
+// because the variances are themselves estimates from K anchors and a poor source's is often underestimated.
+double candidate_weight(double var) { return 1 / (var * var); }
+}  // namespace
+
+std::vector<double> Transfer::weights_at(double x, double* local_variance) const {
+  std::vector<double> w(cands_.size()), var(cands_.size());
+  double sum = 0;
+  for (size_t i = 0; i < cands_.size(); ++i) {
+    const Candidate& c = cands_[i];
+    const double rough = c.source ? c.source->roughness() : 0.0;
+    var[i] = c.local_var(x, anchor_x_);
+    w[i] = candidate_weight(var[i] + kAnchorSigma * kAnchorSigma + rough * rough);
+    sum += w[i];
+  }
+  double lv = 0;
+  for (size_t i = 0; i < w.size(); ++i) {
+    w[i] /= sum;
+    lv += w[i] * var[i];
+  }
+  if (local_variance) *local_variance = lv;
+  return w;
+}
+
 double Transfer::log_time(double bytes) const {
   const double x = std::log(bytes);
   if (median_) return percentile(median_log_times(x), 50);
+  const std::vector<double> w = weights_at(x, nullptr);
   double acc = 0;
-  for (const Candidate& c : cands_) acc += c.weight * c.log_time(x, anchor_x_);
+  for (size_t i = 0; i < cands_.size(); ++i) acc += w[i] * cands_[i].log_time(x, anchor_x_);
   return acc;
 }
 
@@ -258,13 +300,18 @@ double Transfer::log_sigma(double bytes) const {
     const double s = kMadToSigma * percentile(dev, 50);
     return std::sqrt(kAnchorSigma * kAnchorSigma + s * s + tau_ * tau_);
   }
-  const double centre = log_time(bytes);
+  double local_variance = 0;
+  const std::vector<double> w = weights_at(x, &local_variance);
+  double centre = 0;
+  for (size_t i = 0; i < cands_.size(); ++i) centre += w[i] * cands_[i].log_time(x, anchor_x_);
   double spread2 = 0;
-  for (const Candidate& c : cands_) {
-    const double d = c.log_time(x, anchor_x_) - centre;
-    spread2 += c.weight * d * d;
+  for (size_t i = 0; i < cands_.size(); ++i) {
+    const double d = cands_[i].log_time(x, anchor_x_) - centre;
+    spread2 += w[i] * d * d;
   }
-  return student_t90(anchor_x_.size() - 1) / kZ90 * std::sqrt(kAnchorSigma * kAnchorSigma + spread2 + loo_var_ * bridge(x));
+  // Student's t with K degrees of freedom: the variance comes from K leave-one-out errors about zero (no mean
+  // is estimated from them, so none is lost).
+  return student_t90(anchor_x_.size()) / kZ90 * std::sqrt(kAnchorSigma * kAnchorSigma + spread2 + local_variance * bridge(x));
 }
 
 double Transfer::bridge(double x) const {
@@ -334,11 +381,31 @@ std::vector<const TransferSource*> usable_sources(const std::vector<const Transf
   return out;
 }
 
-// Mean squared error of predicting each anchor from the others; fit_at(x, y, at) fits on (x, y), answers at `at`.
+// The share of a mean anchor gap each anchor is predicted across when it is left out, under the random walk
+// of Transfer::bridge: an end anchor from its neighbour, one gap away ((a1 - a0) / gap); an inner one
+// between its neighbours (a Brownian bridge: t(1 - t)·(a[k+1] - a[k-1]) / gap, half a gap on even spacing).
+// Dividing by it puts every anchor's squared error on one scale, so an end anchor's extrapolation does not
+// outweigh an inner anchor's interpolation.
+std::vector<double> anchor_gap_factors(const std::vector<double>& a) {
+  const size_t K = a.size();
+  const double gap = (a.back() - a.front()) / (K - 1);
+  std::vector<double> f(K);
+  f[0] = (a[1] - a[0]) / gap;
+  f[K - 1] = (a[K - 1] - a[K - 2]) / gap;
+  for (size_t k = 1; k + 1 < K; ++k) {
+    const double t = (a[k] - a[k - 1]) / (a[k + 1] - a[k - 1]);
+    f[k] = t * (1 - t) * (a[k + 1] - a[k - 1]) / gap;
+  }
+  return f;
+}
+
+// Each anchor's squared error when predicted from the others, over its anchor_gap_factors; fit_at(x, y, at)
+// fits on (x, y) and answers at `at`.
 template <typename FitAt>
-double leave_one_out_mse(const std::vector<double>& ax, const std::vector<double>& ay, const FitAt& fit_at) {
+std::vector<double> leave_one_out_gap_var(const std::vector<double>& ax, const std::vector<double>& ay,
+                                          const std::vector<double>& factors, const FitAt& fit_at) {
   const size_t K = ax.size();
-  double mse = 0;
+  std::vector<double> out;
   for (size_t k = 0; k < K; ++k) {
     std::vector<double> x, y;
     for (size_t i = 0; i < K; ++i)
@@ -347,9 +414,9 @@ double leave_one_out_mse(const std::vector<double>& ax, const std::vector<double
         y.push_back(ay[i]);
       }
     const double e = fit_at(x, y, ax[k]) - ay[k];
-    mse += e * e;
+    out.push_back(e * e / factors[k]);
   }
-  return mse / K;
+  return out;
 }
 
 }  // namespace
@@ -361,7 +428,7 @@ void Transfer::carry_nearest(const TransferTarget& target, const std::vector<con
   for (const TransferSource* s : sources) {
     if (std::isfinite(best) && !(datasheet_distance(s->sm(), target.sm) <= best + 1e-9)) continue;
     const MapFit m = fit_map(*s, datasheet_ratio(*s, target.sm, target.key.nnodes), anchor_x_, anchor_y_, false);
-    cands_.push_back({s, m.u, m.v, m.resid, 0, 0});
+    cands_.push_back({s, m.u, m.v, m.resid, 0, {}, 0});
   }
   for (auto& c : cands_) c.weight = 1.0 / cands_.size();
   median_ = true;
@@ -374,31 +441,30 @@ void Transfer::carry_nearest(const TransferTarget& target, const std::vector<con
 void Transfer::judge(const std::vector<const TransferSource*>& sources) {
   const std::vector<double>& ax = anchor_x_;
   const std::vector<double>& ay = anchor_y_;
-  for (const TransferSource* s : sources) {
-    const MapFit m = fit_map(*s, 0.0, ax, ay, true);
-    const double mse = leave_one_out_mse(ax, ay, [&](const std::vector<double>& x, const std::vector<double>& y, double at) {
-      const MapFit f = fit_map(*s, 0.0, x, y, true);
-      return f.u + s->log_time(at + f.v) + linear_hold_at(x, f.resid, at);
-    });
-    cands_.push_back({s, m.u, m.v, m.resid, 0, mse});
-  }
-  const MapFit own = fit_own(ax, ay);
-  const double own_mse = leave_one_out_mse(ax, ay, [&](const std::vector<double>& x, const std::vector<double>& y, double at) {
-    const MapFit f = fit_own(x, y);
-    return own_base(f.u, f.v, at) + linear_hold_at(x, f.resid, at);
-  });
-  cands_.push_back({nullptr, own.u, own.v, own.resid, 0, own_mse});
+  const std::vector<double> factors = anchor_gap_factors(ax);
+  auto add = [&](const TransferSource* s, const MapFit& m, std::vector<double> gap_var) {
+    double mean = 0;
+    for (double v : gap_var) mean += v / gap_var.size();
+    cands_.push_back({s, m.u, m.v, m.resid, 0, std::move(gap_var), mean});
+  };
+  for (const TransferSource* s : sources)
+    add(s, fit_map(*s, 0.0, ax, ay, true),
+        leave_one_out_gap_var(ax, ay, factors, [&](const std::vector<double>& x, const std::vector<double>& y, double at) {
+          const MapFit f = fit_map(*s, 0.0, x, y, true);
+          return f.u + s->log_time(at + f.v) + linear_hold_at(x, f.resid, at);
+        }));
+  add(nullptr, fit_own(ax, ay),
+      leave_one_out_gap_var(ax, ay, factors, [&](const std::vector<double>& x, const std::vector<double>& y, double at) {
+        const MapFit f = fit_own(x, y);
+        return own_base(f.u, f.v, at) + linear_hold_at(x, f.resid, at);
+      }));
   double wsum = 0;
   for (auto& c : cands_) {
     const double rough = c.source ? c.source->roughness() : 0.0;
-    const double var = c.loo_mse + kAnchorSigma * kAnchorSigma + rough * rough;
-    c.weight = 1 / (var * var);
+    c.weight = candidate_weight(c.loo_var + kAnchorSigma * kAnchorSigma + rough * rough);
     wsum += c.weight;
   }
-  for (auto& c : cands_) {
-    c.weight /= wsum;
-    loo_var_ += c.weight * c.loo_mse;
-  }
+  for (auto& c : cands_) c.weight /= wsum;
 }
 
 void Transfer::describe(bool any_source) {

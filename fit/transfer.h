@@ -10,13 +10,17 @@
 //
 // With two or more anchors every source is judged by how well it predicts each anchor from the others
 // (leave one anchor out), the size scale held near 1 (fit_map), and the machine's own α-β line through the
-// anchors is one more candidate (for a machine unlike every source): w ∝ 1/(mse + σ_floor² + roughness²)²,
-// roughness the source's own point-to-point scatter (a jittery source lends its jitter); the weighted mean
-// of ln t answers. With zero or one anchor nothing can be judged: the sources of the machines nearest in
-// datasheet interconnect bandwidth are carried with the datasheet's bandwidth ratio, the latency as is
-// (K = 0) or from the anchor (K = 1), and their median answers. The interval is the candidates' spread in
-// quadrature with their leave-one-out errors (K >= 2) or with a term calibrated on the other machines of the
-// prior, each predicted from the rest (K <= 1, transfer_calibration()). docs/fit.md has the figures.
+// anchors is one more candidate (for a machine unlike every source). Each anchor's squared error is put on
+// the scale of one anchor gap (an end anchor is extrapolated a gap, an inner one bridged between two), and
+// at each size the candidate's variance is those anchors' errors weighted by a Gaussian of their distance in
+// gaps (a source may follow the machine at small sizes and not at large ones): w ∝ 1/(var + σ_floor² +
+// roughness²)², roughness the source's own point-to-point scatter (a jittery source lends its jitter); the
+// weighted mean of ln t answers. With zero or one anchor nothing can be judged: the sources of the machines
+// nearest in datasheet interconnect bandwidth are carried with the datasheet's bandwidth ratio, the latency
+// as is (K = 0) or from the anchor (K = 1), and their median answers. The interval is the candidates' spread in
+// quadrature with their leave-one-out errors (K >= 2; Student's t with K degrees of freedom) or with a term
+// calibrated on the other machines of the prior, each predicted from the rest (K <= 1,
+// transfer_calibration()). docs/fit.md has the figures.
 #pragma once
 
 #include <map>
@@ -126,8 +130,14 @@ class Transfer {
     const TransferSource* source = nullptr;  // null: the machine's own α-β line
     double u = 0, v = 0;                     // ln time scale, ln size scale (own: ln α, ln crossover size)
     std::vector<double> resid;               // residuals at the anchors
-    double weight = 0;
-    double loo_mse = 0;
+    double weight = 0;  // over the whole curve (shares, `how`); the answer weighs per gap (weights_at)
+    // Leave-one-anchor-out errors as variances per mean anchor gap: each anchor's squared error over the share
+    // of a gap it was predicted across (anchor_gap_factors), and their mean.
+    std::vector<double> gap_var;
+    double loo_var = 0;
+    // The variance per gap near ln bytes x: the anchors' gap_var weighted by a Gaussian of their distance
+    // to x in mean anchor gaps (a source may follow the machine in one regime and not in another).
+    double local_var(double x, const std::vector<double>& anchor_x) const;
     double base(double ln_bytes) const;
     double log_time(double ln_bytes, const std::vector<double>& anchor_x) const;
     // Whether its source measured the size it is read at for ln bytes (its shape there is not an extrapolation).
@@ -148,12 +158,14 @@ class Transfer {
   // pinned at both ends (a Brownian bridge: ∝ t(1 − t)·gap, t its place in the gap, 1/4 at most), and
   // beyond the outermost anchors it grows by one per gap.
   double bridge(double x) const;
+  // K >= 2: the candidates' weights at ln bytes x, w ∝ 1/(local_var + σ_floor² + roughness²)², and the
+  // weighted local variance there.
+  std::vector<double> weights_at(double x, double* local_variance) const;
   bool ok_ = false;
   std::string problem_, how_;
   std::vector<double> anchor_x_, anchor_y_;  // ln bytes, ln t of the anchors
   std::vector<Candidate> cands_;
   bool median_ = false;           // K <= 1: median of the candidates; else their weighted mean
-  double loo_var_ = 0;            // Σ w·loo_mse (K >= 2)
   double tau_ = 0;                // K <= 1: calibrated σ added to the spread
   double min_bytes_ = 0, max_bytes_ = 0;
   std::vector<TransferShare> shares_;

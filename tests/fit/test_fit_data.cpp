@@ -294,9 +294,9 @@ void check_crosshw(int K, double target, double guard) {
 
 }  // namespace
 
-TEST(PublicData, CrossHw0) { check_crosshw(0, 12.0, 8.5); }
-TEST(PublicData, CrossHw1) { check_crosshw(1, 0, 5.5); }
-TEST(PublicData, CrossHw2) { check_crosshw(2, 0, 3.9); }
-TEST(PublicData, CrossHw3) { check_crosshw(3, 2.5, 3.2); }
-TEST(PublicData, CrossHw4) { check_crosshw(4, 2.2, 3.1); }
-TEST(PublicData, CrossHw6) { check_crosshw(6, 0, 2.8); }
+TEST(PublicData, CrossHw0) { check_crosshw(0, 12.0, 6.5); }
+TEST(PublicData, CrossHw1) { check_crosshw(1, 0, 4.6); }
+TEST(PublicData, CrossHw2) { check_crosshw(2, 0, 3.0); }
+TEST(PublicData, CrossHw3) { check_crosshw(3, 2.5, 0); }
+TEST(PublicData, CrossHw4) { check_crosshw(4, 2.2, 2.5); }
+TEST(PublicData, CrossHw6) { check_crosshw(6, 0, 2.2); }

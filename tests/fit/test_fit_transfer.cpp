@@ -133,6 +133,45 @@ TEST(FitTransfer, WeightsTheSourceThatAgreesAtTheAnchors) {
   EXPECT_EQ(tr.how().rfind("transfer K=4: like", 0), 0u) << tr.how();
 }
 
+// A new machine with one source's shape at small sizes and another's at large ones: each source is weighed by
+// its leave-one-out errors at the anchors around the size asked, so the answer follows the first where the
+// machine is like it and the second where it is like that one. (Weighed over the whole curve, the two sources
+// erred alike and the answer was their mean everywhere.)
+TEST(FitTransfer, WeighsEachSourceWhereItFollowsTheMachine) {
+  // Bandwidth-bound from a few KiB up; the protocol switch (bandwidth +40 %) at 64 KiB or at 64 MiB.
+  const Machine early{"early-switch", 1.0, 1e3, 1 << 16};
+  const Machine late{"late-switch", 1.0, 1e3, 1 << 26};
+  const fit::TransferSource a = source_of(measure(early, {8}, 10, 30, 0.0, 1));
+  const fit::TransferSource b = source_of(measure(late, {8}, 10, 30, 0.0, 2));
+  // The target switches at both: `early` up to 2 MiB, `late`'s shape (scaled to meet it) beyond.
+  const double joint = std::ldexp(1.0, 21);
+  auto truth = [&](double bytes) {
+    return bytes <= joint ? early.time_us(Collective::AllReduce, 8, bytes)
+                          : late.time_us(Collective::AllReduce, 8, bytes) * early.time_us(Collective::AllReduce, 8, joint) /
+                                late.time_us(Collective::AllReduce, 8, joint);
+  };
+  fit::TransferTarget t = anchors_of(early, 5, 10, 30);  // 1 KiB, 32 KiB, 1 MiB, 32 MiB, 1 GiB
+  for (size_t i = 0; i < t.bytes.size(); ++i) t.time_us[i] = truth(t.bytes[i]);
+  const fit::Transfer both = fit::transfer_curve(t, {&a, &b});
+  const fit::Transfer only_a = fit::transfer_curve(t, {&a});
+  const fit::Transfer only_b = fit::transfer_curve(t, {&b});
+  ASSERT_TRUE(both.ok() && only_a.ok() && only_b.ok());
+  // How much nearer (in ln t) the answer is to the one source's than to the other's: about 1 for their mean.
+  auto nearer = [&](int e, const fit::Transfer& like, const fit::Transfer& unlike) {
+    const double x = both.log_time(std::ldexp(1.0, e));
+    return std::fabs(x - like.log_time(std::ldexp(1.0, e))) / std::fabs(x - unlike.log_time(std::ldexp(1.0, e)));
+  };
+  auto error = [&](int e, const fit::Transfer& tr) { return std::fabs(tr.log_time(std::ldexp(1.0, e)) - std::log(truth(std::ldexp(1.0, e)))); };
+  for (int e : {16, 17, 18, 19}) {  // between the anchors around the early switch
+    EXPECT_LT(nearer(e, only_a, only_b), 0.5) << e;
+    EXPECT_LT(error(e, both), 0.5 * error(e, only_b)) << e;
+  }
+  for (int e : {27, 28, 29}) {  // past the late one
+    EXPECT_LT(nearer(e, only_b, only_a), 0.5) << e;
+    EXPECT_LT(error(e, both), 0.5 * error(e, only_a)) << e;
+  }
+}
+
 // Nothing comparable: with fewer than two own sizes there is no answer (and the reason says so); with more,
 // the machine's own line answers and `how` says that nothing was borrowed.
 TEST(FitTransfer, SaysSoWhenNothingIsComparable) {
