@@ -185,11 +185,11 @@ struct CeilingPreds {
   int corrected = 0, points = 0;
 };
 
-CeilingPreds ceiling_preds(const std::vector<CurvePreds>& auto_per, const std::vector<std::string>& hardware,
-                           bool other_hardware_only) {
+CeilingPreds ceiling_preds(const std::vector<CurvePreds>& auto_per, const std::vector<std::string>& machine,
+                           bool other_machines_only) {
   struct Entry {
     const std::string* source;
-    const std::string* hardware;
+    const std::string* machine;
     double log_error;
   };
   using Key = std::tuple<Collective, std::string, FusionOp, int, int, double>;
@@ -199,7 +199,7 @@ CeilingPreds ceiling_preds(const std::vector<CurvePreds>& auto_per, const std::v
   std::map<Key, std::vector<Entry>> by_key;
   for (size_t i = 0; i < auto_per.size(); ++i)
     for (const EvalPoint& p : auto_per[i].points)
-      by_key[key_of(p)].push_back({&p.key.system, &hardware[i], std::log(p.measured / p.predicted.time_us)});
+      by_key[key_of(p)].push_back({&p.key.system, &machine[i], std::log(p.measured / p.predicted.time_us)});
   CeilingPreds out;
   out.per_curve.resize(auto_per.size());
   for (size_t i = 0; i < auto_per.size(); ++i) {
@@ -207,7 +207,7 @@ CeilingPreds ceiling_preds(const std::vector<CurvePreds>& auto_per, const std::v
     for (const EvalPoint& p : auto_per[i].points) {
       std::vector<double> others;
       for (const Entry& e : by_key[key_of(p)])
-        if (other_hardware_only ? *e.hardware != hardware[i] : *e.source != p.key.system) others.push_back(e.log_error);
+        if (other_machines_only ? *e.machine != machine[i] : *e.source != p.key.system) others.push_back(e.log_error);
       EvalPoint q = p;
       ++out.points;
       if (others.size() >= kCeilingMinOthers) {
@@ -311,13 +311,13 @@ EvalResult eval_sizes(const std::vector<Sample>& samples, const std::string& pro
   const std::vector<SizeTask> tasks = size_tasks(eval_curves(samples, options.min_sizes), protocol);
   res.curves = static_cast<int>(tasks.size());
   std::vector<CurvePreds> auto_per;  // auto's points, kept for the ceiling diagnostics
-  std::vector<std::string> hardware;  // per task, for the ceiling diagnostics
-  for (const SizeTask& t : tasks) hardware.push_back(t.train.machine);
+  std::vector<std::string> machine;  // per task, for the ceiling diagnostics (Curve::machine)
+  for (const SizeTask& t : tasks) machine.push_back(t.train.machine);
   for (const std::string& m : options.methods) {
     if (is_ceiling_method(m)) {
       if (auto_per.empty()) auto_per = predict_size_tasks("auto", tasks, options.threads);
       const bool hw = m == "ceiling-otherhw";
-      const CeilingPreds c = ceiling_preds(auto_per, hardware, hw);
+      const CeilingPreds c = ceiling_preds(auto_per, machine, hw);
       res.methods.push_back(detail::summarize(m, c.per_curve, options.keep_points));
       res.methods.back().ceiling_points = c.corrected;
       std::set<std::string> origins;

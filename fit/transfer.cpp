@@ -32,6 +32,10 @@ constexpr double kSearchStep = 0.05;
 constexpr double kGridPerOctave = 8;
 constexpr double kMadToSigma = 1.4826;
 
+// The mean gap between ascending anchors (ln bytes, K >= 2): the unit of the random walk the leave-one-out
+// errors, the per-size weights and the interval are measured in.
+double mean_anchor_gap(const std::vector<double>& a) { return (a.back() - a.front()) / (a.size() - 1); }
+
 // Minimum of f over [lo, hi]: a scan at `step` (the objective has local minima where a switch of the source
 // crosses an anchor), then golden-section refinement around the best scan point (first on ties).
 template <typename F>
@@ -243,7 +247,7 @@ std::vector<double> Transfer::median_log_times(double x) const {
 double Transfer::Candidate::local_var(double x, const std::vector<double>& anchor_x) const {
   // One mean gap is the unit the random walk of bridge() and anchor_gap_factors() is measured in, so it is
   // the kernel's width: the anchors bounding x's gap count most, the next ones out less than half as much.
-  const double gap = (anchor_x.back() - anchor_x.front()) / (anchor_x.size() - 1);
+  const double gap = mean_anchor_gap(anchor_x);
   double nearest = std::numeric_limits<double>::infinity();
   for (double a : anchor_x) nearest = std::min(nearest, std::fabs(x - a) / gap);
   double sum = 0, wsum = 0;
@@ -256,20 +260,20 @@ double Transfer::Candidate::local_var(double x, const std::vector<double>& ancho
   return sum / wsum;
 }
 
-namespace {
-// Weight of a candidate of variance `var` (log², per gap) at a size: 1/var², sharper than inverse variance
-// (docs/fit.md: exponents 1, 1.5, 3 and 5 measured against it on crosshw; 2 kept).
-double candidate_weight(double var) { return 1 / (var * var); }
-}  // namespace
+double Transfer::Candidate::raw_weight(double var) const {
+  // 1/v², sharper than inverse variance (docs/fit.md: exponents 1, 1.5, 3 and 5 measured against it on
+  // crosshw; 2 kept), v the variance with the anchors' noise floor and the source's own roughness added.
+  const double rough = source ? source->roughness() : 0.0;
+  const double v = var + kAnchorSigma * kAnchorSigma + rough * rough;
+  return 1 / (v * v);
+}
 
 std::vector<double> Transfer::weights_at(double x, double* local_variance) const {
   std::vector<double> w(cands_.size()), var(cands_.size());
   double sum = 0;
   for (size_t i = 0; i < cands_.size(); ++i) {
-    const Candidate& c = cands_[i];
-    const double rough = c.source ? c.source->roughness() : 0.0;
-    var[i] = c.local_var(x, anchor_x_);
-    w[i] = candidate_weight(var[i] + kAnchorSigma * kAnchorSigma + rough * rough);
+    var[i] = cands_[i].local_var(x, anchor_x_);
+    w[i] = cands_[i].raw_weight(var[i]);
     sum += w[i];
   }
   double lv = 0;
@@ -302,13 +306,14 @@ double Transfer::log_sigma(double bytes) const {
   }
   double local_variance = 0;
   const std::vector<double> w = weights_at(x, &local_variance);
+  std::vector<double> y(cands_.size());
   double centre = 0;
-  for (size_t i = 0; i < cands_.size(); ++i) centre += w[i] * cands_[i].log_time(x, anchor_x_);
-  double spread2 = 0;
   for (size_t i = 0; i < cands_.size(); ++i) {
-    const double d = cands_[i].log_time(x, anchor_x_) - centre;
-    spread2 += w[i] * d * d;
+    y[i] = cands_[i].log_time(x, anchor_x_);
+    centre += w[i] * y[i];
   }
+  double spread2 = 0;
+  for (size_t i = 0; i < cands_.size(); ++i) spread2 += w[i] * (y[i] - centre) * (y[i] - centre);
   // Student's t with K degrees of freedom: the variance comes from K leave-one-out errors about zero (no mean
   // is estimated from them, so none is lost).
   return student_t90(anchor_x_.size()) / kZ90 * std::sqrt(kAnchorSigma * kAnchorSigma + spread2 + local_variance * bridge(x));
@@ -316,7 +321,7 @@ double Transfer::log_sigma(double bytes) const {
 
 double Transfer::bridge(double x) const {
   const std::vector<double>& a = anchor_x_;
-  const double gap = (a.back() - a.front()) / (a.size() - 1);
+  const double gap = mean_anchor_gap(a);
   if (x <= a.front()) return (a.front() - x) / gap;
   if (x >= a.back()) return (x - a.back()) / gap;
   const size_t i = static_cast<size_t>(std::upper_bound(a.begin(), a.end(), x) - a.begin());
@@ -388,7 +393,7 @@ std::vector<const TransferSource*> usable_sources(const std::vector<const Transf
 // outweigh an inner anchor's interpolation.
 std::vector<double> anchor_gap_factors(const std::vector<double>& a) {
   const size_t K = a.size();
-  const double gap = (a.back() - a.front()) / (K - 1);
+  const double gap = mean_anchor_gap(a);
   std::vector<double> f(K);
   f[0] = (a[1] - a[0]) / gap;
   f[K - 1] = (a[K - 1] - a[K - 2]) / gap;
@@ -428,7 +433,7 @@ void Transfer::carry_nearest(const TransferTarget& target, const std::vector<con
   for (const TransferSource* s : sources) {
     if (std::isfinite(best) && !(datasheet_distance(s->sm(), target.sm) <= best + 1e-9)) continue;
     const MapFit m = fit_map(*s, datasheet_ratio(*s, target.sm, target.key.nnodes), anchor_x_, anchor_y_, false);
-    cands_.push_back({s, m.u, m.v, m.resid, 0, {}, 0});
+    cands_.push_back({s, m.u, m.v, m.resid, 0, {}});
   }
   for (auto& c : cands_) c.weight = 1.0 / cands_.size();
   median_ = true;
@@ -443,9 +448,7 @@ void Transfer::judge(const std::vector<const TransferSource*>& sources) {
   const std::vector<double>& ay = anchor_y_;
   const std::vector<double> factors = anchor_gap_factors(ax);
   auto add = [&](const TransferSource* s, const MapFit& m, std::vector<double> gap_var) {
-    double mean = 0;
-    for (double v : gap_var) mean += v / gap_var.size();
-    cands_.push_back({s, m.u, m.v, m.resid, 0, std::move(gap_var), mean});
+    cands_.push_back({s, m.u, m.v, m.resid, 0, std::move(gap_var)});
   };
   for (const TransferSource* s : sources)
     add(s, fit_map(*s, 0.0, ax, ay, true),
@@ -459,9 +462,11 @@ void Transfer::judge(const std::vector<const TransferSource*>& sources) {
         return own_base(f.u, f.v, at) + linear_hold_at(x, f.resid, at);
       }));
   double wsum = 0;
+  // The shares over the whole curve: the mean of the per-anchor variances.
   for (auto& c : cands_) {
-    const double rough = c.source ? c.source->roughness() : 0.0;
-    c.weight = candidate_weight(c.loo_var + kAnchorSigma * kAnchorSigma + rough * rough);
+    double mean = 0;
+    for (double v : c.gap_var) mean += v / c.gap_var.size();
+    c.weight = c.raw_weight(mean);
     wsum += c.weight;
   }
   for (auto& c : cands_) c.weight /= wsum;

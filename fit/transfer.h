@@ -132,12 +132,13 @@ class Transfer {
     std::vector<double> resid;               // residuals at the anchors
     double weight = 0;  // over the whole curve (shares, `how`); the answer weighs per gap (weights_at)
     // Leave-one-anchor-out errors as variances per mean anchor gap: each anchor's squared error over the share
-    // of a gap it was predicted across (anchor_gap_factors), and their mean.
+    // of a gap it was predicted across (anchor_gap_factors).
     std::vector<double> gap_var;
-    double loo_var = 0;
     // The variance per gap near ln bytes x: the anchors' gap_var weighted by a Gaussian of their distance
     // to x in mean anchor gaps (a source may follow the machine in one regime and not in another).
     double local_var(double x, const std::vector<double>& anchor_x) const;
+    // Its weight, before normalising, at variance `var` (K >= 2): at a size (weights_at) and over the curve.
+    double raw_weight(double var) const;
     double base(double ln_bytes) const;
     double log_time(double ln_bytes, const std::vector<double>& anchor_x) const;
     // Whether its source measured the size it is read at for ln bytes (its shape there is not an extrapolation).
@@ -158,8 +159,8 @@ class Transfer {
   // pinned at both ends (a Brownian bridge: ∝ t(1 − t)·gap, t its place in the gap, 1/4 at most), and
   // beyond the outermost anchors it grows by one per gap.
   double bridge(double x) const;
-  // K >= 2: the candidates' weights at ln bytes x, w ∝ 1/(local_var + σ_floor² + roughness²)², and the
-  // weighted local variance there.
+  // K >= 2: the candidates' weights at ln bytes x (raw_weight of local_var, normalised) and the weighted
+  // local variance there.
   std::vector<double> weights_at(double x, double* local_variance) const;
   bool ok_ = false;
   std::string problem_, how_;
