@@ -61,6 +61,8 @@ std::string command_line(const CodegenArgs& a) {
                   (r.transfer_sm ? " --transfer-sm" : "") + " --tp " + r.tp + " --fusion " + r.fusion + " --hidden " +
                   r.hidden + " --tokens " + r.tokens + " --dtype " + r.dtype + " --fallback " + r.fallback;
   if (!r.system.empty()) s += " --system " + r.system;
+  if (!r.consumer_version.empty()) s += " --consumer-version " + r.consumer_version;
+  if (!r.base_path.empty()) s += " --base " + r.base_path;
   for (const auto& m : r.map) s += " --map " + m;
   if (a.format == "nccl-tuner")
     s += " --bytes " + r.bytes + " --nnodes " + std::to_string(r.nnodes) + " --channels " + std::to_string(r.channels);
@@ -82,6 +84,9 @@ void run_codegen(CodegenArgs a) {
   } catch (const std::exception& e) {
     throw InputError(a.models, 0, "", e.what());
   }
+  // The consumer's own file is an input too: read before the output path is checked, so that the output can
+  // never replace it (write elsewhere, then copy it over the engine's file).
+  if (!a.request.base_path.empty()) a.request.base_text = read_input_file(a.request.base_path);
   check_output_file(a.output);
   const ModelSet models = ModelSet::load(a.models);
   a.request.models_path = a.models;
@@ -115,6 +120,17 @@ void add_codegen(CLI::App& app) {
                   "NCCL_SYMMETRIC) or 'ignore'; vllm: custom|nccl|oneshot|twoshot; sglang: custom_graph|custom_eager|nccl; "
                   "flashinfer: oneshot|twoshot")
       ->allow_extra_args(false);
+  cmd->add_option("--consumer-version", args->request.consumer_version,
+                  "The consumer's version the file is for; a version whose rules arfit has not read is refused. trtllm/json: "
+                  "a TensorRT-LLM commit (10a94126 newest, 01e2c361, 005b299b); vllm: 0.10.2 to 0.33.0; sglang: a configs "
+                  "snapshot (s1-0fbab45d, s2-09e7d8ed, s3-dict-configs, s4-two-shot-push; default: all); flashinfer: 0.5.0 "
+                  "to 0.6.18; nccl-tuner: NCCL 2.30.3 to 2.30.7 (the example plugin). Default: the newest read");
+  cmd->add_option("--base", args->request.base_path,
+                  "trtllm/json: TensorRT-LLM's customAllReduceUtils.h -- the output is that file with the table written in "
+                  "place, its values kept where no model decides and its own size gate followed; vllm: its "
+                  "all_reduce_utils.py; flashinfer: its comm/trtllm_ar.py (their current values fill the world sizes "
+                  "arfit does not decide)")
+      ->check(input_file_validator());
   cmd->add_option("--bytes", args->request.bytes,
                   "nccl-tuner, vllm, sglang, flashinfer (refused by the others): message sizes LO:HI (powers of two; 4G = 2^32) the thresholds are computed on")
       ->capture_default_str();

@@ -16,6 +16,7 @@
 
 #include "cli/cli_inputs.h"
 #include "cli/commands.h"
+#include "codegen/formats.h"
 #include "codegen/request.h"
 #include "codegen/table.h"
 #include "codegen/writers.h"
@@ -228,6 +229,8 @@ std::vector<plots::StrategyGrid> grids_from_models(const ModelSet& models, const
     to.system = system;
     to.dtype = axes.dtype;
     to.sm = axes.sms.empty() ? 0 : axes.sms.front();
+    // The strategies TensorRT-LLM numbers keep its preconditions, as in codegen (whose --sm defaults to 90).
+    to.precondition = codegen::table_precondition(to.sm == 0 ? codegen::kDefaultRequest.sm : to.sm);
     try {
       codegen::check_grid_cells(gs);
       // --sm transfers the models, as codegen's --sm with --transfer-sm: a machine whose SM has no datasheet

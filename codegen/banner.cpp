@@ -73,8 +73,15 @@ std::string comment_lines(const std::string& raw, const std::string& prefix, std
   while (pos < text.size()) {
     const std::string& p = first ? prefix : cont;
     const std::size_t room = max_width - p.size();
-    out += p + text.substr(pos, room) + "\n";
-    pos += room;
+    // Break at the last blank that fits (when it leaves the line at least half full), else mid-word (a long path).
+    std::size_t take = std::min(room, text.size() - pos);
+    if (pos + take < text.size()) {
+      const std::size_t blank = text.rfind(' ', pos + take);
+      if (blank != std::string::npos && blank > pos + room / 2) take = blank - pos;
+    }
+    out += p + text.substr(pos, take) + "\n";
+    pos += take;
+    if (pos < text.size() && text[pos] == ' ') ++pos;
     first = false;
   }
   return out;

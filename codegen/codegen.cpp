@@ -79,6 +79,7 @@ Banner make_banner(const ModelSet& models, const Request& r, const std::string& 
   Banner b;
   b.version = ARFIT_VERSION;
   b.inputs.push_back({r.models_path, fnv1a64_hex(models_text)});
+  if (!r.base_path.empty()) b.inputs.push_back({r.base_path, fnv1a64_hex(r.base_text)});
   b.date = resolve_date(r.date, models.raw(), r.models_path);
   b.command = r.command;
   return b;

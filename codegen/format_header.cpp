@@ -57,14 +57,16 @@ std::string behaviour_comment(bool trtllm_bucketing) {
 //   * a fusion value without a row (2, 3, 8, ... or a fusion not on the table's axis)        -> kOutOfRange
 //   * Bucketing::kStrict (default): tp must be on the TP axis, and num_tokens and hidden inside
 //     [first, last] of their axes, else kOutOfRange; inside, the cell of the largest grid value <= x.
+//   * TWOSHOT is never returned for a cell whose first token count is below tp: TensorRT-LLM's two-shot kernel
+//     throws for fewer tokens than GPUs, so the next fastest strategy takes those cells.
 )";
   if (trtllm_bucketing)
     s += R"(//   * Bucketing::kTensorRtLlm: TensorRT-LLM's lookup arithmetic, index = (size_t)(log2(x) - log2(axis[0])) on
 //     every axis: floor of log2 relative to the first grid value, and values in (axis[0]/2, axis[0]) land on
 //     axis[0] (hidden 65..127 -> 128, tp 3 -> 2, tp 6 -> 4, tokens 16385..32767 -> 16384 on the default axes).
 //     Where TensorRT-LLM's index leaves the table (or its cast would be undefined: x <= axis[0]/2, x <= 0)
-//     this returns kOutOfRange; TensorRT-LLM itself returns NCCL_SYMMETRIC there (generate with
-//     --fallback NCCL_SYMMETRIC to match it).
+//     this returns kOutOfRange; TensorRT-LLM itself returns NCCL there (NCCL_SYMMETRIC before its commit
+//     01e2c361; generate with that --fallback to match it).
 )";
   else
     s += R"(//   * Bucketing::kTensorRtLlm is not offered: an axis of this table is not every power of two between its
@@ -194,6 +196,7 @@ FormatOutput generate_header(const FormatInput& in) {
   refuse_map(in.request, "header");
   refuse_size_options(in.request, "header");
   refuse_tuner_options(in.request, "header");
+  refuse_consumer_file(in.request, "header", "it is arfit's own selector, read by your code, not an engine's file");
   const StrategyTable t = build_request_table(in.models, in.request);
   return {write_header(t, in.banner, in.request.sm), t.summary()};
 }

@@ -10,16 +10,28 @@ namespace arfit::codegen {
 
 namespace {
 
+const char* gate_name(GateCover g) { return g == GateCover::All ? "all" : g == GateCover::Part ? "part" : "none"; }
+
 nlohmann::json trtllm_summary(const TrtllmTable& t) {
   nlohmann::json sources = nlohmann::json::object();
   for (const auto& [target, from] : t.sources) sources[target] = from;
-  return {{"table", "AllReduceBestStrategyTableSM" + std::to_string(t.table_sm)},
-          {"table_sm", t.table_sm},
-          {"fallback", t.table.options.fallback},
-          {"off_table_code", kTrtllmOffTableCode},
-          {"sources", sources},
-          {"unmapped", t.unmapped},
-          {"cells", {{"model", t.count("model")}, {"fallback", t.count("fallback")}, {"nvfp4-below-sm100", t.count("nvfp4-below-sm100")}}}};
+  nlohmann::json cells = nlohmann::json::object();
+  for (const auto& rule : trtllm_rule_names()) cells[rule] = t.count(rule);
+  cells["engine-size-gate-part"] = t.gated(GateCover::Part);
+  cells["excluded-choices"] = t.excluded_choices();
+  nlohmann::json j = {{"table", "AllReduceBestStrategyTableSM" + std::to_string(t.table_sm)},
+                      {"table_sm", t.table_sm},
+                      {"fallback", t.table.options.fallback},
+                      {"off_table_code", t.version.off_table_code},
+                      {"consumer_version", t.version.commit},
+                      {"rules_from", t.version_source},
+                      {"workspace_bytes", {{"tp2", t.version.workspace_tp2_bytes}, {"above_tp2", t.version.workspace_bytes}}},
+                      {"engine_notes", trtllm_engine_notes(t.version, t.table_sm, t.table.options.dtype)},
+                      {"sources", sources},
+                      {"unmapped", t.unmapped},
+                      {"cells", cells}};
+  if (t.base) j["base"] = t.base->path;
+  return j;
 }
 
 }  // namespace
@@ -61,7 +73,7 @@ nlohmann::json table_to_json(const StrategyTable& t, const Banner& banner, int s
     if (trtllm) {
       const TrtllmCell& tc = trtllm->cells[i];
       jc["trtllm_code"] = tc.code;
-      jc["trtllm"] = {{"strategy", tc.strategy}, {"rule", tc.rule}};
+      jc["trtllm"] = {{"strategy", tc.strategy}, {"rule", tc.rule}, {"engine_size_gate", gate_name(tc.gate)}};
     }
     json pred = json::object();
     for (const auto& cand : c.candidates)
@@ -71,6 +83,13 @@ nlohmann::json table_to_json(const StrategyTable& t, const Banner& banner, int s
                              {"extrapolated", cand.prediction.extrapolated},
                              {"transferred", cand.prediction.transferred}};
     jc["predicted"] = pred;
+    if (!c.excluded.empty()) {
+      json excluded = json::object();
+      for (const auto& e : c.excluded)
+        excluded[e.strategy] = {{"time_us", e.prediction.time_us}, {"lo_us", e.prediction.lo_us},
+                                {"hi_us", e.prediction.hi_us}, {"why", e.why}};
+      jc["excluded"] = excluded;
+    }
     jc["runner_up"] = c.runner_up;
     jc["margin"] = c.margin;
     jc["margin_sigma"] = c.margin_sigma;
@@ -98,9 +117,10 @@ FormatOutput generate_json(const FormatInput& in) {
   // The trtllm codes need a numbered --fallback; with another one the JSON carries no trtllm section.
   std::optional<TrtllmTable> trtllm;
   if (trtllm_strategy_number(in.request.fallback)) trtllm = build_trtllm_table(in.models, in.request, &t);
-  else if (!in.request.map.empty())
-    throw std::invalid_argument("--map: the json format maps onto TensorRT-LLM strategies, which needs a --fallback "
-                                "TensorRT-LLM numbers (NCCL, ONESHOT, TWOSHOT, NCCL_SYMMETRIC)");
+  else if (!in.request.map.empty() || !in.request.base_path.empty() || !in.request.consumer_version.empty())
+    throw std::invalid_argument(std::string(!in.request.map.empty() ? "--map" : !in.request.base_path.empty() ? "--base" : "--consumer-version") +
+                                ": the json format records TensorRT-LLM's table with them, which needs a --fallback "
+                                "TensorRT-LLM numbers (NCCL, ONESHOT, NCCL_SYMMETRIC)");
   return {write_json(t, in.banner, in.request.sm, trtllm ? &*trtllm : nullptr), t.summary()};
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "codegen/formats.h"
+#include "codegen/rules_nccl_tuner.h"
 #include "codegen/writers.h"
 #include "model/text.h"
 
@@ -66,16 +67,15 @@ std::vector<TunerRule> tuner_rules(const std::vector<int>& nranks_list, const st
   return rules;
 }
 
-std::string write_nccl_tuner(const std::vector<TunerRule>& rules, const Banner& banner, int channels) {
+std::string write_nccl_tuner(const std::vector<TunerRule>& rules, const Banner& banner, int channels,
+                             const std::string& version) {
   std::ostringstream s;
   s << banner_text(banner, "# ", "NCCL tuner plugin config (plugins/tuner/example, NCCL_TUNER_CONFIG_FILE), chosen from fitted models.",
                    kTunerMaxLine);
   s << comment_lines("One rule per rank count and size range: the NCCL algorithm/protocol variant with the lowest predicted "
-                     "time. channels=" + std::to_string(channels) +
-                         (channels == 0 ? " keeps NCCL's own channel count (NCCL reads a 0 cap as none; the plugin's -1 would "
-                                          "leave the 1 channel it sets before matching)."
-                                        : "."),
+                     "time, channels=" + std::to_string(channels) + ".",
                      "# ", kTunerMaxLine);
+  for (const auto& note : nccl_example_plugin_notes(version, channels)) s << comment_lines(note, "# ", kTunerMaxLine);
   s << "# collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff\n";
   for (const auto& r : rules) {
     std::ostringstream line;
@@ -93,6 +93,8 @@ FormatOutput generate_nccl_tuner(const FormatInput& in) {
   const Request& r = in.request;
   refuse_map(r, "nccl-tuner");
   refuse_grid_options(r, "nccl-tuner");
+  refuse_base(r, "nccl-tuner", "the example plugin's config is written whole (its first matching rule wins)");
+  const std::string version = nccl_example_plugin_version(r.consumer_version);
   if (r.channels < 0)
     throw std::invalid_argument("--channels: " + std::to_string(r.channels) +
                                 " is negative; the example plugin keeps the 1 channel it sets before matching for -1, "
@@ -140,7 +142,8 @@ FormatOutput generate_nccl_tuner(const FormatInput& in) {
   }
   std::ostringstream s;
   s << rules.size() << " rules from " << variants.size() << " NCCL variants, channels " << r.channels;
-  return {write_nccl_tuner(rules, in.banner, r.channels), s.str()};
+  s << "; for NCCL's example plugin 2.30.3 to " << version << " (it runs every call without a matching rule on 1 channel)";
+  return {write_nccl_tuner(rules, in.banner, r.channels, version), s.str()};
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "codegen/rules_trtllm.h"
 #include "model/nccl_variant.h"
 #include "model/text.h"
 
@@ -58,6 +59,11 @@ void check_fallback(const ModelSet& models, const std::string& system, const std
   const auto in = [&](const std::vector<std::string>& names) {
     return std::find(names.begin(), names.end(), fallback) != names.end();
   };
+  // A fallback fills cells anywhere in the grid, and TensorRT-LLM's TWOSHOT throws in cells of fewer tokens than
+  // GPUs (codegen/rules_trtllm.h).
+  if (upper(fallback) == strategy::kTwoShot)
+    throw std::invalid_argument("--fallback: TWOSHOT cannot fill cells without a model: TensorRT-LLM's TWOSHOT throws "
+                                "where a cell holds fewer tokens than GPUs (give NCCL, NCCL_SYMMETRIC or ONESHOT)");
   if (in(modelled) || in(known) || parse_nccl_variant(fallback)) return;
   throw std::invalid_argument("--fallback: '" + fallback + "' is neither an all-reduce strategy of system '" + system +
                               "' (" + (modelled.empty() ? std::string("none") : join(modelled, ", ")) + ") nor " +
@@ -65,6 +71,12 @@ void check_fallback(const ModelSet& models, const std::string& system, const std
 }
 
 }  // namespace
+
+Precondition table_precondition(int consumer_sm) {
+  return [consumer_sm](const Cell& c, const std::string& strategy) {
+    return trtllm_precondition(consumer_sm, c.tp, c.tokens, c.hidden, strategy);
+  };
+}
 
 StrategyTable build_request_table(const ModelSet& models, const Request& r) {
   TableOptions o;
@@ -74,6 +86,7 @@ StrategyTable build_request_table(const ModelSet& models, const Request& r) {
   o.dtype = r.dtype;
   o.sm = prediction_sm(r);
   o.fallback = r.fallback;
+  o.precondition = table_precondition(r.sm);
   // build_table sets the SM (o.sm) on every query and tries the other dtypes of --dtype's size itself.
   StrategyTable t = build_table(request_grid(r), model_set_candidates(models, o.system), model_set_predictor(models), o);
   if (t.fallback_cells() == static_cast<int>(t.cells.size())) throw std::invalid_argument(no_modelled_cell(models, o.system, r));
@@ -103,6 +116,16 @@ void refuse_size_options(const Request& r, const std::string& format) {
   if (request_sizes(r) != request_sizes(kDefaultRequest))
     throw std::invalid_argument("--bytes: the " + format + " format works on the --tokens x --hidden grid and has no "
                                 "message-size axis (--bytes is for nccl-tuner, vllm, sglang, flashinfer)");
+}
+
+void refuse_base(const Request& r, const std::string& format, const std::string& why) {
+  if (!r.base_path.empty()) throw std::invalid_argument("--base: the " + format + " format reads no consumer file: " + why);
+}
+
+void refuse_consumer_file(const Request& r, const std::string& format, const std::string& why) {
+  refuse_base(r, format, why);
+  if (!r.consumer_version.empty())
+    throw std::invalid_argument("--consumer-version: the " + format + " format is not written for an engine version: " + why);
 }
 
 void refuse_tuner_options(const Request& r, const std::string& format) {

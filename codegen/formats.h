@@ -50,6 +50,11 @@ FormatSpec vllm_format();
 FormatSpec sglang_format();
 FormatSpec flashinfer_format();
 
+// The preconditions every table follows: the tables' strategies are numbered as TensorRT-LLM numbers them
+// (trtllm, header, json, suggest, plot's grids), so TensorRT-LLM's checks around them apply
+// (codegen/rules_trtllm.h, trtllm_precondition) for a consumer on `consumer_sm`.
+Precondition table_precondition(int consumer_sm);
+
 // The table of every modelled all-reduce strategy on the request's grid (json, header, suggest). Throws
 // std::invalid_argument for bad grid options and when no cell has a candidate.
 StrategyTable build_request_table(const ModelSet& models, const Request& request);
@@ -68,6 +73,11 @@ void refuse_grid_options(const Request& request, const std::string& format);
 // Refuses --bytes other than its default for the formats that work on the tokens x hidden grid (trtllm, header,
 // json): they would ignore it.
 void refuse_size_options(const Request& request, const std::string& format);
+// Refuses --base and --consumer-version for a format that has no consumer file to merge with or no versions to
+// tell apart (`why`).
+void refuse_consumer_file(const Request& request, const std::string& format, const std::string& why);
+// Refuses --base alone (`why`).
+void refuse_base(const Request& request, const std::string& format, const std::string& why);
 // Refuses --nnodes and --channels other than their defaults for every format but nccl-tuner, the only one whose
 // rules carry them (the others are asked on one node and would ignore them).
 void refuse_tuner_options(const Request& request, const std::string& format);

@@ -25,6 +25,9 @@ struct Request {
   std::vector<std::string> map;        // --map MODEL_STRATEGY=TARGET (trtllm, json, vllm, sglang, flashinfer)
   std::string dtype = "bf16";
   std::string fallback = strategy::kNccl;
+  std::string consumer_version;        // --consumer-version: the engine's version or snapshot ("" = the newest known)
+  std::string base_path;               // --base: the consumer's own file (its values fill the cells no model decides)
+  std::string base_text;               //   ... as read (the CLI reads it; codegen parses it and names base_path)
   std::string date;                    // "" = resolve_date's order (SOURCE_DATE_EPOCH, models file)
   std::string command;                 // written into the banner
 };

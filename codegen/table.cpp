@@ -89,6 +89,22 @@ void choose(Cell& c) {
 
 bool usable(const std::optional<Prediction>& p) { return p && std::isfinite(p->time_us) && p->time_us > 0; }
 
+// A predicted candidate joins the choice, or Cell::excluded when the consumer cannot run it in this cell.
+void add_candidate(Cell& c, const std::string& name, const Prediction& p, const TableOptions& options) {
+  const std::string why = options.precondition ? options.precondition(c, name) : std::string();
+  if (why.empty()) c.candidates.push_back({name, p});
+  else c.excluded.push_back({name, p, why});
+}
+
+void choose_or_fall_back(Cell& c, const std::string& fallback) {
+  if (c.candidates.empty()) {
+    c.choice = fallback;
+    c.fallback = true;
+  } else {
+    choose(c);
+  }
+}
+
 }  // namespace
 
 StrategyTable build_table(const Grid& grid, const CandidateLister& candidates, const Predictor& predict,
@@ -127,15 +143,10 @@ StrategyTable build_table(const Grid& grid, const CandidateLister& candidates, c
             q.strategy = name;
             auto p = any_dtype(q);
             if (!usable(p)) continue;
-            c.candidates.push_back({name, *p});
+            add_candidate(c, name, *p, options);
             seen.insert(name);
           }
-          if (c.candidates.empty()) {
-            c.choice = options.fallback;
-            c.fallback = true;
-          } else {
-            choose(c);
-          }
+          choose_or_fall_back(c, options.fallback);
         }
       }
     }
@@ -191,21 +202,22 @@ StrategyTable remap_table(const StrategyTable& t, const StrategySources& sources
     c.hidden = in.hidden;
     c.tokens = in.tokens;
     c.bytes = in.bytes;
+    // A name takes the fastest prediction of its strategies, whether or not the consumer could run them under
+    // their own names (a TWOSHOT --map'ped to ONESHOT runs where TWOSHOT would not); then the name's own
+    // precondition decides.
     for (const auto& [name, strategies] : sources) {
-      const CandidateTime* best = nullptr;
-      for (const auto& s : strategies)
+      const Prediction* best = nullptr;
+      for (const auto& s : strategies) {
         for (const auto& cand : in.candidates)
-          if (cand.strategy == s && (!best || cand.prediction.time_us < best->prediction.time_us)) best = &cand;
+          if (cand.strategy == s && (!best || cand.prediction.time_us < best->time_us)) best = &cand.prediction;
+        for (const auto& cand : in.excluded)
+          if (cand.strategy == s && (!best || cand.prediction.time_us < best->time_us)) best = &cand.prediction;
+      }
       if (!best) continue;
-      c.candidates.push_back({name, best->prediction});
+      add_candidate(c, name, *best, out.options);
       seen.insert(name);
     }
-    if (c.candidates.empty()) {
-      c.choice = fallback;
-      c.fallback = true;
-    } else {
-      choose(c);
-    }
+    choose_or_fall_back(c, fallback);
     out.cells.push_back(std::move(c));
   }
   out.strategies.assign(seen.begin(), seen.end());

@@ -46,6 +46,12 @@ using Predictor = std::function<std::optional<Prediction>(const PredictQuery&)>;
 // The candidate strategies of one (tp, fusion) slice.
 using CandidateLister = std::function<std::vector<std::string>(int tp, FusionOp fusion)>;
 
+struct Cell;
+
+// Why the consumer of a table could not run `strategy` in `cell` (a precondition its code checks, e.g.
+// TensorRT-LLM's TWOSHOT with fewer tokens than GPUs), or "" when it can.
+using Precondition = std::function<std::string(const Cell& cell, const std::string& strategy)>;
+
 struct TableOptions {
   std::string system;          // passed through to the predictor ("" = the only system in the model set)
   // Element type of the reduced tensor; bytes = tokens * hidden * size. A candidate without a model of this
@@ -53,11 +59,20 @@ struct TableOptions {
   std::string dtype = "bf16";
   int sm = 0;                  // 0: the measured SM
   std::string fallback = strategy::kNccl;  // strategy of cells no candidate can predict
+  // Candidates the consumer could not run in a cell are kept out of its choice (Cell::excluded). Empty: all run.
+  Precondition precondition;
 };
 
 struct CandidateTime {
   std::string strategy;
   Prediction prediction;
+};
+
+// A candidate predicted for a cell that the consumer cannot run there (TableOptions::precondition).
+struct ExcludedCandidate {
+  std::string strategy;
+  Prediction prediction;
+  std::string why;
 };
 
 // The one decision rule of the table and of every format that picks a strategy from predictions (codegen's
@@ -70,13 +85,14 @@ struct Cell {
   FusionOp fusion = FusionOp::None;
   std::int64_t hidden = 0, tokens = 0;
   double bytes = 0;
-  std::vector<CandidateTime> candidates;  // those with a prediction, in candidate-list order
+  std::vector<CandidateTime> candidates;  // those with a prediction the consumer can run, in candidate-list order
+  std::vector<ExcludedCandidate> excluded;  // those with a prediction the consumer cannot run here
   std::string choice;                     // lowest predicted time; the fallback when `candidates` is empty
   std::string runner_up;                  // "" when fewer than two candidates
   double margin = 0;         // t(runner-up) / t(choice) - 1 (0 without a runner-up)
   double margin_sigma = 0;   // standard deviation of ln(t_runner / t_choice) from the 90 % intervals
   bool uncertain = false;    // the 90 % intervals of choice and runner-up overlap
-  bool fallback = false;     // no candidate could be predicted: choice = TableOptions::fallback
+  bool fallback = false;     // no candidate could be predicted (or run): choice = TableOptions::fallback
   bool extrapolated = false; // the choice's prediction is an extrapolation
   bool transferred = false;  // the choice's prediction comes from curves carried from other machines (arfit fit --prior)
   double expected_regret = 0;  // E[max(0, ln t_choice - ln t_runner)] under the predictive distribution

@@ -3,12 +3,14 @@
 #include <cmath>
 #include <sstream>
 
+#include "codegen/banner.h"
 #include "codegen/safe_text.h"
 #include "model/text.h"
 
 namespace arfit::codegen {
 
 std::uint64_t ThresholdRow::last_below_bytes() const {
+  if (imposed_boundary) return *imposed_boundary;
   if (split == 0 || sizes.empty()) return 0;
   if (split >= sizes.size()) return static_cast<std::uint64_t>(sizes.back().bytes);
   return static_cast<std::uint64_t>(std::floor(std::sqrt(sizes[split - 1].bytes * sizes[split].bytes)));
@@ -21,6 +23,19 @@ std::optional<double> time_of(const Predictor& predict, PredictQuery q, const st
   const auto p = predict(q);
   if (!p || !std::isfinite(p->time_us) || !(p->time_us > 0)) return std::nullopt;
   return p->time_us;
+}
+
+// The sizes where row.split uses the slower strategy, and the mean regret of doing so.
+void score_split(ThresholdRow& row) {
+  row.disagree.clear();
+  double total = 0;
+  for (std::size_t i = 0; i < row.sizes.size(); ++i) {
+    const bool used_below = i < row.split;
+    const auto& s = row.sizes[i];
+    total += std::log((used_below ? s.below_us : s.above_us) / std::min(s.below_us, s.above_us));
+    if (s.below_us != s.above_us && used_below != s.below_faster()) row.disagree.push_back(s.bytes);
+  }
+  row.regret = row.sizes.empty() ? 0.0 : total / static_cast<double>(row.sizes.size());
 }
 
 // The split of `sizes` with the least total ln(t_used / t_faster); ties go to the smaller split.
@@ -41,15 +56,22 @@ void choose_split(ThresholdRow& row) {
     }
   }
   row.split = best;
-  row.regret = n ? best_cost / static_cast<double>(n) : 0.0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const bool used_below = i < best;
-    const auto& s = row.sizes[i];
-    if (s.below_us != s.above_us && used_below != s.below_faster()) row.disagree.push_back(s.bytes);
-  }
+  score_split(row);
 }
 
 }  // namespace
+
+bool clamp_boundary(ThresholdRow& row, std::uint64_t lo, std::uint64_t hi, const std::string& why) {
+  const std::uint64_t b = row.last_below_bytes();
+  if (b >= lo && b <= hi) return false;
+  const std::uint64_t moved = b < lo ? lo : hi;
+  row.imposed_boundary = moved;
+  row.imposed_why = why;
+  row.split = 0;
+  while (row.split < row.sizes.size() && row.sizes[row.split].bytes <= static_cast<double>(moved)) ++row.split;
+  score_split(row);
+  return true;
+}
 
 std::vector<ThresholdRow> plan_thresholds(const std::vector<int>& tps, const std::vector<double>& sizes,
                                           const std::string& below, const std::string& above,
@@ -75,12 +97,19 @@ std::vector<ThresholdRow> plan_thresholds(const std::vector<int>& tps, const std
 std::vector<std::string> describe_disagreements(const std::vector<ThresholdRow>& rows, const std::string& what) {
   std::vector<std::string> out;
   for (const auto& r : rows) {
-    if (r.disagree.empty()) continue;
+    if (r.disagree.empty() && !r.imposed_boundary) continue;
     std::ostringstream s;
-    s << "TP " << r.tp << ": one " << what << " cannot follow arfit's choice at " << r.disagree.size() << " of "
-      << r.sizes.size() << " sizes (";
-    for (std::size_t i = 0; i < r.disagree.size(); ++i) s << (i ? ", " : "") << human_bytes(r.disagree[i]);
-    s << "); least-regret split, mean predicted regret " << format_number(100.0 * (std::exp(r.regret) - 1.0), "%.3g") << " %";
+    s << "TP " << r.tp << ": ";
+    if (r.imposed_boundary) s << r.imposed_why << "; the " << what << " then differs from arfit's choice at ";
+    else s << "one " << what << " cannot follow arfit's choice at ";
+    s << r.disagree.size() << " of " << r.sizes.size() << " sizes";
+    if (!r.disagree.empty()) {
+      s << " (";
+      for (std::size_t i = 0; i < r.disagree.size(); ++i) s << (i ? ", " : "") << human_bytes(r.disagree[i]);
+      s << ")";
+    }
+    s << (r.imposed_boundary ? "" : "; least-regret split") << ", mean predicted regret "
+      << format_number(100.0 * (std::exp(r.regret) - 1.0), "%.3g") << " %";
     out.push_back(s.str());
   }
   return out;
@@ -112,7 +141,7 @@ std::string python_disagreement_comments(const std::vector<ThresholdRow>& rows, 
   const auto lines = describe_disagreements(rows, what);
   if (lines.empty()) return "# Every size follows arfit's choice (" + what + ").\n";
   std::string s;
-  for (const auto& l : lines) s += "# " + comment_text(l, CommentSyntax::Hash) + "\n";
+  for (const auto& l : lines) s += comment_lines(l, "# ", 118);
   return s;
 }
 

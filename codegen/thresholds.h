@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,12 +28,20 @@ struct ThresholdRow {
   std::size_t split = 0;         // the `below` strategy on sizes[0, split), the `above` one from sizes[split]
   std::vector<double> disagree;  // sizes where that split is not the faster strategy (arfit's choice)
   double regret = 0;             // mean ln(t_used / t_faster) over the sizes
+  // A boundary the consumer's rules imposed (clamp_boundary), written instead of the least-regret one.
+  std::optional<std::uint64_t> imposed_boundary;
+  std::string imposed_why;       // ... and why
 
   // The inclusive byte boundary of the `below` strategy: 0 when split == 0 (never), the geometric midpoint
   // floor(sqrt(a b)) between the last size below and the first above (as the NCCL tuner rules place
   // boundaries), or the largest size when every size is below (arfit claims nothing beyond its sizes).
   std::uint64_t last_below_bytes() const;
 };
+
+// Moves a row's boundary (the inclusive last size of the `below` strategy) into [lo, hi] when it lies outside, for
+// a consumer that cannot take it there (`why`); the split, the sizes that disagree with arfit's choice and the
+// regret follow the new boundary. Returns true when it moved.
+bool clamp_boundary(ThresholdRow& row, std::uint64_t lo, std::uint64_t hi, const std::string& why);
 
 // For each TP, the sizes where `predict` answers for both `below` and `above` (strategy names as `predict` knows
 // them, e.g. roles through mapped_predictor) and the split with the least total ln regret (ties: the smaller

@@ -7,18 +7,22 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "codegen/codegen.h"
+#include "codegen/rules_trtllm.h"
 #include "consumers.h"
+#include "engine_behaviour.h"
 #include "test_support.h"
 
 namespace arfit::consumer_checks {
@@ -98,7 +102,10 @@ inline int fusion_op(const std::string& name) { return codegen::trtllm_fusion_op
 // cell (and the OUT_QUANT fusion values the QUANT rows), TensorRT-LLM's own bucketing off the grid points, and
 // NCCL_SYMMETRIC for the SM whose table this is not. The JSON's code is the fastest TensorRT-LLM strategy by the
 // JSON's own predictions, except where a rule (fallback, NVFP4 below SM100) says otherwise. Returns cells checked.
+inline int check_trtllm_runs(const std::string& table, const json& j, int sm);
+
 inline int check_trtllm(const ModelSet& models, const Request& r) {
+  int checked_runs = 0;
   const std::string table = generate(models, r, "trtllm");
   const json j = generate_json(models, r);
   const int table_sm = r.sm < 100 ? 90 : 100;
@@ -108,22 +115,37 @@ inline int check_trtllm(const ModelSet& models, const Request& r) {
   // The JSON's trtllm code against its own predictions.
   std::map<std::string, std::vector<std::string>> sources = j["trtllm"]["sources"];
   const std::map<std::string, int> number{{"NCCL", 0}, {"ONESHOT", 4}, {"TWOSHOT", 5}, {"NCCL_SYMMETRIC", 8}};
+  const int off_table = j["trtllm"]["off_table_code"];
+  const double gate2 = j["trtllm"]["workspace_bytes"]["tp2"], gate = j["trtllm"]["workspace_bytes"]["above_tp2"];
   for (const auto& c : j["cells"]) {
     const std::string rule = c["trtllm"]["rule"];
     const std::string fusion = c["fusion"];
+    const int tp = c["tp"];
+    const long long tokens = c["tokens"], hidden = c["hidden"];
+    // TensorRT-LLM's size gate takes the cell before its lookup when every message of it is too large.
+    const double smallest = c["bytes"].get<double>();
+    EXPECT_EQ(rule == "engine-size-gate", smallest > (tp <= 2 ? gate2 : gate)) << c.dump();
+    if (rule == "engine-size-gate") {
+      EXPECT_EQ(c["trtllm_code"], 0);
+      continue;
+    }
     if (table_sm == 90 && fusion == "RESIDUAL_RMS_NORM_QUANT_NVFP4") {
       EXPECT_EQ(rule, "nvfp4-below-sm100");
       EXPECT_EQ(c["trtllm_code"], 0);
       continue;
     }
+    // The fastest TensorRT-LLM strategy that it can run in the cell (TWOSHOT needs tokens >= tp).
     std::string best;
     double best_t = std::numeric_limits<double>::infinity();
-    for (const auto& [target, from] : sources)
+    for (const auto& [target, from] : sources) {
+      if (!codegen::trtllm_precondition(r.sm, tp, tokens, hidden, target).empty()) continue;
       for (const auto& m : from)
-        if (c["predicted"].contains(m) && c["predicted"][m]["time_us"].get<double>() < best_t) {
-          best_t = c["predicted"][m]["time_us"];
-          best = target;
-        }
+        for (const char* where : {"predicted", "excluded"})
+          if (c.contains(where) && c[where].contains(m) && c[where][m]["time_us"].get<double>() < best_t) {
+            best_t = c[where][m]["time_us"];
+            best = target;
+          }
+    }
     if (best.empty()) {
       EXPECT_EQ(rule, "fallback");
       EXPECT_EQ(c["trtllm_code"], number.at(j["trtllm"]["fallback"].get<std::string>()));
@@ -145,21 +167,22 @@ inline int check_trtllm(const ModelSet& models, const Request& r) {
     const long long h = c["hidden"], t = c["tokens"];
     ask(r.sm, tp, op, h, t, code);
     if (op == 4 || op == 5) ask(r.sm, tp, op + 2, h, t, code);  // OUT_QUANT variants share the rows
-    ask(other_sm, tp, op, h, t, codegen::kTrtllmOffTableCode);  // not the table of that SM
+    ask(other_sm, tp, op, h, t, off_table);  // not the table of that SM
     ask(r.sm, tp + tp / 2, op, h, t, code);                     // tp 3 -> 2, 6 -> 4, 12 -> 8
-    if (t == 16384) ask(r.sm, tp, op, h, 32767, code), ask(r.sm, tp, op, h, 32768, codegen::kTrtllmOffTableCode);
+    if (t == 16384) ask(r.sm, tp, op, h, 32767, code), ask(r.sm, tp, op, h, 32768, off_table);
     if (t > 1) ask(r.sm, tp, op, h, t + t / 2, code);  // floor of log2
     if (h == 128) ask(r.sm, tp, op, 65, t, code);
-    if (h == 8192) ask(r.sm, tp, op, 16383, t, code), ask(r.sm, tp, op, 16384, t, codegen::kTrtllmOffTableCode);
+    if (h == 8192) ask(r.sm, tp, op, 16383, t, code), ask(r.sm, tp, op, 16384, t, off_table);
   }
   testing::TempDir dir;
   dir.write("table.inc", table);
-  dir.write("main.cpp", consumers::trtllm_lookup_program(table_sm, false));
+  dir.write("main.cpp", consumers::trtllm_lookup_program(table_sm, false, off_table));
   const auto run = compile_and_run(dir, queries.str());
+  checked_runs += check_trtllm_runs(table, j, r.sm);
   EXPECT_EQ(run.exit_code, 0) << run.output;
   std::istringstream in(run.output);
   std::istringstream qs(queries.str());
-  int checked = 0;
+  int checked = checked_runs;
   for (int want : expected) {
     int sm, tp, op;
     long long h, t;
@@ -169,6 +192,49 @@ inline int check_trtllm(const ModelSet& models, const Request& r) {
     EXPECT_EQ(got, want) << "sm " << sm << " tp " << tp << " op " << op << " hidden " << h << " tokens " << t;
     ++checked;
   }
+  return checked;
+}
+
+// TensorRT-LLM running the generated table (trtllm_engine_program): on every TP, fusion op (OUT_QUANT variants too),
+// tokens 1..64 one by one and beyond, hidden sizes on and between the rows (5120, 7168 as real models have), it never
+// throws, and what runs is the cell's value -- NCCL where its size gate takes the message. Returns inputs checked.
+inline int check_trtllm_runs(const std::string& table, const json& j, int sm) {
+  const int table_sm = sm < 100 ? 90 : 100;
+  const int esize = j["dtype"] == "fp32" ? 4 : j["dtype"] == "fp8_e4m3" || j["dtype"] == "int8" ? 1 : 2;
+  const double gate2 = j["trtllm"]["workspace_bytes"]["tp2"], gate = j["trtllm"]["workspace_bytes"]["above_tp2"];
+  std::map<std::tuple<int, int, long long, long long>, int> code;  // (tp, fusion op, hidden row, token column)
+  for (const auto& c : j["cells"]) code[{c["tp"].get<int>(), fusion_op(c["fusion"]), c["hidden"].get<long long>(), c["tokens"].get<long long>()}] = c["trtllm_code"];
+  std::ostringstream queries;
+  std::vector<int> expected;
+  auto floor_pow2 = [](long long x) { long long p = 1; while (p * 2 <= x) p *= 2; return p; };
+  for (int tp : {2, 4, 8})
+    for (int op : {0, 1, 4, 5, 6, 7})
+      for (long long h : {128LL, 192LL, 1024LL, 4096LL, 5120LL, 7168LL, 8192LL, 12288LL})
+        for (long long t = 1; t <= 20000; t = t < 64 ? t + 1 : t * 3 / 2) {
+          queries << sm << " " << tp << " " << op << " " << h << " " << t << " " << esize << "\n";
+          const bool gated = static_cast<double>(t) * h * esize > (tp <= 2 ? gate2 : gate);
+          const int row_op = op == 6 ? 4 : op == 7 ? 5 : op;
+          expected.push_back(gated ? 0 : code.at({tp, row_op, floor_pow2(h), std::min(floor_pow2(t), 16384LL)}));
+        }
+  testing::TempDir dir;
+  dir.write("table.inc", table);
+  dir.write("main.cpp", consumers::trtllm_engine_program(table_sm, j["trtllm"]["off_table_code"], gate2, gate));
+  const auto run = compile_and_run(dir, queries.str());
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  std::istringstream in(run.output), qs(queries.str());
+  int checked = 0, throws = 0;
+  for (int want : expected) {
+    int qsm, tp, op, e;
+    long long h, t;
+    qs >> qsm >> tp >> op >> h >> t >> e;
+    int got = -2;
+    in >> got;
+    throws += got == -1;
+    EXPECT_EQ(got, want) << "TensorRT-LLM at sm " << qsm << " tp " << tp << " op " << op << " hidden " << h << " tokens " << t
+                         << (got == -1 ? ": throws" : "");
+    ++checked;
+  }
+  EXPECT_EQ(throws, 0);
   return checked;
 }
 
@@ -255,24 +321,59 @@ int main() {
 // predictions -- wherever one threshold can, and where it cannot, the file's threshold is a least-regret one and
 // the file says at how many sizes it differs. Returns the number of (cell, TP) pairs checked.
 struct ThresholdCheck {
+  ThresholdCheck(std::string what_, std::string below_, std::string above_, std::map<int, double> value_,
+                 bool (*uses_below_)(double, int, double))
+      : what(std::move(what_)), below(std::move(below_)), above(std::move(above_)), value(std::move(value_)),
+        uses_below(uses_below_) {}
   std::string what;          // "size threshold" / "crossover" / "threshold", as the file's comment says it
   std::string below, above;  // model strategies
   std::map<int, double> value;                 // the file's value per TP
   bool (*uses_below)(double bytes, int tp, double value);
+  // What runs above the threshold at a size, when it is not `above` everywhere (vLLM: symmetric memory up to its
+  // maximum, NCCL beyond); and the largest size the consumer's threshold reaches (vLLM's 8 MiB cap).
+  std::function<std::string(int tp, double bytes)> above_at;
+  double max_bytes = std::numeric_limits<double>::infinity();  // exclusive
 };
+
+// The counts the file states per TP: "TP 8: one <what> cannot follow arfit's choice at N of M sizes" (a least-regret
+// split) or "TP 8: <the consumer's rule>; the <what> then differs from arfit's choice at N of M sizes" (a boundary
+// the consumer's rules imposed). `imposed` collects the TPs of the second kind.
+inline std::map<int, int> stated_disagreements(const std::string& file, const std::string& what, std::set<int>* imposed) {
+  // Comment lines are wrapped: join them first.
+  std::string text;
+  std::istringstream lines(file);
+  for (std::string line; std::getline(lines, line);)
+    text += line.rfind("#   ", 0) == 0 ? " " + line.substr(4) : "\n" + line;
+  std::map<int, int> stated;
+  const std::regex least("TP (\\d+): one " + what + " cannot follow arfit's choice at (\\d+) of (\\d+) sizes");
+  for (std::sregex_iterator it(text.begin(), text.end(), least), end; it != end; ++it) stated[std::stoi((*it)[1])] = std::stoi((*it)[2]);
+  const std::regex moved("TP (\\d+): [^\\n]*; the " + what + " then differs from arfit's choice at (\\d+) of (\\d+) sizes");
+  for (std::sregex_iterator it(text.begin(), text.end(), moved), end; it != end; ++it) {
+    stated[std::stoi((*it)[1])] = std::stoi((*it)[2]);
+    if (imposed) imposed->insert(std::stoi((*it)[1]));
+  }
+  return stated;
+}
 
 inline int check_threshold(const json& j, const std::string& file, const ThresholdCheck& c) {
   // Sizes and the predicted times of both strategies, per TP.
   std::map<int, std::map<double, std::pair<double, double>>> times;
   for (const auto& cell : j["cells"]) {
-    const auto& p = cell["predicted"];
-    if (!p.contains(c.below) || !p.contains(c.above)) continue;
-    times[cell["tp"].get<int>()][cell["bytes"].get<double>()] = {p[c.below]["time_us"].get<double>(), p[c.above]["time_us"].get<double>()};
+    const int tp = cell["tp"].get<int>();
+    const double bytes = cell["bytes"].get<double>();
+    const std::string above = c.above_at ? c.above_at(tp, bytes) : c.above;
+    // A strategy TensorRT-LLM cannot run in a cell is listed apart ("excluded"); the engines' thresholds use it.
+    auto time_of = [&](const std::string& s) -> std::optional<double> {
+      for (const char* where : {"predicted", "excluded"})
+        if (cell.contains(where) && cell[where].contains(s)) return cell[where][s]["time_us"].get<double>();
+      return std::nullopt;
+    };
+    const auto tb = time_of(c.below), ta = time_of(above);
+    if (bytes >= c.max_bytes || !tb || !ta) continue;
+    times[tp][bytes] = {*tb, *ta};
   }
-  // The counts the file states: "TP 8: one <what> cannot follow arfit's choice at N of M sizes".
-  std::map<int, int> stated;
-  const std::regex note("TP (\\d+): one " + c.what + " cannot follow arfit's choice at (\\d+) of (\\d+) sizes");
-  for (std::sregex_iterator it(file.begin(), file.end(), note), end; it != end; ++it) stated[std::stoi((*it)[1])] = std::stoi((*it)[2]);
+  std::set<int> imposed;
+  const std::map<int, int> stated = stated_disagreements(file, c.what, &imposed);
   int checked = 0;
   for (const auto& [tp, sizes] : times) {
     if (!c.value.count(tp)) {
@@ -294,7 +395,7 @@ inline int check_threshold(const json& j, const std::string& file, const Thresho
     }
     // The consumer's decisions are one threshold: below-strategy first, then the other.
     EXPECT_TRUE(std::is_sorted(used_below.begin(), used_below.end(), [](bool a, bool b) { return a > b; })) << "TP " << tp;
-    // The least regret any threshold reaches over these sizes.
+    // The least regret any threshold reaches over these sizes -- unless the consumer's rules moved it, as the file says.
     double best = std::numeric_limits<double>::infinity();
     for (std::size_t k = 0; k <= bytes.size(); ++k) {
       double cost = 0;
@@ -305,7 +406,9 @@ inline int check_threshold(const json& j, const std::string& file, const Thresho
       }
       best = std::min(best, cost);
     }
-    EXPECT_NEAR(used_cost, best, 1e-9) << "TP " << tp << ": not a least-regret threshold";
+    if (!imposed.count(tp)) {
+      EXPECT_NEAR(used_cost, best, 1e-9) << "TP " << tp << ": not a least-regret threshold";
+    }
     EXPECT_EQ(disagree, stated.count(tp) ? stated.at(tp) : 0) << "TP " << tp << ": cells off arfit's choice";
   }
   return checked;
@@ -362,24 +465,38 @@ inline void expect_python_dict(const std::string& file, const std::string& expre
   }
 }
 
-// vLLM: CUSTOM_ALL_REDUCE_MAX_SIZES[capability] read with should_custom_ar's `inp_size < max_size`.
-inline int check_vllm(const ModelSet& models, Request r, const std::string& custom, const std::string& nccl) {
+// vLLM: CUSTOM_ALL_REDUCE_MAX_SIZES[capability] read with should_custom_ar's `inp_size < max_size`, against what vLLM
+// runs above the bound -- torch symmetric memory (`symm_mem`) up to its maximum, NCCL beyond -- below its 8 MiB cap.
+// Every world size vLLM runs (2, 4, 6, 8) has a value.
+inline int check_vllm(const ModelSet& models, Request r, const std::string& custom, const std::string& symm_mem,
+                      const std::string& nccl) {
   const EngineFile f = engine_file(models, r, "vllm");
   const std::string cap = codegen::vllm_capability(r.sm);
   const auto values = consumers::python_tp_entries(f.text, "\"" + cap + "\": ");
   EXPECT_TRUE(values.has_value()) << f.text;
   if (!values) return 0;
+  for (int ws : {2, 4, 6, 8}) {
+    EXPECT_TRUE(values->count(ws)) << "world size " << ws << " missing (vLLM before 0.33.0 raises KeyError)";
+    if (values->count(ws)) {
+      EXPECT_GE(values->at(ws), 16) << "a 0 would size vLLM's buffer at 0 bytes";
+    }
+  }
   expect_python_dict(f.text, "CUSTOM_ALL_REDUCE_MAX_SIZES['" + cap + "']", *values);
-  return check_threshold(f.cells, f.text, {"size threshold", custom, nccl, *values, &below_exclusive});
+  const auto& symm = codegen::vllm_default_symm_mem_sizes().at(cap);
+  ThresholdCheck c{"size threshold", custom, nccl, *values, &below_exclusive};
+  c.above_at = [&](int tp, double bytes) { return symm.count(tp) && bytes <= symm.at(tp) ? symm_mem : nccl; };
+  c.max_bytes = codegen::kVllmCustomMaxBytes;
+  return check_threshold(f.cells, f.text, c) + engine_behaviour::check_vllm_runs(f.text, cap, *values);
 }
 
-// SGLang: NCCL_CROSSOVER per context; with python3, apply() on SGLang-shaped Heuristics read with _pick_algo.
+// SGLang: NCCL_CROSSOVER per context; with python3, installed into SGLang's configs (engine_behaviour.h).
 inline int check_sglang(const ModelSet& models, Request r, const std::string& graph, const std::string& eager,
                         const std::string& nccl) {
   const EngineFile f = engine_file(models, r, "sglang");
   const json& j = f.cells;
   const std::string& file = f.text;
   int checked = 0;
+  std::map<std::string, std::map<int, double>> crossovers;
   std::vector<double> sizes;
   for (const auto& c : j["cells"]) sizes.push_back(c["bytes"]);
   std::sort(sizes.begin(), sizes.end());
@@ -391,20 +508,10 @@ inline int check_sglang(const ModelSet& models, Request r, const std::string& gr
     if (!values) continue;
     checked += check_threshold(j, file, {context == "graph" ? "CUDA-graph crossover" : "eager crossover", strategy, nccl,
                                          *values, &below_inclusive});
-    if (consumers::python3().empty()) continue;
-    // apply() on two SGLang-shaped tuned heuristics (one with multicast reaching far above any crossover).
-    for (const auto& [tp, x] : *values)
-      for (const std::string base : {"Heuristic(131072, 131072, 33554432, Range(524288, 134217728))",
-                                     "Heuristic(16777216, 134217728, 134217728)"}) {
-        const std::string out = python_output(file, consumers::sglang_pick_algo_script(context, tp, sizes, base));
-        std::istringstream in(out);
-        for (double b : sizes) {
-          int custom = -1;
-          in >> custom;
-          EXPECT_EQ(custom == 1, consumers::sglang_uses_custom(b, x)) << context << " TP " << tp << " " << b << " " << base;
-        }
-      }
+    crossovers[context] = *values;
   }
+  // Installed into each snapshot of SGLang's configs, custom runs exactly up to the crossover.
+  checked += engine_behaviour::check_sglang_runs(file, r.sm / 10, crossovers);
   return checked;
 }
 
@@ -415,7 +522,14 @@ inline int check_flashinfer(const ModelSet& models, Request r, const std::string
   EXPECT_TRUE(values.has_value()) << f.text;
   if (!values) return 0;
   expect_python_dict(f.text, "USE_ONESHOT_HEURISTICS", *values);
-  return check_threshold(f.cells, f.text, {"threshold", oneshot, twoshot, *values, &below_flashinfer});
+  for (int ws : {2, 4, 8, 16}) {
+    EXPECT_TRUE(values->count(ws)) << "world size " << ws << " missing (FlashInfer raises KeyError)";
+    if (values->count(ws)) {
+      EXPECT_GE(values->at(ws), ws * ws / 4.0) << "token_num <= " << ws << " would reach two-shot's assert";
+    }
+  }
+  return check_threshold(f.cells, f.text, {"threshold", oneshot, twoshot, *values, &below_flashinfer}) +
+         engine_behaviour::check_flashinfer_runs(f.text, *values);
 }
 
 // -------------------------------------------------------------------------------------------------------------

@@ -4,7 +4,8 @@
 //     compiled together with the generated table;
 //   * NCCL's example tuner plugin (plugins/tuner/example/plugin.c): loadConfig's 256-byte fgets loop and
 //     pluginGetCollInfo's first-match rule;
-//   * vLLM's should_custom_ar, SGLang's _pick_algo over apply(), FlashInfer's _should_use_oneshot.
+//   * vLLM's should_custom_ar, SGLang's crossover, FlashInfer's _should_use_oneshot (the engines' own decision code
+//     around them runs in engine_behaviour.h, over pinned replicas in tests/codegen/engines).
 #pragma once
 
 #include <cctype>
@@ -28,7 +29,7 @@ namespace arfit::consumers {
 // TensorRT-LLM. Program text: reads "sm tp fusion_op hidden tokens" lines on stdin, prints the strategy code
 // selectStrategyLookUpTable returns with the generated table (table.inc) as TensorRT-LLM's only table of its SM.
 // The caller never asks for inputs where TensorRT-LLM's casts are undefined (tp < 2, tokens < 1, hidden <= 64).
-inline std::string trtllm_lookup_program(int table_sm, bool with_header) {
+inline std::string trtllm_lookup_program(int table_sm, bool with_header, int off_table_code = 0) {
   std::ostringstream s;
   s << R"(#include <cmath>
 #include <cstddef>
@@ -62,7 +63,7 @@ static int selectStrategyLookUpTable(int sm_version, std::size_t num_tokens, std
       || fusion_op_index >= AllReduceBestStrategyTable.at(sm_version).at(tp_index).size()
       || hidden_size_index >= AllReduceBestStrategyTable.at(sm_version).at(tp_index).at(fusion_op_index).size()
       || num_token_index >= AllReduceBestStrategyTable.at(sm_version).at(tp_index).at(fusion_op_index).at(hidden_size_index).size())
-    return 8;  // NCCL_SYMMETRIC
+    return )" << off_table_code << R"(;  // NCCL (NCCL_SYMMETRIC before TensorRT-LLM 01e2c361)
   return AllReduceBestStrategyTable.at(sm_version)[tp_index][fusion_op_index][hidden_size_index][num_token_index];
 }
 int main() {
@@ -78,6 +79,36 @@ int main() {
 )";
   s << R"(    std::printf("\n");
   }
+}
+)";
+  return s.str();
+}
+
+// TensorRT-LLM around its lookup (cpp/tensorrt_llm/thop/allreduceOp.cpp, selectImplementation with strategy AUTO,
+// and runFusionAllReduce): a message of more than the workspace size runs NCCL before the table is read; the
+// table's value is cast unchecked; TWOSHOT with fewer tokens than GPUs fails TORCH_CHECK(input.size(0) >= tp_size);
+// a value other than NCCL, ONESHOT, TWOSHOT, NCCL_SYMMETRIC throws "Invalid runtime strategy". Program text: reads
+// "sm tp fusion_op hidden tokens element_size" lines, prints the strategy that runs, or -1 where TensorRT-LLM throws.
+inline std::string trtllm_engine_program(int table_sm, int off_table_code, double workspace_tp2, double workspace) {
+  std::string lookup = trtllm_lookup_program(table_sm, false, off_table_code);
+  lookup = lookup.substr(0, lookup.find("int main() {"));
+  std::ostringstream s;
+  s << lookup << "static int runtime_strategy(int sm, int tp, int op, long long hidden, long long tokens, int esize) {\n"
+    << "  if (static_cast<double>(tokens) * hidden * esize > (tp <= 2 ? " << std::fixed << workspace_tp2 << " : " << workspace
+    << ")) return 0;  // ifFallbackToNCCL\n"
+    << R"(  const int s = selectStrategyLookUpTable(sm, static_cast<std::size_t>(tokens), static_cast<std::size_t>(hidden),
+                                          static_cast<AllReduceFusionOp>(op), tp);
+  switch (s) {
+    case 0: case 4: case 8: return s;
+    case 5: return tokens < tp ? -1 : 5;  // runFusionAllReduce: TORCH_CHECK(input.size(0) >= tp_size)
+    default: return -1;                   // TLLM_THROW("Invalid runtime strategy")
+  }
+}
+int main() {
+  int sm, tp, op, esize;
+  long long hidden, tokens;
+  while (std::scanf("%d %d %d %lld %lld %d", &sm, &tp, &op, &hidden, &tokens, &esize) == 6)
+    std::printf("%d\n", runtime_strategy(sm, tp, op, hidden, tokens, esize));
 }
 )";
   return s.str();
@@ -201,35 +232,6 @@ inline testing::CommandResult run_python(const testing::TempDir& dir, const std:
   dir.write("generated.py", module);
   dir.write("check.py", "exec(open(" + std::string("'") + dir.file("generated.py") + "').read())\n" + script);
   return testing::run_command(python3() + " " + dir.file("check.py"));
-}
-
-// SGLang's NamedTuples and _pick_algo (configs/custom_all_reduce_v2.py, custom_all_reduce_v2.py), re-implemented:
-// prints, for each size in `sizes`, 1 when the custom all-reduce runs (an algorithm is picked) after apply().
-inline std::string sglang_pick_algo_script(const std::string& context, int world_size, const std::vector<double>& sizes,
-                                           const std::string& base_heuristic) {
-  std::ostringstream s;
-  s << R"(from typing import NamedTuple
-class Range(NamedTuple):
-    min_bytes: int
-    max_bytes: int
-    def contains(self, nbytes):
-        return self.min_bytes <= nbytes <= self.max_bytes
-class Heuristic(NamedTuple):
-    one_shot_push_threshold: int
-    one_shot_pull_threshold: int
-    two_shot_pull_threshold: int
-    mc: Range = Range(0, 0)
-def pick(h, nbytes, use_multicast=True):
-    if nbytes <= h.one_shot_push_threshold: return 1
-    if nbytes <= h.one_shot_pull_threshold: return 1
-    if use_multicast and h.mc.contains(nbytes): return 1
-    if nbytes <= h.two_shot_pull_threshold: return 1
-    return 0
-h = apply()" << base_heuristic << ", '" << context << "', " << world_size << R"()
-print(' '.join(str(pick(h, int(b))) for b in [)";
-  for (std::size_t i = 0; i < sizes.size(); ++i) s << (i ? "," : "") << static_cast<long long>(sizes[i]);
-  s << "]))\n";
-  return s.str();
 }
 
 }  // namespace arfit::consumers

@@ -1,7 +1,8 @@
 // Fitted model sets for the codegen consumer tests: synthetic measurements with known crossovers, fitted by fit/
 // exactly as `arfit fit` would, in three systems:
 //   fx_trtllm   NCCL, ONESHOT, TWOSHOT x all four fusions x TP 2/4/8, token x hidden shapes;
-//   fx_engines  NCCL, vLLM_custom_graph, SGLang_CustomAllReduce_graph/_eager, ONESHOT, TWOSHOT (no fusion);
+//   fx_engines  NCCL, vLLM_custom_graph, vLLM_symm_mem, SGLang_CustomAllReduce_graph/_eager, ONESHOT, TWOSHOT (no
+//               fusion);
 //   fx_tuner    NCCL algorithm/protocol variants on 1 node (2, 4, 8 ranks) and 2 nodes (16 ranks).
 // And the public H100 / B200 models, fitted from ../shared/data/public/aiconfigurator (data tests).
 #pragma once
@@ -28,6 +29,7 @@ inline double trtllm_time(const std::string& s, int tp, FusionOp f, double b) {
 
 inline double engine_time(const std::string& s, int tp, double b) {
   if (s == "vLLM_custom_graph") return 3.0 + tp * b / 1e5;
+  if (s == "vLLM_symm_mem") return 8.0 + tp * b / 2.5e5;  // vLLM's torch symmetric memory: between custom and NCCL
   if (s == "SGLang_CustomAllReduce_graph") return 2.5 + tp * b / 1.2e5;
   if (s == "SGLang_CustomAllReduce_eager") return 10.0 + tp * b / 1.2e5;
   if (s == "ONESHOT" || s == "TWOSHOT") return trtllm_time(s, tp, FusionOp::None, b);
@@ -70,7 +72,8 @@ inline const ModelSet& fitted() {
               v.push_back(x);
             }
     for (int tp : {2, 4, 8})
-      for (const char* s : {"NCCL", "vLLM_custom_graph", "SGLang_CustomAllReduce_graph", "SGLang_CustomAllReduce_eager", "ONESHOT", "TWOSHOT"})
+      for (const char* s : {"NCCL", "vLLM_custom_graph", "vLLM_symm_mem", "SGLang_CustomAllReduce_graph",
+                            "SGLang_CustomAllReduce_eager", "ONESHOT", "TWOSHOT"})
         for (int k = 6; k <= 30; ++k) {
           Sample x = make("fx_engines", s, tp, 0);
           x.bytes = std::int64_t{1} << k;

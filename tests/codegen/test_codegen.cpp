@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -216,9 +217,18 @@ int main() {
   for (const auto& cell : t.cells) {
     int v = -1;
     in >> v;
-    // TensorRT-LLM's SM90 table keeps NCCL in every NVFP4 cell; the others hold the models' choice.
-    const int want = cell.fusion == FusionOp::ResidualRmsNormQuantNvfp4 ? 0 : code_of.at(expected_choice(cell.tp, cell.fusion, cell.bytes));
-    ASSERT_EQ(v, want);
+    // TensorRT-LLM runs NCCL above its workspace size (64 MiB) before reading the table, and its SM90 table keeps
+    // NCCL in every NVFP4 cell; the others hold the models' choice among what TensorRT-LLM can run there (TWOSHOT
+    // needs tokens >= tp).
+    std::string choice = expected_choice(cell.tp, cell.fusion, cell.bytes);
+    if (choice == "TWOSHOT" && cell.tokens < cell.tp) {
+      double best = std::numeric_limits<double>::infinity();
+      for (const auto& c : cell.candidates)
+        if (c.strategy != "TWOSHOT" && c.prediction.time_us < best) best = c.prediction.time_us, choice = c.strategy;
+    }
+    const bool gated = cell.bytes > 67108864.0;
+    const int want = gated || cell.fusion == FusionOp::ResidualRmsNormQuantNvfp4 ? 0 : code_of.at(choice);
+    ASSERT_EQ(v, want) << cell.tp << " " << cell.tokens << " " << cell.hidden;
   }
   // Known cells of the synthetic models: the smallest message is ONESHOT, the largest NCCL.
   EXPECT_EQ(t.at(0, 0, 0, 0).choice, "ONESHOT");
@@ -360,7 +370,12 @@ TEST(CodegenWriters, TransferredPredictionsAreMarked) {
   EXPECT_NE(t.summary().find(line.substr(0, 2) + std::to_string(oneshot) + " chosen from curves transferred"), std::string::npos)
       << t.summary();
   EXPECT_NE(write_header(t, test_banner(), 100).find(line + "\n"), std::string::npos);
-  EXPECT_NE(write_trtllm(trtllm_codes(t, 100), test_banner()).find(line), std::string::npos);
+  const TrtllmTable tt = trtllm_codes(t, 100);
+  EXPECT_GT(tt.transferred(), 0);
+  // The Cells line, its continuation lines joined.
+  const std::string written = std::regex_replace(write_trtllm(tt, test_banner()), std::regex("\n//   "), " ");
+  EXPECT_NE(written.find("; chosen from curves transferred from other machines: " + std::to_string(tt.transferred())),
+            std::string::npos);
 
   const StrategyTable measured = build_table(Grid{}, three_strategies(), synthetic_predictor());
   EXPECT_EQ(measured.transferred_cells(), 0);

@@ -70,8 +70,19 @@ TEST(PublicConsumers, TrtllmRefusesUnnumberedStrategiesThenAgreesWithJsonWhenMap
     EXPECT_GT(checked, 1260 * 3);
     const auto j = generate_json(*m, r);
     std::cout << p.system << " trtllm: " << checked << " lookups agree; cells " << j["trtllm"]["cells"].dump() << "\n";
-    // Only NONE is measured: the fused cells get the named fallback.
-    EXPECT_EQ(j["trtllm"]["cells"]["fallback"].get<int>() + j["trtllm"]["cells"]["nvfp4-below-sm100"].get<int>(), 945);
+    // Only NONE is measured: the fused cells get the named fallback (TensorRT-LLM's SM90 NVFP4 rule, and its size
+    // gate where every message of a cell is too large for its custom kernels).
+    int fused = 0;
+    for (const auto& c : j["cells"])
+      if (c["fusion"] != "NONE") {
+        ++fused;
+        const std::string rule = c["trtllm"]["rule"];
+        EXPECT_TRUE(rule == "fallback" || rule == "nvfp4-below-sm100" || rule == "engine-size-gate") << rule;
+      }
+    EXPECT_EQ(fused, 945);
+    // TWOSHOT where a cell holds fewer tokens than GPUs would throw in TensorRT-LLM: the models' choice there is the
+    // next fastest strategy it can run (the issue counted 41 such cells on H100, 42 on B200).
+    EXPECT_GT(j["trtllm"]["cells"]["excluded-choices"].get<int>(), 30) << p.system;
   }
 }
 
@@ -93,18 +104,28 @@ TEST(PublicConsumers, VllmSglangFlashinferFollowArfitOnEveryCell) {
   for (const auto& p : public_systems()) {
     PUBLIC_MODELS(m, p.system);
     const Request r = request(p);
-    const int vllm = check_vllm(*m, r, "vLLM_custom_graph", "NCCL");
+    // vLLM runs torch symmetric memory above its bound, which the public tables do not hold: refused, naming it.
+    try {
+      generate(*m, r, "vllm");
+      ADD_FAILURE() << p.system << ": vllm without a symmetric-memory model was not refused";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("--map NAME=symm_mem"), std::string::npos) << e.what();
+    }
+    // TensorRT-LLM's all-reduce stands in for symmetric memory (a demonstration mapping).
+    Request vr = r;
+    vr.map = {"TRTLLM=symm_mem"};
+    const int vllm = check_vllm(*m, vr, "vLLM_custom_graph", "TRTLLM", "NCCL");
     const int sglang = check_sglang(*m, r, "SGLang_CustomAllReduce_graph", "SGLang_CustomAllReduce_eager", "NCCL");
     // FlashInfer's one-shot vs two-shot: the public tables have no such pair; vLLM's custom all-reduce stands in for
     // one-shot and TensorRT-LLM's all-reduce for two-shot (a demonstration mapping).
     Request fr = r;
     fr.map = {"vLLM_custom_graph=oneshot", "TRTLLM=twoshot"};
     const int flashinfer = check_flashinfer(*m, fr, "vLLM_custom_graph", "TRTLLM");
-    EXPECT_GE(vllm, 3 * 21) << p.system;
+    EXPECT_GE(vllm, 3 * 15) << p.system;
     EXPECT_GE(sglang, 2 * 3 * 21) << p.system;
     EXPECT_GE(flashinfer, 3 * 21) << p.system;
     std::string summary;
-    generate(*m, r, "vllm", &summary);
+    generate(*m, vr, "vllm", &summary);
     std::cout << p.system << " vllm: " << summary << "\n";
     generate(*m, r, "sglang", &summary);
     std::cout << p.system << " sglang: " << summary << "\n";

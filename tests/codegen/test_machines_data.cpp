@@ -192,13 +192,18 @@ void check_models_file(const ModelSet& models, const std::string& system, int sm
   n.refused += expect_refused(models, r, "nccl-tuner", what);
 
   // The engines' thresholds, where the machine has both of a format's strategies.
-  if (has(strategies, "vLLM_custom_graph") && has(strategies, "NCCL")) {
-    n.lookups += check_vllm(models, r, "vLLM_custom_graph", "NCCL");
-    expect_banner(engine_file(models, r, "vllm").text, "vllm", "# ");
+  // vLLM: its table is read only with torch symmetric memory (capabilities 9.0, 10.0, 10.3, ...), which runs above
+  // the bound; TensorRT-LLM's all-reduce stands in for it (a demonstration mapping), else the format is refused.
+  Request vr = r;
+  vr.map = {"TRTLLM=symm_mem"};
+  if (has(strategies, "vLLM_custom_graph") && has(strategies, "NCCL") && has(strategies, "TRTLLM") &&
+      codegen::vllm_default_symm_mem_sizes().count(codegen::vllm_capability(r.sm))) {
+    n.lookups += check_vllm(models, vr, "vLLM_custom_graph", "TRTLLM", "NCCL");
+    expect_banner(engine_file(models, vr, "vllm").text, "vllm", "# ");
   } else {
-    n.refused += expect_refused(models, r, "vllm", what);
+    n.refused += expect_refused(models, vr, "vllm", what);
   }
-  if (has(strategies, "SGLang_CustomAllReduce_graph") && has(strategies, "NCCL")) {
+  if (has(strategies, "SGLang_CustomAllReduce_graph") && has(strategies, "NCCL") && (r.sm / 10 == 9 || r.sm / 10 == 10)) {
     n.lookups += check_sglang(models, r, "SGLang_CustomAllReduce_graph",
                               has(strategies, "SGLang_CustomAllReduce_eager") ? "SGLang_CustomAllReduce_eager" : "", "NCCL");
     expect_banner(engine_file(models, r, "sglang").text, "sglang", "# ");
