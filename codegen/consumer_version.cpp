@@ -65,8 +65,12 @@ bool all_hex(const std::string& s) {
 bool names_snapshot(const std::string& given, const std::string& known) {
   if (lower(given) == lower(known)) return true;
   if (given.size() < 7 || !all_hex(given)) return false;
-  for (const std::string& part : split_items(lower(known), '-'))
-    if (all_hex(part) && part.compare(0, given.size(), lower(given)) == 0) return true;
+  // Either may be the longer: "005b299bd3" names the commit read as "005b299b", and "005b299" does too.
+  const std::string g = lower(given);
+  for (const std::string& part : split_items(lower(known), '-')) {
+    const std::size_t n = std::min(part.size(), g.size());
+    if (part.size() >= 7 && all_hex(part) && part.compare(0, n, g, 0, n) == 0) return true;
+  }
   return false;
 }
 

@@ -128,12 +128,13 @@ void require_flashinfer_world_sizes(const std::vector<int>& tps) {
 
 FormatOutput generate_flashinfer(const FormatInput& in) {
   const auto& specs = flashinfer_roles();
+  const std::string version = flashinfer_version(in.request.consumer_version);
   const EnginePlanner p = engine_planner(in, "flashinfer", specs);
   for (const auto& spec : specs) require_role(p.roles, spec, "flashinfer");
   require_flashinfer_world_sizes(p.tps);
   FlashinferConfig c;
   c.sm = in.request.sm;
-  c.version = flashinfer_version(in.request.consumer_version);
+  c.version = version;
   c.roles = p.roles;
   c.oneshot_vs_twoshot = p.plan("oneshot", "twoshot");
   if (c.oneshot_vs_twoshot.empty())

@@ -202,6 +202,7 @@ FormatOutput generate_sglang(const FormatInput& in) {
   const auto& specs = sglang_roles();
   refuse_base(in.request, "sglang", "SGLang's tuned values are code, kept at run time for every world size and context "
                                     "the file does not list");
+  const std::vector<std::string> snapshots = sglang_versions(in.request.consumer_version);
   const EnginePlanner p = engine_planner(in, "sglang", specs);
   require_role(p.roles, specs[2], "sglang");
   if (!p.has("custom_graph") && !p.has("custom_eager")) require_role(p.roles, specs[0], "sglang");
@@ -210,7 +211,7 @@ FormatOutput generate_sglang(const FormatInput& in) {
                                 "for SM90 and SM100 only (other archs take a fixed default arfit does not replace)");
   SglangConfig c;
   c.sm = in.request.sm;
-  c.snapshots = sglang_versions(in.request.consumer_version);
+  c.snapshots = snapshots;
   c.roles = p.roles;
   if (p.has("custom_graph")) c.graph = p.plan("custom_graph", "nccl");
   if (p.has("custom_eager")) c.eager = p.plan("custom_eager", "nccl");

@@ -331,7 +331,8 @@ FormatOutput generate_trtllm(const FormatInput& in) {
   std::ostringstream s;
   s << t.cells.size() << " cells: " << t.count("model") << " arfit's (" << t.table.uncertain_cells() << " uncertain), ";
   if (t.base) s << t.count("base") << " kept from " << t.base->path << ", " << t.count("base-would-throw") << " of its values NCCL (they would throw), ";
-  else s << t.count("fallback") << " without a model (fallback " << t.table.options.fallback << "), ";
+  else s << t.count("fallback") << " without a model (fallback " << t.table.options.fallback
+         << (t.count("fallback") > 0 ? "; --base customAllReduceUtils.h keeps TensorRT-LLM's own values there" : "") << "), ";
   s << t.count("nvfp4-below-sm100") << " NVFP4 cells NCCL by TensorRT-LLM's SM90 rule, " << t.count("engine-size-gate")
     << " TensorRT-LLM's own (size gate)";
   if (t.excluded_choices() > 0) s << ", " << t.excluded_choices() << " without a faster strategy TensorRT-LLM cannot run there";

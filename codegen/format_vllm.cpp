@@ -212,11 +212,11 @@ VllmEntry kept_entry(int ws, const OwnTables& own, const std::string& cap) {
 FormatOutput generate_vllm(const FormatInput& in) {
   const Request& r = in.request;
   const auto& specs = vllm_roles();
+  const std::string version = vllm_version(r.consumer_version);
   const EnginePlanner p = engine_planner(in, "vllm", specs);
   require_role(p.roles, specs[0], "vllm");
   require_role(p.roles, specs[1], "vllm");
   require_vllm_world_sizes(p.tps);
-  const std::string version = vllm_version(r.consumer_version);
   const OwnTables own = own_tables(r, version);
   VllmConfig c;
   c.sm = r.sm;

@@ -84,6 +84,17 @@ int main() {
   return s.str();
 }
 
+// The definition of AllReduceBestStrategyTableSM<sm> alone from a generated file -- the table, or with --base a whole
+// customAllReduceUtils.h, whose functions need TensorRT-LLM's headers -- as a compilable unit.
+inline std::string trtllm_table_unit(const std::string& generated, int table_sm) {
+  const std::string name = "inline AllReduceBestStrategyTableType AllReduceBestStrategyTableSM" + std::to_string(table_sm);
+  const auto start = generated.find(name);
+  if (start == std::string::npos) return generated;
+  const auto end = generated.find("};", start);
+  return "#include <vector>\nusing AllReduceBestStrategyTableType = std::vector<std::vector<std::vector<std::vector<int>>>>;\n" +
+         generated.substr(start, end + 2 - start) + "\n";
+}
+
 // TensorRT-LLM around its lookup (cpp/tensorrt_llm/thop/allreduceOp.cpp, selectImplementation with strategy AUTO,
 // and runFusionAllReduce): a message of more than the workspace size runs NCCL before the table is read; the
 // table's value is cast unchecked; TWOSHOT with fewer tokens than GPUs fails TORCH_CHECK(input.size(0) >= tp_size);

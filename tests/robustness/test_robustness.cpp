@@ -1211,10 +1211,13 @@ TEST_F(Robustness, FallbackNamesAStrategyAnEngineRuns) {
   // The threshold formats write no cell without a model: --fallback was ignored there, exit 0.
   expect_refused("codegen models.json --format vllm -o v.py --fallback TWOSHOT", 2,
                  {"--fallback: the vllm format writes rules between the modelled strategies"});
-  for (const char* fallback : {"NCCL_SYMMETRIC", "NCCL_RING_LL128", "TWOSHOT"}) {
+  for (const char* fallback : {"NCCL_SYMMETRIC", "NCCL_RING_LL128", "ONESHOT"}) {
     const CommandResult r = arfit_here(std::string("codegen models.json --format header -o t.h --fallback ") + fallback);
     EXPECT_EQ(r.exit_code, 0) << fallback << ": " << r.output;
   }
+  // A fallback fills cells anywhere, and TensorRT-LLM's TWOSHOT throws where a cell holds fewer tokens than GPUs.
+  expect_refused("codegen models.json --format header -o t2.h --fallback TWOSHOT", 2,
+                 {"--fallback: TWOSHOT cannot fill cells without a model"});
 }
 
 // write_file_atomically creates no folder, so an output in a missing folder was found by the write: after the fit,
