@@ -14,10 +14,8 @@
 
 using arfit::testing::arfit_bin;
 using arfit::testing::CommandResult;
-using arfit::testing::expect_unchanged;
 using arfit::testing::run_command;
 using arfit::testing::slurp;
-using arfit::testing::snapshot;
 using arfit::testing::TempDir;
 
 namespace {
@@ -52,16 +50,9 @@ class CodegenInputs : public ::testing::Test {
     dir.write("models.json", slurp(fixture_->file("models.json")));
     dir.write("customAllReduceUtils.h", arfit::trtllm_layout::file(arfit::trtllm_layout::Era::Gate64MiB, arfit::trtllm_layout::typical_value));
   }
-  CommandResult arfit_here(const std::string& args) const {
-    return run_command("cd " + dir.path().string() + " && " + arfit_bin() + " " + args + " 2>&1");
-  }
+  CommandResult arfit_here(const std::string& args) const { return arfit::testing::arfit_in(dir, args); }
   CommandResult expect_refused(const std::string& args, int exit_code, const std::vector<std::string>& needles) {
-    const auto before = snapshot(dir.path());
-    const CommandResult r = arfit_here(args);
-    EXPECT_EQ(r.exit_code, exit_code) << args << "\n" << r.output;
-    for (const auto& n : needles) EXPECT_NE(r.output.find(n), std::string::npos) << args << ": no '" << n << "' in\n" << r.output;
-    expect_unchanged(before, dir.path(), args);
-    return r;
+    return arfit::testing::expect_refused_in(dir, args, exit_code, needles);
   }
   static TempDir* fixture_;
   TempDir dir;

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <vector>
 
 #include "test_support.h"
 
@@ -56,6 +57,23 @@ inline void expect_unchanged(const std::map<std::string, EntryState>& before, co
   }
   for (const auto& [name, s] : after)
     EXPECT_TRUE(before.count(name)) << what << ": " << name << " was left behind";
+}
+
+// Runs the built arfit with `args` in `dir` (its standard error too).
+inline CommandResult arfit_in(const TempDir& dir, const std::string& args) {
+  return run_command("cd " + dir.path().string() + " && " + arfit_bin() + " " + args + " 2>&1");
+}
+
+// Runs `args` in `dir` and checks the exit code, that the output holds every `needles` string, and that the folder is
+// unchanged (no input changed, nothing left behind).
+inline CommandResult expect_refused_in(const TempDir& dir, const std::string& args, int exit_code,
+                                       const std::vector<std::string>& needles) {
+  const auto before = snapshot(dir.path());
+  const CommandResult r = arfit_in(dir, args);
+  EXPECT_EQ(r.exit_code, exit_code) << args << "\n" << r.output;
+  for (const auto& n : needles) EXPECT_NE(r.output.find(n), std::string::npos) << args << ": no '" << n << "' in\n" << r.output;
+  expect_unchanged(before, dir.path(), args);
+  return r;
 }
 
 // "file:LINE:" with a positive line somewhere in the output.

@@ -106,12 +106,7 @@ class Robustness : public ::testing::Test {
   // Runs `args` in this test's folder and checks the exit code, that the output holds every `needles`
   // string, and that the folder is unchanged.
   CommandResult expect_refused(const std::string& args, int exit_code, const std::vector<std::string>& needles) {
-    const auto before = snapshot(dir.path());
-    const CommandResult r = arfit_here(args);
-    EXPECT_EQ(r.exit_code, exit_code) << args << "\n" << r.output;
-    for (const auto& n : needles) EXPECT_NE(r.output.find(n), std::string::npos) << args << ": no '" << n << "' in\n" << r.output;
-    expect_unchanged(before, dir.path(), args);
-    return r;
+    return arfit::testing::expect_refused_in(dir, args, exit_code, needles);
   }
 
   static TempDir* fixture_;
