@@ -10,7 +10,7 @@
 #   - a place in the export set arfitTargets, written to <prefix>/lib/cmake/arfit/ by arfit_install_package().
 #
 # Install components: `dev` (static libraries, headers, CMake package, pkg-config file) and `tools` (the arfit
-# and arbench programs). cpack builds one Debian package per component: arfit (tools) and arfit-dev.
+# and arbench programs, the NCCL tuner plugin libnccl-tuner-arfit.so). cpack builds one Debian package per component: arfit (tools) and arfit-dev.
 include_guard(GLOBAL)
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
