@@ -57,10 +57,21 @@ std::size_t round_size(std::size_t measured, double growth) {
 
 }  // namespace
 
-RoundPlan plan_round(const TargetTable& table, const Measurements& all, const LoopOptions& options, int round) {
+namespace {
+
+LoopOptions with_overhead(const LoopOptions& options, const Measurements& m) {
+  LoopOptions o = options;
+  if (o.measure_overhead) o.cost.overhead_s = measured_overhead_s(m, o.cost);
+  return o;
+}
+
+}  // namespace
+
+RoundPlan plan_round(const TargetTable& table, const Measurements& all, const LoopOptions& given, int round) {
   RoundPlan plan;
   plan.round = round;
   const Measurements m = all.before_round(round);
+  const LoopOptions options = with_overhead(given, m);
   const std::size_t measured = m.count();
   if (measured == table.size()) {
     plan.stop = StopReason::Exhausted;
@@ -102,7 +113,8 @@ RoundPlan plan_round(const TargetTable& table, const Measurements& all, const Lo
   return plan;
 }
 
-TableState table_state(const TargetTable& table, const Measurements& m, const LoopOptions& options) {
+TableState table_state(const TargetTable& table, const Measurements& m, const LoopOptions& given) {
+  const LoopOptions options = with_overhead(given, m);
   TableState s;
   s.estimates = estimate_cases(table, m, options.estimate);
   s.assessment = assess(table, s.estimates);

@@ -41,6 +41,9 @@ struct LoopOptions {
   EstimateOptions estimate;
   double growth = 0.25;     // a round measures at most this fraction of the cases measured before it (at least 1)
   const std::vector<bool>* excluded = nullptr;  // cases not to choose (BatchOptions::excluded)
+  // arbench: the per-case overhead of `cost` is what the measurements so far show (measured_overhead_s); the
+  // simulation gives it.
+  bool measure_overhead = false;
 };
 
 enum class StopReason { None, Exhausted, Budget, Regret, Settled };

@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "model/metrics.h"
+
 namespace arfit::planner {
 
 TargetTable::TargetTable(std::vector<PlanCase> cases, std::vector<std::vector<int>> cells)
@@ -41,6 +43,13 @@ double Measurements::spent_s() const {
   for (std::size_t k = 0; k < round.size(); ++k)
     if (round[k] >= 0) s += seconds[k];
   return s;
+}
+
+double measured_overhead_s(const Measurements& m, const CostModel& cost) {
+  std::vector<double> beyond;
+  for (std::size_t k = 0; k < m.round.size(); ++k)
+    if (m.round[k] >= 0 && m.time_us[k] > 0) beyond.push_back(std::max(0.0, m.seconds[k] - cost.iterations_s(m.time_us[k])));
+  return beyond.empty() ? 0.0 : size_median(beyond);
 }
 
 Measurements Measurements::before_round(int r) const {

@@ -64,9 +64,14 @@ struct CostModel {
   int warmup = 5, iters = 20;
   int collectives_per_iteration = 1;  // --cuda-graph K: a timed iteration is a replay of K collectives
   double overhead_s = 0;
-  double seconds(double time_us) const {
-    return overhead_s + (warmup + static_cast<double>(iters) * collectives_per_iteration) * time_us * 1e-6;
+  double iterations_s(double time_us) const {
+    return (warmup + static_cast<double>(iters) * collectives_per_iteration) * time_us * 1e-6;
   }
+  double seconds(double time_us) const { return overhead_s + iterations_s(time_us); }
 };
+
+// The per-case overhead the measurements show: the median over the measured cases of what a case took beyond its
+// iterations (0 before any). What arbench's cost model adds to each case's iterations.
+double measured_overhead_s(const Measurements& measured, const CostModel& cost);
 
 }  // namespace arfit::planner
