@@ -113,13 +113,14 @@ RoundProgress progress_of(const Decision& d, const planner::TargetTable& table, 
   return p;
 }
 
-std::string stop_words(planner::StopReason why, const planner::LoopOptions& loop, bool stopped_by_timeout) {
+std::string stop_words(planner::StopReason why, const planner::LoopOptions& loop, double spent_s, bool stopped_by_timeout) {
   if (stopped_by_timeout) return "a case timed out (--on-timeout stop)";
   switch (why) {
     case planner::StopReason::Exhausted: return "every case of the grid is measured";
     case planner::StopReason::Budget:
-      return "the measuring budget (--budget " + format_duration(loop.budget_s) +
-             ") is spent, or no case that could change a choice fits in what is left of it";
+      if (spent_s >= loop.budget_s) return "the measuring budget (--budget " + format_duration(loop.budget_s) + ") is spent";
+      return "no case that could change a choice fits in the " + format_duration(loop.budget_s - spent_s) +
+             " left of the measuring budget (--budget " + format_duration(loop.budget_s) + ")";
     case planner::StopReason::Regret:
       return "the table's geometric-mean regret is below " + format_number(100 * loop.until_regret, "%g") +
              " % with 90 % probability (--until-regret)";
@@ -206,7 +207,7 @@ AdaptiveResult run_adaptive(MPI_Comm world, Runner& runner, const PlannedGrid& g
   }
   AdaptiveResult result;
   const bool timed_out = runner.summary().stopped_early;
-  if (rank == 0) result.stop = stop_report(grid, table, m, loop, timed_out ? round + 1 : round, stop_words(why, loop, timed_out));
+  if (rank == 0) result.stop = stop_report(grid, table, m, loop, timed_out ? round + 1 : round, stop_words(why, loop, m.spent_s(), timed_out));
   result.summary = runner.finish();
   if (rank == 0 && rounds) rounds->stop(result.stop);
   return result;
