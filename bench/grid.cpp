@@ -283,6 +283,19 @@ std::string sample_key(const Sample& s) {
   return key_of(s.collective, s.strategy, s.fusion, s.dtype, s.nranks, s.tokens, s.hidden, s.bytes, s.splits);
 }
 
+Sample sample_of_case(const Case& c) {
+  Sample s;
+  s.collective = c.collective;
+  s.strategy = c.strategy;
+  s.fusion = c.fusion;
+  s.dtype = c.dtype;
+  s.nranks = c.tp;
+  s.tokens = c.tokens;
+  s.hidden = c.hidden;
+  s.bytes = c.bytes;
+  return s;
+}
+
 Case case_of_sample(const Sample& s) {
   Case c;
   c.collective = s.collective;

@@ -94,6 +94,9 @@ struct Case {
 
 // Identity of an already written sample, in Case::key's format.
 std::string sample_key(const Sample& s);
+// The sample fields a case's identity holds (collective, strategy, fusion, dtype, nranks = TP, tokens, hidden,
+// bytes): what the runner's record starts from, and the inverse of case_of_sample.
+Sample sample_of_case(const Case& c);
 // The case a written sample measured, as far as its row tells (its key fields; no split pattern): for messages
 // that name a row (--resume) and for tests.
 Case case_of_sample(const Sample& s);

@@ -124,18 +124,10 @@ void say_case_error(int rank, const Case& c, const std::string& what) {
 
 // The sample a case's record carries, before its timings.
 Sample make_sample(const Case& c, const RunnerOptions& opt) {
-  Sample s;
-  s.collective = c.collective;
-  s.strategy = c.strategy;
-  s.fusion = c.fusion;
-  s.dtype = c.dtype;
-  s.nranks = c.tp;
+  Sample s = sample_of_case(c);
   s.nnodes = opt.virtual_ranks ? 1 : opt.nnodes;
   s.device = opt.device.device;
   s.sm = opt.device.sm;
-  s.tokens = c.tokens;
-  s.hidden = c.hidden;
-  s.bytes = c.bytes;
   s.backend = opt.backend_label;
   s.source = opt.source;
   if (const Descriptor* d = find_descriptor(c.backend, c.collective, c.strategy); d && d->splits) s.splits = d->splits(c);

@@ -33,20 +33,6 @@ PlannedGrid planned(const Options& o) {
   return plan_cases(spec, po, nullptr);
 }
 
-// The row arbench would write for a case (its key fields).
-Sample make_sample_of(const Case& c) {
-  Sample s;
-  s.collective = c.collective;
-  s.strategy = c.strategy;
-  s.fusion = c.fusion;
-  s.dtype = c.dtype;
-  s.nranks = c.tp;
-  s.tokens = c.tokens;
-  s.hidden = c.hidden;
-  s.bytes = c.bytes;
-  return s;
-}
-
 }  // namespace
 
 TEST(BenchAdaptive, OptionsAreReadStrictlyAndOnlyWithTheAdaptivePlan) {
@@ -98,11 +84,11 @@ TEST(BenchAdaptive, TheTableHasOneCellPerGridPointAndOneCurvePerStrategy) {
 
 TEST(BenchAdaptive, JournalRowsAreReadBackExactly) {
   const PlannedGrid g = planned(parse(with({"--plan", "adaptive"})));
-  Sample a = make_sample_of(g.cases[3]);
+  Sample a = sample_of_case(g.cases[3]);
   a.time_us = 12.345;
   a.extra["round"] = "2";
   a.extra["wall_s"] = "0.001234";
-  Sample failed = make_sample_of(g.cases[5]);
+  Sample failed = sample_of_case(g.cases[5]);
   failed.status = SampleStatus::Failed;
   failed.extra["round"] = "0";
   failed.extra["wall_s"] = "60.000000";
