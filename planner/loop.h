@@ -17,11 +17,13 @@
 // Stop rules (checked in this order before a batch is chosen):
 //   exhausted   every case is measured;
 //   budget      the seconds spent measuring reached --budget, or no case with value fits what is left of it;
-//   regret      the table's expected geometric-mean regret is at most --until-regret. The mean over cells, not
-//               every cell: the promise is about the table's geometric-mean regret, which is what the select
-//               protocol and engines' users measure, and the mean of the cells' expected log regrets is exactly the
-//               expectation of its logarithm; a bound on every cell would spend the budget on the few cells whose
-//               candidates are within noise of each other, where measuring changes little;
+//   regret      the table's geometric-mean regret is below --until-regret with 90 % probability
+//               (Assessment::geomean_regret_bound). The mean over cells, not every cell: the promise is about the
+//               table's geometric-mean regret, which is what the select protocol and engines' users measure, and the
+//               mean of the cells' expected log regrets is exactly the expectation of its logarithm; a bound on
+//               every cell would spend the budget on the few cells whose candidates are within noise of each other,
+//               where measuring changes little. The 90 % bound, not the expectation: a promise kept on average is
+//               broken about half the time;
 //   settled     no measurement can change a choice (every value is zero).
 #pragma once
 
@@ -35,7 +37,7 @@
 namespace arfit::planner {
 
 struct LoopOptions {
-  double until_regret = 0;  // expected geometric-mean regret to stop at, a fraction (0.01 = 1 %); 0: none
+  double until_regret = 0;  // the geometric-mean regret to promise, a fraction (0.01 = 1 %); 0: none
   double budget_s = std::numeric_limits<double>::infinity();  // seconds of measuring
   CostModel cost;
   EstimateOptions estimate;
