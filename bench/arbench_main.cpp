@@ -4,6 +4,9 @@
 // file) or a failed run (a case failed: wrong results, error, timeout, also when --on-timeout stop ended the
 // run); 2 usage: bad command line, impossible grid, refused output path (nothing measured).
 #include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
 #include <cstdint>
 #include <fstream>
 #include <iostream>
@@ -13,6 +16,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "bench/adaptive.h"
 #include "bench/agreement.h"
 #include "bench/backend.h"
 #include "bench/options.h"
@@ -20,8 +24,10 @@
 #include "bench/reporter.h"
 #include "bench/run_info.h"
 #include "bench/runner.h"
+#include "planner/priors.h"
 #include "model/atomic_file.h"
 #include "model/errors.h"
+#include "model/sample_csv.h"
 #include "model/stdout_check.h"
 #include "model/text.h"
 
@@ -69,6 +75,36 @@ PlannedGrid plan_grid(Options& opt, int size, int ranks_per_node, std::vector<st
   po.memory_bytes = static_cast<std::int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
   po.address_space_bytes = address_space_left();
   return plan_cases(opt.spec, po, notices);
+}
+
+// --plan adaptive's loop options (rank 0's): the run's timing for the cost model, the stop rules, the priors.
+arfit::planner::LoopOptions adaptive_loop(const Options& opt) {
+  arfit::planner::LoopOptions loop;
+  loop.until_regret = opt.adaptive.until_regret;
+  loop.budget_s = opt.adaptive.budget_s;
+  loop.cost.warmup = opt.runner.warmup;
+  loop.cost.iters = opt.runner.iters;
+  loop.cost.collectives_per_iteration = std::max(1, opt.runner.cuda_graph);
+  loop.measure_overhead = true;
+  if (!opt.adaptive.priors.empty()) loop.estimate.prior = arfit::planner::load_prior_library(opt.adaptive.priors);
+  return loop;
+}
+
+// The run header's line for --plan adaptive: its stop rules and priors, as given.
+std::string adaptive_header_value(const Options& opt) {
+  const AdaptiveOptions& a = opt.adaptive;
+  std::string v = a.until_regret > 0 ? "until-regret " + arfit::format_number(100 * a.until_regret, "%g") + " %" : "";
+  if (std::isfinite(a.budget_s)) v += (v.empty() ? "" : ", ") + std::string("budget ") + arfit::format_duration(a.budget_s);
+  if (!a.priors.empty()) v += ", priors " + arfit::join(a.priors, " ");
+  return v;
+}
+
+// Test hook --test-replay FILE (rank 0): the samples whose timings the records take, by case.
+std::shared_ptr<const std::map<std::string, arfit::Sample>> replay_samples(const std::string& path) {
+  if (path.empty()) return nullptr;
+  auto out = std::make_shared<std::map<std::string, arfit::Sample>>();
+  for (const arfit::Sample& s : arfit::read_samples_csv(path).samples) out->emplace(sample_key(s), s);
+  return out;
 }
 
 int run(int argc, char** argv, int rank, int size) {
@@ -142,9 +178,13 @@ int run(int argc, char** argv, int rank, int size) {
   // Output state (rank 0), shared with every rank: an error flag and the cases still to run.
   const RunIdentity id = identify_run(MPI_COMM_WORLD);
   // Made before the output is inspected: --resume compares its world size and timing with the file's.
-  const RunHeader header = make_run_header(id, opt.runner.device, opt.spec, grid, opt.command_line, size,
-                                           opt.runner.warmup, opt.runner.iters, opt.runner.buffers, opt.runner.timeout_s,
-                                           opt.runner.cuda_graph);
+  RunHeader header = make_run_header(id, opt.runner.device, opt.spec, grid, opt.command_line, size,
+                                     opt.runner.warmup, opt.runner.iters, opt.runner.buffers, opt.runner.timeout_s,
+                                     opt.runner.cuda_graph);
+  const bool adaptive = opt.spec.plan.kind == Plan::Kind::Adaptive;
+  if (adaptive) header.emplace_back("adaptive", adaptive_header_value(opt));
+  const std::vector<std::string>& columns = adaptive ? CsvReporter::adaptive_columns() : CsvReporter::extra_columns();
+  arfit::planner::LoopOptions loop;
   std::vector<int> todo;
   std::size_t resumed = 0;
   OutputState out;
@@ -157,7 +197,7 @@ int run(int argc, char** argv, int rank, int size) {
       for (const Case& c : grid.cases) planned.insert(c.key());
       out = inspect_output(opt.output, opt.spec.to_json(), opt.resume, opt.overwrite,
                            cuda_graph_header_value(opt.runner.cuda_graph), opt.runner.device.device, &planned,
-                           opt.runner.backend_label, &header);
+                           opt.runner.backend_label, &header, columns);
       if (!opt.json_output.empty()) {
         if (arfit::same_path(opt.json_output, opt.output))
           throw GridError("--json", "'" + opt.json_output + "' is also the sample CSV (-o); write the JSON to another file");
@@ -172,8 +212,10 @@ int run(int argc, char** argv, int rank, int size) {
           todo.push_back(c.index);
       // Last: the journal opened now, so an output folder that cannot be made or written is refused before any
       // case runs (it was an MPI_Abort at the first case).
-      csv = std::make_unique<CsvReporter>(opt.output, out);
+      csv = std::make_unique<CsvReporter>(opt.output, out, columns);
       csv->open_journal();
+      if (adaptive) loop = adaptive_loop(opt);
+      opt.runner.replay = replay_samples(opt.adaptive.replay);
     } catch (const GridError& e) {
       error = 2;
       error_text = e.what();
@@ -215,6 +257,15 @@ int run(int argc, char** argv, int rank, int size) {
     }
   }
   Runner runner(MPI_COMM_WORLD, *backend, opt.runner);
+  if (adaptive) {
+    // Rank 0 decides what to measure, round by round, from its journal's rows on (bench/adaptive.h).
+    const arfit::planner::TargetTable table = target_table(grid, opt.runner.device.device, opt.runner.nnodes);
+    arfit::planner::Measurements resumed_rows = root ? journal_measurements(grid, out.rows) : arfit::planner::Measurements(grid.cases.size());
+    std::unique_ptr<ConsoleRoundReporter> rounds = root ? std::make_unique<ConsoleRoundReporter>(std::cout, opt.quiet) : nullptr;
+    const AdaptiveResult r = run_adaptive(MPI_COMM_WORLD, runner, grid, table, std::move(resumed_rows), loop, header,
+                                          static_cast<std::size_t>(resumed_all), reporters, rounds.get());
+    return r.summary.failed || r.summary.stopped_early ? 1 : 0;
+  }
   const RunSummary s = runner.run(cases, grid.cases.size(), static_cast<std::size_t>(resumed_all), header, reporters);
   return s.failed || s.stopped_early ? 1 : 0;
 }

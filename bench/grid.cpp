@@ -60,8 +60,13 @@ std::optional<double> plan_fraction(const std::string& text) {
 Plan Plan::parse(const std::string& text, const std::string& option) {
   Plan p;
   const std::vector<std::string> parts = split_items(text, ':');
-  const std::string usage = "expected 'full', 'lattice:K', 'random:FRACTION:SEED' or 'anchors:K', found '" + text + "'";
+  const std::string usage =
+      "expected 'full', 'lattice:K', 'random:FRACTION:SEED', 'anchors:K' or 'adaptive', found '" + text + "'";
   if (parts[0] == "full" && parts.size() == 1) return p;
+  if (parts[0] == "adaptive" && parts.size() == 1) {
+    p.kind = Kind::Adaptive;
+    return p;
+  }
   // lattice:K and anchors:K: a whole number K that fits Plan::stride, never wrapped (2^32 became 0, a division by
   // zero). lattice:1 keeps every point (= full); arfit eval's select --plan needs K >= 2 there (codegen/select_eval.h).
   if ((parts[0] == "lattice" || parts[0] == "anchors") && parts.size() == 2) {
@@ -90,6 +95,7 @@ Plan Plan::parse(const std::string& text, const std::string& option) {
 std::string Plan::to_string() const {
   switch (kind) {
     case Kind::Full: return "full";
+    case Kind::Adaptive: return "adaptive";
     case Kind::Lattice: return "lattice:" + std::to_string(stride);
     case Kind::Anchors: return "anchors:" + std::to_string(stride);
     case Kind::Random: {
@@ -124,7 +130,8 @@ std::vector<std::pair<std::size_t, std::size_t>> plan_points(const Plan& plan, s
   std::vector<std::pair<std::size_t, std::size_t>> all;
   for (std::size_t i = 0; i < nx; ++i)
     for (std::size_t j = 0; j < my; ++j) all.emplace_back(i, j);
-  if (plan.kind == Plan::Kind::Full || all.empty()) return all;
+  // adaptive: every point is a candidate; what is measured is decided in rounds (bench/adaptive.h).
+  if (plan.kind == Plan::Kind::Full || plan.kind == Plan::Kind::Adaptive || all.empty()) return all;
 
   auto keep_axis = [&](std::size_t i, std::size_t n) {
     return i % static_cast<std::size_t>(plan.stride) == 0 || i + 1 == n;
@@ -274,6 +281,19 @@ std::string Case::key() const {
 
 std::string sample_key(const Sample& s) {
   return key_of(s.collective, s.strategy, s.fusion, s.dtype, s.nranks, s.tokens, s.hidden, s.bytes, s.splits);
+}
+
+Sample sample_of_case(const Case& c) {
+  Sample s;
+  s.collective = c.collective;
+  s.strategy = c.strategy;
+  s.fusion = c.fusion;
+  s.dtype = c.dtype;
+  s.nranks = c.tp;
+  s.tokens = c.tokens;
+  s.hidden = c.hidden;
+  s.bytes = c.bytes;
+  return s;
 }
 
 Case case_of_sample(const Sample& s) {

@@ -34,14 +34,15 @@ class GridError : public std::runtime_error {
 
 // Sampling plan over the numeric size axes.
 struct Plan {
-  enum class Kind { Full, Lattice, Random, Anchors };
+  enum class Kind { Full, Lattice, Random, Anchors, Adaptive };
   Kind kind = Kind::Full;
   int stride = 1;           // lattice:K keeps every K-th point per axis, plus both ends; anchors:K: K sizes
   double fraction = 1.0;    // random:FRACTION:SEED keeps round(FRACTION * points), corners always
   std::uint64_t seed = 0;
 
   // "full", "lattice:K", "random:FRACTION:SEED", "anchors:K" (K message sizes per curve, spread as
-  // model/anchors.h says: a quick calibration of a new machine). Throws GridError naming `option`.
+  // model/anchors.h says: a quick calibration of a new machine), "adaptive" (every point a candidate, measured in
+  // rounds chosen by the models: bench/adaptive.h). Throws GridError naming `option`.
   static Plan parse(const std::string& text, const std::string& option = "--plan");
   std::string to_string() const;  // canonical form, parse(to_string()) round-trips
 };
@@ -93,6 +94,9 @@ struct Case {
 
 // Identity of an already written sample, in Case::key's format.
 std::string sample_key(const Sample& s);
+// The sample fields a case's identity holds (collective, strategy, fusion, dtype, nranks = TP, tokens, hidden,
+// bytes): what the runner's record starts from, and the inverse of case_of_sample.
+Sample sample_of_case(const Case& c);
 // The case a written sample measured, as far as its row tells (its key fields; no split pattern): for messages
 // that name a row (--resume) and for tests.
 Case case_of_sample(const Sample& s);

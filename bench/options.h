@@ -2,6 +2,7 @@
 // Precedence: --preset, then --spec (which may name its own preset), then the individual flags.
 #pragma once
 
+#include <limits>
 #include <set>
 #include <string>
 #include <vector>
@@ -19,6 +20,15 @@ inline constexpr int kMaxIterations = 10'000'000;
 // --timeout bound, seconds: a week.
 inline constexpr double kMaxTimeoutSeconds = 7 * 24 * 3600;
 
+// --plan adaptive's own options (bench/adaptive.h). Rank 0 reads them; the other ranks follow its batches.
+inline constexpr double kDefaultUntilRegret = 0.01;
+struct AdaptiveOptions {
+  double until_regret = 0;  // a fraction; 0: none (kDefaultUntilRegret when --budget is not given either)
+  double budget_s = std::numeric_limits<double>::infinity();
+  std::vector<std::string> priors;  // --prior FILES
+  std::string replay;  // test hook --test-replay FILE: record these samples' times and wall times, not the measured ones
+};
+
 struct Options {
   GridSpec spec;
   std::string output;
@@ -27,6 +37,7 @@ struct Options {
   std::int64_t workspace = std::int64_t{256} << 20;
   int device = -1;
   RunnerOptions runner;
+  AdaptiveOptions adaptive;
   std::string command_line;
   bool help = false;          // --help was given; `help_text` holds it
   std::string help_text;

@@ -17,6 +17,7 @@ struct Record {
   Sample sample;
   std::string note;        // "" when ok; "timeout after 30 s", "wrong results", "error: ..." otherwise
   double wall_s = 0;       // wall time the case took, setup and check included
+  int round = -1;          // --plan adaptive: the round that measured it (bench/adaptive.h); -1 otherwise
   double alg_bw_gbps = 0, bus_bw_gbps = 0;
 };
 

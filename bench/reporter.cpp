@@ -18,6 +18,7 @@
 #include "model/errors.h"
 #include "model/json_input.h"
 #include "model/sample_csv.h"
+#include "model/text.h"
 
 namespace arfit::bench {
 
@@ -73,10 +74,51 @@ void ConsoleReporter::finish(const RunSummary& s) {
   o << "\n" << std::flush;
 }
 
+namespace {
+
+std::string percent(double fraction) { return format_number(100.0 * fraction, "%.3g") + " %"; }
+
+std::string of_budget(double spent_s, double budget_s) {
+  return format_duration(spent_s) + (std::isfinite(budget_s) ? " of " + format_duration(budget_s) + " budget" : "");
+}
+
+}  // namespace
+
+void ConsoleRoundReporter::round(const RoundProgress& p) {
+  if (quiet_) return;
+  std::ostringstream line;
+  line << "# round " << p.round << ": " << p.batch << " cases to measure (" << p.measured << " of " << p.planned
+       << " measured so far, " << of_budget(p.spent_s, p.budget_s) << ")";
+  if (p.assessed)
+    line << "; " << p.uncertain_cells << " of " << p.cells << " cells uncertain, expected regret " << percent(p.expected_regret)
+         << " (below " << percent(p.regret_bound) << " with 90 % probability)";
+  else
+    line << "; the seed: the smallest size and the one three quarters up of every curve";
+  out_ << line.str() << "\n" << std::flush;
+}
+
+void ConsoleRoundReporter::stop(const StopReport& r) {
+  std::ostringstream s;
+  s << "# adaptive plan stopped after " << r.rounds << " round" << (r.rounds == 1 ? "" : "s") << ": " << r.why << "\n";
+  s << "# measured " << r.measured << " of " << r.planned << " cases (" << percent(r.planned ? double(r.measured) / r.planned : 0)
+    << ") in " << format_duration(r.spent_s) << " of measuring; the exhaustive grid would take about "
+    << format_duration(r.exhaustive_s) << " (estimated: measured cases as they took, the rest as predicted; "
+    << percent(r.exhaustive_s > 0 ? r.spent_s / r.exhaustive_s : 0) << " of it spent)\n";
+  s << "# table: " << r.cells << " cells, " << r.uncertain_cells << " uncertain; expected geometric-mean regret "
+    << percent(r.expected_regret) << ", below " << percent(r.regret_bound) << " with 90 % probability";
+  if (!r.worst_cell.empty()) s << "; most uncertain cell " << r.worst_cell << " (expected regret " << percent(r.worst_regret) << ")";
+  out_ << s.str() << "\n" << std::flush;
+}
+
 // ---------------------------------------------------------------- CSV
 
 const std::vector<std::string>& CsvReporter::extra_columns() {
   static const std::vector<std::string> v = {"note"};
+  return v;
+}
+
+const std::vector<std::string>& CsvReporter::adaptive_columns() {
+  static const std::vector<std::string> v = {"note", "round", "wall_s"};
   return v;
 }
 
@@ -136,7 +178,8 @@ GridError journal_in_use_error(const std::string& journal, const std::string& ou
 
 OutputState inspect_output(const std::string& path, const std::string& grid_json, bool resume, bool overwrite,
                            const std::string& cuda_graph, const std::string& device, const std::set<std::string>* planned,
-                           const std::string& backend, const RunHeader* run_header) {
+                           const std::string& backend, const RunHeader* run_header,
+                           const std::vector<std::string>& columns) {
   OutputState st;
   if (is_standard_output(path))
     throw GridError("-o/--output", "'-' (standard output): the sample CSV is streamed into a journal FILE.partial that "
@@ -211,8 +254,9 @@ OutputState inspect_output(const std::string& path, const std::string& grid_json
   if (!old_timing.empty() && !timing.empty() && old_timing != timing)
     throw GridError("-w/-n/--buffers", "'" + source + "' was measured with timing '" + old_timing + "', this run with '" +
                                            timing + "'; resume with the same -w, -n and --buffers, or use another -o or --overwrite");
-  if (f.extra_columns != CsvReporter::extra_columns())
-    throw GridError("--resume", "'" + source + "' has different columns than arbench writes");
+  if (f.extra_columns != columns)
+    throw GridError("--resume", "'" + source + "' has different columns than this run writes (" + join(columns, ", ") +
+                                    "; --plan adaptive adds round and wall_s)");
   check_resumed_rows(f, source, planned, backend);
   if (journal_exists) {
     if (keep != bytes.size()) {
@@ -226,10 +270,12 @@ OutputState inspect_output(const std::string& path, const std::string& grid_json
   }
   for (const auto& s : f.samples) st.finished.insert(sample_key(s));
   if (!f.samples.empty()) st.source = f.samples.front().source;
+  st.rows = std::move(f.samples);
   return st;
 }
 
-CsvReporter::CsvReporter(std::string path, OutputState state) : path_(std::move(path)), state_(std::move(state)) {}
+CsvReporter::CsvReporter(std::string path, OutputState state, std::vector<std::string> columns)
+    : path_(std::move(path)), state_(std::move(state)), columns_(std::move(columns)) {}
 
 CsvReporter::~CsvReporter() {
   if (f_) std::fclose(f_);
@@ -263,7 +309,7 @@ void CsvReporter::start(const RunHeader& header, std::size_t, std::size_t) {
   if (state_.start != JournalStart::Continue) {
     const std::string start = state_.start == JournalStart::CopyOfOutput
                                   ? state_.copied_output
-                                  : samples_csv_preamble(header, extra_columns());
+                                  : samples_csv_preamble(header, columns_);
     if (std::fwrite(start.data(), 1, start.size(), f_) != start.size() || std::fflush(f_) != 0)
       throw std::runtime_error("writing '" + journal + "' failed: " + std::strerror(errno));
     state_.copied_output.clear();
@@ -273,7 +319,12 @@ void CsvReporter::start(const RunHeader& header, std::size_t, std::size_t) {
 void CsvReporter::report(const Record& r) {
   Sample s = r.sample;
   if (!r.note.empty()) s.extra["note"] = r.note;
-  const std::string row = samples_csv_row(s, extra_columns());
+  for (const std::string& c : columns_) {
+    if (c == "round") s.extra["round"] = std::to_string(r.round);
+    // Whole microseconds, as the runner rounds them, so the value read back is the one the loop decided with.
+    if (c == "wall_s") s.extra["wall_s"] = format_number(r.wall_s, "%.6f");
+  }
+  const std::string row = samples_csv_row(s, columns_);
   // One write and a flush per case: a crash loses at most the case in flight (--resume reruns it).
   if (std::fwrite(row.data(), 1, row.size(), f_) != row.size() || std::fflush(f_) != 0)
     throw std::runtime_error("writing '" + state_.journal + "' failed: " + std::strerror(errno));
@@ -311,6 +362,7 @@ void JsonReporter::finish(const RunSummary& s) {
                         {"bytes", x.bytes},          {"status", x.ok() ? "ok" : "failed"},
                         {"wrong", x.wrong},          {"note", r.note},
                         {"wall_s", r.wall_s}};
+    if (r.round >= 0) c["round"] = r.round;
     // all-to-allv: the pattern asked for and the split recorded (the CSV's `splits`), which tell apart the
     // cases that share one size.
     if (!x.splits.empty()) {

@@ -59,6 +59,7 @@ struct OutputState {
   // new rows take too, so that the finished file reads as one run (one group per curve) and not as one run per
   // session. Empty when fresh.
   std::string source;
+  std::vector<Sample> rows;                  // the rows continued (--resume), as read: --plan adaptive replays them
   bool resumed() const { return start != JournalStart::Fresh; }
 };
 
@@ -79,17 +80,21 @@ struct OutputState {
 // `run_header` (this run's make_run_header; null = not checked): the file's `world_size` and `timing` (warm-up,
 // iterations, buffer rotation), when it records them, must be this run's, or the header kept from the first
 // session would misdescribe the rows measured now (GridError naming --resume, or -w/-n/--buffers).
+// `columns`: the extra columns this run writes (CsvReporter's); the file's must be the same.
 OutputState inspect_output(const std::string& path, const std::string& grid_json, bool resume, bool overwrite,
                            const std::string& cuda_graph = "off", const std::string& device = "",
                            const std::set<std::string>* planned = nullptr, const std::string& backend = "",
-                           const RunHeader* run_header = nullptr);
+                           const RunHeader* run_header = nullptr,
+                           const std::vector<std::string>& columns = {"note"});
 
-// The sample CSV: the model/ schema with one extra column, "note". Rows go to the journal (OutputState) and
-// are flushed one by one; finish() (the run ended, whether or not cases failed) moves the journal over the
-// output with move_into_place. Without finish() (a kill, a crash, a hung collective) the output is untouched.
+// The sample CSV: the model/ schema with the extra column "note", and with --plan adaptive "round" and "wall_s"
+// (adaptive_columns: the round that measured the row and the seconds the case took, microseconds, which a resumed
+// run replays). Rows go to the journal (OutputState) and are flushed one by one; finish() (the run ended, whether or
+// not cases failed) moves the journal over the output with move_into_place. Without finish() (a kill, a crash, a
+// hung collective) the output is untouched.
 class CsvReporter : public Reporter {
  public:
-  CsvReporter(std::string path, OutputState state);
+  CsvReporter(std::string path, OutputState state, std::vector<std::string> columns = extra_columns());
   ~CsvReporter() override;
   // Creates the output's folder and opens the journal (GridError naming -o/--output when it cannot): arbench
   // calls it before the run, so an unwritable place is a usage error of every rank, not an MPI_Abort at the
@@ -100,11 +105,53 @@ class CsvReporter : public Reporter {
   void finish(const RunSummary& s) override;
 
   static const std::vector<std::string>& extra_columns();
+  static const std::vector<std::string>& adaptive_columns();
 
  private:
   std::string path_;
   OutputState state_;
+  std::vector<std::string> columns_;
   std::FILE* f_ = nullptr;
+};
+
+// --plan adaptive's rounds and its end (bench/adaptive.h), as rank 0 decides them.
+struct RoundProgress {
+  int round = 0;
+  std::size_t batch = 0, measured = 0, planned = 0;  // cases this round, measured before it, in the grid
+  double spent_s = 0, budget_s = 0;                  // measuring seconds so far; the budget (infinity: none)
+  bool assessed = false;                             // the table was fitted and assessed (not the seed round)
+  int cells = 0, uncertain_cells = 0;
+  double expected_regret = 0, regret_bound = 0;      // the table's geometric-mean regret: expected, 90 % bound
+};
+
+struct StopReport {
+  int rounds = 0;
+  std::string why;                                   // the stop rule in words
+  std::size_t measured = 0, planned = 0;
+  double spent_s = 0, exhaustive_s = 0;              // measuring seconds; the whole grid's, estimated
+  int cells = 0, uncertain_cells = 0;
+  double expected_regret = 0, regret_bound = 0;
+  std::string worst_cell;                            // the cell with the highest expected regret, and that regret
+  double worst_regret = 0;
+};
+
+class RoundReporter {
+ public:
+  virtual ~RoundReporter() = default;
+  virtual void round(const RoundProgress& progress) = 0;
+  virtual void stop(const StopReport& report) = 0;
+};
+
+// One line per round (not with -q) and the stop report (always: it is the run's result).
+class ConsoleRoundReporter : public RoundReporter {
+ public:
+  ConsoleRoundReporter(std::ostream& out, bool quiet) : out_(out), quiet_(quiet) {}
+  void round(const RoundProgress& p) override;
+  void stop(const StopReport& r) override;
+
+ private:
+  std::ostream& out_;
+  bool quiet_;
 };
 
 class JsonReporter : public Reporter {

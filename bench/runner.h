@@ -4,14 +4,19 @@
 // iterations (a timestamp per iteration, rotating input buffers), then — outside the timed region — a
 // correctness check that counts wrong elements on every rank. With --cuda-graph K (GPU backends) the
 // collectives are captured after the (eager) warm-up into CUDA graphs of K collectives each, and every timed
-// iteration is one graph replay, timed as a whole and divided by K (see Runner::run). Per-iteration times are maxed across ranks
+// iteration is one graph replay, timed as a whole and divided by K (see Runner::run_case). Per-iteration times are maxed across ranks
 // (the slowest rank defines the collective's time), then the median, p10, p90, min and max are taken.
 // A watchdog bounds each case: at the timeout it raises the abort flag that the shared-memory barriers
 // (host) or ncclCommAbort (nccl) observe; a case still stuck after a grace period (a hung MPI call that
 // nothing can interrupt) is recorded as failed by rank 0 and the processes exit with status 1.
 #pragma once
 
+#include <chrono>
+#include <map>
+#include <functional>
+#include <memory>
 #include <mpi.h>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -36,6 +41,8 @@ struct RunnerOptions {
   int crash_after = -1;          // rank 0 SIGKILLs itself after writing this many cases
   int fail_rank = -1;            // this rank throws at `fail_stage`: backend, group, init or check (--test-fail)
   std::string fail_stage;
+  // --test-replay (rank 0): Case::key -> the sample whose timings and wall_s a record of that case takes.
+  std::shared_ptr<const std::map<std::string, Sample>> replay;
   // Sample fields shared by every record.
   std::string backend_label;     // Sample::backend, e.g. "arbench-host"
   std::string source;            // Sample::source, e.g. the run's start time
@@ -46,18 +53,53 @@ struct RunnerOptions {
 // Test hook (--test-fail RANK:STAGE): throws on that rank at that stage, as a failing backend would.
 void fail_if_injected(const RunnerOptions& options, int rank, const std::string& stage);
 
+class Watchdog;  // runner.cpp
+
 class Runner {
  public:
   Runner(MPI_Comm world, Backend& backend, RunnerOptions options);
-  // Collective over the world. `reporters` are used on rank 0 only. Returns the summary on every rank.
+  ~Runner();
+  // A fixed plan: start, every case, finish. Collective over the world. `reporters` are used on rank 0 only.
+  // Returns the summary on every rank.
   RunSummary run(const std::vector<Case>& cases, std::size_t planned, std::size_t resumed,
                  const RunHeader& header, const std::vector<Reporter*>& reporters);
 
+  // The same in pieces, for plans that decide between batches (bench/adaptive.h): start once, measure batch after
+  // batch, finish once; each collective over the world.
+  void start(const RunHeader& header, std::size_t planned, std::size_t resumed, const std::vector<Reporter*>& reporters);
+  // Measures `cases` (grid order: the cases of one TP size are one block), their records marked with `round`.
+  // `keep_going`, asked on rank 0 after each case, ends the batch when it returns false (every rank stops there).
+  void measure(const std::vector<Case>& cases, int round = -1, const std::function<bool()>& keep_going = {});
+  RunSummary finish();
+  const RunSummary& summary() const { return sum_; }
+
  private:
+  struct Group;       // the TP group of one block of cases (runner.cpp)
+  struct CaseResult;  // one case's outcome on this rank, then agreed (runner.cpp)
+  using Guard = std::function<void(const std::string& what, const std::function<void()>& work)>;
+  std::size_t measure_block(const std::vector<Case>& cases, std::size_t begin, int round,
+                            const std::function<bool()>& keep_going, bool& go_on);
+  Group open_group(const std::vector<Case>& cases, std::size_t begin, std::size_t end);
+  void close_group(Group& g);
+  CaseResult run_case(const Case& c, const Group& g);
+  std::vector<std::unique_ptr<CapturedIterations>> capture_graphs(CollectiveOp& op, int buffers, const Group& g, CaseResult& r,
+                                                                 const Guard& guarded);
+  void time_iterations(CollectiveOp& op, const std::vector<std::unique_ptr<CapturedIterations>>& graphs, int buffers,
+                       CaseResult& r);
+  void gather_result(CaseResult& r, bool in_group);
+  void record(const Case& c, const CaseResult& r, double wall_s, int round);
+  void on_hung_case(const Case& c, double timeout_s);
+
   MPI_Comm world_;
   Backend& backend_;
   RunnerOptions opt_;
   int rank_ = 0, size_ = 1;
+  double grace_s_ = 2;
+  RunSummary sum_;
+  std::vector<Reporter*> reporters_;
+  std::unique_ptr<std::mutex> report_mutex_;
+  std::unique_ptr<Watchdog> dog_;
+  std::chrono::steady_clock::time_point t_start_;
 };
 
 }  // namespace arfit::bench

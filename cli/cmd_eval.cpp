@@ -14,6 +14,9 @@
 #ifdef ARFIT_HAVE_SELECT_EVAL
 #include "codegen/select_eval.h"
 #endif
+#ifdef ARFIT_HAVE_PLANNER
+#include "planner/simulate.h"
+#endif
 #include "ingest/ingest.h"
 #include "model/atomic_file.h"
 #include "model/json_input.h"
@@ -32,6 +35,11 @@ struct EvalArgs {
   std::string plan = "auto";  // select protocol: auto | sparse4 | lattice:K
   bool plan_given = false;    // --plan on the command line (only select reads it)
   std::string points;         // size protocols: per held-out point CSV
+  // adaptive protocol only (each refused elsewhere): per-case overheads, leave-one-system-out priors, a stop rule.
+  std::string overhead = "1ms,100ms";
+  bool overhead_given = false;
+  bool prior = false;
+  std::string until_regret;
 };
 
 // What a protocol hands back: the printed report and the JSON written by --json.
@@ -98,7 +106,41 @@ void check_fit_protocol(const fit::ProtocolCheck& check, const EvalArgs& a) {
   refuse_methods([&] { check(asked); });
 }
 
-// The protocols `arfit eval` knows. To add one: one entry {name, takes_arg, runner, check}.
+#ifdef ARFIT_HAVE_PLANNER
+// A percentage as the adaptive protocol's options write it: a decimal number, an optional '%' after it.
+double percentage(const std::string& text, const std::string& what, double min, double max) {
+  std::string why;
+  const std::string number = !text.empty() && text.back() == '%' ? text.substr(0, text.size() - 1) : text;
+  const std::optional<double> v = parse_decimal(number, min, max, &why);
+  if (!v) throw UsageError(what + ": a percentage, a decimal number with an optional '%' (10%, 2.5): " + why);
+  return *v / 100.0;
+}
+
+// The adaptive protocol's options: adaptive[:BUDGET] (default 10 %), --overhead, --prior, --until-regret.
+planner::SimulationOptions simulation_options(const EvalArgs& a) {
+  planner::SimulationOptions o;
+  const std::optional<std::string> budget = fit::parse_protocol_spec(a.protocol).arg;
+  if (budget) {
+    o.budget_fraction = percentage(*budget, "--protocol adaptive:BUDGET", 0, 100);
+    if (!(o.budget_fraction > 0)) throw UsageError("--protocol adaptive:BUDGET: the budget must be above 0 %");
+  }
+  o.overheads_s.clear();
+  for (const std::string& item : split_items(a.overhead, ',')) {
+    std::string why;
+    const std::optional<double> s = parse_duration(item, &why);
+    if (!s) throw UsageError("--overhead: " + why);
+    o.overheads_s.push_back(*s);
+  }
+  o.prior = a.prior;
+  if (!a.until_regret.empty()) {
+    o.until_regret = percentage(a.until_regret, "--until-regret", 0, 100);
+    if (!(o.until_regret > 0 && o.until_regret < 1)) throw UsageError("--until-regret: a percentage above 0 and below 100");
+  }
+  return o;
+}
+#endif
+
+// The protocols `arfit eval` knows.// The protocols `arfit eval` knows. To add one: one entry {name, takes_arg, runner, check}.
 std::vector<EvalProtocol> protocols() {
   std::vector<EvalProtocol> v;
   for (const auto& p : fit::fit_protocols()) {
@@ -153,6 +195,27 @@ std::vector<EvalProtocol> protocols() {
                  }
                }});
 #endif
+#ifdef ARFIT_HAVE_PLANNER
+  // arbench's adaptive plan replayed on fully measured tables (planner/simulate.h).
+  v.push_back({"adaptive", true,
+               [](const std::vector<Sample>& s, const EvalArgs& a) {
+                 planner::SimulationOptions o = simulation_options(a);
+                 o.threads = a.threads;
+                 const planner::SimulationReport r = planner::simulate_adaptive(s, o);
+                 return ProtocolOutput{planner::format_simulation_report(r), planner::simulation_report_json(r), {}, {}};
+               },
+               [](const EvalArgs& a) {
+                 if (!a.points.empty()) throw UsageError("--points is not available for --protocol adaptive");
+                 if (!a.methods.empty())
+                   throw UsageError("--methods is not available for --protocol adaptive (it compares plans, each table "
+                                    "chosen by arfit's models; docs/bench.md)");
+                 try {
+                   planner::check_simulation_options(simulation_options(a));
+                 } catch (const std::invalid_argument& e) {
+                   throw UsageError(e.what());
+                 }
+               }});
+#endif
   return v;
 }
 
@@ -167,6 +230,9 @@ void run_eval(const EvalArgs& a) {
   if (a.plan_given && protocol_name(a.protocol) != "select")
     throw UsageError("--plan is the measured subset of --protocol select; " + protocol_name(a.protocol) +
                      " holds out its own sizes (fit/eval.h)");
+  if ((a.overhead_given || a.prior || !a.until_regret.empty()) && protocol_name(a.protocol) != "adaptive")
+    throw UsageError(std::string(a.overhead_given ? "--overhead" : a.prior ? "--prior" : "--until-regret") +
+                     " is an option of --protocol adaptive only (docs/bench.md)");
   if (!a.json.empty() && !a.points.empty() && same_path(a.json, a.points))
     throw UsageError("--json and --points name the same file '" + a.json + "'; give two files");
   protocol->check(a);
@@ -203,7 +269,9 @@ void add_eval(CLI::App& app) {
                   "(leave one system out: each curve from K of its sizes and other systems' curves; docs/fit.md), "
                   "alltoallv (all-to-allv samples predicted from the uniform all-to-all curve at each effective size: sum, "
                   "max_of_max, max_of_sum, and arfit's choice; default methods auto,seed,seed-paper), select (choose strategies from a "
-                  "partial sweep, regret against measured times; docs/codegen.md)")
+                  "partial sweep, regret against measured times; docs/codegen.md), adaptive[:BUDGET] (arbench's --plan adaptive "
+                  "replayed on select's pairs within BUDGET % of each one's exhaustive measuring time, default 10%, against "
+                  "lattice, random and sparse plans at the same time; docs/bench.md)")
       ->required();
   cmd->add_option("--json", a->json, "Also write the results as JSON to this file ('-': standard output, the report then on stderr)");
   cmd->add_option("--points", a->points,
@@ -223,9 +291,21 @@ void add_eval(CLI::App& app) {
                                "sparse4 or lattice:K (every K-th value of each axis, K >= 2: lattice:1 would measure every cell and leave "
                                "none to choose; arbench's --plan takes it as its full grid)")
                    ->capture_default_str();
+  auto* overhead = cmd->add_option("--overhead", a->overhead,
+                                   "adaptive only: per-case overheads of a measurement, comma-separated DURATIONs (a decimal "
+                                   "number and a unit: ms, s, min, h), one run each")
+                       ->capture_default_str();
+  cmd->add_flag("--prior", a->prior,
+                "adaptive only: each system's curves transferred from the other systems' while they have few sizes "
+                "(leave one system out, as crosshw; arfit fit --prior)");
+  cmd->add_option("--until-regret", a->until_regret,
+                  "adaptive only: the loop also stops when the table's expected geometric-mean regret is at most R % "
+                  "(arbench's --until-regret); the report checks the promise against the measurements")
+      ->type_name("R");
   cmd->add_option("--format", a->format, "Input format (default auto: detected per file)");
-  cmd->callback([a, plan] {
+  cmd->callback([a, plan, overhead] {
     a->plan_given = plan->count() > 0;
+    a->overhead_given = overhead->count() > 0;
     run_eval(*a);
   });
 }

@@ -522,6 +522,43 @@ std::string case_name(const Case& cs) {
 
 }  // namespace
 
+std::vector<SelectPair> select_pairs(const std::vector<Sample>& samples, int min_cells, std::vector<std::string>* notes) {
+  std::vector<std::string> skipped;
+  std::vector<SelectPair> pairs;
+  const Buckets buckets = collect_curves(samples);
+  for (const Case& cs : form_cases(buckets, skipped)) {
+    std::vector<CellKey> cells = shared_cells(cs.cands);
+    if (static_cast<int>(cells.size()) < min_cells) {
+      skipped.push_back(case_name(cs) + ": " + std::to_string(cells.size()) + " shared cells (< " +
+                        std::to_string(min_cells) + "); skipped");
+      continue;
+    }
+    const CaseLayout d = lay_out(cs, std::move(cells), Plan{});
+    SelectPair p;
+    p.system = std::get<0>(cs.bucket);
+    p.collective = std::get<1>(cs.bucket);
+    p.fusion = std::get<2>(cs.bucket);
+    p.nranks = std::get<3>(cs.bucket);
+    for (std::size_t j = 0; j < d.cands.size(); ++j) {
+      p.candidates.push_back(d.cands[j]->label());
+      MeasuredCurve m;
+      m.key = d.mc[j].key;
+      m.source = d.mc[j].source;
+      m.bytes = d.bytes;
+      m.time_us = d.t[j];
+      p.curves.push_back(std::move(m));
+    }
+    for (const CellKey& k : d.cells) {
+      p.tokens.push_back(k.tokens);
+      p.hidden.push_back(k.hidden);
+    }
+    pairs.push_back(std::move(p));
+  }
+  drop_repeated_notes(skipped);
+  if (notes) notes->insert(notes->end(), skipped.begin(), skipped.end());
+  return pairs;
+}
+
 void check_select_options(const SelectOptions& options) { parse_plan(options.plan); }
 
 SelectReport evaluate_select(const std::vector<Sample>& samples, const SelectOptions& options) {

@@ -91,6 +91,23 @@ struct SelectReport {
   std::vector<std::string> notes;  // skipped cases and fallbacks, one line each
 };
 
+// One case of the protocol as other protocols replay it (planner/simulate.h: the adaptive plan on fully measured
+// tables): its candidates, NCCL first, and each one's measured time at every cell they all measured. The same
+// pairing, cells and medians as evaluate_select.
+struct SelectPair {
+  std::string system;
+  Collective collective = Collective::AllReduce;
+  FusionOp fusion = FusionOp::None;
+  int nranks = 0;
+  std::vector<std::string> candidates;  // "strategy@source"
+  std::vector<MeasuredCurve> curves;    // per candidate: key and source; bytes and time_us per cell (not collapsed)
+  std::vector<std::int64_t> tokens, hidden;  // per cell; 0 for byte-size cells
+};
+// The cases evaluate_select would score (at least `min_cells` shared cells, NCCL among the candidates); what it
+// skips goes to `notes`.
+std::vector<SelectPair> select_pairs(const std::vector<Sample>& samples, int min_cells = 12,
+                                     std::vector<std::string>* notes = nullptr);
+
 // Throws std::invalid_argument for a bad plan and std::runtime_error when no case can be formed.
 SelectReport evaluate_select(const std::vector<Sample>& samples, const SelectOptions& options = {});
 // evaluate_select's check of options.plan, which needs no samples: throws std::invalid_argument naming --plan.

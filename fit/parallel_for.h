@@ -1,4 +1,5 @@
-// The one parallel loop of fit/ (model-set fitting and every evaluation protocol). Internal to the component.
+// The one parallel loop of fit/ (model-set fitting and every evaluation protocol), also the adaptive simulation's
+// (planner/simulate.cpp, which replays fits table by table). Internal to those components.
 #pragma once
 
 #include <algorithm>

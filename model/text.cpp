@@ -217,6 +217,63 @@ std::optional<std::uint64_t> parse_whole_number(std::string_view text, std::uint
   return v;
 }
 
+std::optional<double> parse_decimal(std::string_view text, double min, double max, std::string* why) {
+  const auto fail = [&](const std::string& reason) -> std::optional<double> {
+    if (why) *why = reason;
+    return std::nullopt;
+  };
+  const std::string range = format_number(min, "%g") + ".." + format_number(max, "%g");
+  const std::string shown = "'" + visible_control_chars(text) + "'";
+  if (text.empty()) return fail("no number given; expected a decimal number in " + range);
+  std::size_t digits = 0, points = 0;
+  for (const char c : text) {
+    if (c >= '0' && c <= '9') ++digits;
+    else if (c == '.') ++points;
+    else digits = 0, points = 2;  // anything else: refused below
+    if (points > 1) break;
+  }
+  if (points > 1 || digits == 0)
+    return fail(shown + " is not a decimal number (digits and one point only: no sign, blank or exponent); expected " + range);
+  // Digits and one point only: strtod reads exactly that, and nothing it could read otherwise (a sign, "inf") is left.
+  const double v = std::strtod(std::string(text).c_str(), nullptr);
+  if (!(v >= min && v <= max)) return fail(shown + " is outside " + range);
+  return v;
+}
+
+std::optional<double> parse_duration(std::string_view text, std::string* why) {
+  const auto fail = [&](const std::string& reason) -> std::optional<double> {
+    if (why) *why = reason;
+    return std::nullopt;
+  };
+  const std::string shown = "'" + visible_control_chars(text) + "'";
+  const std::size_t unit_at = text.find_first_not_of("0123456789.");
+  const std::string_view number = text.substr(0, unit_at);
+  const std::string_view unit = unit_at == std::string_view::npos ? std::string_view() : text.substr(unit_at);
+  static const std::pair<const char*, double> kUnits[] = {{"ms", 1e-3}, {"s", 1}, {"min", 60}, {"h", 3600}};
+  const std::string units = "(units: ms, s, min, h; e.g. 90s, 1.5h, 250ms)";
+  if (number.empty()) return fail(shown + " is not a duration: a decimal number and a unit " + units);
+  if (unit.empty())
+    return fail(shown + " has no unit; write " + std::string(number) + "s, " + std::string(number) + "min, ... " + units);
+  double scale = 0;
+  for (const auto& [name, seconds] : kUnits)
+    if (unit == name) scale = seconds;
+  if (scale == 0) return fail(shown + ": unknown unit '" + visible_control_chars(unit) + "' " + units);
+  constexpr double kMaxSeconds = 1e7;
+  std::string number_why;
+  const std::optional<double> v = parse_decimal(number, 0, kMaxSeconds / scale, &number_why);
+  if (!v) return fail(shown + ": " + number_why + " " + std::string(unit) + " (at most 10^7 s)");
+  return *v * scale;
+}
+
+std::string format_duration(double seconds) {
+  if (!(seconds > 0)) return "0 s";
+  if (seconds < 1) return format_number(seconds * 1e3, "%.3g") + " ms";
+  if (seconds < 60) return format_number(seconds, "%.3g") + " s";
+  const long total = std::lround(seconds);
+  if (total < 3600) return std::to_string(total / 60) + " min " + std::to_string(total % 60) + " s";
+  return std::to_string(total / 3600) + " h " + format_number(static_cast<double>(total % 3600 / 60), "%02.0f") + " min";
+}
+
 std::string integer_option_problem(std::string_view text) {
   const std::string_view digits = !text.empty() && text.front() == '-' ? text.substr(1) : text;
   const bool decimal = !digits.empty() && std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });

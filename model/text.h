@@ -74,6 +74,20 @@ std::optional<double> parse_size_text(std::string_view text, std::string* why = 
 // --plan, --profile-cases and --splits fields, SOURCE_DATE_EPOCH.
 std::optional<std::uint64_t> parse_whole_number(std::string_view text, std::uint64_t min, std::uint64_t max,
                                                 std::string* why = nullptr);
+// A decimal number written in an option or a setting: digits with at most one point ("10", "2.5", ".5", "3."),
+// within [min, max]. No sign, blank, exponent, hex form, inf or nan. nullopt with *why set otherwise, a clause for the
+// caller to put after what the number is: "'1e3' is not a decimal number (digits and one point only: no sign,
+// blank or exponent); expected 0..100". The reader of percentages (arbench --until-regret, arfit eval's
+// adaptive:BUDGET) and of the number of a duration (parse_duration).
+std::optional<double> parse_decimal(std::string_view text, double min, double max, std::string* why = nullptr);
+// A duration: a decimal number (parse_decimal) and a unit, one of ms, s, min, h, with nothing between or around
+// them: "90s", "1.5h", "10min", "250ms". The unit is required: a bare "60" could be seconds or minutes. Seconds,
+// from 0 up to 10^7 s (about 116 days); each option checks its own range (zero may mean none). nullopt with *why
+// set otherwise ("'60' has no unit; write 60s, 60min, ... (units: ms, s, min, h)"). The one reader of durations:
+// arbench's --budget, arfit eval's --overhead.
+std::optional<double> parse_duration(std::string_view text, std::string* why = nullptr);
+// A duration for people: "850 ms", "42.1 s", "12 min 5 s", "2 h 03 min"; "0 s" for zero.
+std::string format_duration(double seconds);
 // Why `text`, given to an integer command-line option, is not the plain decimal integer it is read as, or "" when
 // it is: an optional '-' then decimal digits, without a leading zero ("0" itself aside). CLI11 reads integers as
 // C's strtoll with base 0, so `--nranks 016` asked for 14 GPUs (octal), `0x8` and ' 8' and '+8' for 8, and a

@@ -3,14 +3,16 @@
 #
 # On a machine without GPUs (the default here) it measures real collectives between 2 MPI processes on the
 # host backend (MPI_Allreduce vs host one-shot / two-shot all-reduce over a shared-memory window, with and
-# without the fused residual+RMSNorm epilogue), over a tokens x hidden grid with a lattice:2 plan: about a
-# third of the cells are measured, the rest are predicted. With GPUs (nvidia-smi lists one and the build has
+# without the fused residual+RMSNorm epilogue), over a tokens x hidden grid with the adaptive plan: rounds that
+# measure what the models are least sure of, within a budget of measuring seconds (ARFIT_BUDGET, default 15s),
+# then a stop report (why it stopped, what it measured, the table's expected regret); the rest is predicted. With GPUs (nvidia-smi lists one and the build has
 # CUDA) it measures the custom kernels (one-shot/two-shot, virtual ranks when there is a single GPU) and NCCL.
 # On the host it also measures an all-to-all + all-to-allv set (DLRM, Zipf and hot-spot splits,
 # scripts/measure_alltoallv.sh) and evaluates each effective-size mode on it.
 #
 #   ARFIT_BUILD_DIR  build directory (default: build)     ARFIT_OUT  output directory (default: out)
 #   ARFIT_JOBS       parallel build jobs (default: cores)  ARFIT_BACKEND  host|gpu (default: detected)
+#   ARFIT_BUDGET     the host run's --budget (default 15s)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -51,8 +53,10 @@ if [ "$backend" = gpu ]; then
   GRID=(--tp 2,4,8 --hidden 128:8192 --tokens 1:16384)
   TRTLLM_MAP=()
 else
-  step "measure: arbench host backend, 2 ranks, preset host-main (lattice:2 plan)"
-  mpirun -np 2 "$ARBENCH" --preset host-main -q --overwrite -o "$OUT/samples.csv"
+  step "measure: arbench host backend, 2 ranks, preset host-main, adaptive plan within ${ARFIT_BUDGET:-15s} of measuring"
+  # -q: no line per case or round; the stop report is printed (and kept in out/stop-report.txt).
+  mpirun -np 2 "$ARBENCH" --preset host-main --plan adaptive --budget "${ARFIT_BUDGET:-15s}" -q --overwrite \
+    -o "$OUT/samples.csv" | tee "$OUT/stop-report.txt"
   SAMPLES=("$OUT/samples.csv")
   GRID=(--tp 2 --fusion NONE,RESIDUAL_RMS_NORM --hidden 256:4096 --tokens 1:1024)
   TRTLLM_MAP=(--map MPI=NCCL)  # MPI_Allreduce stands in for the library collective

@@ -236,3 +236,37 @@ TEST(Text, HumanBytesCarriesRoundingIntoTheNextUnit) {
   EXPECT_EQ(human_bytes(std::ldexp(1.0, 70)), "1024 EiB");
   EXPECT_EQ(human_bytes(std::ldexp(1.0, 70) * (1 - 1e-9)), "1024 EiB");
 }
+
+TEST(Text, DecimalNumbersAreDigitsAndOnePoint) {
+  EXPECT_EQ(parse_decimal("10", 0, 100), 10.0);
+  EXPECT_EQ(parse_decimal("2.5", 0, 100), 2.5);
+  EXPECT_EQ(parse_decimal(".5", 0, 100), 0.5);
+  EXPECT_EQ(parse_decimal("3.", 0, 100), 3.0);
+  std::string why;
+  for (const char* bad : {"", ".", "1e3", "+1", "-1", " 1", "1 ", "1.2.3", "0x10", "inf", "nan", "1,5"}) {
+    EXPECT_FALSE(parse_decimal(bad, 0, 1e9, &why)) << bad;
+    EXPECT_FALSE(why.empty()) << bad;
+  }
+  EXPECT_FALSE(parse_decimal("101", 0, 100, &why));
+  EXPECT_NE(why.find("outside 0..100"), std::string::npos) << why;
+}
+
+TEST(Text, DurationsNeedAUnit) {
+  EXPECT_EQ(parse_duration("90s"), 90.0);
+  EXPECT_EQ(parse_duration("250ms"), 0.25);
+  EXPECT_EQ(parse_duration("10min"), 600.0);
+  EXPECT_EQ(parse_duration("1.5h"), 5400.0);
+  EXPECT_EQ(parse_duration("0ms"), 0.0);
+  std::string why;
+  EXPECT_FALSE(parse_duration("60", &why));
+  EXPECT_NE(why.find("has no unit; write 60s"), std::string::npos) << why;
+  EXPECT_FALSE(parse_duration("60sec", &why));
+  EXPECT_NE(why.find("unknown unit 'sec'"), std::string::npos) << why;
+  for (const char* bad : {"", "s", "1 s", " 1s", "1s ", "-1s", "+1s", "1e3s", "1m", "1S", "1.5.2s", "1s2", "20000h"})
+    EXPECT_FALSE(parse_duration(bad, &why)) << bad;
+  EXPECT_EQ(format_duration(0.25), "250 ms");
+  EXPECT_EQ(format_duration(42.1), "42.1 s");
+  EXPECT_EQ(format_duration(725), "12 min 5 s");
+  EXPECT_EQ(format_duration(7380), "2 h 03 min");
+  EXPECT_EQ(format_duration(0), "0 s");
+}

@@ -1,0 +1,80 @@
+// The adaptive loop's decision for one round: what to measure next, or why to stop. A pure function of the target
+// table, the measurements of the earlier rounds and the options, so that arbench (bench/adaptive.h), a resumed run
+// and the simulation (planner/simulate.h) reach the same decisions from the same measurements.
+//
+//   round 0   the seed: per curve, its smallest size and the size three quarters of the way up its distinct sizes
+//             (in ln size, the sweeps being geometric). The α-β picture of a collective (a latency and a bandwidth)
+//             needs one size where the latency dominates and one where the bandwidth does; on a doubling sweep the
+//             top quarter of the sizes holds nearly all of a curve's measuring time (a geometric series: the size
+//             three quarters up costs about 1/2^(n/4) of the largest), so that point is the highest that stays cheap
+//             whatever the per-case overhead. Smallest sizes first, so a budget that ends inside the seed has one
+//             size of every curve. The same seed with priors: their shapes are carried through both sizes.
+//   round r   fit, assess, stop or choose a batch (planner/choose.h) of at most
+//             max(1, ⌊growth × cases measured so far⌋) cases: the loop refits after a quarter more data, so the
+//             number of rounds grows with the logarithm of the cases measured and the fits stay small next to
+//             measuring.
+//
+// Stop rules (checked in this order before a batch is chosen):
+//   exhausted   every case is measured;
+//   budget      the seconds spent measuring reached --budget, or no case with value fits what is left of it;
+//   regret      the table's geometric-mean regret is below --until-regret with 90 % probability
+//               (Assessment::geomean_regret_bound). The mean over cells, not every cell: the promise is about the
+//               table's geometric-mean regret, which is what the select protocol and engines' users measure, and the
+//               mean of the cells' expected log regrets is exactly the expectation of its logarithm; a bound on
+//               every cell would spend the budget on the few cells whose candidates are within noise of each other,
+//               where measuring changes little. The 90 % bound, not the expectation: a promise kept on average is
+//               broken about half the time;
+//   settled     no measurement can change a choice (every value is zero).
+#pragma once
+
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "planner/choose.h"
+#include "planner/estimate.h"
+
+namespace arfit::planner {
+
+struct LoopOptions {
+  double until_regret = 0;  // the geometric-mean regret to promise, a fraction (0.01 = 1 %); 0: none
+  double budget_s = std::numeric_limits<double>::infinity();  // seconds of measuring
+  CostModel cost;
+  EstimateOptions estimate;
+  double growth = 0.25;     // a round measures at most this fraction of the cases measured before it (at least 1)
+  const std::vector<bool>* excluded = nullptr;  // cases not to choose (BatchOptions::excluded)
+  // arbench: the per-case overhead of `cost` is what the measurements so far show (measured_overhead_s); the
+  // simulation gives it.
+  bool measure_overhead = false;
+};
+
+enum class StopReason { None, Exhausted, Budget, Regret, Settled };
+std::string to_string(StopReason reason);
+
+struct RoundPlan {
+  int round = 0;
+  std::vector<int> batch;  // the cases to measure, ascending case index (the grid's order)
+  StopReason stop = StopReason::None;
+  double predicted_s = 0;  // the batch's predicted cost (round >= 1)
+  bool assessed = false;   // round >= 1: the estimates and the assessment below are set
+  std::vector<CaseEstimate> estimates;
+  Assessment assessment;
+};
+
+// The seed of round 0, in the order to measure them.
+std::vector<int> seed_cases(const TargetTable& table);
+
+// Round `round`'s decision from `measured` (the rounds before it; later ones are ignored).
+RoundPlan plan_round(const TargetTable& table, const Measurements& measured, const LoopOptions& options, int round);
+
+// The state a table is left in: its estimates and assessment after everything measured so far (for the stop
+// report), and the exhaustive grid's estimated measuring time (measured cases at what they took, the rest at their
+// predicted cost).
+struct TableState {
+  std::vector<CaseEstimate> estimates;
+  Assessment assessment;
+  double exhaustive_s = 0;
+};
+TableState table_state(const TargetTable& table, const Measurements& measured, const LoopOptions& options);
+
+}  // namespace arfit::planner

@@ -1,0 +1,102 @@
+// --plan adaptive end to end: `mpirun -np 2 arbench --backend host --plan adaptive`, killed mid-round and resumed.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "bench/grid.h"
+#include "model/sample_csv.h"
+#include "test_support.h"
+
+using namespace arfit;
+using arfit::testing::CommandResult;
+using arfit::testing::run_command;
+using arfit::testing::TempDir;
+
+namespace {
+
+std::string mpirun(const std::string& args) {
+  return "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=0 " +
+         std::string(ARFIT_MPIEXEC) + " -np 2 " + ARBENCH_BIN + " " + args;
+}
+
+const std::string kAdaptive =
+    "--backend host --tokens 1:1024:x4 --hidden 256 --fusion NONE,RESIDUAL_RMS_NORM -w 2 -n 8 --plan adaptive "
+    "--until-regret 0.1";
+
+// Each row's case -> its round; every case at most once.
+std::map<std::string, int> rounds_by_case(const std::string& csv) {
+  std::map<std::string, int> out;
+  for (const Sample& s : read_samples_csv(csv).samples) {
+    EXPECT_TRUE(out.emplace(bench::sample_key(s), std::stoi(s.extra.at("round"))).second) << "measured twice: " << bench::sample_key(s);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(BenchMpiAdaptive, KilledMidRoundAndResumedDecidesAsAnUninterruptedRun) {
+  TempDir d;
+  // An uninterrupted run: its rows are "the samples" the second run is given back (--test-replay).
+  const std::string a = d.file("a.csv");
+  const CommandResult whole = run_command(mpirun(kAdaptive + " -o " + a));
+  ASSERT_EQ(whole.exit_code, 0) << whole.output;
+  EXPECT_NE(whole.output.find("# round 0: "), std::string::npos) << whole.output;
+  EXPECT_NE(whole.output.find("# round 1: "), std::string::npos) << whole.output;
+  EXPECT_NE(whole.output.find("# adaptive plan stopped after"), std::string::npos) << whole.output;
+  const std::map<std::string, int> reference = rounds_by_case(a);
+  // Killed one case into the first later round of two cases or more: mid-round.
+  std::map<int, int> per_round;
+  for (const auto& [key, round] : reference) ++per_round[round];
+  int crash_after = -1, counted = 0;
+  for (const auto& [round, n] : per_round) {
+    if (round >= 1 && n >= 2) {
+      crash_after = counted + 1;
+      break;
+    }
+    counted += n;
+  }
+  ASSERT_GT(crash_after, 0) << "no round of two cases to kill in:\n" << whole.output;
+  const std::string b = d.file("b.csv");
+  const std::string replay = " --test-replay " + a + " -o " + b;
+  const CommandResult killed = run_command(mpirun(kAdaptive + replay + " -q --test-crash-after " + std::to_string(crash_after)));
+  EXPECT_NE(killed.exit_code, 0);
+  ASSERT_EQ(read_samples_csv(b + ".partial").samples.size(), static_cast<std::size_t>(crash_after));
+  // Resumed (quietly: no round lines, the stop report still): the same cases in the same rounds, each once, and this
+  // session measured only what the journal lacked.
+  const CommandResult resumed = run_command(mpirun(kAdaptive + replay + " -q --resume --json " + d.file("b.json")));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_EQ(resumed.output.find("# round "), std::string::npos) << resumed.output;
+  EXPECT_NE(resumed.output.find("# adaptive plan stopped after"), std::string::npos) << resumed.output;
+  EXPECT_EQ(rounds_by_case(b), reference);
+  const nlohmann::json summary = nlohmann::json::parse(arfit::testing::slurp(d.file("b.json")))["summary"];
+  EXPECT_EQ(summary["measured"].get<std::size_t>(), reference.size() - static_cast<std::size_t>(crash_after));
+  EXPECT_EQ(summary["resumed"].get<std::size_t>(), static_cast<std::size_t>(crash_after));
+  // The timings are the replayed ones: the same table follows.
+  const SampleFile fa = read_samples_csv(a), fb = read_samples_csv(b);
+  std::map<std::string, double> times;
+  for (const Sample& s : fa.samples) times[bench::sample_key(s)] = s.time_us;
+  for (const Sample& s : fb.samples) EXPECT_EQ(s.time_us, times.at(bench::sample_key(s))) << bench::sample_key(s);
+}
+
+TEST(BenchMpiAdaptive, ABudgetStopsTheRunAndAResumeWithItsRowsFindsItSpent) {
+  TempDir d;
+  const std::string out = d.file("s.csv");
+  const std::string grid = "--backend host --tokens 1:1024:x4 --hidden 256,1024 -w 2 -n 8 -q --plan adaptive";
+  const CommandResult r = run_command(mpirun(grid + " --budget 50ms -o " + out));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("the measuring budget (--budget 50 ms) is spent"), std::string::npos) << r.output;
+  const std::size_t rows = read_samples_csv(out).samples.size();
+  EXPECT_LT(rows, 36u);
+  // The header says what the run was asked for; a resume with the same budget measures nothing more.
+  EXPECT_NE(arfit::testing::slurp(out).find("# adaptive: budget 50 ms"), std::string::npos);
+  const CommandResult again = run_command(mpirun(grid + " --budget 50ms -o " + out + " --resume"));
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_EQ(read_samples_csv(out).samples.size(), rows);
+  // A fixed plan's file cannot be resumed adaptively (its columns lack the rounds), and the other way round.
+  const std::string fixed = d.file("fixed.csv");
+  ASSERT_EQ(run_command(mpirun("--backend host --tokens 1:1024:x4 --hidden 256,1024 -w 2 -n 8 -q -o " + fixed)).exit_code, 0);
+  const CommandResult refused = run_command(mpirun(grid + " --budget 50ms -o " + fixed + " --resume"));
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+}
