@@ -61,9 +61,11 @@ void keep_in_range(ThresholdRow& row) {
 }
 
 FlashinferEntry decided_entry(const ThresholdRow& row) {
+  const std::string note = row.extrapolation_note();
   return {row.tp, flashinfer_oneshot_mib(row),
           "arfit: " + (row.split == 0 && !row.imposed_boundary ? std::string("never one-shot")
-                                                                : "one-shot up to " + human_bytes(double(row.last_below_bytes())) + " per rank")};
+                                                                : "one-shot up to " + human_bytes(double(row.last_below_bytes())) + " per rank") +
+              (note.empty() ? "" : "; " + note)};
 }
 
 FlashinferEntry kept_entry(int ws, const std::map<int, double>& own, const std::string& whose) {
@@ -150,6 +152,7 @@ FormatOutput generate_flashinfer(const FormatInput& in) {
   s << c.oneshot_vs_twoshot.size() << " of " << c.entries.size() << " world sizes decided by arfit (the others: " << whose
     << "'s values, at least the floor) for FlashInfer 0.5.0 to " << flashinfer_version_range().back();
   for (const auto& l : describe_disagreements(c.oneshot_vs_twoshot, "threshold")) s << "; " << l;
+  for (const auto& l : describe_extrapolations(c.oneshot_vs_twoshot)) s << "; " << l;
   return {write_flashinfer(c, in.banner), s.str()};
 }
 

@@ -26,6 +26,7 @@ std::vector<TunerRule> tuner_rules(const std::vector<int>& nranks_list, const st
   for (int n : nranks_list) {
     q.nranks = n;
     std::vector<int> winner(sizes.size(), -1);
+    std::vector<bool> extrapolated(sizes.size(), false);
     for (std::size_t i = 0; i < sizes.size(); ++i) {
       q.bytes = sizes[i];
       // The variants that answer, in order, chosen by the table's rule (fastest_two: ties to the earlier).
@@ -38,7 +39,11 @@ std::vector<TunerRule> tuner_rules(const std::vector<int>& nranks_list, const st
         answered.push_back({variants[v].strategy, *p});
         variant_of.push_back(static_cast<int>(v));
       }
-      if (!answered.empty()) winner[i] = variant_of[fastest_two(answered).first];
+      if (!answered.empty()) {
+        const std::size_t best = fastest_two(answered).first;
+        winner[i] = variant_of[best];
+        extrapolated[i] = answered[best].prediction.extrapolated;
+      }
     }
     // Merge runs of equal winners; sizes no variant can predict get no rule.
     std::size_t i = 0;
@@ -55,6 +60,7 @@ std::vector<TunerRule> tuner_rules(const std::vector<int>& nranks_list, const st
       r.strategy = variants[winner[i]].strategy;
       r.algorithm = variants[winner[i]].algorithm;
       r.protocol = variants[winner[i]].protocol;
+      for (std::size_t k = i; k <= j; ++k) r.extrapolated = r.extrapolated || extrapolated[k];
       r.min_bytes = (i == 0 || winner[i - 1] < 0) ? (i == 0 ? 0 : static_cast<std::uint64_t>(sizes[i]))
                                                   : static_cast<std::uint64_t>(std::floor(std::sqrt(sizes[i - 1] * sizes[i]))) + 1;
       r.max_bytes = (j + 1 == sizes.size()) ? max_bytes
@@ -77,7 +83,15 @@ std::string write_nccl_tuner(const std::vector<TunerRule>& rules, const Banner& 
                      "# ", kTunerMaxLine);
   for (const auto& note : nccl_example_plugin_notes(version, channels)) s << comment_lines(note, "# ", kTunerMaxLine);
   s << "# collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff\n";
+  int previous_ranks = -2;
   for (const auto& r : rules) {
+    if (r.nranks != previous_ranks) {
+      previous_ranks = r.nranks;
+      const auto n = std::count_if(rules.begin(), rules.end(), [&](const TunerRule& x) { return x.nranks == r.nranks && x.extrapolated; });
+      if (n > 0)
+        s << comment_lines("nRanks " + std::to_string(r.nranks) + ": " + std::to_string(n) + " rule(s) rest on extrapolated "
+                           "predictions (sizes or a GPU count never measured)", "# ", kTunerMaxLine);
+    }
     std::ostringstream line;
     line << r.collective << "," << r.min_bytes << "," << r.max_bytes << "," << r.algorithm << "," << r.protocol << ","
          << channels << "," << r.nnodes << "," << r.nranks << ",-1,-1";

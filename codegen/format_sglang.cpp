@@ -20,7 +20,9 @@ std::string crossover_dict(const std::vector<ThresholdRow>& rows) {
   if (rows.empty()) return "None";
   return python_tp_dict(rows, "    ", [](const ThresholdRow& r) { return std::to_string(r.last_below_bytes()); },
                         [](const ThresholdRow& r) {
-                          return r.last_below_bytes() == 0 ? std::string("never custom") : "custom up to " + human_bytes(double(r.last_below_bytes()));
+                          const std::string note = r.extrapolation_note();
+                          return (r.last_below_bytes() == 0 ? std::string("never custom") : "custom up to " + human_bytes(double(r.last_below_bytes()))) +
+                                 (note.empty() ? "" : "; " + note);
                         });
 }
 
@@ -224,6 +226,8 @@ FormatOutput generate_sglang(const FormatInput& in) {
     << c.sm / 10 << "x, SGLang configs " << join(c.snapshots, ", ");
   for (const auto& l : describe_disagreements(c.graph, "CUDA-graph crossover")) s << "; " << l;
   for (const auto& l : describe_disagreements(c.eager, "eager crossover")) s << "; " << l;
+  for (const auto& l : describe_extrapolations(c.graph)) s << "; CUDA graph " << l;
+  for (const auto& l : describe_extrapolations(c.eager)) s << "; eager " << l;
   return {write_sglang(c, in.banner), s.str()};
 }
 

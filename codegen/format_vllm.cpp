@@ -197,7 +197,8 @@ VllmEntry decided_entry(const ThresholdRow& row, const OwnTables& own, const std
   const std::string above = symm == own.symm_mem.at(cap).end()
                                 ? "NCCL"
                                 : "symmetric memory up to " + human_bytes(symm->second) + ", NCCL beyond";
-  return {row.tp, bound, "arfit: " + what + "; above it " + above};
+  const std::string note = row.extrapolation_note();
+  return {row.tp, bound, "arfit: " + what + "; above it " + above + (note.empty() ? "" : "; " + note)};
 }
 
 VllmEntry kept_entry(int ws, const OwnTables& own, const std::string& cap) {
@@ -244,6 +245,7 @@ FormatOutput generate_vllm(const FormatInput& in) {
   s << c.custom_vs_above.size() << " of " << c.entries.size() << " world sizes decided by arfit for capability " << c.capability
     << " (the others: " << own.whose << "'s values), vLLM 0.10.2 to " << vllm_version_range().back();
   for (const auto& l : describe_disagreements(c.custom_vs_above, "size threshold")) s << "; " << l;
+  for (const auto& l : describe_extrapolations(c.custom_vs_above)) s << "; " << l;
   return {write_vllm(c, in.banner), s.str()};
 }
 

@@ -18,11 +18,11 @@ std::uint64_t ThresholdRow::last_below_bytes() const {
 
 namespace {
 
-std::optional<double> time_of(const Predictor& predict, PredictQuery q, const std::string& strategy) {
+std::optional<Prediction> time_of(const Predictor& predict, PredictQuery q, const std::string& strategy) {
   q.strategy = strategy;
   const auto p = predict(q);
   if (!p || !std::isfinite(p->time_us) || !(p->time_us > 0)) return std::nullopt;
-  return p->time_us;
+  return p;
 }
 
 // The sizes where row.split uses the slower strategy, and the mean regret of doing so.
@@ -61,6 +61,17 @@ void choose_split(ThresholdRow& row) {
 
 }  // namespace
 
+std::string ThresholdRow::extrapolation_note() const {
+  std::size_t n = 0;
+  for (const auto& s : sizes) n += s.extrapolated;
+  if (n == 0) return "";
+  if (n == sizes.size()) return "extrapolated: every size predicted beyond what was measured (a GPU count or sizes never measured)";
+  // The boundary lies between sizes[split - 1] and sizes[split]: does it rest on an extrapolation?
+  const bool before = split > 0 && sizes[split - 1].extrapolated, after = split < sizes.size() && sizes[split].extrapolated;
+  if (before || after) return "the boundary rests on extrapolated predictions";
+  return "";
+}
+
 bool clamp_boundary(ThresholdRow& row, std::uint64_t lo, std::uint64_t hi, const std::string& why) {
   const std::uint64_t b = row.last_below_bytes();
   if (b >= lo && b <= hi) return false;
@@ -85,7 +96,7 @@ std::vector<ThresholdRow> plan_thresholds(const std::vector<int>& tps, const std
     for (double b : sizes) {
       q.bytes = b;
       const auto tb = time_of(predict, q, below), ta = time_of(predict, q, above);
-      if (tb && ta) row.sizes.push_back({b, *tb, *ta});
+      if (tb && ta) row.sizes.push_back({b, tb->time_us, ta->time_us, tb->extrapolated || ta->extrapolated});
     }
     if (row.sizes.empty()) continue;
     choose_split(row);
@@ -115,6 +126,13 @@ std::vector<std::string> describe_disagreements(const std::vector<ThresholdRow>&
   return out;
 }
 
+std::vector<std::string> describe_extrapolations(const std::vector<ThresholdRow>& rows) {
+  std::vector<std::string> out;
+  for (const auto& r : rows)
+    if (!r.extrapolation_note().empty()) out.push_back("TP " + std::to_string(r.tp) + ": " + r.extrapolation_note());
+  return out;
+}
+
 std::string python_tp_dict(const std::vector<ThresholdRow>& rows, const std::string& indent,
                            const std::function<std::string(const ThresholdRow&)>& value,
                            const std::function<std::string(const ThresholdRow&)>& comment) {
@@ -139,9 +157,14 @@ std::string python_roles_comment(const StrategySources& roles) {
 std::string python_disagreement_comments(const std::vector<ThresholdRow>& rows, const std::string& what) {
   if (rows.empty()) return "";
   const auto lines = describe_disagreements(rows, what);
-  if (lines.empty()) return "# Every size follows arfit's choice (" + what + ").\n";
+  if (lines.empty()) {
+    std::string s = "# Every size follows arfit's choice (" + what + ").\n";
+    for (const auto& l : describe_extrapolations(rows)) s += comment_lines(l, "# ", 118);
+    return s;
+  }
   std::string s;
   for (const auto& l : lines) s += comment_lines(l, "# ", 118);
+  for (const auto& l : describe_extrapolations(rows)) s += comment_lines(l, "# ", 118);
   return s;
 }
 

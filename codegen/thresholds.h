@@ -19,6 +19,7 @@ struct SizeTimes {
   double bytes = 0;
   double below_us = 0;  // predicted time of the strategy used below the threshold
   double above_us = 0;  // ... and above it
+  bool extrapolated = false;  // either prediction is an extrapolation (a size or GPU count never measured)
   bool below_faster() const { return below_us < above_us; }
 };
 
@@ -36,6 +37,9 @@ struct ThresholdRow {
   // floor(sqrt(a b)) between the last size below and the first above (as the NCCL tuner rules place
   // boundaries), or the largest size when every size is below (arfit claims nothing beyond its sizes).
   std::uint64_t last_below_bytes() const;
+  // Where the row rests on extrapolated predictions: "" when nowhere; otherwise a phrase for the file's comment
+  // ("extrapolated: a GPU count never measured", "the boundary rests on extrapolated predictions").
+  std::string extrapolation_note() const;
 };
 
 // Moves a row's boundary (the inclusive last size of the `below` strategy) into [lo, hi] when it lies outside, for
@@ -52,6 +56,8 @@ std::vector<ThresholdRow> plan_thresholds(const std::vector<int>& tps, const std
 
 // "TP 8: 2 sizes (64 MiB, 1 GiB), mean regret 0.31 %" lines for the rows that cannot follow arfit's choice.
 std::vector<std::string> describe_disagreements(const std::vector<ThresholdRow>& rows, const std::string& what);
+// "TP 16: extrapolated: ..." lines for the rows that rest on extrapolated predictions (extrapolation_note).
+std::vector<std::string> describe_extrapolations(const std::vector<ThresholdRow>& rows);
 // A Python dict literal keyed by TP, one entry per row: "{\n<indent>    2: <value>,  # <comment>\n<indent>}".
 std::string python_tp_dict(const std::vector<ThresholdRow>& rows, const std::string& indent,
                            const std::function<std::string(const ThresholdRow&)>& value,

@@ -183,8 +183,7 @@ TrtllmBase read_trtllm_base(const std::string& text, const std::string& path, in
   const std::string name = "AllReduceBestStrategyTableSM" + std::to_string(table_sm);
   const std::size_t at = find_definition(code, name, path);
   base.definition_line_offset = text.rfind('\n', at) == std::string::npos ? 0 : text.rfind('\n', at) + 1;
-  Parser p{code, path, name};
-  p.pos = code.find_first_of("={", at + name.size());
+  Parser p{code, path, name, code.find_first_of("={", at + name.size()), {}};
   if (code[p.pos] == '=') ++p.pos;
   p.level(0, "");
   base.cells = std::move(p.cells);

@@ -106,6 +106,7 @@ struct TunerRule {
   std::string algorithm, protocol;
   int nranks = -1, nnodes = -1;
   std::string strategy;  // the model set's name of the chosen variant
+  bool extrapolated = false;  // the winner's prediction is an extrapolation at some size of the range
 };
 
 // Argmin per size over `sizes` (ascending bytes) for each nranks; consecutive sizes with the same winner are

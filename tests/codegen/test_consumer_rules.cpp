@@ -372,3 +372,31 @@ for v in ("0.5.0", "0.6.18", "0.6.18rc7", "0.4.1", "0.7.0", "nightly"):
 )");
   EXPECT_EQ(out, "0.5.0 ok\n0.6.18 ok\n0.6.18rc7 ok\n0.4.1 refused True\n0.7.0 refused True\nnightly refused True\n");
 }
+
+// A threshold or rule for a GPU count never measured rests on extrapolated predictions (the joint fit across GPU
+// counts): every threshold format says so beside the value, and the tuner config above the rules of that count.
+TEST(ConsumerRules, ThresholdsOfUnmeasuredGpuCountsAreMarkedExtrapolated) {
+  Request r = fixture("fx_engines");
+  r.tp = "8,16";
+  std::string summary;
+  const std::string fi = codegen::generate(fixtures::fitted(), [&] { Request x = r; x.models_path = "m.json"; return x; }(), "flashinfer", "m", &summary);
+  EXPECT_NE(summary.find("TP 16: extrapolated"), std::string::npos) << summary;
+  EXPECT_EQ(summary.find("TP 8: extrapolated"), std::string::npos) << summary;
+  std::istringstream lines(fi);
+  bool marked = false;
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("    16: ", 0) == 0) marked = line.find("arfit:") != std::string::npos && line.find("extrapolated") != std::string::npos;
+  EXPECT_TRUE(marked) << fi;
+  const std::string sg = generate(fixtures::fitted(), r, "sglang");
+  EXPECT_NE(sg.find("# TP 16: extrapolated"), std::string::npos) << sg;
+  Request t = fixture("fx_tuner");
+  t.tp = "8,32";
+  const std::string conf = generate(fixtures::fitted(), t, "nccl-tuner");
+  EXPECT_NE(conf.find("# nRanks 32: "), std::string::npos) << conf;
+  EXPECT_EQ(conf.find("# nRanks 8: "), std::string::npos) << conf;
+  // The note is a comment: the example plugin's reader still loads every rule and nothing else.
+  int rule_lines = 0;
+  std::istringstream all(conf);
+  for (std::string line; std::getline(all, line);) rule_lines += !line.empty() && line[0] != '#';
+  EXPECT_EQ(consumers::load_tuner_config(conf).size(), static_cast<std::size_t>(rule_lines));
+}

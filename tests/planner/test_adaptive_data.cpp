@@ -49,9 +49,10 @@ void expect_adaptive_ahead_on_every_system(const SimulationRun& run, const std::
     for (const std::string& rival : rivals) {
       EXPECT_LT(plans.at("adaptive").regret.geomean_regret, plans.at(rival).regret.geomean_regret)
           << system << " vs " << rival << " at " << run.overhead_s << " s";
-      if (p95)
+      if (p95) {
         EXPECT_LT(plans.at("adaptive").regret.p95_regret, plans.at(rival).regret.p95_regret)
             << system << " vs " << rival << " at " << run.overhead_s << " s";
+      }
     }
 }
 
