@@ -30,6 +30,24 @@ namespace arfit::consumer_checks {
 using codegen::Request;
 using nlohmann::json;
 
+// A request for one system of the fitted fixtures (fixtures.h).
+inline Request fixture(const std::string& system) {
+  Request r;
+  r.system = system;
+  return r;
+}
+
+// The message of the exception of type E that `f` throws ("" when it throws none).
+template <typename E, typename F>
+std::string message_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "";
+}
+
 inline std::string generate(const ModelSet& models, Request r, const std::string& format, std::string* summary = nullptr) {
   r.models_path = "models.json";
   r.date = "2026-01-02";

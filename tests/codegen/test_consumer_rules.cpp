@@ -27,29 +27,8 @@ using codegen::Request;
 
 namespace {
 
-Request fixture(const std::string& system) {
-  Request r;
-  r.system = system;
-  return r;
-}
-
-std::string usage_error(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "";
-}
-
-std::string input_error(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+std::string usage_error(const std::function<void()>& f) { return message_of<std::invalid_argument>(f); }
+std::string input_error(const std::function<void()>& f) { return message_of<InputError>(f); }
 
 const std::string kBaseName = "customAllReduceUtils.h";
 

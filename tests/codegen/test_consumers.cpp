@@ -14,25 +14,8 @@ using codegen::Request;
 
 namespace {
 
-Request fixture(const std::string& system) {
-  Request r;
-  r.system = system;
-  return r;
-}
-
-// The message of the std::invalid_argument `f` throws ("" when it does not throw).
-template <typename F>
-std::string refusal(F&& f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "";
-}
-
 std::string refusal_of(const Request& r, const std::string& format) {
-  return refusal([&] { generate(fixtures::fitted(), r, format); });
+  return message_of<std::invalid_argument>([&] { generate(fixtures::fitted(), r, format); });
 }
 
 }  // namespace
