@@ -46,14 +46,14 @@ class CurveState {
  public:
   CurveState(const TargetTable& table, int curve, const std::vector<CaseEstimate>& est, const FallbackRule& rule)
       : members_(table.curve_cases(curve)), rule_(rule) {
-    std::map<double, std::vector<double>> measured;  // ln bytes -> ln t, the fallback's points
+    std::map<double, std::vector<double>> measured;  // ln bytes -> ln t, the fallback's points (spikes aside, as estimated)
     for (int k : members_) {
       const CaseEstimate& e = est[static_cast<std::size_t>(k)];
       x_.push_back(std::log(table.cases()[static_cast<std::size_t>(k)].bytes));
       mu_.push_back(e.log_us);
       sigma_.push_back(e.measured ? 0.0 : e.sigma);
       if (e.measured) pins_.push_back(x_.back());
-      if (e.measured && !e.failed) measured[x_.back()].push_back(e.log_us);
+      if (e.measured && !e.failed && !e.spike) measured[x_.back()].push_back(e.log_us);
       if (!e.measured && !e.fitted) fallback_ = true;
     }
     std::sort(pins_.begin(), pins_.end());

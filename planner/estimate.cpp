@@ -17,16 +17,71 @@ namespace {
 constexpr double kZ90 = 1.6448536269514722;  // the 90 % interval's half-width in σ
 constexpr double kOneSided90 = 1.2815515655446004;  // 90 % of a normal lies below mean + this many σ
 
-// The variance of max(0, −d) for d ~ N(mean, sd²): E[max(0, −d)²] − expected_shortfall², with
+// The first two moments of max(0, −d) for d ~ N(mean, sd²): expected_shortfall and
 // E[max(0, −d)²] = (mean² + sd²)·Φ(−mean/sd) − mean·sd·φ(mean/sd).
-double shortfall_variance(double mean, double sd) {
-  if (!(sd > 0)) return 0.0;
+void shortfall_moments(double mean, double sd, double& first, double& second) {
+  first = codegen::expected_shortfall(mean, sd);
+  if (!(sd > 0)) {
+    second = first * first;
+    return;
+  }
   const double z = mean / sd;
   const double phi = std::exp(-0.5 * z * z) / std::sqrt(2.0 * M_PI);
   const double Phi_neg = 0.5 * std::erfc(z / std::sqrt(2.0));
-  const double second = (mean * mean + sd * sd) * Phi_neg - mean * sd * phi;
-  const double first = codegen::expected_shortfall(mean, sd);
-  return std::max(0.0, second - first * first);
+  second = std::max(first * first, (mean * mean + sd * sd) * Phi_neg - mean * sd * phi);
+}
+
+// The same when the chosen case's time may be a spike (SpikeRisk): the mixture over no spike and each rise.
+void spiked_moments(double mean, double sd, const SpikeRisk& risk, double& first, double& second) {
+  shortfall_moments(mean, sd, first, second);
+  if (!(risk.rate > 0) || risk.rises.empty()) return;
+  double f = 0, s2 = 0;
+  for (double rise : risk.rises) {
+    double a, b;
+    shortfall_moments(mean - rise, sd, a, b);
+    f += a, s2 += b;
+  }
+  const double n = static_cast<double>(risk.rises.size());
+  first = (1 - risk.rate) * first + risk.rate * f / n;
+  second = (1 - risk.rate) * second + risk.rate * s2 / n;
+}
+
+// A curve's distinct sizes in grid order and the median measured time at each (0 where none is measured or every
+// case there failed).
+void curve_grid(const TargetTable& table, const Measurements& m, int curve, std::vector<double>& sizes,
+                std::vector<double>& times) {
+  sizes.clear();
+  times.clear();
+  std::vector<double> at;
+  const auto flush = [&] { times.push_back(at.empty() ? 0.0 : size_median(at)); };
+  for (int k : table.curve_cases(curve)) {
+    const double b = table.cases()[static_cast<std::size_t>(k)].bytes;
+    if (sizes.empty() || sizes.back() != b) {
+      if (!sizes.empty()) flush();
+      sizes.push_back(b);
+      at.clear();
+    }
+    if (m.measured(k) && !m.failed(k)) at.push_back(m.time_us[static_cast<std::size_t>(k)]);
+  }
+  if (!sizes.empty()) flush();
+}
+
+// The measured cases their curves' models set aside: at the sizes fit::spike_indices finds among each curve's
+// measured sizes (its rule on the times in size order).
+std::vector<bool> spike_cases(const TargetTable& table, const Measurements& m) {
+  std::vector<bool> out(table.size(), false);
+  std::vector<double> sizes, times;
+  for (std::size_t c = 0; c < table.curves(); ++c) {
+    curve_grid(table, m, static_cast<int>(c), sizes, times);
+    std::vector<double> measured_sizes, measured_times;
+    for (std::size_t i = 0; i < sizes.size(); ++i)
+      if (times[i] > 0) measured_sizes.push_back(sizes[i]), measured_times.push_back(times[i]);
+    for (std::size_t i : fit::spike_indices(measured_times))
+      for (int k : table.curve_cases(static_cast<int>(c)))
+        if (m.measured(k) && table.cases()[static_cast<std::size_t>(k)].bytes == measured_sizes[i])
+          out[static_cast<std::size_t>(k)] = true;
+  }
+  return out;
 }
 
 // The sample a measured case is, as arbench writes it (the fit groups by Sample::extra["system"]).
@@ -49,10 +104,12 @@ Sample sample_of(const PlanCase& c, double time_us) {
 
 // The fitted (or transferred) models of the measured cases, as `arfit fit` would write them. Joint fits across GPU
 // counts are left out: every case is asked at its own count.
-ModelSet fit_measured(const TargetTable& table, const Measurements& m, const EstimateOptions& options) {
+ModelSet fit_measured(const TargetTable& table, const Measurements& m, const std::vector<bool>& spikes,
+                      const EstimateOptions& options) {
   std::vector<Sample> samples;
   for (std::size_t k = 0; k < table.size(); ++k)
-    if (m.measured(static_cast<int>(k)) && !m.failed(static_cast<int>(k))) samples.push_back(sample_of(table.cases()[k], m.time_us[k]));
+    if (m.measured(static_cast<int>(k)) && !m.failed(static_cast<int>(k)) && !spikes[k])
+      samples.push_back(sample_of(table.cases()[k], m.time_us[k]));
   fit::FitOptions fo;
   fo.joint_n = false;
   fo.prior = options.prior;
@@ -83,12 +140,12 @@ bool alpha_beta(const std::vector<double>& x, const std::vector<double>& y, doub
   return alpha + b > 0;
 }
 
-// A curve's measured sizes for the fallback: ln bytes ascending, ln of the median time at each.
-void measured_points(const TargetTable& table, const Measurements& m, int curve, std::vector<double>& x,
-                     std::vector<double>& y) {
+// A curve's measured sizes for the fallback (its spikes set aside): ln bytes ascending, ln of the median time at each.
+void measured_points(const TargetTable& table, const Measurements& m, const std::vector<bool>& spikes, int curve,
+                     std::vector<double>& x, std::vector<double>& y) {
   std::map<double, std::vector<double>> by_size;
   for (int k : table.curve_cases(curve))
-    if (m.measured(k) && !m.failed(k)) by_size[table.cases()[static_cast<std::size_t>(k)].bytes].push_back(m.time_us[static_cast<std::size_t>(k)]);
+    if (m.measured(k) && !m.failed(k) && !spikes[static_cast<std::size_t>(k)]) by_size[table.cases()[static_cast<std::size_t>(k)].bytes].push_back(m.time_us[static_cast<std::size_t>(k)]);
   x.clear();
   y.clear();
   for (auto& [bytes, times] : by_size) {
@@ -138,7 +195,8 @@ CaseEstimate fallback_estimate(const std::vector<double>& x, const std::vector<d
 
 std::vector<CaseEstimate> estimate_cases(const TargetTable& table, const Measurements& m, const EstimateOptions& options) {
   std::vector<CaseEstimate> out(table.size());
-  const ModelSet models = fit_measured(table, m, options);
+  const std::vector<bool> spikes = spike_cases(table, m);
+  const ModelSet models = fit_measured(table, m, spikes, options);
   std::set<std::string> fitted;
   for (const GroupModelView& g : models.groups()) fitted.insert(g.key.id());
   std::vector<double> x, y;
@@ -146,12 +204,13 @@ std::vector<CaseEstimate> estimate_cases(const TargetTable& table, const Measure
     const std::vector<int>& members = table.curve_cases(static_cast<int>(c));
     const GroupKey& key = table.cases()[static_cast<std::size_t>(members.front())].curve;
     const bool has_model = fitted.count(key.id()) > 0;
-    measured_points(table, m, static_cast<int>(c), x, y);
+    measured_points(table, m, spikes, static_cast<int>(c), x, y);
     for (int k : members) {
       CaseEstimate& e = out[static_cast<std::size_t>(k)];
       const PlanCase& pc = table.cases()[static_cast<std::size_t>(k)];
       if (m.measured(k)) {
         e.measured = true;
+        e.spike = spikes[static_cast<std::size_t>(k)];
         e.failed = m.failed(k);
         e.log_us = e.failed ? 0 : std::log(m.time_us[static_cast<std::size_t>(k)]);
         continue;
@@ -192,6 +251,34 @@ std::vector<CaseEstimate> estimate_cases(const TargetTable& table, const Measure
   return out;
 }
 
+SpikeRisk spike_risk(const TargetTable& table, const Measurements& m) {
+  SpikeRisk r;
+  std::vector<double> sizes, t;
+  const auto test = [&](double at, double a, double b) {
+    ++r.tested;
+    const double rise = std::log(at / std::max(a, b));
+    if (rise > std::log1p(fit::kSpikeRise)) ++r.spikes, r.rises.push_back(rise);
+  };
+  for (std::size_t c = 0; c < table.curves(); ++c) {
+    curve_grid(table, m, static_cast<int>(c), sizes, t);
+    if (t.size() >= 3 && t[0] > 0 && t[1] > 0 && t[2] > 0) test(t[0], t[1], t[2]);
+    for (std::size_t i = 1; i + 1 < t.size(); ++i)
+      if (t[i - 1] > 0 && t[i] > 0 && t[i + 1] > 0) test(t[i], t[i - 1], t[i + 1]);
+  }
+  if (r.rises.empty()) return r;
+  // The rate's posterior mean under a uniform prior (a few spikes in few tests are no certainty either way).
+  r.rate = (r.spikes + 1.0) / (r.tested + 2.0);
+  std::sort(r.rises.begin(), r.rises.end());
+  if (r.rises.size() > SpikeRisk::kMaxRises) {
+    // Evenly spaced quantiles: the mixture's cost stays bounded on a large table.
+    std::vector<double> q;
+    for (std::size_t i = 0; i < SpikeRisk::kMaxRises; ++i)
+      q.push_back(r.rises[(2 * i + 1) * r.rises.size() / (2 * SpikeRisk::kMaxRises)]);
+    r.rises = std::move(q);
+  }
+  return r;
+}
+
 double Assessment::expected_geomean_regret() const { return std::expm1(mean_expected_regret); }
 
 double Assessment::geomean_regret_bound() const { return std::expm1(mean_expected_regret + kOneSided90 * mean_regret_sd); }
@@ -203,7 +290,7 @@ int Assessment::worst_cell() const {
   return worst;
 }
 
-Assessment assess(const TargetTable& table, const std::vector<CaseEstimate>& est) {
+Assessment assess(const TargetTable& table, const std::vector<CaseEstimate>& est, const SpikeRisk& risk) {
   Assessment a;
   a.cells.resize(table.cells().size());
   double sum = 0, var = 0;
@@ -224,8 +311,11 @@ Assessment assess(const TargetTable& table, const std::vector<CaseEstimate>& est
       if (k == ca.choice || o.failed) continue;
       const double gap = o.log_us - c.log_us;
       const double sd = std::hypot(c.sigma, o.sigma);
-      ca.expected_regret += codegen::expected_shortfall(gap, sd);
-      ca.regret_variance += shortfall_variance(gap, sd);
+      double first, second;
+      if (c.measured) shortfall_moments(gap, sd, first, second);
+      else spiked_moments(gap, sd, risk, first, second);
+      ca.expected_regret += first;
+      ca.regret_variance += std::max(0.0, second - first * first);
       if (gap < runner_gap) runner_gap = gap, runner_sigma = o.sigma;
     }
     ca.uncertain = std::isfinite(runner_gap) && runner_gap <= kZ90 * (c.sigma + runner_sigma);

@@ -5,6 +5,11 @@
 // machines' curves as `arfit fit --prior` does) and predicts every case with its 90 % interval. A measured case is
 // its measurement (no uncertainty: it is not measured twice). A curve the fit cannot model yet (fewer than four
 // sizes and no prior) is read through its measured sizes by the α-β line within the physical bounds (FallbackRule).
+// A measured size that stands above both its measured neighbours (fit/fit.h's spike rule, the one the fit's
+// residual correction already sets aside) is set aside from the curve's model too: a single-size excursion says
+// nothing of the sizes around it, and fitted through, it bends the whole family (a 1 MiB spike of one A100 curve
+// once moved the predictions of the sizes far below it by up to a factor 4, with a σ of 0.34). Its own case stays its
+// measurement; the risk that unmeasured sizes hide such spikes is SpikeRisk's, in the assessment.
 //
 // assess scores the table those estimates make: each cell chooses its fastest candidate (codegen's decision rule),
 // and its expected regret is E[ln t(choice) − ln t(best)] under the predictive distributions, the codegen table's
@@ -32,6 +37,7 @@ struct CaseEstimate {
   bool measured = false;
   bool failed = false;  // measured and failed: no candidate
   bool fitted = false;  // from a fitted or transferred model (else the fallback rule, or measured)
+  bool spike = false;   // measured, and set aside by its curve's model as a spike
 };
 // A curve the fit cannot model yet (fewer than four sizes, no prior). Its mean is the α-β line (t = α + s/β, the
 // physical model of a collective: a latency and a bandwidth) through its measured sizes, least squares in relative
@@ -79,6 +85,22 @@ struct Assessment {
   int worst_cell() const;  // index of the cell with the highest expected regret; -1 when there are none
 };
 
-Assessment assess(const TargetTable& table, const std::vector<CaseEstimate>& estimates);
+// Single-size excursions the table's measurements show: of the measured sizes whose grid neighbours on both sides
+// are measured too (and the smallest size, with the next two: the warm-up rule), the share that stands more than
+// fit::kSpikeRise above both (the fit's spike rule), and by how much (ln of its time over the higher neighbour's).
+// Neighbours on the grid, not merely the nearest measured sizes: across a gap a rising curve hides any spike.
+struct SpikeRisk {
+  int tested = 0, spikes = 0;
+  double rate = 0;            // (spikes + 1) / (tested + 2): the chance an unmeasured size is one; 0 without rises
+  std::vector<double> rises;  // the spikes' rises, ln time, ascending (at most kMaxRises quantiles of them)
+  static constexpr std::size_t kMaxRises = 32;
+};
+SpikeRisk spike_risk(const TargetTable& table, const Measurements& measured);
+
+// With `risk`, a cell whose choice is not measured also pays for the chance that its time there is a spike the
+// models cannot see (set aside from them, above): the cell's regret is the mixture of its shortfall without a spike
+// (1 − rate) and with the choice raised by each measured rise (rate, the rises equally likely). Measured choices
+// carry no such risk (their time is known, spike or not), and an alternative's spike only helps the choice.
+Assessment assess(const TargetTable& table, const std::vector<CaseEstimate>& estimates, const SpikeRisk& risk = {});
 
 }  // namespace arfit::planner

@@ -90,7 +90,7 @@ RoundPlan plan_round(const TargetTable& table, const Measurements& all, const Lo
     if (!plan.batch.empty()) return plan;
   }
   plan.estimates = estimate_cases(table, m, options.estimate);
-  plan.assessment = assess(table, plan.estimates);
+  plan.assessment = assess(table, plan.estimates, spike_risk(table, m));
   plan.assessed = true;
   if (options.until_regret > 0 && plan.assessment.geomean_regret_bound() <= options.until_regret) {
     plan.stop = StopReason::Regret;
@@ -117,7 +117,7 @@ TableState table_state(const TargetTable& table, const Measurements& m, const Lo
   const LoopOptions options = with_overhead(given, m);
   TableState s;
   s.estimates = estimate_cases(table, m, options.estimate);
-  s.assessment = assess(table, s.estimates);
+  s.assessment = assess(table, s.estimates, spike_risk(table, m));
   for (std::size_t k = 0; k < table.size(); ++k)
     s.exhaustive_s += m.measured(static_cast<int>(k)) ? m.seconds[k] : options.cost.seconds(std::exp(s.estimates[k].log_us));
   return s;

@@ -7,8 +7,11 @@
 //             needs one size where the latency dominates and one where the bandwidth does; on a doubling sweep the
 //             top quarter of the sizes holds nearly all of a curve's measuring time (a geometric series: the size
 //             three quarters up costs about 1/2^(n/4) of the largest), so that point is the highest that stays cheap
-//             whatever the per-case overhead. Smallest sizes first, so a budget that ends inside the seed has one
-//             size of every curve. The same seed with priors: their shapes are carried through both sizes.
+//             whatever the per-case overhead. It is also the random walk's choice (planner/choose.h's picture of
+//             model error): with the first size at the smallest, a second at fraction b of the ln-size range leaves
+//             an integrated error variance of b²/6 + (1 − b)²/2, least at b = 3/4. Smallest sizes first, so a budget
+//             that ends inside the seed has one size of every curve. The same seed with priors: their shapes are
+//             carried through both sizes.
 //   round r   fit, assess, stop or choose a batch (planner/choose.h) of at most
 //             max(1, ⌊growth × cases measured so far⌋) cases: the loop refits after a quarter more data, so the
 //             number of rounds grows with the logarithm of the cases measured and the fits stay small next to
@@ -23,7 +26,9 @@
 //               mean of the cells' expected log regrets is exactly the expectation of its logarithm; a bound on
 //               every cell would spend the budget on the few cells whose candidates are within noise of each other,
 //               where measuring changes little. The 90 % bound, not the expectation: a promise kept on average is
-//               broken about half the time;
+//               broken about half the time. The cells' regrets include the risk that an unmeasured choice is a
+//               single-size spike (planner/estimate.h's SpikeRisk, from the spikes the measurements show): the
+//               models set measured spikes aside, so only this term stands for the ones not yet measured;
 //   settled     no measurement can change a choice (every value is zero).
 #pragma once
 

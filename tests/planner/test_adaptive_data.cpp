@@ -68,17 +68,21 @@ TEST(AdaptiveData, TenPercentOfTheTimeAtBothOverheads) {
   for (const SimulationRun& run : r.runs)
     for (const std::string& plan : r.plan_order) EXPECT_LE(run.plans.at(plan).time_fraction(), 0.10 + 1e-9) << plan;
   // 1 ms per case: the targets, and ahead of lattice and random on every system (measured when this test was
-  // written: 1.0037 / p95 1.0057).
+  // last changed: 1.0037 / p95 1.0057).
   const PlanScore& fast = r.runs[0].plans.at("adaptive");
   EXPECT_LE(fast.regret.geomean_regret, 1.01);
   EXPECT_LE(fast.regret.p95_regret, 1.03);
   expect_adaptive_ahead_on_every_system(r.runs[0], {"lattice", "random"}, true);
-  // 100 ms per case: about two cases per curve. The geomean target holds (1.0079); p95 is 1.032 (target 1.03), and
-  // lattice is ahead on some systems (docs/bench.md); random is behind everywhere.
+  // 100 ms per case: about two cases per curve for every plan. The geomean target holds (1.0079) and both figures are
+  // below lattice's (1.0083 / 1.037) and random's; p95 is 1.032 (target 1.03), and lattice is ahead on four systems by
+  // 0.0013 at most (docs/bench.md says why); random is behind everywhere.
   const PlanScore& slow = r.runs[1].plans.at("adaptive");
   EXPECT_LE(slow.regret.geomean_regret, 1.01);
   EXPECT_LE(slow.regret.p95_regret, 1.035);
-  EXPECT_LT(slow.regret.geomean_regret, r.runs[1].plans.at("random").regret.geomean_regret);
+  for (const char* rival : {"lattice", "random"}) {
+    EXPECT_LT(slow.regret.geomean_regret, r.runs[1].plans.at(rival).regret.geomean_regret) << rival;
+    EXPECT_LT(slow.regret.p95_regret, r.runs[1].plans.at(rival).regret.p95_regret) << rival;
+  }
   expect_adaptive_ahead_on_every_system(r.runs[1], {"random"}, true);
 }
 
@@ -86,24 +90,34 @@ TEST(AdaptiveData, FivePercentWithTheOtherSystemsAsPriors) {
   if (!public_samples()) GTEST_SKIP() << "public data folder absent (ARFIT_PUBLIC_DATA_DIR)";
   const SimulationReport r = simulate(0.05, true);
   ASSERT_EQ(r.runs.size(), 2u);
-  // Measured when this test was written: 1.0034 / 1.0056 at 1 ms, 1.0092 / 1.0176 at 100 ms.
+  // Measured when this test was last changed: 1.0039 / 1.0071 at 1 ms, 1.0092 / 1.0176 at 100 ms (lattice 1.0055 /
+  // 1.011 and 1.0135 / 1.043); per system lattice is ahead on some (docs/bench.md), random on none.
   for (const SimulationRun& run : r.runs) {
     const PlanScore& a = run.plans.at("adaptive");
     EXPECT_LE(a.regret.geomean_regret, 1.01) << run.overhead_s;
     EXPECT_LE(a.regret.p95_regret, 1.03) << run.overhead_s;
     EXPECT_LE(a.time_fraction(), 0.05 + 1e-9);
+    for (const char* rival : {"lattice", "random"}) {
+      EXPECT_LT(a.regret.geomean_regret, run.plans.at(rival).regret.geomean_regret) << rival << " " << run.overhead_s;
+      EXPECT_LT(a.regret.p95_regret, run.plans.at(rival).regret.p95_regret) << rival << " " << run.overhead_s;
+    }
     expect_adaptive_ahead_on_every_system(run, {"random"}, true);
   }
 }
 
+// The promise, in every setting the docs report (R = 0.5, 1 and 2 %, and 1 % with priors; 1 ms and 100 ms): every
+// system stops on the rule or measures everything, and of those that stop on it at least 90 % keep it, per run.
 TEST(AdaptiveData, UntilRegretKeepsItsPromiseOnNineSystemsInTen) {
   if (!public_samples()) GTEST_SKIP() << "public data folder absent (ARFIT_PUBLIC_DATA_DIR)";
-  const SimulationReport r = simulate(1.0, false, 0.01);
-  int stopped = 0, kept = 0;
-  for (const SimulationRun& run : r.runs) {
-    stopped += run.promise.stopped;
-    kept += run.promise.kept;
+  for (const auto& [until, prior] : std::vector<std::pair<double, bool>>{{0.005, false}, {0.01, false}, {0.02, false}, {0.01, true}}) {
+    const SimulationReport r = simulate(1.0, prior, until);
+    for (const SimulationRun& run : r.runs) {
+      const auto count = [&](const char* why) { return run.stops.count(why) ? run.stops.at(why) : 0; };
+      EXPECT_EQ(count("regret") + count("exhausted"), r.tables) << until << " " << prior << " " << run.overhead_s;
+      EXPECT_EQ(run.promise.stopped, count("regret"));
+      EXPECT_GE(run.promise.kept, 0.9 * run.promise.stopped)
+          << run.promise.kept << " of " << run.promise.stopped << " at R " << until << (prior ? " with priors" : "") << ", "
+          << run.overhead_s << " s";
+    }
   }
-  EXPECT_EQ(stopped, 18);  // every system at both overheads stops on the rule before measuring everything
-  EXPECT_GE(kept, 0.9 * stopped) << kept << " of " << stopped;
 }

@@ -125,6 +125,78 @@ TEST(PlannerEstimate, MeasuredCasesAreCertainAndTheOthersPredicted) {
   EXPECT_NEAR(std::exp(e[2 * 7].log_us) / s.truth[2 * 7], 1.0, 0.1);
 }
 
+TEST(PlannerEstimate, ASpikeIsItsOwnMeasurementAndLeavesItsCurvesModelAlone) {
+  const Synthetic s = synthetic();
+  // Both strategies at sizes 0, 3, ..., 18: fitted. Then the same with size 6's ONESHOT (odd cases; 4.4 µs, in the
+  // latency range) three times slower, above both its measured neighbours.
+  Measurements clean(s.table.size());
+  for (int i = 0; i <= 18; i += 3) {
+    measure(clean, s, 2 * i, 0);
+    measure(clean, s, 2 * i + 1, 0);
+  }
+  Measurements spiked = clean;
+  spiked.time_us[2 * 6 + 1] *= 3;
+  Measurements without = clean;  // size 6 of ONESHOT never measured
+  without.round[2 * 6 + 1] = -1;
+  without.time_us[2 * 6 + 1] = 0;
+  const std::vector<CaseEstimate> e = estimate_cases(s.table, spiked), w = estimate_cases(s.table, without);
+  EXPECT_TRUE(e[2 * 6 + 1].spike);
+  EXPECT_TRUE(e[2 * 6 + 1].measured);
+  EXPECT_NEAR(std::exp(e[2 * 6 + 1].log_us), 3 * s.truth[2 * 6 + 1], 1e-9);
+  EXPECT_FALSE(e[2 * 9 + 1].spike);
+  EXPECT_FALSE(estimate_cases(s.table, clean)[2 * 6 + 1].spike);
+  for (int i : {4, 5, 7, 8, 10}) {
+    EXPECT_NEAR(e[2 * i + 1].log_us, w[2 * i + 1].log_us, 1e-12) << i;
+    EXPECT_NEAR(e[2 * i + 1].sigma, w[2 * i + 1].sigma, 1e-12) << i;
+  }
+  // A curve read from its sizes alone (three of them, one a spike): the fallback goes through the other two.
+  Measurements few(s.table.size());
+  for (int i : {0, 6, 9}) measure(few, s, 2 * i + 1, 0);
+  few.time_us[2 * 6 + 1] *= 3;
+  const std::vector<CaseEstimate> f = estimate_cases(s.table, few);
+  const CaseEstimate line = fallback_estimate({std::log(256.0), std::log(std::ldexp(256.0, 9))},
+                                              {std::log(s.truth[1]), std::log(s.truth[2 * 9 + 1])},
+                                              std::log(std::ldexp(256.0, 5)), FallbackRule{});
+  EXPECT_TRUE(f[2 * 6 + 1].spike);
+  EXPECT_NEAR(f[2 * 5 + 1].log_us, line.log_us, 1e-12);
+}
+
+TEST(PlannerAssess, SpikeRiskIsMeasuredOnNeighboursAndRaisesUnmeasuredChoicesOnly) {
+  const Synthetic s = synthetic();
+  Measurements m(s.table.size());
+  // NCCL at sizes 0..6 (adjacent: 5 inner sizes and the smallest tested), size 3 10 % above both neighbours; ONESHOT
+  // at sizes 0, 10, 20 (no two adjacent: nothing to test).
+  for (int i = 0; i <= 6; ++i) measure(m, s, 2 * i, 0);
+  m.time_us[2 * 3] = 1.1 * std::max(s.truth[2 * 2], s.truth[2 * 4]);
+  for (int i : {0, 10, 20}) measure(m, s, 2 * i + 1, 0);
+  const SpikeRisk r = spike_risk(s.table, m);
+  EXPECT_EQ(r.tested, 6);
+  EXPECT_EQ(r.spikes, 1);
+  EXPECT_NEAR(r.rate, 2.0 / 8.0, 1e-12);
+  ASSERT_EQ(r.rises.size(), 1u);
+  EXPECT_NEAR(r.rises[0], std::log(1.1), 1e-9);
+  // Nothing seen, no risk.
+  Measurements smooth(s.table.size());
+  for (int i = 0; i <= 6; ++i) measure(smooth, s, 2 * i, 0);
+  EXPECT_EQ(spike_risk(s.table, smooth).rate, 0.0);
+  EXPECT_TRUE(spike_risk(s.table, smooth).rises.empty());
+  EXPECT_EQ(spike_risk(s.table, smooth).tested, 6);
+
+  const Synthetic two = synthetic({kNccl, kOneShot}, 2);
+  std::vector<CaseEstimate> e(4);
+  e[0].log_us = std::log(10.0), e[0].sigma = 0.05;  // cell 0: an unmeasured choice, 5 % ahead
+  e[1].log_us = std::log(10.5), e[1].sigma = 0.05;
+  e[2].log_us = std::log(40.0), e[2].measured = true;  // cell 1: a measured choice
+  e[3].log_us = std::log(42.0), e[3].sigma = 0.05;
+  const Assessment plain = assess(two.table, e), risky = assess(two.table, e, r);
+  EXPECT_GT(risky.cells[0].expected_regret, plain.cells[0].expected_regret);
+  const double gap = std::log(1.05), sd = std::hypot(0.05, 0.05);
+  EXPECT_NEAR(risky.cells[0].expected_regret,
+              0.75 * codegen::expected_shortfall(gap, sd) + 0.25 * codegen::expected_shortfall(gap - std::log(1.1), sd), 1e-12);
+  EXPECT_EQ(risky.cells[1].expected_regret, plain.cells[1].expected_regret);
+  EXPECT_GT(risky.geomean_regret_bound(), plain.geomean_regret_bound());
+}
+
 TEST(PlannerAssess, ExpectedRegretIsTheTablesShortfallAndZeroWhenMeasured) {
   const Synthetic s = synthetic({kNccl, kOneShot}, 2);
   std::vector<CaseEstimate> e(4);
