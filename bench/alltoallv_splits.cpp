@@ -111,7 +111,7 @@ std::vector<SplitPattern> parse_split_patterns(const std::string& text, const st
     if (out.size() >= kMaxPatterns) throw GridError(option, "more than " + std::to_string(kMaxPatterns) + " split patterns");
     out.push_back(p);
   };
-  for (const std::string& item : split_list(text)) {
+  for (const std::string& item : split_list(text, option)) {
     const std::vector<std::string> f = fields_of(item);
     auto number = [&](const std::string& what, double lo, double hi) {
       return [=, &item](const std::string& s) {

@@ -16,7 +16,9 @@ std::string option_for(kernels::KernelParam parameter, const Case& c) {
     case KernelParam::LocalRanks: return "--virtual-ranks";
     case KernelParam::DType: return "--dtype";
     case KernelParam::Fusion: return "--fusion";
-    case KernelParam::Count: return c.tokens ? "--tokens/--hidden" : "--bytes";
+    // A dlrm split sets its own size (batch x tables x dimension): a count it cannot serve is its field, not --bytes.
+    case KernelParam::Count:
+      return c.split.rfind("dlrm:", 0) == 0 ? "--splits" : c.tokens ? "--tokens/--hidden" : "--bytes";
     case KernelParam::Hidden: return "--hidden";
     case KernelParam::Workspace: return "--workspace";
     case KernelParam::Device: return "--device";

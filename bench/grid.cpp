@@ -172,10 +172,17 @@ std::vector<std::pair<std::size_t, std::size_t>> plan_points(const Plan& plan, s
 
 // ---------------------------------------------------------------- values
 
-std::vector<std::string> split_list(const std::string& text) {
+std::vector<std::string> split_list(const std::string& text, const std::string& option) {
   std::vector<std::string> out;
-  for (const std::string& item : split_items(text, ','))
-    if (const std::string_view t = trim(item); !t.empty()) out.emplace_back(t);
+  const std::vector<std::string> items = split_items(text, ',');
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const std::string_view t = trim(items[i]);
+    // An empty item is a typo ("2,,4", a trailing comma) or an empty value; read as nothing it changed the run.
+    if (t.empty())
+      throw GridError(option, items.size() == 1 ? std::string("is empty: give at least one value")
+                                                : "item " + std::to_string(i + 1) + " of '" + text + "' is empty");
+    out.emplace_back(t);
+  }
   return out;
 }
 
@@ -205,7 +212,7 @@ std::vector<std::int64_t> geometric_sizes(std::int64_t lo, std::int64_t hi, doub
 
 std::vector<std::int64_t> parse_size_list(const std::string& text, const std::string& option) {
   std::vector<std::int64_t> out;
-  for (const std::string& item : split_list(text)) {
+  for (const std::string& item : split_list(text, option)) {
     if (item.find(':') == std::string::npos) {
       out.push_back(parse_size(item, option));
       continue;
@@ -457,7 +464,7 @@ std::vector<std::int64_t> json_sizes(const nlohmann::json& v, const std::string&
 }
 
 std::vector<std::string> json_strings(const nlohmann::json& v, const std::string& where) {
-  if (v.is_string()) return split_list(v.get<std::string>());
+  if (v.is_string()) return split_list(v.get<std::string>(), where);
   if (!v.is_array()) throw GridError(where, "expected a list of strings, found " + v.dump());
   std::vector<std::string> out;
   for (const auto& x : v) {

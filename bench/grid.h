@@ -116,7 +116,8 @@ std::vector<std::int64_t> parse_size_list(const std::string& text, const std::st
 std::int64_t parse_size(const std::string& text, const std::string& option);
 std::vector<std::int64_t> geometric_sizes(std::int64_t lo, std::int64_t hi, double factor, const std::string& option);
 std::vector<int> parse_int_list(const std::string& text, const std::string& option);
-std::vector<std::string> split_list(const std::string& text);  // comma-separated, blanks dropped
+// Comma-separated items, blanks around them dropped; an empty item ("a,,b", "") is a GridError naming `option`.
+std::vector<std::string> split_list(const std::string& text, const std::string& option);
 std::string format_bytes(std::int64_t bytes);                   // 1K, 64M, 1536 ...
 
 // Presets: "trtllm" (tokens 1..16384 x hidden 128..8192, powers of two, TP 2/4/8, the four fusion ops,

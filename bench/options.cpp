@@ -41,7 +41,7 @@ void check_whole_elements(const GridSpec& g) {
 // --profile-cases: case indices as --dry-run lists them, counted from 0.
 std::set<int> parse_case_indices(const std::string& text, const std::string& option) {
   std::set<int> out;
-  for (const std::string& item : split_list(text)) {
+  for (const std::string& item : split_list(text, option)) {
     std::string why;
     const std::optional<std::uint64_t> index = parse_whole_number(item, 0, std::numeric_limits<int>::max(), &why);
     if (!index)
@@ -187,7 +187,7 @@ void apply_grid_sources(GridSpec& g, const RawOptions& raw, const CLI::App& app)
 void apply_categorical_axes(GridSpec& g, const RawOptions& raw) {
   if (!raw.collectives.empty()) {
     g.collectives.clear();
-    for (const auto& s : split_list(raw.collectives)) {
+    for (const auto& s : split_list(raw.collectives, "--collective")) {
       auto c = try_parse_collective(s);
       if (!c) throw GridError("--collective", "unknown collective '" + s + "'");
       g.collectives.push_back(*c);
@@ -195,14 +195,14 @@ void apply_categorical_axes(GridSpec& g, const RawOptions& raw) {
     g.origin["collectives"] = "--collective";
   }
   if (!raw.strategies.empty()) {
-    g.strategies = split_list(raw.strategies);
+    g.strategies = split_list(raw.strategies, "--strategy");
     for (auto& s : g.strategies) s = upper(s);
     g.origin["strategies"] = "--strategy";
     g.skip_unsupported = false;
   }
   if (!raw.fusions.empty()) {
     g.fusions.clear();
-    for (const auto& s : split_list(raw.fusions)) {
+    for (const auto& s : split_list(raw.fusions, "--fusion")) {
       auto f = try_parse_fusion(s);
       if (!f) throw GridError("--fusion", "unknown fusion op '" + s + "'");
       g.fusions.push_back(*f);
@@ -212,7 +212,7 @@ void apply_categorical_axes(GridSpec& g, const RawOptions& raw) {
   }
   if (!raw.dtypes.empty()) {
     g.dtypes.clear();
-    for (const auto& s : split_list(raw.dtypes)) {
+    for (const auto& s : split_list(raw.dtypes, "--dtype")) {
       std::string d = canonical_dtype(s);
       if (dtype_size(d) == 0) throw GridError("--dtype", "unknown dtype '" + s + "'");
       g.dtypes.push_back(d);
@@ -251,7 +251,7 @@ void apply_size_axes(GridSpec& g, const RawOptions& raw, const CLI::App& app) {
     g.origin["bytes"] = "-b/-e/-f";
     g.tokens.clear(), g.hidden.clear();
   }
-  if (!raw.splits.empty()) {
+  if (app.count("--splits")) {  // given, even empty: an empty value is refused, never the default pattern
     g.splits.clear();
     for (const auto& p : parse_split_patterns(raw.splits, "--splits")) g.splits.push_back(p.to_string());
     g.origin["splits"] = "--splits";

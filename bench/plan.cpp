@@ -93,7 +93,7 @@ PlannedGrid plan_cases(GridSpec& spec, const PlanOptions& options, std::vector<s
   out.full_cases = full.full_cases;
   out.repeated_cases = full.repeated_cases;
   std::set<std::string> dropped;
-  std::size_t too_small = 0;
+  std::size_t too_small = 0, too_small_by_split = 0;  // the latter: a dlrm split's own size (batch / ranks rows)
   for (Case& c : full.cases) {
     const Descriptor* d = find_descriptor(spec.backend, c.collective, c.strategy);
     if (!d) {  // only reachable with skip_unsupported (checked above otherwise)
@@ -125,6 +125,7 @@ PlannedGrid plan_cases(GridSpec& spec, const PlanOptions& options, std::vector<s
                                                       " needs --tokens and --hidden (a byte size has no rows to normalise)");
     if (c.count == 0) {
       ++too_small;
+      too_small_by_split += c.split.rfind("dlrm:", 0) == 0;
       continue;
     }
     if (d->validate)
@@ -164,6 +165,12 @@ PlannedGrid plan_cases(GridSpec& spec, const PlanOptions& options, std::vector<s
   }
   if (out.cases.empty()) {
     // Say why every case went: the notices above are printed only for a run that goes on.
+    // A dlrm split sets its own size: where it made every case empty, its batch is below the rank count, not a size
+    // option's fault (none need have been given).
+    if (too_small && dropped.empty() && too_small_by_split == too_small)
+      throw GridError(spec.option_for("splits"), "the grid has no runnable case: in all " + std::to_string(too_small) +
+                                                     " the dlrm split's batch B is below the rank count (floor(B/TP) "
+                                                     "rows per rank would be none: a larger B or a smaller TP)");
     if (too_small && dropped.empty())
       throw GridError(spec.token_mode() ? spec.option_for("tokens") + "/" + spec.option_for("hidden") : spec.option_for("bytes"),
                       "the grid has no runnable case: all " + std::to_string(too_small) +

@@ -213,6 +213,8 @@ std::optional<std::uint64_t> parse_whole_number(std::string_view text, std::uint
     if (v > (UINT64_MAX - digit) / 10) beyond = true;
     else v = v * 10 + digit;
   }
+  // A leading zero is refused as in integer options (integer_option_problem): C's rules would read 010 as 8.
+  if (text.size() > 1 && text.front() == '0') return fail(integer_option_problem(text) + "; expected " + range);
   if (beyond || v < min || v > max) return fail(shown + " is outside " + range);
   return v;
 }

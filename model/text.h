@@ -65,8 +65,9 @@ std::optional<double> byte_unit_multiplier(std::string_view unit, std::string* w
 // bounded: each option checks its own range and whether it takes fractions. The one reader of sizes given on a
 // command line: arfit predict's --bytes/--tokens/--hidden, codegen's axes, arbench's sizes.
 std::optional<double> parse_size_text(std::string_view text, std::string* why = nullptr);
-// A whole number written in an option or a setting: decimal digits only ("0", "42", "007"), within [min, max].
-// No sign, blank, point, exponent or hex prefix: strtol/stoll read "+2", " 2" and "2 " (after a trim) and stod
+// A whole number written in an option or a setting: decimal digits only ("0", "42"; no leading zero, as in integer
+// options: "007" names 7 only by luck of C's rules, "010" would be 8), within [min, max]. No sign, blank, point,
+// exponent or hex prefix: strtol/stoll read "+2", " 2" and "2 " (after a trim) and stod
 // "1e3" and "0x10", so that a typo or a pasted field passed as a count. nullopt with *why set otherwise, a clause
 // for the caller to put after what the number is ("crosshw:K: K ..."): "'+2' is not a whole number (decimal
 // digits only: no sign, blank, point or exponent); expected 1..2147483647", "'0' is outside 1..2147483647". The one

@@ -63,7 +63,9 @@ TEST(AllToAllvSplits, BadPatternsNameTheOption) {
                                 "hot:0.5:-1", "hot:0.5/", "even:1", "uniform", "dlrm:64::16:1", "dlrm:64:16:16:0..100000",
                                 "dlrm:1000000000:1000000:1000000:1",
                                 // counts through std::stod: 1e3 read as 1000, +2 as 2, 0x10 as 16
-                                "dlrm:1e3:16:16:1", "dlrm:64:+2:16:1", "dlrm:64:16:0x10:1", "zipf:1:+3", "hot:0.5: 1"}) {
+                                "dlrm:1e3:16:16:1", "dlrm:64:+2:16:1", "dlrm:64:16:0x10:1", "zipf:1:+3", "hot:0.5: 1",
+                                // a leading zero (C's octal) and empty items (issue 43: they were dropped)
+                                "dlrm:064:16:16:1", "zipf:1:07", "", "cyclic,,even", "even,", ","}) {
     try {
       parse_split_patterns(bad, "--splits");
       ADD_FAILURE() << bad << " parsed";
@@ -80,6 +82,10 @@ TEST(AllToAllvSplits, BadPatternsNameTheOption) {
   };
   EXPECT_EQ(offending_option(with({"--splits", "zipf:1,hot:0.5:1"})), "");
   EXPECT_EQ(offending_option(with({"--splits", "zipf:abc"})), "--splits");
+  // Given empty, --splits is refused, never read as "the default pattern".
+  EXPECT_EQ(offending_option(with({"--splits", ""})), "--splits");
+  EXPECT_EQ(offending_option(with({"--splits", "cyclic,,even"})), "--splits");
+  EXPECT_EQ(offending_option(with({"--collective", "alltoallv,"})), "--collective");
   EXPECT_EQ(offending_option(with({"--splits", "hot:0.5:2"})), "--splits");  // rank 2 is not below TP 2
   EXPECT_EQ(offending_option({"--collective", "alltoall", "--bytes", "64K", "--splits", "even", "-o", "x"}), "--splits");
   // A grid of dlrm splits alone needs no size axis; a sized split does.

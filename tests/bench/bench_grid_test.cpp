@@ -42,7 +42,9 @@ TEST(BenchGrid, PlanParsingRoundTrips) {
 TEST(BenchGrid, PlanFieldsAreReadAsWritten) {
   for (std::string s : {"lattice: 2", "lattice:2 ", " lattice:2", "anchors:+3", "anchors:3.0", "lattice:0x2", "lattice:2:",
                         "random:0.5: 7", "random:0.5:+7", "random: 0.5:7", "random:+0.5:7", "random:0x.8:7", "random:nan:7",
-                        "random:0.5:7:", "random:.:7", "random:1e:7", "full:"}) {
+                        "random:0.5:7:", "random:.:7", "random:1e:7", "full:",
+                        // a leading zero: C's rules read 010 as 8 (issue 43: lattice:02 and anchors:03 ran)
+                        "lattice:02", "anchors:03", "random:0.5:07"}) {
     try {
       Plan::parse(s, "--plan");
       ADD_FAILURE() << "'" << s << "' accepted";
@@ -354,10 +356,19 @@ TEST(BenchGrid, TimedIterationsAreBounded) {
 
 // A grid whose every case is below one element per rank (a dlrm split of 1 element over 4 ranks) was refused as
 // "option --strategy: the grid has no runnable case", blaming an option not given and hiding why.
+// A dlrm split sets its own size, so its batch below the rank count is the --splits value's fault, with or without
+// a --bytes (issue 43: it was blamed on --bytes).
 TEST(BenchGrid, EmptyGridSaysWhyEveryCaseWent) {
   const std::vector<std::string> args = {"--collective", "alltoallv", "--strategy", "MPI", "--dtype", "fp32", "--tp", "4",
                                          "--bytes", "4K", "--splits", "dlrm:1:1:1:0", "--dry-run"};
-  EXPECT_EQ(offending_option(args, 4), "--bytes");
+  EXPECT_EQ(offending_option(args, 4), "--splits");
+  EXPECT_EQ(offending_option({"--collective", "alltoallv", "--strategy", "MPI", "--dtype", "fp32", "--tp", "4", "--splits",
+                              "dlrm:3:2:8:0", "--dry-run"}, 4),
+            "--splits");
+  // A fixed split over a size below one element per rank is the size's fault.
+  EXPECT_EQ(offending_option({"--collective", "alltoallv", "--strategy", "MPI", "--dtype", "fp32", "--tp", "4", "--bytes",
+                              "8", "--splits", "even", "--dry-run"}, 4),
+            "--bytes");
   try {
     Options o = parse(args);
     PlanOptions po;
@@ -366,7 +377,7 @@ TEST(BenchGrid, EmptyGridSaysWhyEveryCaseWent) {
     plan_cases(o.spec, po, nullptr);
     ADD_FAILURE() << "planned";
   } catch (const GridError& e) {
-    EXPECT_NE(std::string(e.what()).find("below one element per rank"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("batch B is below the rank count"), std::string::npos) << e.what();
   }
 }
 
@@ -377,7 +388,11 @@ TEST(BenchGrid, SpecErrorsNameTheFileLineAndKey) {
   } cases[] = {{"{\n  \"bytes\": [1024],\n  \"tp\": [-2]\n}", "--spec s.json:3 key 'tp'"},
                {"{\"bytes\": [1024,\n -5]}", "--spec s.json:1 key 'bytes'"},
                {"{\n\n \"bytez\": 1}", "--spec s.json:3 key 'bytez'"},
-               {"{\"bytes\": [1024],\n \"plan\": \"anchors:0\"}", "--spec s.json:2 key 'plan'"}};
+               {"{\"bytes\": [1024],\n \"plan\": \"anchors:0\"}", "--spec s.json:2 key 'plan'"},
+               // empty split items in a spec file, as on the command line (issue 43: they were dropped)
+               {"{\"bytes\": [1024],\n\n \"splits\": \"cyclic,,even\"}", "--spec s.json:3 key 'splits'"},
+               {"{\"bytes\": [1024],\n \"splits\": [\"cyclic\", \"\"]}", "--spec s.json:2 key 'splits'"},
+               {"{\"bytes\": [1024],\n \"plan\": \"lattice:08\"}", "--spec s.json:2 key 'plan'"}};
   for (const auto& c : cases) {
     GridSpec g;
     try {

@@ -137,6 +137,7 @@ TEST(SelectEval, TokenHiddenGridUsesLattice) {
   const SelectReport r4 = evaluate_select(v, SelectOptions{"lattice:4", 12, {}});
   EXPECT_EQ(r4.cases[0].measured, 5 * 3);
   EXPECT_THROW(evaluate_select(v, SelectOptions{"lattice:1", 12, {}}), std::invalid_argument);
+  EXPECT_THROW(evaluate_select(v, SelectOptions{"lattice:04", 12, {}}), std::invalid_argument);  // C would read octal
   EXPECT_THROW(evaluate_select(v, SelectOptions{"every-other", 12, {}}), std::invalid_argument);
 }
 

@@ -146,7 +146,9 @@ TEST(Text, SizesOnTheCommandLine) {
 TEST(Text, WholeNumbersAreDecimalDigitsWithinTheirRange) {
   EXPECT_EQ(parse_whole_number("0", 0, 10), 0u);
   EXPECT_EQ(parse_whole_number("42", 0, 100), 42u);
-  EXPECT_EQ(parse_whole_number("007", 0, 10), 7u);
+  std::string zero_why;
+  EXPECT_FALSE(parse_whole_number("007", 0, 10, &zero_why));
+  EXPECT_EQ(zero_why, "'007' has a leading zero, read as octal by C's rules; write 7; expected 0..10");
   EXPECT_EQ(parse_whole_number("18446744073709551615", 0, UINT64_MAX), UINT64_MAX);
   EXPECT_EQ(parse_whole_number("2147483647", 1, 2147483647), 2147483647u);
   std::string why;

@@ -847,7 +847,12 @@ TEST_F(Robustness, BadOptionValuesAreUsageErrorsNamingTheOption) {
   // --iters: ..." before); a byte size that is not a whole number of elements (3 bytes of bf16 was measured as 2).
   for (const auto& [option, value, says] : std::vector<std::tuple<std::string, std::string, std::string>>{
            {"--iters", "016", "'016' has a leading zero"}, {"--iters", "09", "'09' has a leading zero"},
-           {"--bytes", "3", "measured as 2 bytes"}}) {
+           {"--bytes", "3", "measured as 2 bytes"},
+           // Inside compound values the same integer rule, and no empty item (issue 43: lattice:02 ran, '' ran the
+           // default split, 'cyclic,,even' dropped the empty item).
+           {"--plan", "lattice:02", "'02' has a leading zero"}, {"--plan", "anchors:03", "'03' has a leading zero"},
+           {"--splits", "dlrm:064:4:8:1", "batch '064' has a leading zero"}, {"--splits", "", "is empty"},
+           {"--splits", "cyclic,,even", "item 2 of 'cyclic,,even' is empty"}, {"--dtype", "fp16,", "is empty"}}) {
     const char* argv[] = {"arbench", "--backend", "host", option.c_str(), value.c_str(), "-o", "x.csv"};
     try {
       arfit::bench::parse_options(7, argv);
@@ -1170,8 +1175,12 @@ TEST_F(Robustness, EvalRefusesItsOptionsBeforeReadingAnyInput) {
   expect_refused(eval + "--protocol interp2:3", 2, {"--protocol interp2:3: interp2 takes no ':' argument"});
   // Good options: the unreadable input is what is wrong (bad data, exit 1, naming it).
   expect_refused(eval + "--protocol crosshw:2", 1, {"unreadable.txt"});
+  // A leading zero is refused inside a compound value as in an integer option (C's rules read 010 as 8; issue 43:
+  // crosshw:010 ran K = 10, lattice:04 ran 4).
+  expect_refused(eval + "--protocol crosshw:010", 2, {"--protocol crosshw:K needs K", "'010' has a leading zero", "write 10"});
+  expect_refused(eval + "--protocol select --plan lattice:04", 2, {"--plan lattice:K needs K", "'04' has a leading zero"});
   // A K the protocol reads runs as before.
-  const CommandResult ok = arfit_here("eval samples.csv --protocol crosshw:007");
+  const CommandResult ok = arfit_here("eval samples.csv --protocol crosshw:7");
   EXPECT_NE(ok.exit_code, 2) << ok.output;
 }
 
