@@ -18,6 +18,7 @@
 #include "model/bus_factor.h"
 #include "model/json_input.h"
 #include "model/model_set.h"
+#include "model/predict_answer.h"
 #include "model/scale_out.h"
 #include "model/text.h"
 
@@ -111,70 +112,28 @@ void run_predict(const PredictArgs& a) {
   const int modes = !a.bytes.empty() + (!a.tokens.empty() || !a.hidden.empty()) + !a.splits.empty();
   if (modes != 1) throw UsageError("give exactly one of --bytes, --tokens/--hidden, --splits");
   if (!a.tokens.empty() != !a.hidden.empty()) throw UsageError("--tokens and --hidden go together");
-  if (a.nranks > 0 && a.nnodes > a.nranks)
+  PredictRequest request;
+  request.models_name = a.models;
+  request.collective = a.collective, request.strategy = a.strategy, request.system = a.system;
+  request.fusion = a.fusion, request.dtype = a.dtype;
+  request.nranks = a.nranks, request.nnodes = a.nnodes, request.sm = a.sm;
+  request.first_split = a.splits.empty() ? std::string() : a.splits.front();
+  request.shaped = !a.tokens.empty();
+  if (a.nranks > 0 && a.nnodes > a.nranks)  // before the models file is read, as every option check
     throw UsageError("--nnodes " + std::to_string(a.nnodes) + " is more nodes than --nranks " + std::to_string(a.nranks) +
                      " has GPUs");
-  PredictQuery base;
+  const ModelSet set = ModelSet::load(a.models);
+  // The system, strategy, dtype and GPU count the request means (model/predict_answer.h): what it names wrongly, or
+  // leaves open where the file holds several, is the user's to correct (exit 2), not a query without an answer.
+  ResolvedPredict resolved;
   try {
-    base.collective = parse_collective(a.collective);
-    base.fusion = parse_fusion(a.fusion);
+    resolved = resolve_predict_request(set, request);
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
-  base.strategy = a.strategy;
-  base.system = a.system;
-  base.dtype = a.dtype;
-  base.nranks = a.nranks;
-  base.nnodes = a.nnodes;
-  base.sm = a.sm;
-  const ModelSet set = ModelSet::load(a.models);
-  // --system and --dtype name what the models file is asked about: a machine it does not hold, or one of several
-  // left unnamed, and a type of no known size that none of its groups has, are the user's to correct (exit 2, as in
-  // whatif, codegen and suggest), not a query without an answer.
-  base.system = system_option(set, a.system);
-  // --strategy likewise, where the file models the collective at all (a file without it answers nothing, whatever
-  // the strategy: no model answers, exit 1). A split is answered by the all-to-all curves (ModelSet::predict).
-  const Collective modelled = a.splits.empty() ? base.collective : Collective::AllToAll;
-  if (const std::vector<std::string> held = set.strategies(base.system, modelled); !held.empty())
-    require_held_strategy(a.strategy, held,
-                          "a strategy of " + a.models + " for " + to_string(modelled) +
-                              (base.system.empty() ? std::string() : " on " + base.system));
-  if (!a.dtype.empty() && dtype_size(a.dtype) <= 0) {
-    const std::string asked = canonical_dtype(a.dtype);
-    const auto groups = set.groups();
-    if (std::none_of(groups.begin(), groups.end(), [&](const GroupModelView& g) { return canonical_dtype(g.key.dtype) == asked; }))
-      throw UsageError("--dtype: '" + a.dtype + "' is neither a known element type (bf16, fp16, fp32, fp64, int8, fp8, ...) " +
-                       "nor a dtype of " + a.models);
-  }
+  const PredictQuery& base = resolved.base;
   const std::vector<ModelSet> lenders = load_priors(a.priors, "auto", 1);
-  if (!a.splits.empty() && base.collective != Collective::AllToAllV && base.collective != Collective::AllToAll)
-    throw UsageError("--splits is an all-to-allv split: it needs --collective alltoallv (or alltoall), not " + a.collective);
-  PredictQuery asked = base;  // the query without its sizes, as the checks below ask the models file about it
-  if (!a.splits.empty()) asked.splits = a.splits.front();  // a split asks the all-to-all groups, as predict reads it
-  // Without --dtype the answer is from the only element type the file has for the query; with several (the
-  // aiconfigurator NCCL tables hold fp16 and int8), which one is meant is the user's to say: predict alone would
-  // find the query ambiguous and answer "no model answers".
-  const std::vector<std::string> file_types = a.dtype.empty() ? set.dtypes(asked) : std::vector<std::string>{};
-  if (file_types.size() > 1)
-    throw UsageError("--dtype: " + a.models + " has " + std::to_string(file_types.size()) + " element types for this query (" +
-                     join(file_types, ", ") + "); say which");
-  // Without --nranks the answer is the only GPU count the file has for the query; with several, which one is
-  // meant is the user's to say (the bus bandwidth printed depends on it too).
-  int answered_nranks = a.nranks;  // the count the bus bandwidth is computed for
-  // A split names its ranks (one entry each): that is its count, below.
-  if (a.nranks == 0 && a.splits.empty()) {
-    std::vector<int> counts = set.gpu_counts(asked);
-    // The counts of the type that will answer (a same-size type when --dtype has no model of its own).
-    for (const std::string& d : a.dtype.empty() ? std::vector<std::string>{} : same_size_dtypes(a.dtype)) {
-      if (!counts.empty()) break;
-      asked.dtype = d;
-      counts = set.gpu_counts(asked);
-    }
-    if (counts.size() > 1)
-      throw UsageError("--nranks: " + a.models + " has " + std::to_string(counts.size()) + " GPU counts for this query (" +
-                       join(counts, ", ") + "); say which");
-    if (counts.size() == 1) answered_nranks = counts.front();
-  }
+  const int answered_nranks = resolved.busbw_nranks;
   std::vector<PredictQuery> qs;
   // Per query, the GPU count of its bus bandwidth: --nranks, else the file's one count, else a split's ranks. Without
   // it the column named busbw printed the algorithm bandwidth (51 GB/s for 89.6 with --nranks 8 on one 8-GPU model).
@@ -187,16 +146,7 @@ void run_predict(const PredictArgs& a) {
       busbw_nranks.push_back(answered_nranks);
     }
   } else if (!a.tokens.empty()) {
-    // A shaped message is tokens x hidden elements: its bytes need the element size of the type that answers
-    // (--dtype, else the file's one type for the query). A type arfit cannot size (fp4, a name of the file's own)
-    // gets no guess: the answer would be for another size.
-    const std::string shape_dtype = !a.dtype.empty() ? a.dtype : file_types.size() == 1 ? file_types.front() : "";
-    if (!shape_dtype.empty() && dtype_size(shape_dtype) == 0)
-      throw UsageError("--tokens/--hidden: the element size of dtype '" + shape_dtype + "'" +
-                       (a.dtype.empty() ? " (the models' type for this query)" : "") +
-                       " is unknown to arfit, so a tokens x hidden message has no size; give it in bytes with --bytes");
-    // Sized by the type that answers (--dtype, else the file's; bf16 when the file has none for the query).
-    const std::string sized_as = shape_dtype.empty() ? "bf16" : shape_dtype;
+    const std::string& sized_as = resolved.sized_as;
     for (const auto& t : split_items(a.tokens, ','))
       for (const auto& h : split_items(a.hidden, ',')) {
         PredictQuery q = base;
@@ -238,22 +188,18 @@ void run_predict(const PredictArgs& a) {
   int missing = 0;
   std::string refused;  // why predict refuses the strategy across nodes (model/model_set.h), when it does
   bool unknown_network = false;
-  // A --dtype without a model of its own is answered by a type of the same element size, the rule codegen,
-  // suggest, plot and whatif answer by (model/model_set.h), and `how` says which.
-  const auto predict_set = [&](const PredictQuery& q) { return set.predict(q, lenders); };
   for (std::size_t i = 0; i < qs.size(); ++i) {
     const PredictQuery& q = qs[i];
-    const auto p = predict_same_element_size(predict_set, q);
-    if (p && p->how.find(kNoMultiNodePrior) != std::string::npos) unknown_network = true;
-    if (!p) {
+    const PredictAnswer answer = answer_predict_query(set, lenders, q, busbw_nranks[i]);
+    unknown_network = unknown_network || answer.unknown_network;
+    if (!answer.prediction) {
       ++missing;
-      refused = set.across_nodes_refusal(q, lenders);
-      const std::string why = refused.empty() ? "no model answers this query" : refused;
+      refused = answer.refused_across_nodes ? answer.error : std::string();
       // No model, so no dtype to size tokens × hidden or a split with: the query as given.
       if (!a.json)
-        std::printf("%14.0f %8lld %8lld  %s%s%s\n", q.bytes, (long long)q.tokens, (long long)q.hidden, why.c_str(),
+        std::printf("%14.0f %8lld %8lld  %s%s%s\n", q.bytes, (long long)q.tokens, (long long)q.hidden, answer.error.c_str(),
                     q.splits.empty() ? "" : ": ", q.splits.c_str());
-      nlohmann::json r = {{"error", why}};
+      nlohmann::json r = {{"error", answer.error}};
       if (q.bytes > 0) r["bytes"] = q.bytes;
       if (q.tokens) {
         r["tokens"] = q.tokens;
@@ -263,13 +209,12 @@ void run_predict(const PredictArgs& a) {
       out.push_back(r);
       continue;
     }
-    const double bytes = p->bytes;  // the size the models file answered for (its group's dtype when --dtype is omitted)
-    const int n = busbw_nranks[i];
-    const double busbw = n > 0 ? bus_bw_gbps(q.collective, n, bytes, p->time_us) : alg_bw_gbps(bytes, p->time_us);
+    const Prediction& p = *answer.prediction;
+    const double bytes = p.bytes;  // the size the models file answered for (its group's dtype when --dtype is omitted)
     if (a.json) {
-      nlohmann::json r = {{"bytes", bytes}, {"time_us", p->time_us}, {"lo_us", p->lo_us}, {"hi_us", p->hi_us},
-                          {"busbw_gbps", busbw}, {"extrapolated", p->extrapolated}, {"transferred", p->transferred},
-                          {"how", p->how}};
+      nlohmann::json r = {{"bytes", bytes}, {"time_us", p.time_us}, {"lo_us", p.lo_us}, {"hi_us", p.hi_us},
+                          {"busbw_gbps", answer.busbw_gbps}, {"extrapolated", p.extrapolated}, {"transferred", p.transferred},
+                          {"how", p.how}};
       if (q.tokens) {
         r["tokens"] = q.tokens;
         r["hidden"] = q.hidden;
@@ -278,7 +223,7 @@ void run_predict(const PredictArgs& a) {
       out.push_back(r);
     } else {
       std::printf("%14.0f %8lld %8lld %12.3f %12.3f %12.3f %10.2f  %s%s\n", bytes, (long long)q.tokens, (long long)q.hidden,
-                  p->time_us, p->lo_us, p->hi_us, busbw, p->how.c_str(), p->extrapolated ? " (extrapolated)" : "");
+                  p.time_us, p.lo_us, p.hi_us, answer.busbw_gbps, p.how.c_str(), p.extrapolated ? " (extrapolated)" : "");
     }
   }
   if (a.json) std::cout << json_document_text(out);
