@@ -55,22 +55,6 @@ void add_grid_options(CLI::App* cmd, codegen::Request& r) {
                   "Date for the banner (YYYY-MM-DD); default: SOURCE_DATE_EPOCH, else the models file's date/mtime");
 }
 
-std::string command_line(const CodegenArgs& a) {
-  const auto& r = a.request;
-  std::string s = "arfit codegen " + a.models + " --format " + a.format + " --sm " + std::to_string(r.sm) +
-                  (r.transfer_sm ? " --transfer-sm" : "") + " --tp " + r.tp + " --fusion " + r.fusion + " --hidden " +
-                  r.hidden + " --tokens " + r.tokens + " --dtype " + r.dtype + " --fallback " + r.fallback;
-  if (!r.system.empty()) s += " --system " + r.system;
-  if (!r.consumer_version.empty()) s += " --consumer-version " + r.consumer_version;
-  if (!r.base_path.empty()) s += " --base " + r.base_path;
-  for (const auto& m : r.map) s += " --map " + m;
-  if (a.format == "nccl-tuner")
-    s += " --bytes " + r.bytes + " --nnodes " + std::to_string(r.nnodes) + " --channels " + std::to_string(r.channels);
-  else if (a.format == "vllm" || a.format == "sglang" || a.format == "flashinfer")
-    s += " --bytes " + r.bytes;
-  return s;
-}
-
 void run_codegen(CodegenArgs a) {
   try {
     codegen::find_format(a.format);
@@ -90,7 +74,7 @@ void run_codegen(CodegenArgs a) {
   check_output_file(a.output);
   const ModelSet models = ModelSet::load(a.models);
   a.request.models_path = a.models;
-  a.request.command = command_line(a);
+  a.request.command = codegen::codegen_command_line(a.models, a.format, a.request);
   std::string out, summary;
   try {
     out = codegen::generate(models, a.request, a.format, text, &summary);

@@ -135,4 +135,19 @@ nlohmann::json suggestions_json(const StrategyTable& t, const std::vector<const 
   return j;
 }
 
+std::string codegen_command_line(const std::string& models_path, const std::string& format, const Request& r) {
+  std::string s = "arfit codegen " + models_path + " --format " + format + " --sm " + std::to_string(r.sm) +
+                  (r.transfer_sm ? " --transfer-sm" : "") + " --tp " + r.tp + " --fusion " + r.fusion + " --hidden " +
+                  r.hidden + " --tokens " + r.tokens + " --dtype " + r.dtype + " --fallback " + r.fallback;
+  if (!r.system.empty()) s += " --system " + r.system;
+  if (!r.consumer_version.empty()) s += " --consumer-version " + r.consumer_version;
+  if (!r.base_path.empty()) s += " --base " + r.base_path;
+  for (const auto& m : r.map) s += " --map " + m;
+  if (format == "nccl-tuner")
+    s += " --bytes " + r.bytes + " --nnodes " + std::to_string(r.nnodes) + " --channels " + std::to_string(r.channels);
+  else if (format == "vllm" || format == "sglang" || format == "flashinfer")
+    s += " --bytes " + r.bytes;
+  return s;
+}
+
 }  // namespace arfit::codegen

@@ -64,4 +64,9 @@ int prediction_sm(const Request& request);
 void check_sm_transfer(const ModelSet& models, const std::string& system, const Request& request,
                        const std::string& option = "--transfer-sm");
 
+// The `arfit codegen` command line that asks for `format` from `models_path` with `request`'s options, every grid
+// option spelled out: what a generated file's banner records (Request::command), the same from the command line
+// and from the Python package.
+std::string codegen_command_line(const std::string& models_path, const std::string& format, const Request& request);
+
 }  // namespace arfit::codegen
