@@ -55,6 +55,17 @@ Table read_table(const std::string& text, const std::string& name, const char* w
       }
       continue;
     }
+    // Every row has the header's cells: fewer is a truncated row (a cut-off export: its range or kernel would vanish
+    // or lose its end), more an unquoted comma in a name (the name cut short, the times shifted); the header again is
+    // two reports concatenated (phantom rows, renumbered phases). Each is refused where it is.
+    if (cells == t.header)
+      throw InputError(name, lineno, "", "the header of line " + std::to_string(t.header_line) +
+                                             " repeated: two reports concatenated? give each report on its own");
+    if (cells.size() != t.header.size())
+      throw InputError(name, lineno, "", "row has " + std::to_string(cells.size()) + " cells, the header (line " +
+                                             std::to_string(t.header_line) + ") " + std::to_string(t.header.size()) +
+                                             (cells.size() < t.header.size() ? ": a truncated row"
+                                                                             : ": an unquoted comma in a name? (quote it)"));
     t.rows.emplace_back(lineno, std::move(cells));
   }
   if (t.header.empty())

@@ -3,6 +3,9 @@
 // 20,000-character name. std::regex overflowed the stack on both; RE2 matches in linear time.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
+
 #include "model/errors.h"
 #include "trace/classify.h"
 #include "trace_test_util.h"
@@ -122,4 +125,46 @@ TEST(RuleRobustness, BreakdownOfVllmJsonWithA40kDigitStepKey) {
   expect_success(r);
   EXPECT_EQ(slurp(dir.file("out/comm_share.csv")),
             "phase,kind,step,total_us,comm_us,comm_share_pct\nprefill,prefill,0,2.000,0.000,0.00\ndecode_3,decode,3,1.000,0.000,0.00\n");
+}
+
+// nsys CSV rows must have the header's cells (issue 43): an NVTX report with a truncated last row lost a phase
+// (its kernels counted outside any), two concatenated reports made phantom phases, and a kernel row with an
+// unquoted comma in its name was read with the name cut short. Each is refused naming file:line, exit 1,
+// inputs unchanged, no output folder left.
+TEST(NsysRobustness, RaggedRowsAndRepeatedHeadersAreRefusedWithTheirLine) {
+  const std::string nvtx = slurp(trace_data("nsys_nvtx_gpu_proj.csv")), trace = slurp(trace_data("nsys_gpu_trace.csv"));
+  const std::string nvtx_header = nvtx.substr(0, nvtx.find('\n') + 1);
+  std::string truncated = nvtx;
+  while (!truncated.empty() && truncated.back() == '\n') truncated.pop_back();
+  truncated = truncated.substr(0, truncated.rfind(',')) + "\n";  // the last row cut off in its last cell
+  const auto lines = [](const std::string& s) { return static_cast<long>(std::count(s.begin(), s.end(), '\n')); };
+  const struct {
+    std::string what, nvtx_text, trace_text, says;
+    long line;
+  } cases[] = {
+      {"truncated NVTX row", truncated, trace, "a truncated row", lines(truncated)},
+      {"repeated NVTX header", nvtx + nvtx_header + nvtx.substr(nvtx_header.size()), trace, "repeated", lines(nvtx) + 1},
+      {"unquoted comma in a kernel name", nvtx,
+       trace + "3000000,1000,999,1,1,1,1,1,1,1,0,0,,,,,NVIDIA H100 80GB HBM3 (0),1,,7,void foo<int, float>(int)\n",
+       "an unquoted comma", lines(trace) + 1},
+  };
+  for (const auto& c : cases) {
+    TempDir dir;
+    const std::string nvtx_path = dir.write("nvtx.csv", c.nvtx_text), trace_path = dir.write("trace.csv", c.trace_text);
+    const auto r = run_command(arfit_cmd("breakdown " + trace_path + " --nvtx " + nvtx_path + " -o " + dir.file("out") +
+                                         " --no-figures"));
+    EXPECT_EQ(r.exit_code, 1) << c.what << "\n" << r.output;
+    const std::string file = c.what.find("NVTX") != std::string::npos ? nvtx_path : trace_path;
+    EXPECT_NE(r.output.find(file + ":" + std::to_string(c.line)), std::string::npos) << c.what << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.says), std::string::npos) << c.what << "\n" << r.output;
+    EXPECT_EQ(slurp(nvtx_path), c.nvtx_text);
+    EXPECT_EQ(slurp(trace_path), c.trace_text);
+    EXPECT_FALSE(std::filesystem::exists(dir.file("out"))) << c.what;
+  }
+  // Quoted, the comma is part of the name: read.
+  TempDir dir;
+  const std::string quoted = dir.write(
+      "trace.csv", trace + "3000000,1000,999,1,1,1,1,1,1,1,0,0,,,,,NVIDIA H100 80GB HBM3 (0),1,,7,\"void foo<int, float>(int)\"\n");
+  const auto ok = run_command(arfit_cmd("breakdown " + quoted + " -o " + dir.file("out") + " --no-figures"));
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
 }
