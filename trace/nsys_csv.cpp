@@ -1,4 +1,5 @@
 #include "trace/nsys_csv.h"
+#include "trace/range_index.h"
 
 #include <algorithm>
 #include <cctype>
@@ -342,6 +343,10 @@ Profile parse_nsys_csv(const std::string& text, const std::string& name, const N
       range_phase[i] = "decode_" + std::to_string(ndecode);
     }
   }
+  std::vector<double> range_starts, range_ends;
+  for (const NvtxRange& r : ranges) range_starts.push_back(r.start_us), range_ends.push_back(r.end_us);
+  const RangeIndex range_index(std::move(range_starts), std::move(range_ends));
+  static const std::string kAllPhase = "all", kOutsidePhase = "outside_nvtx";
   std::map<std::string, std::map<std::string, KernelAgg>> per_phase;
   for (const auto& row : t.rows) {
     if (static_cast<std::size_t>(c_name) >= row.second.size()) throw InputError(name, row.first, "Name", "missing cell");
@@ -349,12 +354,9 @@ Profile parse_nsys_csv(const std::string& text, const std::string& name, const N
     const double start = start_cell_us(t, row, c_start, name, "kernel");
     double dur = time_cell_us(t, row, c_dur, name);
     if (dur < 0) throw InputError(name, row.first, t.header[static_cast<std::size_t>(c_dur)], "negative duration");
-    std::string phase = ranges.empty() ? "all" : "outside_nvtx";
-    // Innermost phase range holding the start: the latest-starting one that contains it.
-    for (std::size_t i = 0; i < ranges.size(); ++i) {
-      if (ranges[i].start_us > start) break;
-      if (start < ranges[i].end_us) phase = range_phase[i];
-    }
+    // Innermost phase range holding the start: the latest-starting one that contains it (trace/range_index.h).
+    const long holder = ranges.empty() ? -1 : range_index.innermost(start);
+    const std::string& phase = ranges.empty() ? kAllPhase : holder < 0 ? kOutsidePhase : range_phase[static_cast<std::size_t>(holder)];
     auto& a = per_phase[phase][k];
     if (a.first_line == 0) a.first_line = row.first;
     a.time_us += dur;

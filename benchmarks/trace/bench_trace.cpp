@@ -6,6 +6,8 @@
 
 #include "trace/breakdown.h"
 #include "trace/classify.h"
+#include "trace/nsys_csv.h"
+#include "trace/range_index.h"
 #include "trace/vllm_profile.h"
 
 namespace {
@@ -97,6 +99,51 @@ void BM_ClassifyHostileName(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(name.size()));
 }
 BENCHMARK(BM_ClassifyHostileName)->Arg(4000)->Arg(40000)->Arg(400000)->Unit(benchmark::kMicrosecond);
+
+// NVTX phase assignment (issue 43's goal: 10^6 kernels with 10^5 ranges under 5 s): the index alone, then the whole
+// nsys reader on a generated cuda_gpu_trace with its NVTX report. Ranges: decode steps of 10 us each, every one with
+// a nested layer range, so that every kernel lies in two ranges.
+std::pair<std::vector<double>, std::vector<double>> nested_ranges(std::size_t n) {
+  std::vector<double> starts, ends;
+  for (std::size_t i = 0; i < n / 2; ++i) {
+    const double s = 10.0 * static_cast<double>(i);
+    starts.push_back(s), ends.push_back(s + 10);          // the step
+    starts.push_back(s + 1), ends.push_back(s + 9);       // a layer inside it
+  }
+  return {starts, ends};
+}
+
+void BM_NvtxRangeIndex(benchmark::State& state) {
+  const std::size_t kernels = static_cast<std::size_t>(state.range(0)), ranges = static_cast<std::size_t>(state.range(1));
+  auto [starts, ends] = nested_ranges(ranges);
+  const double span = 10.0 * static_cast<double>(ranges / 2);
+  for (auto _ : state) {
+    const arfit::trace::RangeIndex index(starts, ends);
+    long sum = 0;
+    for (std::size_t k = 0; k < kernels; ++k) sum += index.innermost(span * static_cast<double>(k) / static_cast<double>(kernels));
+    benchmark::DoNotOptimize(sum);
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * kernels));
+}
+BENCHMARK(BM_NvtxRangeIndex)->Args({1000000, 100000})->Args({1000000, 30000})->Unit(benchmark::kMillisecond);
+
+void BM_NsysTraceWithNvtx(benchmark::State& state) {
+  const std::size_t kernels = static_cast<std::size_t>(state.range(0)), ranges = static_cast<std::size_t>(state.range(1));
+  std::string nvtx = "Name,Projected Start (ns),Projected Duration (ns)\n";
+  for (std::size_t i = 0; i < ranges / 2; ++i) {
+    const long s = 10000L * static_cast<long>(i);
+    nvtx += "decode step " + std::to_string(i) + "," + std::to_string(s) + ",10000\n";
+    nvtx += "decode inner " + std::to_string(i) + "," + std::to_string(s + 1000) + ",8000\n";
+  }
+  std::string trace = "Start (ns),Duration (ns),Name\n";
+  const long span = 10000L * static_cast<long>(ranges / 2);
+  for (std::size_t k = 0; k < kernels; ++k)
+    trace += std::to_string(span * static_cast<long>(k) / static_cast<long>(kernels)) + ",500,kernel_" + std::to_string(k % 64) + "\n";
+  arfit::trace::NsysOptions opt{nvtx, "nvtx.csv"};
+  for (auto _ : state) benchmark::DoNotOptimize(arfit::trace::parse_nsys_csv(trace, "trace.csv", opt));
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * kernels));
+}
+BENCHMARK(BM_NsysTraceWithNvtx)->Args({1000000, 100000})->Unit(benchmark::kMillisecond)->Iterations(1);
 
 }  // namespace
 
