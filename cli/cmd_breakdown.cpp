@@ -9,6 +9,7 @@
 #include "model/errors.h"
 #include "trace/breakdown.h"
 #include "trace/classify.h"
+#include "trace/figures.h"
 #include "trace/load.h"
 #include "trace/report.h"
 
@@ -65,6 +66,9 @@ void run_breakdown(const BreakdownArgs& a) {
       std::cerr << "  " << trace::shorten_name(b.unmatched[i].name, 80) << "  (" << b.unmatched[i].time_us << " us)\n";
     if (b.unmatched.size() > 5) std::cerr << "  ... and " << b.unmatched.size() - 5 << " more\n";
   }
+  if (ro.figures && trace::entries_folded_in_figures(b) > 0)
+    std::cout << "figures: the entry figures draw the top " << trace::kMaxFigureEntries - 1 << " entries and fold "
+              << trace::entries_folded_in_figures(b) << " more into 'others' (breakdown_entries.csv has every one)\n";
   for (const auto& w : written) std::cout << "wrote " << w << "\n";
 }
 
@@ -79,7 +83,7 @@ void add_breakdown(CLI::App& app) {
   cmd->add_option("--level", a->level, "Entries at 'kernel' (leaves) or 'module' (parents of kernels) level")
       ->check(CLI::IsMember({"module", "kernel"}))
       ->capture_default_str();
-  cmd->add_option("--top", a->top_k, "Entries kept in the entry table/figure; the rest are summed into 'others' (0 = all)")
+  cmd->add_option("--top", a->top_k, "Entries kept in the entry table; the rest are summed into 'others' (0 = all). The entry figures draw at most 23 and fold the rest into 'others', saying so")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--fold", a->fold, "Node names folded into one leaf (e.g. Sampler LogitsProcessor)");

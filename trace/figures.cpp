@@ -106,11 +106,40 @@ std::vector<std::string> legend_names(const std::vector<EntryTime>& entries) {
   return unique_names(items);
 }
 
+std::size_t entries_folded_in_figures(const Breakdown& b) {
+  const bool others = !b.entry_names.empty() && b.entry_names.back() == "others";
+  const std::size_t named = b.entry_names.size() - (others ? 1 : 0);
+  return named > kMaxFigureEntries - 1 ? named - (kMaxFigureEntries - 1) : 0;
+}
+
+namespace {
+
+// Series past the first kMaxFigureEntries - 1 summed into the last one, named "others".
+void fold_series(plots::StackedBarData& d) {
+  if (d.classes.size() <= kMaxFigureEntries) return;
+  const std::size_t keep = kMaxFigureEntries - 1;
+  for (auto& row : d.values) {
+    double rest = 0;
+    for (std::size_t i = keep; i < row.size(); ++i) rest += row[i];
+    row.resize(keep);
+    row.push_back(rest);
+  }
+  d.classes.resize(keep);
+  d.classes.push_back("others");
+  d.colours.resize(keep);
+  d.colours.push_back("#DDDDDD");
+}
+
+}  // namespace
+
 plots::StackedBarData entry_bars(const Breakdown& b, const std::vector<std::size_t>& phases) {
   plots::StackedBarData d;
   bool others = !b.entry_names.empty() && b.entry_names.back() == "others";
-  d.title = title_of(b, others ? "GPU time per entry (top " + std::to_string(b.entry_names.size() - 1) + " + others)"
-                               : std::string("GPU time per entry"));
+  const std::size_t folded = entries_folded_in_figures(b);
+  d.title = title_of(b, folded ? "GPU time per entry (top " + std::to_string(kMaxFigureEntries - 1) + " + others; " +
+                                     std::to_string(folded) + " more entries folded in the figure, all in the CSV)"
+                       : others ? "GPU time per entry (top " + std::to_string(b.entry_names.size() - 1) + " + others)"
+                                : std::string("GPU time per entry"));
   if (!b.phases.empty()) d.classes = legend_names(b.phases.front().entries);
   // Entries by rank (their column in the entry table), "others" in grey: an entry keeps its colour in the
   // prefill and the decode figure even when series empty in one of them are left out.
@@ -123,6 +152,7 @@ plots::StackedBarData entry_bars(const Breakdown& b, const std::vector<std::size
     for (const auto& e : p.entries) row.push_back(e.time_us);
     d.values.push_back(row);
   }
+  fold_series(d);
   drop_empty_series(d);
   use_time_unit_of_tallest_bar(d);
   return d;

@@ -32,6 +32,13 @@ plots::StackedBarData class_bars(const Breakdown& b, const std::vector<std::size
 // Time per entry (top K + others) for the given phases, with shortened, unique legend names (keeping the element
 // type and algorithm), coloured by entry rank, in the unit of the tallest bar.
 plots::StackedBarData entry_bars(const Breakdown& b, const std::vector<std::size_t>& phases);
+// The most series an entry figure draws: beyond it (`--top 0`, or a large --top) the entries after the first
+// kMaxFigureEntries - 1 by total time are folded into one "others" series, the title saying how many. A legend of
+// more colours than this tells none apart, and gnuplot's cost grows with every series (10^5 kernel names took
+// minutes); the CSV keeps every entry.
+inline constexpr std::size_t kMaxFigureEntries = 24;
+// How many entries of `b` an entry figure folds into "others" beyond what the breakdown already folded (0: none).
+std::size_t entries_folded_in_figures(const Breakdown& b);
 // Removes series that are zero in every bar (classes absent from the decode steps, say), with their colours.
 void drop_empty_series(plots::StackedBarData& d);
 // The shared stacked-bar figure, with a right margin wide enough for the longest legend name.
