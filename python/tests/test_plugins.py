@@ -165,6 +165,18 @@ def test_vllm_refuses_a_version_outside_the_file_and_changes_nothing(engine, gen
     assert vllm_table() == before
 
 
+def test_vllm_refuses_a_capability_its_symmetric_memory_lacks(engine, generate_table, monkeypatch):
+    # vLLM 0.10.2 has no "10.3" row: it would never read the file's table there.
+    table = generate_table("vllm", "--sm", "103", "--transfer-sm")
+    engine("vllm-0.10.2")
+    before = copy.deepcopy(vllm_table())
+    monkeypatch.setenv("ARFIT_VLLM_TABLE", str(table))
+    with pytest.raises(RuntimeError, match="ARFIT_VLLM_TABLE=.*vLLM 0.10.2 runs no symmetric memory on compute "
+                                           "capability 10.3"):
+        plugin("vllm").register()
+    assert vllm_table() == before
+
+
 def test_vllm_loader_lets_the_refusal_stop_the_process(engine, generate_table, monkeypatch, tmp_path):
     # vLLM does not catch what a general plugin's call raises: the worker fails and vLLM does not start.
     table = generate_table("vllm")
