@@ -12,11 +12,15 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
-import engine_dispatch
-from conftest import FIXTURES_DIR, PYTHON_ROOT
+import engine_dispatch  # tests/codegen/engines, put on sys.path by conftest.py
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+PYTHON_ROOT = REPO_ROOT / "python"
+FIXTURES_DIR = REPO_ROOT / "tests" / "codegen" / "engines" / "fixtures"
 
 MiB = 1024 * 1024
 ENGINE_PACKAGES = ("vllm", "sglang", "flashinfer")
@@ -40,7 +44,8 @@ def forget_engine_modules():
 def engine(monkeypatch):
     """engine("vllm-0.33.0", import_order="before") -> the harness adapter of that fixture, with the fixture first
     on sys.path and fresh modules of it and of arfit.plugins ("before": the engine's communicator modules are
-    imported before the plugin runs, as in a vLLM worker; "after": only the package)."""
+    imported before the plugin runs, so names they imported by value are already bound; "after": only the
+    package, the plugin imports the rest)."""
     for variable in ENVIRONMENT:
         monkeypatch.delenv(variable, raising=False)
     saved_path = list(sys.path)
