@@ -384,6 +384,85 @@ class FlashinferTests(unittest.TestCase):
         self.assertEqual(paths(ans), ["oneshot", "twoshot"])
 
 
+PROBE_PLUGIN = """
+calls = []
+
+
+def ok():
+    calls.append("ok")
+
+
+def fail():
+    raise RuntimeError("probe plugin failed")
+
+
+def leave():
+    raise SystemExit("probe plugin exits")
+"""
+
+
+class PluginLoaderTests(unittest.TestCase):
+    """vLLM's and SGLang's entry-point loaders, through which arfit's engine plugins run (python/arfit/plugins)."""
+
+    def run_loader(self, fixture, entry_points, code, env=None):
+        """`code` in a fresh Python with `fixture` and a distribution declaring `entry_points` (the text of its
+        entry_points.txt) over the module probe_plugin on PYTHONPATH."""
+        with tempfile.TemporaryDirectory() as site:
+            with open(os.path.join(site, "probe_plugin.py"), "w") as f:
+                f.write(PROBE_PLUGIN)
+            info = os.path.join(site, "probe-0.0.0.dist-info")
+            os.mkdir(info)
+            with open(os.path.join(info, "METADATA"), "w") as f:
+                f.write("Metadata-Version: 2.1\nName: probe\nVersion: 0.0.0\n")
+            with open(os.path.join(info, "entry_points.txt"), "w") as f:
+                f.write(entry_points)
+            clean = {k: v for k, v in os.environ.items()
+                     if k not in ("PYTHONPATH", "VLLM_PLUGINS", "SGLANG_PLUGINS", "SGLANG_PLATFORM")}
+            clean.update(env or {}, PYTHONPATH=os.pathsep.join([fixture, site]))
+            return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=clean,
+                                  timeout=120)
+
+    VLLM_LOAD_TWICE = ("from vllm.plugins import load_general_plugins\nimport probe_plugin\n"
+                       "load_general_plugins()\nload_general_plugins()\nprint(probe_plugin.calls)\n")
+
+    def test_vllm_calls_each_plugin_once_and_logs_load_errors(self):
+        for fixture in (VLLM_0_10_2, VLLM_0_33_0):
+            r = self.run_loader(fixture, "[vllm.general_plugins]\ngood = probe_plugin:ok\n"
+                                "broken = probe_no_such_module:ok\n", self.VLLM_LOAD_TWICE)
+            self.assertEqual((r.returncode, r.stdout.strip()), (0, "['ok']"), r.stderr)
+            self.assertIn("Failed to load plugin broken", r.stderr)
+
+    def test_vllm_plugins_names_what_loads(self):
+        declared = "[vllm.general_plugins]\ngood = probe_plugin:ok\n"
+        for value, calls in (("", "[]"), ("other", "[]"), ("other,good", "['ok']")):
+            r = self.run_loader(VLLM_0_33_0, declared, self.VLLM_LOAD_TWICE, {"VLLM_PLUGINS": value})
+            self.assertEqual((r.returncode, r.stdout.strip()), (0, calls), (value, r.stderr))
+
+    def test_vllm_lets_a_plugin_call_error_through(self):
+        for fixture in (VLLM_0_10_2, VLLM_0_33_0):
+            r = self.run_loader(fixture, "[vllm.general_plugins]\nbad = probe_plugin:fail\n", self.VLLM_LOAD_TWICE)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("RuntimeError: probe plugin failed", r.stderr)
+
+    SGLANG_LOAD_TWICE = ("from sglang.srt.plugins import load_plugins\nimport probe_plugin\n"
+                         "load_plugins()\nload_plugins()\nprint(probe_plugin.calls)\n")
+
+    def test_sglang_swallows_a_plugin_exception_but_not_system_exit(self):
+        r = self.run_loader(S4, "[sglang.srt.plugins]\nbad = probe_plugin:fail\ngood = probe_plugin:ok\n",
+                            self.SGLANG_LOAD_TWICE)
+        self.assertEqual((r.returncode, r.stdout.strip()), (0, "['ok']"), r.stderr)
+        self.assertIn("Failed to execute general plugin: bad", r.stderr)
+        r = self.run_loader(S4, "[sglang.srt.plugins]\nleave = probe_plugin:leave\n", self.SGLANG_LOAD_TWICE)
+        self.assertEqual((r.returncode, r.stdout.strip()), (1, ""))
+        self.assertIn("probe plugin exits", r.stderr)
+
+    def test_sglang_plugins_allow_list(self):
+        declared = "[sglang.srt.plugins]\nleave = probe_plugin:leave\ngood = probe_plugin:ok\n"
+        for value, calls in (("good", "['ok']"), (" good , other", "['ok']"), ("other", "[]")):
+            r = self.run_loader(S4, declared, self.SGLANG_LOAD_TWICE, {"SGLANG_PLUGINS": value})
+            self.assertEqual((r.returncode, r.stdout.strip()), (0, calls), (value, r.stderr))
+
+
 class HarnessTests(unittest.TestCase):
     def run_cli(self, *args, stdin=None):
         return subprocess.run([sys.executable, os.path.join(HERE, "engine_dispatch.py"), *args],
