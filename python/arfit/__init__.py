@@ -14,15 +14,30 @@ Errors are ``arfit.UsageError`` (a bad argument: what ``arfit`` exits 2 for; als
 ``arfit.DataError`` (bad input or a failed run: exit 1), both ``arfit.ArfitError``, with the CLI's messages.
 
 The engine plugins (``arfit.plugins``) are plain Python and never import the extension, so that an engine
-process loads them without it.
+process loads them without it: importing this package loads ``arfit._core`` only when one of its calls (or
+``__version__``) is first used.
 """
+import importlib
 import io
 import os
 
-import numpy as np
+from ._errors import ArfitError, DataError, UsageError  # noqa: F401
 
-from ._core import ArfitError, DataError, UsageError, __version__  # noqa: F401
-from . import _core
+
+class _LazyCore:
+    """arfit._core, imported at its first use."""
+
+    def __getattr__(self, name):
+        return getattr(importlib.import_module("arfit._core"), name)
+
+
+_core = _LazyCore()
+
+
+def __getattr__(name):
+    if name == "__version__":
+        return _core.__version__
+    raise AttributeError("module 'arfit' has no attribute %r" % name)
 
 __all__ = ["ArfitError", "DataError", "UsageError", "Models", "read_samples", "write_samples", "load_models", "fit",
            "evaluate", "effective_bytes", "formats", "__version__"]
@@ -57,6 +72,11 @@ def _csv_of_frame(frame):
     # The sample CSV reader checks every field as it checks a file (names, bounds, statuses): the DataFrame is
     # written as such a file, blanks for missing values.
     return "#arfit-samples v1\n" + frame.to_csv(index=False, na_rep="", lineterminator="\n")
+
+
+def _numpy():
+    import numpy
+    return numpy
 
 
 def read_samples(files, format="auto"):
@@ -147,6 +167,7 @@ class Models:
             raise UsageError("give exactly one of bytes, tokens/hidden, splits")
         if (tokens is None) != (hidden is None):
             raise UsageError("tokens and hidden go together")
+        np = _numpy()
         split_list = None
         if splits is not None:
             split_list = [splits] if isinstance(splits, str) else [str(s) for s in splits]

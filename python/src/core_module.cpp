@@ -41,8 +41,8 @@ using namespace nb::literals;
 namespace arfit::python {
 namespace {
 
-// The package's exception classes (created in the module init): a usage error is what `arfit` exits 2 for (an
-// option or argument the caller should correct), a data error what it exits 1 for (bad input, a failed run).
+// The package's exception classes (arfit/_errors.py): a usage error is what `arfit` exits 2 for (an option or
+// argument the caller should correct), a data error what it exits 1 for (bad input, a failed run).
 PyObject* g_error = nullptr;
 PyObject* g_usage_error = nullptr;
 PyObject* g_data_error = nullptr;
@@ -298,29 +298,18 @@ void translate(const std::exception_ptr& p, void*) {
   }
 }
 
-PyObject* new_error_class(const char* name, PyObject* bases, const char* doc, int exit_code) {
-  PyObject* cls = PyErr_NewExceptionWithDoc(name, doc, bases, nullptr);
-  if (!cls) throw nb::python_error();
-  PyObject_SetAttrString(cls, "exit_code", PyLong_FromLong(exit_code));
-  return cls;
-}
-
 }  // namespace
 }  // namespace arfit::python
 
 NB_MODULE(_core, m) {
   using namespace arfit::python;
   m.attr("__version__") = ARFIT_VERSION;
-  g_error = PyErr_NewExceptionWithDoc("arfit.ArfitError", "An error arfit reports: the message is the command line's.",
-                                      PyExc_Exception, nullptr);
-  PyObject* usage_bases = PyTuple_Pack(2, g_error, PyExc_ValueError);
-  g_usage_error = new_error_class("arfit.UsageError", usage_bases,
-                                  "A bad argument or option (what `arfit` exits 2 for).", 2);
-  Py_DECREF(usage_bases);
-  g_data_error = new_error_class("arfit.DataError", g_error, "Bad input data or a failed run (what `arfit` exits 1 for).", 1);
-  m.attr("ArfitError") = nb::borrow(g_error);
-  m.attr("UsageError") = nb::borrow(g_usage_error);
-  m.attr("DataError") = nb::borrow(g_data_error);
+  // The classes are plain Python (arfit/_errors.py), so that code catching them needs no extension; held for the
+  // module's lifetime.
+  const nb::module_ errors = nb::module_::import_("arfit._errors");
+  g_error = errors.attr("ArfitError").inc_ref().ptr();
+  g_usage_error = errors.attr("UsageError").inc_ref().ptr();
+  g_data_error = errors.attr("DataError").inc_ref().ptr();
   nb::register_exception_translator(translate);
 
   nb::class_<Models>(m, "Models")

@@ -17,11 +17,13 @@ PYTHON_ROOT = REPO_ROOT / "python"
 ENGINES_DIR = REPO_ROOT / "tests" / "codegen" / "engines"
 FIXTURES_DIR = ENGINES_DIR / "fixtures"
 
-# The plugins are imported from this checkout, not from an installed arfit, and the engine harness from the
-# engine fixtures' folder.
-for path in (str(ENGINES_DIR), str(PYTHON_ROOT)):
-    if path not in sys.path:
-        sys.path.insert(0, path)
+# The engine harness from the engine fixtures' folder; the package from PYTHONPATH when it is there (ctest points it
+# at the build tree, whose arfit has the extension beside the sources), else from this checkout (the plugins need
+# no extension).
+if str(ENGINES_DIR) not in sys.path:
+    sys.path.insert(0, str(ENGINES_DIR))
+if str(PYTHON_ROOT) not in sys.path:
+    sys.path.append(str(PYTHON_ROOT))
 
 SAMPLE_COLUMNS = ("collective,strategy,fusion,dtype,nranks,nnodes,device,sm,tokens,hidden,bytes,time_us,p10_us,"
                   "p90_us,min_us,max_us,iterations,in_place,status,wrong,backend,source,splits")

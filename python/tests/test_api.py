@@ -11,6 +11,9 @@ import pytest
 
 import arfit
 
+# The API needs the extension: built into <build>/python (ctest's PYTHONPATH) or installed with pip.
+pytest.importorskip("arfit._core", reason="arfit._core not built (PYTHONPATH=<build>/python, or pip install .)")
+
 SOURCE = os.environ.get("ARFIT_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 CLI = os.environ.get("ARFIT_CLI", os.path.join(SOURCE, "build", "cli", "arfit"))
 SYNTHETIC = os.path.join(SOURCE, "tests", "install", "samples.csv")

@@ -8,6 +8,7 @@
 
 #include "plots/gnuplot_runner.h"
 #include "trace/figures.h"
+#include "trace/nsys_csv.h"
 #include "trace/load.h"
 #include "trace_test_util.h"
 
@@ -146,4 +147,35 @@ TEST(TraceFigures, BreakdownScriptsOfTwoRunsAgree) {
   EXPECT_EQ(scripts, 3);  // prefill + decode of the vLLM run, "all" of the nsys summary
   EXPECT_EQ(seen["Attention"], class_colour("attention"));
   EXPECT_EQ(seen["MoE dispatch/combine"], class_colour("moe_comm"));
+}
+
+// --top 0 keeps every entry in the CSV, but an entry figure draws at most kMaxFigureEntries series: the rest summed
+// into "others", the title saying how many (issue 43: one gnuplot series per kernel of 10^5 took minutes).
+TEST(TraceFigures, EntryFiguresFoldWhatTheyCannotShow) {
+  std::string csv = "Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n";
+  double total_ns = 0;
+  for (int i = 0; i < 300; ++i) {
+    const int t = 1000 + 37 * i;
+    total_ns += t;
+    csv += "0.1," + std::to_string(t) + ",1," + std::to_string(t) + "," + std::to_string(t) + ",1," + std::to_string(t) +
+           ",0,kernel_" + std::to_string(i) + "\n";
+  }
+  BreakdownOptions opt;
+  opt.top_k = 0;
+  const Breakdown b = compute_breakdown(arfit::trace::parse_nsys_csv(csv, "k.csv"), RuleTable::defaults(), opt);
+  ASSERT_EQ(b.entry_names.size(), 300u);  // the table keeps all
+  EXPECT_EQ(entries_folded_in_figures(b), 300 - (kMaxFigureEntries - 1));
+  const auto d = entry_bars(b, {0});
+  ASSERT_EQ(d.classes.size(), kMaxFigureEntries);
+  EXPECT_EQ(d.classes.back(), "others");
+  EXPECT_EQ(d.classes.front(), "kernel_299");  // the largest first
+  EXPECT_NE(d.title.find("277 more entries folded"), std::string::npos) << d.title;
+  double drawn = 0;
+  for (double v : d.values.at(0)) drawn += v;
+  EXPECT_NEAR(drawn, total_ns / 1e6, 1e-9) << "time lost in folding";  // the bar's unit: ms (1.96 ms tall)
+  // Ten entries: drawn as they are.
+  opt.top_k = 10;
+  const Breakdown ten = compute_breakdown(arfit::trace::parse_nsys_csv(csv, "k.csv"), RuleTable::defaults(), opt);
+  EXPECT_EQ(entries_folded_in_figures(ten), 0u);
+  EXPECT_EQ(entry_bars(ten, {0}).classes.size(), 11u);  // top 10 + the breakdown's own others
 }
