@@ -105,12 +105,13 @@ def fit(samples, priors=None, family="auto", threads=1, min_points=4, correction
     return Models(_core.fit(paths, texts, format, prior_models, family, threads, min_points, correction, joint, pool))
 
 
-def evaluate(samples, protocol, methods=None, threads=1, points=False, format="auto"):
-    """Runs an evaluation protocol of ``arfit eval`` (interp2, sparse4, extrap, crossn, crosshw:K): its JSON report
-    as a dict, and with points=True also the per-point table as a DataFrame (``--points``)."""
+def evaluate(samples, protocol, methods=None, threads=1, points=False, plan="auto", format="auto"):
+    """Runs an evaluation protocol of ``arfit eval`` (interp2, sparse4, extrap, crossn, crosshw:K, alltoallv, select
+    with `plan`): its JSON report as a dict, and with points=True also the per-point table as a DataFrame
+    (``--points``; size protocols and alltoallv). The adaptive replay is the CLI's (``arfit eval --protocol adaptive``)."""
     import json
     paths, texts = _sample_inputs(samples)
-    report, points_csv, _ = _core.evaluate(paths, texts, format, protocol, list(methods or []), threads, points)
+    report, points_csv, _ = _core.evaluate(paths, texts, format, protocol, list(methods or []), threads, points, plan)
     result = json.loads(report)
     if points:
         return result, _pandas().read_csv(io.StringIO(points_csv))
@@ -158,7 +159,8 @@ class Models:
         """Predicted time and 90 % interval for every point, as ``arfit predict --json`` answers each.
 
         Give sizes as `bytes`, or `tokens` and `hidden`, or all-to-allv `splits` (strings); `nranks` and `nnodes`
-        may be arrays too (0 GPUs: the file's only count). Arrays broadcast against each other. Returns a DataFrame
+        and `sm` (0: the measured SM; another transfers the models, extrapolated) may be arrays too (0 GPUs: the
+        file's only count). Arrays broadcast against each other. Returns a DataFrame
         (frame=False: a dict of numpy arrays) with bytes, time_us, lo_us, hi_us, busbw_gbps, extrapolated,
         transferred, how, and error (why nothing answers a point; its numbers are NaN).
         """
@@ -176,23 +178,24 @@ class Models:
             sizes = (np.asarray(bytes, dtype=np.float64),)
         else:
             sizes = (np.asarray(tokens, dtype=np.int64), np.asarray(hidden, dtype=np.int64))
-        arrays = np.broadcast_arrays(*sizes, np.asarray(nranks, dtype=np.int64), np.asarray(nnodes, dtype=np.int64))
+        arrays = np.broadcast_arrays(*sizes, np.asarray(nranks, dtype=np.int64), np.asarray(nnodes, dtype=np.int64),
+                                     np.asarray(sm, dtype=np.int64))
         arrays = [np.ascontiguousarray(a.ravel()) for a in arrays]
-        ranks, nodes = arrays[-2], arrays[-1]
+        ranks, nodes, sms = arrays[-3], arrays[-2], arrays[-1]
         if split_list is not None:
             split_list = [split_list[i] for i in arrays[0]]
         result = _core.predict(
-            self._core, [p._core for p in (priors or [])], collective, strategy, system, fusion, dtype, sm,
+            self._core, [p._core for p in (priors or [])], collective, strategy, system, fusion, dtype,
             arrays[0].astype(np.float64) if bytes is not None else None,
             arrays[0] if tokens is not None else None, arrays[1] if tokens is not None else None,
-            ranks, nodes, split_list or [])
+            ranks, nodes, sms, split_list or [])
         result["extrapolated"] = result["extrapolated"].astype(bool)
         result["transferred"] = result["transferred"].astype(bool)
         if tokens is not None:
             result["tokens"], result["hidden"] = arrays[0], arrays[1]
         if split_list is not None:
             result["splits"] = split_list
-        result["nranks"], result["nnodes"] = ranks, nodes
+        result["nranks"], result["nnodes"], result["sm"] = ranks, nodes, sms
         return _pandas().DataFrame(result) if frame else result
 
     def choose(self, **options):

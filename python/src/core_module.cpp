@@ -23,7 +23,9 @@
 #include "codegen/codegen.h"
 #include "codegen/formats.h"
 #include "codegen/request.h"
+#include "codegen/select_eval.h"
 #include "fit/eval.h"
+#include "fit/eval_alltoallv.h"
 #include "fit/fit.h"
 #include "fit/transfer.h"
 #include "ingest/ingest.h"
@@ -130,13 +132,13 @@ nb::ndarray<nb::numpy, T, nb::ndim<1>> numpy_of(std::vector<T>&& v) {
   return nb::ndarray<nb::numpy, T, nb::ndim<1>>(owned->data(), {owned->size()}, free_when_done);
 }
 
-// Predictions for n points: per point a size (bytes, or tokens x hidden), a GPU and node count; the request's other
-// fields shared. The request is resolved once per distinct (GPU count, node count), as `arfit predict` resolves its
-// one; the answers are model/predict_answer.h's.
+// Predictions for n points: per point a size (bytes, or tokens x hidden, or a split), a GPU and node count and an SM;
+// the request's other fields shared. The request is resolved once per distinct (GPU count, node count, SM), as
+// `arfit predict` resolves its one; the answers are model/predict_answer.h's.
 nb::dict predict_points(const Models& m, const std::vector<const Models*>& lenders_in, PredictRequest request,
                         const std::optional<DoubleArray>& bytes, const std::optional<IntArray>& tokens,
                         const std::optional<IntArray>& hidden, const IntArray& nranks, const IntArray& nnodes,
-                        const std::vector<std::string>& splits) {
+                        const IntArray& sms, const std::vector<std::string>& splits) {
   const std::size_t n = nranks.shape(0);
   std::vector<ModelSet> lenders;
   for (const Models* l : lenders_in) lenders.push_back(l->set);
@@ -145,16 +147,17 @@ nb::dict predict_points(const Models& m, const std::vector<const Models*>& lende
   std::vector<double> out_bytes(n, NAN), time(n, NAN), lo(n, NAN), hi(n, NAN), busbw(n, NAN);
   std::vector<bool> extrapolated(n, false), transferred(n, false);
   std::vector<std::string> how(n), error(n);
-  std::map<std::pair<std::int64_t, std::int64_t>, ResolvedPredict> resolved;
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, ResolvedPredict> resolved;
   {
     nb::gil_scoped_release unlocked;  // the models are immutable and predict is const: other Python threads may run
     for (std::size_t i = 0; i < n; ++i) {
-      const auto key = std::make_pair(nranks(i), nnodes(i));
+      const auto key = std::make_tuple(nranks(i), nnodes(i), sms(i));
       auto it = resolved.find(key);
       if (it == resolved.end()) {
         PredictRequest r = request;
-        r.nranks = static_cast<int>(key.first);
-        r.nnodes = static_cast<int>(key.second);
+        r.nranks = static_cast<int>(std::get<0>(key));
+        r.nnodes = static_cast<int>(std::get<1>(key));
+        r.sm = static_cast<int>(std::get<2>(key));
         it = resolved.emplace(key, resolve_predict_request(m.set, r)).first;
       }
       PredictQuery q = it->second.base;
@@ -265,19 +268,37 @@ std::string suggest_json(const Models& m, const nb::dict& options, int top) {
   return json_document_text(codegen::suggestions_json(t, codegen::suggest_cells(t, top)));
 }
 
-// One of fit's evaluation protocols (interp2, sparse4, extrap, crossn, crosshw:K) on samples: its JSON report and,
-// when asked, its per-point CSV, exactly what `arfit eval --json/--points` writes.
+// An evaluation protocol of `arfit eval` on samples: its JSON report, its per-point CSV when asked (size protocols and
+// alltoallv), and its printed table, exactly what `arfit eval --json/--points` writes. The protocols: fit's size
+// protocols (interp2, sparse4, extrap, crossn, crosshw:K), alltoallv (fit/eval_alltoallv.h) and select
+// (codegen/select_eval.h, with `plan`); the adaptive replay is the CLI's.
 std::tuple<std::string, std::string, std::string> evaluate(const std::vector<std::string>& paths,
                                                            const std::vector<std::pair<std::string, std::string>>& texts,
                                                            const std::string& format, const std::string& protocol,
-                                                           const std::vector<std::string>& methods, int threads, bool points) {
+                                                           const std::vector<std::string>& methods, int threads, bool points,
+                                                           const std::string& plan) {
   if (threads < 1) throw std::invalid_argument("threads must be at least 1");
-  const fit::ProtocolEntry& entry = fit::find_protocol(fit::fit_protocols(), protocol);
   fit::EvalOptions o;
-  o.protocol_arg = fit::parse_protocol_spec(protocol).arg.value_or("");
   o.threads = threads;
   o.keep_points = points;
   if (!methods.empty()) o.methods = methods, o.methods_chosen = true;
+  if (protocol == "select") {
+    if (!methods.empty()) throw std::invalid_argument("methods are not available for protocol select");
+    codegen::SelectOptions so;
+    so.plan = plan;
+    codegen::check_select_options(so);
+    const codegen::SelectReport r = codegen::evaluate_select(gather_samples(paths, texts, format), so);
+    return {json_document_text(codegen::select_report_json(r)), std::string(), codegen::format_select_report(r)};
+  }
+  if (plan != "auto") throw std::invalid_argument("plan is the measured subset of protocol select");
+  if (protocol == "alltoallv") {
+    if (methods.empty()) o.methods = fit::alltoallv_default_methods();
+    fit::check_alltoallv_methods(o);
+    const fit::AllToAllvEval r = fit::eval_alltoallv(gather_samples(paths, texts, format), o);
+    return {json_document_text(r.to_json()), points ? r.result.points_csv() : std::string(), r.to_table()};
+  }
+  const fit::ProtocolEntry& entry = fit::find_protocol(fit::fit_protocols(), protocol);
+  o.protocol_arg = fit::parse_protocol_spec(protocol).arg.value_or("");
   entry.check(o);
   const fit::EvalResult r = entry.run(gather_samples(paths, texts, format), o);
   if (r.curves == 0) throw std::runtime_error(fit::nothing_to_evaluate_message(protocol, r.nothing_qualifies));
@@ -334,17 +355,16 @@ NB_MODULE(_core, m) {
       "predict",
       [](const Models& models, const std::vector<const Models*>& lenders, const std::string& collective,
          const std::string& strategy, const std::string& system, const std::string& fusion, const std::string& dtype,
-         int sm, const std::optional<DoubleArray>& bytes, const std::optional<IntArray>& tokens,
-         const std::optional<IntArray>& hidden, const IntArray& nranks, const IntArray& nnodes,
+         const std::optional<DoubleArray>& bytes, const std::optional<IntArray>& tokens,
+         const std::optional<IntArray>& hidden, const IntArray& nranks, const IntArray& nnodes, const IntArray& sms,
          const std::vector<std::string>& splits) {
         arfit::PredictRequest r;
         r.models_name = models.path;
         r.collective = collective, r.strategy = strategy, r.system = system, r.fusion = fusion, r.dtype = dtype;
-        r.sm = sm;
-        return predict_points(models, lenders, r, bytes, tokens, hidden, nranks, nnodes, splits);
+        return predict_points(models, lenders, r, bytes, tokens, hidden, nranks, nnodes, sms, splits);
       },
-      "models"_a, "lenders"_a, "collective"_a, "strategy"_a, "system"_a, "fusion"_a, "dtype"_a, "sm"_a,
-      "bytes"_a.none(), "tokens"_a.none(), "hidden"_a.none(), "nranks"_a, "nnodes"_a, "splits"_a);
+      "models"_a, "lenders"_a, "collective"_a, "strategy"_a, "system"_a, "fusion"_a, "dtype"_a,
+      "bytes"_a.none(), "tokens"_a.none(), "hidden"_a.none(), "nranks"_a, "nnodes"_a, "sms"_a, "splits"_a);
   m.def(
       "effective_bytes",
       [](const std::vector<std::string>& splits, const std::string& mode, double element_bytes) {
@@ -363,5 +383,6 @@ NB_MODULE(_core, m) {
   });
   m.def("table", &table_columns, "models"_a, "options"_a);
   m.def("suggest", &suggest_json, "models"_a, "options"_a, "top"_a);
-  m.def("evaluate", &evaluate, "paths"_a, "texts"_a, "format"_a, "protocol"_a, "methods"_a, "threads"_a, "points"_a);
+  m.def("evaluate", &evaluate, "paths"_a, "texts"_a, "format"_a, "protocol"_a, "methods"_a, "threads"_a, "points"_a,
+        "plan"_a);
 }

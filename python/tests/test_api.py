@@ -232,3 +232,17 @@ def test_every_error_class_is_the_cli_exit_code(synthetic_models, tmp_path):
     with pytest.raises(arfit.UsageError):
         arfit.write_samples(frame.head(3), str(copy))
     assert copy.read_bytes() == open(SYNTHETIC, "rb").read()
+
+
+@needs_cli
+def test_select_protocol_and_sm_arrays_are_the_clis(synthetic_models, tmp_path):
+    report = arfit.evaluate(SYNTHETIC, "select", plan="lattice:2")
+    cli("eval", SYNTHETIC, "--protocol", "select", "--plan", "lattice:2", "--json", str(tmp_path / "s.json"))
+    with open(tmp_path / "s.json") as f:
+        assert report == json.load(f)
+    models = arfit.load_models(synthetic_models)
+    got = models.predict("allreduce", strategy="NCCL", bytes=[1 << 20, 1 << 20], nranks=4, sm=[0, 100])
+    for i, sm in enumerate((0, 100)):
+        args = ["--sm", str(sm)] if sm else []
+        w = _cli_predictions(synthetic_models, "--collective", "allreduce", "--nranks", "4", "--bytes", str(1 << 20), *args)[0]
+        assert (got.time_us[i], got.lo_us[i], got.hi_us[i], got.how[i]) == (w["time_us"], w["lo_us"], w["hi_us"], w["how"])
