@@ -255,8 +255,11 @@ void run_eval(const EvalArgs& a) {
   }
   std::cout << out.text;
   for (const std::string& note : out.notes) std::cerr << "note: " << note << "\n";
-  if (!a.json.empty()) write_string_atomically(a.json, json_document_text(out.json));
-  if (!a.points.empty()) write_string_atomically(a.points, out.points_csv);
+  // --json and --points are one run's results: both replaced, or (a failed write, a kill) neither.
+  OutputSet outputs;
+  if (!a.json.empty()) outputs.add(a.json, json_document_text(out.json));
+  if (!a.points.empty()) outputs.add(a.points, std::move(out.points_csv));
+  outputs.commit();
 }
 
 void add_eval(CLI::App& app) {
