@@ -825,11 +825,15 @@ void write_string_atomically(const std::string& path, const std::string& content
   write_file_atomically(path, [&](std::ostream& os) { os.write(content.data(), static_cast<std::streamsize>(content.size())); });
 }
 
-void OutputSet::add(const std::string& path, std::function<void(std::ostream&)> write) {
+void OutputSet::refuse_a_file_named_twice(const std::string& path) const {
   for (const Member& m : members_)
     if (m.path == path || same_path(m.path, path))
-      throw OutputPathError(path + ": named twice among the outputs of one run" + (m.path == path ? "" : " (the same file as " + m.path + ")") +
-                            "; give each output its own file");
+      throw OutputPathError(path + ": named twice among the outputs of one run" +
+                            (m.path == path ? "" : " (the same file as " + m.path + ")") + "; give each output its own file");
+}
+
+void OutputSet::add(const std::string& path, std::function<void(std::ostream&)> write) {
+  refuse_a_file_named_twice(path);
   members_.reserve(members_.size() + 1);  // a temporary written is in members_, which the destructor removes
   Member m;
   m.path = path;
@@ -847,6 +851,15 @@ void OutputSet::add(const std::string& path, std::function<void(std::ostream&)> 
 void OutputSet::add(const std::string& path, std::string content) {
   // Kept in the function for "-", whose write waits for commit().
   add(path, [content = std::move(content)](std::ostream& os) { os.write(content.data(), static_cast<std::streamsize>(content.size())); });
+}
+
+void OutputSet::add_written(const std::string& path, const std::string& written) {
+  refuse_a_file_named_twice(path);
+  Member m;
+  m.path = path;
+  m.temporary = written;
+  m.kept_on_failure = true;
+  members_.push_back(std::move(m));
 }
 
 std::vector<std::string> OutputSet::commit() {
@@ -874,7 +887,7 @@ std::vector<std::string> OutputSet::commit() {
 
 OutputSet::~OutputSet() {
   for (Member& m : members_) {
-    if (!m.temporary.empty()) ::unlink(m.temporary.c_str());
+    if (!m.temporary.empty() && !m.kept_on_failure) ::unlink(m.temporary.c_str());
     release_in(g_temp, m.slot);
   }
 }

@@ -154,3 +154,26 @@ TEST(OutputSet, OneFileNamedTwiceIsRefused) {
   std::filesystem::remove(dir.file("link.json"));
   EXPECT_EQ(files_of(dir), kOld);
 }
+
+// A member written beforehand (arbench's journal) is moved on commit, and kept where it is when the run fails: it is
+// the caller's, not a temporary of the set.
+TEST(OutputSet, AFileWrittenBeforehandIsMovedOnCommitAndKeptOnFailure) {
+  TempDir dir;
+  write_old(dir);
+  dir.write("b.csv.partial", "journal\n");
+  {
+    OutputSet outputs;
+    outputs.add_written(dir.file("b.csv"), dir.file("b.csv.partial"));
+    EXPECT_THROW(outputs.add(dir.file("a.json"), [](std::ostream&) { throw std::runtime_error("failed"); }), std::runtime_error);
+  }
+  std::map<std::string, std::string> expected = kOld;
+  expected["b.csv.partial"] = "journal\n";
+  EXPECT_EQ(files_of(dir), expected);
+  {
+    OutputSet outputs;
+    outputs.add_written(dir.file("b.csv"), dir.file("b.csv.partial"));
+    outputs.add(dir.file("a.json"), std::string("new a\n"));
+    outputs.commit();
+  }
+  EXPECT_EQ(files_of(dir), (std::map<std::string, std::string>{{"a.json", "new a\n"}, {"b.csv", "journal\n"}}));
+}

@@ -436,7 +436,9 @@ TEST_F(Robustness, ArfitOutputsGivenAsTheWrongInputAreNamed) {
   // arbench's --json records (bandwidths and all) given to fit: the sample CSV it writes with -o is what arfit reads.
   arfit::bench::JsonReporter records(dir.file("records.json"));
   records.start({{"generator", std::string("arbench ") + ARFIT_VERSION}}, 0, 0);
-  records.finish({});
+  arfit::OutputSet outputs;
+  records.finish({}, outputs);
+  outputs.commit();
   expect_refused("fit records.json -o out.json", 1,
                  {"records.json: arbench's JSON records (written by `arbench --json`), not measurements: arfit reads the sample CSV"});
   expect_refused("fit models.json -o out.json", 1, {"models.json: an arfit models file (written by `arfit fit`), not measurements"});
