@@ -279,7 +279,8 @@ void add_eval(CLI::App& app) {
   cmd->add_option("--json", a->json, "Also write the results as JSON to this file ('-': standard output, the report then on stderr)");
   cmd->add_option("--points", a->points,
                   "Also write every held-out point as CSV (method, group, bytes, measured, predicted, 90 % interval, how); "
-                  "not for select; '-': standard output");
+                  "not for select; '-': standard output. With --json: both files replaced once both are written, or "
+                  "(a failed write) neither");
   cmd->add_option("--methods", a->methods,
                   "Comma-separated methods (default auto,seed,alphabeta,loglog; crosshw: auto,loglog,scale, loglog from K = 2; "
                   "alltoallv: auto,seed,seed-paper; select takes none); also any family name, FAMILY+c for the "

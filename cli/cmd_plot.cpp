@@ -535,6 +535,7 @@ void add_plot(CLI::App& app) {
       "           max_of_max, max_of_sum) over the all-to-all model's prediction and band\n"
       "  all      every kind the inputs allow\n"
       "  index    DIR: write DIR/index.html (or -o/--index FILE) showing every figure under DIR\n"
+      "A kind with nothing to draw from its inputs fails (exit 1) saying why, and leaves the output folder as it was.\n"
       "gnuplot 5 with the pngcairo/svg terminals must be installed (gnuplot-nox; ARFIT_GNUPLOT overrides the binary).");
   cmd->add_option("kind", a->kind, "fit | cross | heatmap | best | diff | regret | errors | alltoallv | all | index")
       ->required()
