@@ -496,12 +496,13 @@ void run_plot(const PlotArgs& a) {
         plot_grids("best", grids, r);
         plot_grids("diff", grids, r);
       } else if (!in.tables.empty() || in.models) {
-        std::cerr << "arfit plot all: no all-reduce strategy grid in the inputs; heatmap, best and diff skipped\n";
         r.nothing_from("heatmap, best and diff", "no all-reduce strategy grid in the inputs");
       }
       if (predicted && two) plot_grids("regret", grids, r);
     }
-    if (!in.samples.empty() && in.models) plot_alltoallv(in, r);
+    const bool alltoallv_samples = std::any_of(in.samples.begin(), in.samples.end(),
+                                               [](const Sample& s) { return s.collective == Collective::AllToAllV; });
+    if (alltoallv_samples && in.models) plot_alltoallv(in, r);
     if (!in.evals.empty()) {
       Inputs only_evals;
       only_evals.evals = in.evals;
@@ -509,6 +510,7 @@ void run_plot(const PlotArgs& a) {
     }
   }
   if (r.empty()) throw std::runtime_error(nothing_to_draw(a.kind, r.nothing_drawn()));
+  for (const auto& [kinds, why] : r.nothing_drawn()) std::cerr << "arfit plot " << a.kind << ": " << kinds << " skipped: " << why << "\n";
   r.render(a.index);
   std::cout << r.count() << " figure(s) in " << a.out_dir << "\n";
   if (!a.index.empty()) std::cout << "wrote " << a.index << " (" << r.indexed() << " figures)\n";

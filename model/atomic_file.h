@@ -41,12 +41,12 @@ void write_file_atomically(const std::string& path, const std::function<void(std
 void write_string_atomically(const std::string& path, const std::string& content);
 
 // Outputs of one run that belong together (eval's --json and --points, arbench's -o and --json): a run either
-// replaces all of them or leaves all of them as they were. add() writes each member to its own temporary file beside the file it replaces (the
-// rule checked, registered for removal on the signals above); commit() renames them all, and only after every one
-// was written. A failed write (a full disk, ulimit -f), a refused path, an exception before commit() or a kill
-// removes every temporary and leaves every old output byte-identical. The renames run with the cleanup signals held
-// off, so a Ctrl-C or a kill by SIGTERM lands before the first or after the last; after their checks a rename fails
-// only where the file system changed under the run, and the outputs renamed before it stay. "-" (standard output,
+// replaces all of them or leaves all of them as they were. add() writes each member to its own temporary file beside
+// the file it replaces (the rule checked, registered for removal on the signals above); commit() renames them all,
+// and only after every one was written. A failed write (a full disk, ulimit -f), a refused path, an exception before
+// commit() or one of the signals above removes every temporary and leaves every old output byte-identical. The
+// renames run with those signals held off, so a Ctrl-C lands before the first or after the last; after their checks
+// a rename fails only where the file system changed under the run, and the outputs renamed before it stay. "-" (standard output,
 // at most one member) cannot be taken back: it is written at commit(), after the files and before their renames,
 // so that a failed standard output moves no file either.
 class OutputSet {
