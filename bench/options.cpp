@@ -110,7 +110,9 @@ void add_run_options(CLI::App& app, Options& o, RawOptions& raw) {
       ->type_name("FILE");
   app.add_flag("--resume", o.resume, "Continue FILE.partial of an interrupted run, else FILE: skip the finished cases, never duplicate");
   app.add_flag("--overwrite", o.overwrite, "Replace an existing FILE (when the run ends) and discard an old FILE.partial");
-  app.add_option("--json", o.json_output, "Also write every record as JSON (at the end)");
+  app.add_option("--json", o.json_output,
+                 "Also write every record as JSON (at the end, moved into place with FILE: both replaced, or when one "
+                 "fails neither, FILE.partial kept for --resume)");
   app.add_option("-w,--warmup", o.runner.warmup, "Warm-up iterations per case")->capture_default_str();
   app.add_option("-n,--iters", o.runner.iters, "Timed iterations per case (1 to 10000000)")->capture_default_str();
   app.add_option("--buffers", o.runner.buffers, "Input buffers to rotate through (0: automatic, spanning 64 MiB)")->capture_default_str();

@@ -64,7 +64,7 @@ void ConsoleReporter::report(const Record& r) {
   else if (!quiet_) out_ << line.str() << "\n" << std::flush;
 }
 
-void ConsoleReporter::finish(const RunSummary& s) {
+void ConsoleReporter::finish(const RunSummary& s, OutputSet&) {
   if (quiet_ && s.failed == 0 && !s.stopped_early) return;
   std::ostream& o = s.failed ? err_ : out_;
   o << "# " << s.measured << " cases measured in " << hms(s.wall_s);
@@ -330,14 +330,14 @@ void CsvReporter::report(const Record& r) {
     throw std::runtime_error("writing '" + state_.journal + "' failed: " + std::strerror(errno));
 }
 
-void CsvReporter::finish(const RunSummary&) {
-  // The run ended (failed cases included): the journal becomes the output in one rename, so the output is at
-  // every moment either the old file or the complete new one.
+void CsvReporter::finish(const RunSummary&, OutputSet& outputs) {
+  // The run ended (failed cases included): the journal becomes the output in one rename with the run's other
+  // outputs, so the output is at every moment either the old file or the complete new one.
   std::FILE* f = f_;
   if (!f) return;  // never started
   f_ = nullptr;
   if (std::fclose(f) != 0) throw std::runtime_error("writing '" + state_.journal + "' failed: " + std::strerror(errno));
-  move_into_place(state_.journal, path_);
+  outputs.add_written(path_, state_.journal);
 }
 
 // ---------------------------------------------------------------- JSON
@@ -346,7 +346,7 @@ void JsonReporter::start(const RunHeader& header, std::size_t, std::size_t) { he
 
 void JsonReporter::report(const Record& r) { records_.push_back(r); }
 
-void JsonReporter::finish(const RunSummary& s) {
+void JsonReporter::finish(const RunSummary& s, OutputSet& outputs) {
   nlohmann::json j;
   for (const auto& [k, v] : header_) j["header"][k] = v;
   j["summary"] = {{"planned", s.planned},   {"resumed", s.resumed},     {"measured", s.measured},
@@ -381,7 +381,7 @@ void JsonReporter::finish(const RunSummary& s) {
     }
     j["cases"].push_back(c);
   }
-  write_string_atomically(path_, json_document_text(j));
+  outputs.add(path_, json_document_text(j));
 }
 
 }  // namespace arfit::bench

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bench/record.h"
+#include "model/atomic_file.h"
 
 namespace arfit::bench {
 
@@ -20,7 +21,10 @@ class Reporter {
   virtual ~Reporter() = default;
   virtual void start(const RunHeader&, std::size_t /*planned*/, std::size_t /*already_done*/) {}
   virtual void report(const Record& r) = 0;
-  virtual void finish(const RunSummary&) {}
+  // The run ended: a reporter that writes files adds them to `outputs` (model/atomic_file.h OutputSet), which the
+  // runner commits once every reporter finished, so -o and --json are replaced together or (a failed write, a kill)
+  // neither.
+  virtual void finish(const RunSummary&, OutputSet& /*outputs*/) {}
 };
 
 class ConsoleReporter : public Reporter {
@@ -28,7 +32,7 @@ class ConsoleReporter : public Reporter {
   ConsoleReporter(std::ostream& out, std::ostream& err, bool quiet) : out_(out), err_(err), quiet_(quiet) {}
   void start(const RunHeader& header, std::size_t planned, std::size_t already_done) override;
   void report(const Record& r) override;
-  void finish(const RunSummary& s) override;
+  void finish(const RunSummary& s, OutputSet& outputs) override;
 
  private:
   std::ostream& out_;
@@ -90,8 +94,9 @@ OutputState inspect_output(const std::string& path, const std::string& grid_json
 // The sample CSV: the model/ schema with the extra column "note", and with --plan adaptive "round" and "wall_s"
 // (adaptive_columns: the round that measured the row and the seconds the case took, microseconds, which a resumed
 // run replays). Rows go to the journal (OutputState) and are flushed one by one; finish() (the run ended, whether or
-// not cases failed) moves the journal over the output with move_into_place. Without finish() (a kill, a crash, a
-// hung collective) the output is untouched.
+// not cases failed) closes it and adds it to the run's outputs, whose commit moves it over the output. Without
+// finish() and the commit (a kill, a crash, a hung collective, the JSON failing to write) the output is untouched
+// and the journal kept for --resume.
 class CsvReporter : public Reporter {
  public:
   CsvReporter(std::string path, OutputState state, std::vector<std::string> columns = extra_columns());
@@ -102,7 +107,7 @@ class CsvReporter : public Reporter {
   void open_journal();
   void start(const RunHeader& header, std::size_t planned, std::size_t already_done) override;
   void report(const Record& r) override;
-  void finish(const RunSummary& s) override;
+  void finish(const RunSummary& s, OutputSet& outputs) override;
 
   static const std::vector<std::string>& extra_columns();
   static const std::vector<std::string>& adaptive_columns();
@@ -159,7 +164,7 @@ class JsonReporter : public Reporter {
   explicit JsonReporter(std::string path) : path_(std::move(path)) {}
   void start(const RunHeader& header, std::size_t planned, std::size_t already_done) override;
   void report(const Record& r) override;
-  void finish(const RunSummary& s) override;
+  void finish(const RunSummary& s, OutputSet& outputs) override;
 
  private:
   std::string path_;

@@ -216,7 +216,11 @@ void Runner::start(const RunHeader& header, std::size_t planned, std::size_t res
 RunSummary Runner::finish() {
   dog_.reset();
   sum_.wall_s = std::chrono::duration<double>(Clock::now() - t_start_).count();
-  for (Reporter* r : reporters_) r->finish(sum_);
+  // -o and --json of one run: replaced together once both are written (a JSON that fails to write leaves the old
+  // sample CSV and the journal, which --resume completes).
+  OutputSet outputs;
+  for (Reporter* r : reporters_) r->finish(sum_, outputs);
+  outputs.commit();
   return sum_;
 }
 

@@ -70,6 +70,7 @@ class Runner {
   // Measures `cases` (grid order: the cases of one TP size are one block), their records marked with `round`.
   // `keep_going`, asked on rank 0 after each case, ends the batch when it returns false (every rank stops there).
   void measure(const std::vector<Case>& cases, int round = -1, const std::function<bool()>& keep_going = {});
+  // The reporters' ends, then their files moved into place together (Reporter::finish).
   RunSummary finish();
   const RunSummary& summary() const { return sum_; }
 

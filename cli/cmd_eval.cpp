@@ -255,8 +255,11 @@ void run_eval(const EvalArgs& a) {
   }
   std::cout << out.text;
   for (const std::string& note : out.notes) std::cerr << "note: " << note << "\n";
-  if (!a.json.empty()) write_string_atomically(a.json, json_document_text(out.json));
-  if (!a.points.empty()) write_string_atomically(a.points, out.points_csv);
+  // --json and --points are one run's results: both replaced, or (a failed write, a kill) neither.
+  OutputSet outputs;
+  if (!a.json.empty()) outputs.add(a.json, json_document_text(out.json));
+  if (!a.points.empty()) outputs.add(a.points, std::move(out.points_csv));
+  outputs.commit();
 }
 
 void add_eval(CLI::App& app) {
@@ -276,7 +279,8 @@ void add_eval(CLI::App& app) {
   cmd->add_option("--json", a->json, "Also write the results as JSON to this file ('-': standard output, the report then on stderr)");
   cmd->add_option("--points", a->points,
                   "Also write every held-out point as CSV (method, group, bytes, measured, predicted, 90 % interval, how); "
-                  "not for select; '-': standard output");
+                  "not for select; '-': standard output. With --json: both files replaced once both are written, or "
+                  "(a failed write) neither");
   cmd->add_option("--methods", a->methods,
                   "Comma-separated methods (default auto,seed,alphabeta,loglog; crosshw: auto,loglog,scale, loglog from K = 2; "
                   "alltoallv: auto,seed,seed-paper; select takes none); also any family name, FAMILY+c for the "

@@ -165,6 +165,10 @@ class Renderer {
     figures_.clear();
   }
   std::string stem(const std::string& name) const { return (fs::path(dir_) / name).string(); }
+  bool empty() const { return figures_.empty(); }
+  // Why `kinds` drew nothing from the inputs: the reason plot gives when it draws no figure at all.
+  void nothing_from(const std::string& kinds, const std::string& why) { nothing_drawn_.emplace_back(kinds, why); }
+  const std::vector<std::pair<std::string, std::string>>& nothing_drawn() const { return nothing_drawn_; }
   int count() const { return count_; }
   int indexed() const { return indexed_; }  // figures the index page lists
 
@@ -173,6 +177,7 @@ class Renderer {
   std::vector<plots::ImageFormat> formats_;
   std::vector<plots::Figure> figures_;
   std::set<std::string> stems_;
+  std::vector<std::pair<std::string, std::string>> nothing_drawn_;  // (kinds, why)
   int count_ = 0, indexed_ = 0;
 };
 
@@ -283,8 +288,7 @@ void plot_cross(const Inputs& in, const PlotAxes& axes, Renderer& r) {
   if (!in.models) throw UsageError("plot cross needs a models.json");
   const std::vector<int> tps = axes.tps.empty() ? std::vector<int>{2, 4, 8, 16} : axes.tps;
   auto figs = plots::cross_figures(in.samples, *in.models, tps, axes.sms);
-  if (figs.empty())
-    std::cerr << "arfit plot cross: no family has a TP in --tp (or an --sm) that was not measured; nothing to draw\n";
+  if (figs.empty()) r.nothing_from("cross", "no family has a TP in --tp (or an --sm) that was not measured");
   for (const auto& f : figs) r.draw(plots::fit_figure(f.data, r.stem(f.name)), "cross");
 }
 
@@ -293,28 +297,52 @@ void plot_cross(const Inputs& in, const PlotAxes& axes, Renderer& r) {
 struct InputGrids {
   std::vector<plots::StrategyGrid> predicted;
   std::optional<plots::StrategyGrid> measured;  // absent without measured cells
+  // Why an input given holds no grid ("" when it does or was not given): a models file of other collectives, samples
+  // of no all-reduce strategy. A kind that needs it has nothing to draw, which is not the usage error of an input
+  // missing from the command line.
+  std::string models_without_grid, samples_without_grid;
 };
 
 InputGrids input_grids(const Inputs& in, const PlotAxes& axes) {
   InputGrids g;
   g.predicted = predicted_grids(in, axes);
+  if (g.predicted.empty() && in.models) g.models_without_grid = in.models_path + " has no fitted all-reduce group to predict a grid from";
   if (!in.samples.empty()) g.measured = plots::grid_from_samples(in.samples);
-  if (g.measured && g.measured->cells.empty()) g.measured.reset();
+  if (g.measured && g.measured->cells.empty()) {
+    g.measured.reset();
+    g.samples_without_grid = "the samples hold no successful all-reduce measurement";
+  }
   return g;
+}
+
+// No grid for `kind` to draw: the usage error `needs` when the command line lacks an input the kind reads
+// (`missing_input`), else why the inputs given hold none.
+void no_grid(const std::string& kind, const InputGrids& in, bool missing_input, const std::string& needs, Renderer& r) {
+  if (missing_input) throw UsageError(needs);
+  std::vector<std::string> why;
+  for (const std::string* w : {&in.models_without_grid, &in.samples_without_grid})
+    if (!w->empty()) why.push_back(*w);
+  r.nothing_from(kind, join(why, "; "));
 }
 
 void plot_grids(const std::string& kind, const InputGrids& in, Renderer& r) {
   if (kind == "regret") {
+    const bool no_table = in.predicted.empty() && in.models_without_grid.empty();
+    const bool no_samples = !in.measured && in.samples_without_grid.empty();
     if (in.predicted.empty() || !in.measured)
-      throw UsageError("plot regret needs a strategy table (codegen JSON or models.json) and measured samples of "
-                       "two or more strategies, or a select-eval JSON with per-cell records");
+      return no_grid(kind, in, no_table || no_samples,
+                     "plot regret needs a strategy table (codegen JSON or models.json) and measured samples of "
+                     "two or more strategies, or a select-eval JSON with per-cell records",
+                     r);
     for (const auto& g : in.predicted)
       for (const auto& h : plots::regret_maps(g, *in.measured)) r.draw(plots::heatmap_figure(h.data, r.stem(h.name), "regret"));
     return;
   }
   std::vector<plots::StrategyGrid> grids = in.predicted;
   if (grids.empty()) {
-    if (!in.measured) throw UsageError("plot " + kind + " needs a codegen JSON, a models.json or samples of all-reduce strategies");
+    if (!in.measured)
+      return no_grid(kind, in, in.models_without_grid.empty() && in.samples_without_grid.empty(),
+                     "plot " + kind + " needs a codegen JSON, a models.json or samples of all-reduce strategies", r);
     grids.push_back(*in.measured);
   } else if (in.measured) {
     for (auto& g : grids) plots::mark_measured(g, *in.measured);
@@ -388,12 +416,23 @@ void plot_errors(const Inputs& in, const PlotArgs& a, Renderer& r) {
 }
 
 // all-to-allv against the effective size per mode, over the all-to-all model (plots/alltoallv.h).
-int plot_alltoallv(const Inputs& in, Renderer& r) {
+void plot_alltoallv(const Inputs& in, Renderer& r) {
   if (in.samples.empty() || !in.models)
     throw UsageError("plot alltoallv needs all-to-allv samples and a models.json fitted with the uniform all-to-all");
   const auto figs = plots::alltoallv_figures(in.samples, *in.models);
+  if (figs.empty())
+    r.nothing_from("alltoallv", "no all-to-allv group has an all-to-all model of its system, strategy and rank count");
   for (const auto& f : figs) r.draw(plots::alltoallv_figure(f.data, r.stem(f.name)));
-  return static_cast<int>(figs.size());
+}
+
+// A plot that drew no figure is a failed run (exit 1), as eval's and plot errors' nothing to evaluate: it said so on
+// standard error and left an empty folder with exit 0 (cross, alltoallv). Refused before render(), so no folder is
+// made and an existing one, its index page included, stays as it was.
+std::string nothing_to_draw(const std::string& kind, const std::vector<std::pair<std::string, std::string>>& reasons) {
+  std::string why;
+  for (const auto& [kinds, reason] : reasons) why += (why.empty() ? "" : "; ") + (kinds == kind ? reason : kinds + ": " + reason);
+  if (why.empty()) why = "the inputs hold nothing plot " + kind + " draws";
+  return "plot " + kind + ": nothing to draw: " + why + "; no figure written";
 }
 
 void run_plot(const PlotArgs& a) {
@@ -440,11 +479,8 @@ void run_plot(const PlotArgs& a) {
   else if (a.kind == "cross") plot_cross(in, axes, r);
   else if (a.kind == "heatmap" || a.kind == "best" || a.kind == "diff" || a.kind == "regret") plot_grids(a.kind, input_grids(in, axes), r);
   else if (a.kind == "errors") plot_errors(in, a, r);
-  else if (a.kind == "alltoallv") {
-    if (plot_alltoallv(in, r) == 0)
-      std::cerr << "arfit plot alltoallv: no all-to-allv group has an all-to-all model of its system, strategy and "
-                   "rank count; nothing to draw\n";
-  } else if (a.kind == "all") {
+  else if (a.kind == "alltoallv") plot_alltoallv(in, r);
+  else if (a.kind == "all") {
     // Everything the inputs allow.
     if (!in.samples.empty() || in.models) plot_fit(in, a, r);
     if (in.models && !axes.tps.empty()) plot_cross(in, axes, r);
@@ -460,17 +496,21 @@ void run_plot(const PlotArgs& a) {
         plot_grids("best", grids, r);
         plot_grids("diff", grids, r);
       } else if (!in.tables.empty() || in.models) {
-        std::cerr << "arfit plot all: no all-reduce strategy grid in the inputs; heatmap, best and diff skipped\n";
+        r.nothing_from("heatmap, best and diff", "no all-reduce strategy grid in the inputs");
       }
       if (predicted && two) plot_grids("regret", grids, r);
     }
-    if (!in.samples.empty() && in.models) plot_alltoallv(in, r);
+    const bool alltoallv_samples = std::any_of(in.samples.begin(), in.samples.end(),
+                                               [](const Sample& s) { return s.collective == Collective::AllToAllV; });
+    if (alltoallv_samples && in.models) plot_alltoallv(in, r);
     if (!in.evals.empty()) {
       Inputs only_evals;
       only_evals.evals = in.evals;
       plot_errors(only_evals, a, r);
     }
   }
+  if (r.empty()) throw std::runtime_error(nothing_to_draw(a.kind, r.nothing_drawn()));
+  for (const auto& [kinds, why] : r.nothing_drawn()) std::cerr << "arfit plot " << a.kind << ": " << kinds << " skipped: " << why << "\n";
   r.render(a.index);
   std::cout << r.count() << " figure(s) in " << a.out_dir << "\n";
   if (!a.index.empty()) std::cout << "wrote " << a.index << " (" << r.indexed() << " figures)\n";
@@ -497,6 +537,7 @@ void add_plot(CLI::App& app) {
       "           max_of_max, max_of_sum) over the all-to-all model's prediction and band\n"
       "  all      every kind the inputs allow\n"
       "  index    DIR: write DIR/index.html (or -o/--index FILE) showing every figure under DIR\n"
+      "A kind with nothing to draw from its inputs fails (exit 1) saying why, and leaves the output folder as it was.\n"
       "gnuplot 5 with the pngcairo/svg terminals must be installed (gnuplot-nox; ARFIT_GNUPLOT overrides the binary).");
   cmd->add_option("kind", a->kind, "fit | cross | heatmap | best | diff | regret | errors | alltoallv | all | index")
       ->required()

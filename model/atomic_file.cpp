@@ -773,13 +773,19 @@ void write_standard_output(const std::function<void(std::ostream&)>& write) {
   if (!os || buf.error()) throw std::runtime_error("-: cannot write standard output: " + sys_reason(buf.error() ? buf.error() : EIO));
 }
 
-}  // namespace
+// A temporary file of the output `path` (the output-path rule checked, created beside the file it replaces),
+// holding what `write` wrote, closed, with a replaced file's mode. Registered for removal on the signals until the
+// caller renames or removes it and releases `slot`. When writing fails it is removed and released, and the exception
+// propagates.
+struct WrittenTemporary {
+  std::string path;    // the temporary
+  std::string target;  // the file it replaces (output_target)
+  int slot = -1;
+};
 
-void write_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& write) {
-  if (is_standard_output(path)) return write_standard_output(write);
+WrittenTemporary write_temporary(const std::string& path, const std::function<void(std::ostream&)>& write) {
   const ResolvedOutput out = resolve_output(path);
   const CreatedTemporary created = create_unique(g_temp, out.target, "", path, false);
-  const TempRegistration registration(created.slot);
   const std::string& tmp = created.path;
   int fd = created.fd;
   try {
@@ -793,17 +799,97 @@ void write_file_atomically(const std::string& path, const std::function<void(std
     const int closed = ::close(fd);
     fd = -1;
     if (closed != 0) throw std::runtime_error(path + ": cannot write: " + sys_reason(errno));
-    if (std::rename(tmp.c_str(), out.target.c_str()) != 0)
-      throw std::runtime_error(path + ": cannot rename the temporary file into place: " + sys_reason(errno));
   } catch (...) {
     if (fd >= 0) ::close(fd);
     ::unlink(tmp.c_str());
+    release_in(g_temp, created.slot);
     throw;
+  }
+  return {tmp, out.target, created.slot};
+}
+
+}  // namespace
+
+void write_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& write) {
+  if (is_standard_output(path)) return write_standard_output(write);
+  const WrittenTemporary written = write_temporary(path, write);
+  const TempRegistration registration(written.slot);
+  if (std::rename(written.path.c_str(), written.target.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(written.path.c_str());
+    throw std::runtime_error(path + ": cannot rename the temporary file into place: " + sys_reason(err));
   }
 }
 
 void write_string_atomically(const std::string& path, const std::string& content) {
   write_file_atomically(path, [&](std::ostream& os) { os.write(content.data(), static_cast<std::streamsize>(content.size())); });
+}
+
+void OutputSet::refuse_a_file_named_twice(const std::string& path) const {
+  for (const Member& m : members_)
+    if (m.path == path || same_path(m.path, path))
+      throw OutputPathError(path + ": named twice among the outputs of one run" +
+                            (m.path == path ? "" : " (the same file as " + m.path + ")") + "; give each output its own file");
+}
+
+void OutputSet::add(const std::string& path, std::function<void(std::ostream&)> write) {
+  refuse_a_file_named_twice(path);
+  members_.reserve(members_.size() + 1);  // a temporary written is in members_, which the destructor removes
+  Member m;
+  m.path = path;
+  if (is_standard_output(path)) {
+    standard_output_fd();  // taken now, so that what the run prints from here on is its report, on standard error
+    m.write_standard_output = std::move(write);
+  } else {
+    const WrittenTemporary written = write_temporary(path, write);
+    m.temporary = written.path;
+    m.slot = written.slot;
+  }
+  members_.push_back(std::move(m));
+}
+
+void OutputSet::add(const std::string& path, std::string content) {
+  // Kept in the function for "-", whose write waits for commit().
+  add(path, [content = std::move(content)](std::ostream& os) { os.write(content.data(), static_cast<std::streamsize>(content.size())); });
+}
+
+void OutputSet::add_written(const std::string& path, const std::string& written) {
+  refuse_a_file_named_twice(path);
+  Member m;
+  m.path = path;
+  m.temporary = written;
+  m.kept_on_failure = true;
+  members_.push_back(std::move(m));
+}
+
+std::vector<std::string> OutputSet::commit() {
+  std::vector<std::string> paths;
+  for (Member& m : members_) {
+    paths.push_back(m.path);
+    if (m.write_standard_output) {
+      write_standard_output(m.write_standard_output);
+      m.write_standard_output = nullptr;
+    }
+  }
+  // Every destination passes the rule before the first is replaced (as StagingFolder::commit checks its names).
+  for (const Member& m : members_)
+    if (!m.temporary.empty()) resolve_output(m.path);
+  const BlockCleanupSignals blocked;  // a signal now is delivered after the last rename
+  for (Member& m : members_) {
+    if (m.temporary.empty()) continue;
+    rename_over_output(m.temporary, m.path);
+    m.temporary.clear();
+    release_in(g_temp, m.slot);
+    m.slot = -1;
+  }
+  return paths;
+}
+
+OutputSet::~OutputSet() {
+  for (Member& m : members_) {
+    if (!m.temporary.empty() && !m.kept_on_failure) ::unlink(m.temporary.c_str());
+    release_in(g_temp, m.slot);
+  }
 }
 
 std::string normalize_text(std::string text) {

@@ -174,6 +174,21 @@ void refuse_other_arfit_file(const std::string& text, const std::string& name) {
                                     (k->kind == ArfitFileKind::Samples ? ": fit it first (arfit fit " + name + " -o models.json)" : ""));
 }
 
+// A models file read by a command must hold a model: with none (`groups: []`, or no group fitted), every command
+// found a symptom instead ("choose one with --system (systems: none)", "no model answers", whatif keeping every
+// collective as measured with exit 0). `arfit fit` never writes such a file; the reader refuses it, naming the file.
+void require_a_model(const ModelSet& m, const nlohmann::json& j, const std::string& name) {
+  if (!m.systems().empty()) return;  // a fitted group or a joint family
+  const JsonView groups = JsonView(j).at("groups");
+  const std::string fit_one = "; fit one with `arfit fit SAMPLES -o " + name + "`";
+  if (groups.size() == 0) groups.fail("the file holds no models (groups is empty)" + fit_one);
+  const nlohmann::json& first = groups.at(0).json();
+  const std::string first_problem =
+      first.contains("problem") && first["problem"].is_string() ? first["problem"].get<std::string>() : "not fitted";
+  groups.fail("the file holds no fitted model (none of its " + std::to_string(groups.size()) + " groups was fitted; " +
+              groups.at(0).pointer() + ": " + first_problem + ")" + fit_one);
+}
+
 }  // namespace
 
 ModelSet ModelSet::parse(const std::string& text, const std::string& name) {
@@ -189,7 +204,11 @@ ModelSet ModelSet::parse(const std::string& text, const std::string& name) {
 
 ModelSet ModelSet::from_document(const nlohmann::json& j, const std::string& text, const std::string& name) {
   try {
-    return read_json_document(text, name, [&] { return parse_checked(j); });
+    return read_json_document(text, name, [&] {
+      ModelSet m = parse_checked(j);
+      require_a_model(m, j, name);
+      return m;
+    });
   } catch (const InputError&) {
     refuse_other_arfit_file(text, name);
     throw;

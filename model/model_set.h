@@ -93,6 +93,9 @@ class ModelSet {
   // bounds the nesting (model/json_input.h).
   static ModelSet from_json(const nlohmann::json& j);
   nlohmann::json to_json() const;
+  // The readers of a file (load, parse, from_document) also refuse one that holds no model, no fitted group and no
+  // joint family (`groups: []`): InputError naming the file and the line of "groups". from_json takes it (a set
+  // being built).
   static ModelSet load(const std::string& path);
   static ModelSet parse(const std::string& text, const std::string& name);  // load without the file
   // parse of a document already parsed from `text` (parse_json): checks it, errors naming `name` and a line.

@@ -199,12 +199,44 @@ TEST(BenchOutput, CsvReporterReplacesTheOutputOnlyWhenTheRunEnds) {
   CsvReporter resumed(path, st);
   resumed.start({{"grid", "G"}}, 2, 1);
   resumed.report(record(2));
-  resumed.finish(RunSummary{});
+  arfit::OutputSet outputs;
+  resumed.finish(RunSummary{}, outputs);
+  EXPECT_TRUE(std::filesystem::exists(path + ".partial")) << "moved before the run's outputs are committed";
+  outputs.commit();
   EXPECT_FALSE(std::filesystem::exists(path + ".partial"));
   SampleFile f = samples_in(path);
   ASSERT_EQ(f.samples.size(), 2u);
   EXPECT_EQ(f.samples[1].tokens, 2);
   EXPECT_EQ(f.meta.front(), (std::pair<std::string, std::string>{"grid", "G"}));
+}
+
+// -o and --json are one run's outputs, replaced together (Runner::finish: every reporter's finish, then the commit): a
+// JSON that cannot be written leaves the old sample CSV as it was and the journal for --resume. The CSV used to be
+// moved into place before the JSON was written.
+TEST(BenchOutput, AJsonThatFailsToWriteLeavesTheOldOutputAndTheJournal) {
+  TempDir d;
+  const std::string old_output = file_with("OLD", {sample(1)}, false);
+  const std::string path = d.write("s.csv", old_output);
+  std::filesystem::create_directory(d.file("records"));
+  CsvReporter csv(path, inspect_output(path, "G", false, true));  // --overwrite
+  JsonReporter json(d.file("records/s.json"));
+  Record r;
+  r.sample = sample(2);
+  for (Reporter* reporter : std::vector<Reporter*>{&csv, &json}) {
+    reporter->start({{"grid", "G"}}, 1, 0);
+    reporter->report(r);
+  }
+  std::filesystem::remove(d.file("records"));  // the JSON's folder is gone when the run ends
+  {
+    OutputSet outputs;
+    csv.finish(RunSummary{}, outputs);
+    EXPECT_THROW(json.finish(RunSummary{}, outputs), std::runtime_error);
+  }  // the run failed: nothing committed
+  EXPECT_EQ(arfit::testing::slurp(path), old_output);
+  EXPECT_EQ(samples_in(path + ".partial").samples.size(), 1u);
+  std::set<std::string> left;
+  for (const auto& e : std::filesystem::directory_iterator(d.path())) left.insert(e.path().filename().string());
+  EXPECT_EQ(left, (std::set<std::string>{"s.csv", "s.csv.partial"}));
 }
 
 TEST(BenchOutput, ResumeRefusesAnotherCudaGraphMode) {

@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <tuple>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,6 +21,17 @@
 #include "test_support.h"
 
 namespace arfit::testing {
+
+// Two strategies of `collective` on 8 ranks, 1 KiB .. 64 MiB, as arfit's sample CSV: enough for `fit`, `codegen`,
+// `predict`.
+inline std::string synthetic_samples(const std::string& collective = "allreduce") {
+  std::string s = "#arfit-samples v1\ncollective,strategy,fusion,dtype,nranks,bytes,time_us\n";
+  for (const auto& [strategy, alpha, gbps] : {std::tuple<const char*, double, double>{"NCCL", 10, 100}, {"ONESHOT", 5, 60}})
+    for (long b = 1024; b <= (64L << 20); b *= 2)
+      s += collective + "," + strategy + ",NONE,bf16,8," + std::to_string(b) + "," +
+           std::to_string(alpha + static_cast<double>(b) / (gbps * 1e3)) + "\n";
+  return s;
+}
 
 struct EntryState {
   mode_t mode = 0;       // lstat: kind and permissions

@@ -38,19 +38,10 @@ using arfit::testing::names_file_line;
 using arfit::testing::run_command;
 using arfit::testing::slurp;
 using arfit::testing::snapshot;
+using arfit::testing::synthetic_samples;
 using arfit::testing::TempDir;
 
 namespace {
-
-// Two all-reduce strategies on 8 ranks, 1 KiB .. 64 MiB: enough for `fit`, `codegen`, `predict`.
-std::string synthetic_samples() {
-  std::string s = "#arfit-samples v1\ncollective,strategy,fusion,dtype,nranks,bytes,time_us\n";
-  for (const auto& [strategy, alpha, gbps] : {std::tuple<const char*, double, double>{"NCCL", 10, 100}, {"ONESHOT", 5, 60}})
-    for (long b = 1024; b <= (64L << 20); b *= 2)
-      s += std::string("allreduce,") + strategy + ",NONE,bf16,8," + std::to_string(b) + "," +
-           std::to_string(alpha + static_cast<double>(b) / (gbps * 1e3)) + "\n";
-  return s;
-}
 
 const std::string kProfile = std::string(ARFIT_SOURCE_DIR) + "/tests/trace/data/vllm_tp2_small.json";
 const std::string kNsysKernSum = std::string(ARFIT_SOURCE_DIR) + "/tests/trace/data/nsys_kern_sum.csv";
@@ -445,7 +436,9 @@ TEST_F(Robustness, ArfitOutputsGivenAsTheWrongInputAreNamed) {
   // arbench's --json records (bandwidths and all) given to fit: the sample CSV it writes with -o is what arfit reads.
   arfit::bench::JsonReporter records(dir.file("records.json"));
   records.start({{"generator", std::string("arbench ") + ARFIT_VERSION}}, 0, 0);
-  records.finish({});
+  arfit::OutputSet outputs;
+  records.finish({}, outputs);
+  outputs.commit();
   expect_refused("fit records.json -o out.json", 1,
                  {"records.json: arbench's JSON records (written by `arbench --json`), not measurements: arfit reads the sample CSV"});
   expect_refused("fit models.json -o out.json", 1, {"models.json: an arfit models file (written by `arfit fit`), not measurements"});

@@ -24,6 +24,18 @@ const char* kNoCollective = R"J({"context": {"model": "tiny", "batch_size": 1, "
   "decode_1": {"summary_stats": [
     {"entry": {"name": "ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_stages_64x4_tn", "cuda_time_us": 2, "invocations": 1}}]}})J";
 
+// A models file fitted by `arfit fit` from a synthetic all-reduce curve (NCCL, 8 ranks), written into `dir`: whatif
+// refuses one that holds no model, and the tests using this one ask nothing of it.
+std::string fitted_models(const TempDir& dir) {
+  std::string csv = "#arfit-samples v1\ncollective,strategy,fusion,dtype,nranks,bytes,time_us\n";
+  for (long b = 1024; b <= (1L << 24); b *= 2)
+    csv += "allreduce,NCCL,NONE,bf16,8," + std::to_string(b) + "," + std::to_string(8 + static_cast<double>(b) / 5e4) + "\n";
+  const std::string models = dir.file("models.json");
+  const auto fit = run_command(arfit_cmd("fit " + dir.write("samples.csv", csv) + " -o " + models + " -q"));
+  EXPECT_EQ(fit.exit_code, 0) << fit.output;
+  return models;
+}
+
 }  // namespace
 
 TEST(TraceCli, BreakdownWritesTablesAndFigures) {
@@ -182,8 +194,8 @@ TEST(TraceCli, NoCollectiveStillBreaksDownAndWhatifSaysSo) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(slurp(dir.file("o/comm_share.csv")).find("prefill,prefill,0,30.000,0.000,0.00"), std::string::npos);
   EXPECT_NE(slurp(dir.file("o/breakdown_classes.csv")).find("prefill,prefill,0,rms_norm,RMSNorm,0,10.000"), std::string::npos);
-  // A valid, empty model set: nothing needs predicting.
-  std::string models = dir.write("models.json", R"({"schema": "arfit-models", "schema_version": 1, "groups": []})");
+  // Nothing needs predicting, whatever the models.
+  const std::string models = fitted_models(dir);
   auto w = run_command(arfit_cmd("whatif " + prof + " --models " + models + " --tp 8"));
   EXPECT_EQ(w.exit_code, 0) << w.output;
   EXPECT_NE(w.output.find("no recognised collective kernel in " + prof + ": nothing to re-predict"), std::string::npos) << w.output;
@@ -198,14 +210,14 @@ TEST(TraceCli, FoldMatchingNoNodeIsWarnedByBreakdownAndWhatif) {
   ASSERT_EQ(b.exit_code, 0) << b.output;
   EXPECT_NE(b.output.find("arfit breakdown: warning: --fold 'LogitsProcesor' matches no node of"), std::string::npos) << b.output;
   EXPECT_EQ(b.output.find("--fold 'LogitsProcessor' matches no node"), std::string::npos) << b.output;
-  const std::string models = dir.write("models.json", R"({"schema": "arfit-models", "schema_version": 1, "groups": []})");
+  const std::string models = fitted_models(dir);
   auto w = run_command(arfit_cmd("whatif " + prof + " --models " + models + " --tp 8 --hidden 4096 --fold LogitsProcesor"));
   EXPECT_NE(w.output.find("arfit whatif: warning: --fold 'LogitsProcesor' matches no node of"), std::string::npos) << w.output;
 }
 
 TEST(TraceCli, WhatifUnknownSystemIsAUsageError) {
   TempDir dir;
-  std::string models = dir.write("models.json", R"({"schema": "arfit-models", "schema_version": 1, "groups": []})");
+  const std::string models = fitted_models(dir);
   auto w = run_command(arfit_cmd("whatif " + trace_data("nsys_kern_sum.csv") + " --models " + models + " --tp 8 --hidden 4096 --tokens 16 --system h100_typo"));
   EXPECT_EQ(w.exit_code, 2) << w.output;
   EXPECT_NE(w.output.find("--system: 'h100_typo' is not in the models file"), std::string::npos) << w.output;
