@@ -140,6 +140,41 @@ inline PriorFiles read_prior_files(const std::vector<std::string>& paths) {
   return out;
 }
 
+// A prior is another machine. One of the command's own measurements given as a prior, under any name (a renamed
+// byte-identical copy), or a models file fitted from one (its `inputs` record the file's fingerprint), would lend each
+// curve its own measurements: a transfer (fit) or a scale-out step (predict) would report itself far better than it
+// is, and an answer moved (+41 % at 1 GiB for a renamed copy under predict). `own` maps the fingerprint of each own
+// measurement file to how to name it ("x.txt, an input of this fit"); `own_paths` are the own files' paths (the same
+// file given as a prior). The one check of every command that takes --prior: a usage error naming --prior.
+inline void refuse_priors_of_own_measurements(const std::vector<std::string>& priors, const PriorFiles& read,
+                                              const std::vector<std::string>& own_paths,
+                                              std::map<std::string, std::string> own) {
+  for (const std::string& f : own_paths)
+    for (const std::string& p : priors)
+      if (same_path(p, f)) throw UsageError("--prior " + p + " is also an input here (" + f + "); a prior is another machine's file");
+  own.erase("");
+  for (const InputText& f : read.samples)
+    if (const auto it = own.find(input_fingerprint(f.path)); it != own.end())
+      throw UsageError("--prior " + f.path + " holds the same bytes as " + it->second + "; a prior is another machine's file");
+  for (const auto& [p, m] : read.models)
+    for (const auto& in : m.raw().value("inputs", nlohmann::json::array())) {
+      const auto it = in.is_object() ? own.find(in.value("fnv1a64", std::string())) : own.end();
+      if (it != own.end())
+        throw UsageError("--prior " + p + " was fitted from " + in.value("path", std::string("an input")) +
+                         ", the same file as " + it->second + "; a prior is another machine's file");
+    }
+}
+
+// The fingerprints of a models file's own measurements (its `inputs`), each named "PATH, an input of MODELS".
+inline std::map<std::string, std::string> measurements_of_models_file(const ModelSet& models, const std::string& models_path) {
+  std::map<std::string, std::string> own;
+  for (const auto& in : models.raw().value("inputs", nlohmann::json::array()))
+    if (in.is_object())
+      own.emplace(in.value("fnv1a64", std::string()), in.value("path", std::string("a file")) + ", an input of " + models_path);
+  own.emplace(input_fingerprint(models_path), models_path + ", the models file itself");
+  return own;
+}
+
 // The priors' models: a models file as is, sample files fitted like `arfit fit` would (one set for all sample
 // files given, so their machines' siblings pool as usual).
 inline std::vector<ModelSet> fit_priors(PriorFiles priors, const std::string& format, int threads) {
@@ -155,10 +190,6 @@ inline std::vector<ModelSet> fit_priors(PriorFiles priors, const std::string& fo
   return sets;
 }
 
-// read_prior_files, then fit_priors (`arfit predict`: nothing to check in between).
-inline std::vector<ModelSet> load_priors(const std::vector<std::string>& paths, const std::string& format, int threads) {
-  return fit_priors(read_prior_files(paths), format, threads);
-}
 
 // --system as predict and whatif read it: a machine the models file does not hold, or none named where it holds
 // several, is the user's to correct (a usage error listing its systems: model/model_set.h, resolve_system), not a

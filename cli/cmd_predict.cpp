@@ -132,7 +132,10 @@ void run_predict(const PredictArgs& a) {
     throw UsageError(e.what());
   }
   const PredictQuery& base = resolved.base;
-  const std::vector<ModelSet> lenders = load_priors(a.priors, "auto", 1);
+  // A prior is another machine: never the measurements this models file was fitted from (cli_inputs.h).
+  PriorFiles prior_files = read_prior_files(a.priors);
+  refuse_priors_of_own_measurements(a.priors, prior_files, {a.models}, measurements_of_models_file(set, a.models));
+  const std::vector<ModelSet> lenders = fit_priors(std::move(prior_files), "auto", 1);
   const int answered_nranks = resolved.busbw_nranks;
   std::vector<PredictQuery> qs;
   // Per query, the GPU count of its bus bandwidth: --nranks, else the file's one count, else a split's ranks. Without

@@ -1429,3 +1429,29 @@ TEST_F(Robustness, OutputNamesUpToNameMaxAreWritten) {
   }
   expect_refused("fit samples.csv -q -o y" + longest, 2, {"File name too long"});
 }
+
+// A prior is another machine, for every command that takes one (issue 43): predict --prior took a renamed
+// byte-identical copy of the log its models file was fitted from, or a models file fitted from that copy, as a second
+// machine (the 1 GiB answer moved +41 %); fit --prior took a renamed copy of its own input. All are refused by the
+// one check (cli_inputs.h: refuse_priors_of_own_measurements), exit 2, nothing written.
+TEST_F(Robustness, PriorsAreNeverTheCommandsOwnMeasurementsUnderAnyName) {
+  const std::string samples = synthetic_samples();
+  dir.write("samples.csv", samples);
+  ASSERT_EQ(arfit_here("fit samples.csv -o models.json -q").exit_code, 0);
+  dir.write("other_machine.csv", samples);  // the same bytes under another name
+  ASSERT_EQ(arfit_here("fit other_machine.csv -o other.json -q").exit_code, 0);
+  const std::string predict = "predict models.json --collective allreduce --nranks 8 --nnodes 2 --bytes 1G ";
+  expect_refused(predict + "--prior other_machine.csv", 2,
+                 {"--prior other_machine.csv holds the same bytes as samples.csv, an input of models.json"});
+  expect_refused(predict + "--prior other.json", 2,
+                 {"--prior other.json was fitted from other_machine.csv, the same file as samples.csv, an input of models.json"});
+  expect_refused(predict + "--prior models.json", 2, {"--prior models.json is also an input here"});
+  expect_refused("fit samples.csv --prior other_machine.csv -o m2.json", 2,
+                 {"--prior other_machine.csv holds the same bytes as samples.csv, an input of this fit"});
+  // Another machine's measurements are taken.
+  std::string other = samples;
+  for (std::size_t at = other.find(",8,"); at != std::string::npos; at = other.find(",8,", at + 3)) other.replace(at, 3, ",4,");
+  dir.write("four_gpus.csv", other);
+  const CommandResult ok = arfit_here(predict + "--prior four_gpus.csv");
+  EXPECT_NE(ok.exit_code, 2) << ok.output;
+}
