@@ -4,6 +4,8 @@
 // the other machines as priors, as `arfit fit --prior` fits it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <map>
 #include <memory>
 #include <set>
@@ -30,6 +32,10 @@ TEST(FitRoundTripData, EveryFittedGroupOfThePublicFilesLoads) {
   int fitted = 0;
   for (const auto& [f, samples] : arfit::testing::readable_public_files()) {
     const ModelSet set = fit::fit_model_set(samples, fo, {f});
+    // A set without a fitted group is what `arfit fit` refuses to write and every reader refuses as holding no
+    // model (one file sweeps GPU counts at one size): nothing to round-trip.
+    const auto& all = set.raw().at("groups");
+    if (std::none_of(all.begin(), all.end(), [](const auto& g) { return g.value("ok", false); })) continue;
     const std::string text = set.raw().dump(1);
     ModelSet loaded;
     ASSERT_NO_THROW(loaded = ModelSet::parse(text, f)) << f;
