@@ -33,28 +33,6 @@ struct FitArgs {
   std::vector<std::string> priors;  // other machines: models files or samples (fitted here)
 };
 
-// A prior is another machine. One of this fit's own inputs, or a models file fitted from one (its `inputs` record
-// the file's fingerprint), would lend each curve its own measurements: the transfer would report itself far
-// better than it is. `read` holds the priors given (`priors`), read once.
-void refuse_priors_of_the_fits_own_inputs(const std::vector<std::string>& priors, const PriorFiles& read,
-                                          const std::vector<std::string>& files) {
-  std::map<std::string, std::string> own;  // fingerprint -> input
-  for (const std::string& f : files) {
-    for (const std::string& p : priors)
-      if (same_path(p, f)) throw UsageError("--prior " + p + " is also an input of this fit; a prior is another machine's file");
-    own.emplace(input_fingerprint(f), f);
-  }
-  own.erase("");
-  for (const auto& [p, m] : read.models) {
-    for (const auto& in : m.raw().value("inputs", nlohmann::json::array())) {
-      const auto it = in.is_object() ? own.find(in.value("fnv1a64", std::string())) : own.end();
-      if (it != own.end())
-        throw UsageError("--prior " + p + " was fitted from " + in.value("path", std::string("an input")) +
-                         ", the same file as " + it->second + ", an input of this fit; a prior is another machine's file");
-    }
-  }
-}
-
 void run_fit(const FitArgs& a) {
   fit::FitOptions fo;
   fo.family = a.family;
@@ -68,9 +46,8 @@ void run_fit(const FitArgs& a) {
   // The inputs are read first: the prior check below takes their fingerprints from the bytes read here.
   const std::vector<Sample> samples = load_samples_option(a.files, a.format);
   if (!a.priors.empty()) {
-    PriorFiles priors = read_prior_files(a.priors);
-    refuse_priors_of_the_fits_own_inputs(a.priors, priors, a.files);
-    fo.prior = std::make_shared<fit::TransferLibrary>(fit_priors(std::move(priors), a.format, a.threads));
+    fo.prior = std::make_shared<fit::TransferLibrary>(
+        load_priors(read_prior_files(a.priors), a.format, a.threads, own_measurements_of_fit(a.files, samples)));
     if (fo.prior->sources().empty()) throw std::runtime_error("--prior: no fitted group in " + std::to_string(a.priors.size()) + " file(s)");
   }
   check_output_file(a.output);  // refused now (an input, not a regular file, read-only, no such folder), not after fitting

@@ -132,7 +132,8 @@ void run_predict(const PredictArgs& a) {
     throw UsageError(e.what());
   }
   const PredictQuery& base = resolved.base;
-  const std::vector<ModelSet> lenders = load_priors(a.priors, "auto", 1);
+  const std::vector<ModelSet> lenders =
+      a.priors.empty() ? std::vector<ModelSet>() : load_priors(read_prior_files(a.priors), "auto", 1, own_measurements_of_models(a.models, set));
   const int answered_nranks = resolved.busbw_nranks;
   std::vector<PredictQuery> qs;
   // Per query, the GPU count of its bus bandwidth: --nranks, else the file's one count, else a split's ranks. Without
