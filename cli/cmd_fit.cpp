@@ -14,6 +14,7 @@
 #include "fit/fit.h"
 #include "fit/transfer.h"
 #include "model/atomic_file.h"
+#include "model/sm_targets.h"
 #include "ingest/ingest.h"
 
 namespace arfit::cli {
@@ -45,9 +46,13 @@ void run_fit(const FitArgs& a) {
   if (a.min_points < 2) throw UsageError("--min-points must be at least 2");
   // The inputs are read first: the prior check below takes their fingerprints from the bytes read here.
   const std::vector<Sample> samples = load_samples_option(a.files, a.format);
+  // Machines whose GPU only their name tells (model/sm_targets.h): the report says so.
+  std::map<std::string, int> by_name;
   if (!a.priors.empty()) {
-    fo.prior = std::make_shared<fit::TransferLibrary>(
-        load_priors(read_prior_files(a.priors), a.format, a.threads, own_measurements_of_fit(a.files, samples)));
+    const std::vector<ModelSet> prior_sets =
+        load_priors(read_prior_files(a.priors), a.format, a.threads, own_measurements_of_fit(a.files, samples));
+    fo.prior = std::make_shared<fit::TransferLibrary>(prior_sets);
+    for (const ModelSet& p : prior_sets) by_name.merge(machines_known_by_label_only(p.raw().value("groups", nlohmann::json::array())));
     if (fo.prior->sources().empty()) throw std::runtime_error("--prior: no fitted group in " + std::to_string(a.priors.size()) + " file(s)");
   }
   check_output_file(a.output);  // refused now (an input, not a regular file, read-only, no such folder), not after fitting
@@ -99,6 +104,10 @@ void run_fit(const FitArgs& a) {
     throw std::runtime_error("no group could be fitted (" + std::to_string(bad) + " groups" +
                              (a.quiet ? std::string("):") + why : std::string(", see above)")) + "\nnothing written");
   }
+  by_name.merge(machines_known_by_label_only(groups));
+  for (const auto& [machine, sm] : by_name)
+    std::fprintf(a.quiet ? stderr : stdout, "machine '%s' from the file name only: SM %d is read from its name, its file states no device "
+                 "or SM (docs/fit.md, \"Machine identity\")\n", machine.c_str(), sm);
   set.save(a.output);
   std::printf("fitted %d groups (%d not fitted), %zu joint-n families -> %s\n", ok, bad, set.raw().at("joint").size(),
               a.output.c_str());
