@@ -14,6 +14,7 @@
 #include "fit/fit.h"
 #include "fit/transfer.h"
 #include "model/atomic_file.h"
+#include "model/sm_targets.h"
 #include "ingest/ingest.h"
 
 namespace arfit::cli {
@@ -45,12 +46,13 @@ void run_fit(const FitArgs& a) {
   if (a.min_points < 2) throw UsageError("--min-points must be at least 2");
   // The inputs are read first: the prior check below takes their fingerprints from the bytes read here.
   const std::vector<Sample> samples = load_samples_option(a.files, a.format);
+  // Machines whose GPU only their name tells (model/sm_targets.h): the report says so.
+  std::map<std::string, int> by_name;
   if (!a.priors.empty()) {
-    PriorFiles priors = read_prior_files(a.priors);
-    std::map<std::string, std::string> own;  // fingerprint -> how to name the input
-    for (const std::string& f : a.files) own.emplace(input_fingerprint(f), f + ", an input of this fit");
-    refuse_priors_of_own_measurements(a.priors, priors, a.files, own);
-    fo.prior = std::make_shared<fit::TransferLibrary>(fit_priors(std::move(priors), a.format, a.threads));
+    const std::vector<ModelSet> prior_sets =
+        load_priors(read_prior_files(a.priors), a.format, a.threads, own_measurements_of_fit(a.files, samples));
+    fo.prior = std::make_shared<fit::TransferLibrary>(prior_sets);
+    for (const ModelSet& p : prior_sets) by_name.merge(machines_known_by_label_only(p.raw().value("groups", nlohmann::json::array())));
     if (fo.prior->sources().empty()) throw std::runtime_error("--prior: no fitted group in " + std::to_string(a.priors.size()) + " file(s)");
   }
   check_output_file(a.output);  // refused now (an input, not a regular file, read-only, no such folder), not after fitting
@@ -102,6 +104,10 @@ void run_fit(const FitArgs& a) {
     throw std::runtime_error("no group could be fitted (" + std::to_string(bad) + " groups" +
                              (a.quiet ? std::string("):") + why : std::string(", see above)")) + "\nnothing written");
   }
+  by_name.merge(machines_known_by_label_only(groups));
+  for (const auto& [machine, sm] : by_name)
+    std::fprintf(a.quiet ? stderr : stdout, "machine '%s' from the file name only: SM %d is read from its name, its file states no device "
+                 "or SM (docs/fit.md, \"Machine identity\")\n", machine.c_str(), sm);
   set.save(a.output);
   std::printf("fitted %d groups (%d not fitted), %zu joint-n families -> %s\n", ok, bad, set.raw().at("joint").size(),
               a.output.c_str());
@@ -128,7 +134,8 @@ void add_fit(CLI::App& app) {
                   "Other machines' measurements (models files from `arfit fit`, or samples in any format, fitted here): "
                   "curves with fewer than 12 sizes borrow the shape of the matching curves (same collective, strategy, "
                   "fusion, rank and node count, element size) through their own sizes, a quick calibration of a new "
-                  "machine (`arbench --plan anchors:K`; docs/fit.md)")
+                  "machine (`arbench --plan anchors:K`; docs/fit.md). A prior holding this fit's own measurements (an input, "
+                  "a copy or a models file fitted from one, a point of a group under its label) is refused")
       ->check(input_file_validator());
   cmd->add_flag("-q,--quiet", args->quiet, "Print only the summary line");
   cmd->callback([args] { run_fit(*args); });

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <sstream>
 
@@ -20,6 +21,7 @@
 #include "model/model_set.h"
 #include "model/predict_answer.h"
 #include "model/scale_out.h"
+#include "model/sm_targets.h"
 #include "model/text.h"
 
 namespace arfit::cli {
@@ -108,6 +110,28 @@ std::string across_nodes_note(const ModelSet& set, const PredictQuery& q) {
          "\"Across node boundaries\")\n";
 }
 
+// The machines an answer may rest on (the query's, and every --prior's) whose GPU is known by their name alone
+// (model/sm_targets.h, machines_known_by_label_only): `how` and a note say so, a name not being a measurement.
+std::map<std::string, int> machines_by_name_only(const ModelSet& set, const std::string& system, const std::vector<ModelSet>& lenders) {
+  std::map<std::string, int> out = machines_known_by_label_only(set.raw().value("groups", nlohmann::json::array()), system);
+  for (const ModelSet& l : lenders) out.merge(machines_known_by_label_only(l.raw().value("groups", nlohmann::json::array())));
+  return out;
+}
+
+// `how` of an answer with each machine of `by_name` it names (or the query's own, `system`) marked as known by name.
+// Only an answer beyond the measurements (across nodes, --sm, a transfer) uses the SM; `marked` collects the machines.
+std::string how_with_name_only_machines(const Prediction& p, const std::map<std::string, int>& by_name, const std::string& system,
+                                        std::map<std::string, int>& marked) {
+  std::string how = p.how;
+  if (!p.extrapolated && !p.transferred) return how;
+  for (const auto& [machine, sm] : by_name)
+    if (machine == system || how.find(machine) != std::string::npos) {
+      how += " (machine '" + machine + "': SM " + std::to_string(sm) + " from its name only)";
+      marked.emplace(machine, sm);
+    }
+  return how;
+}
+
 void run_predict(const PredictArgs& a) {
   const int modes = !a.bytes.empty() + (!a.tokens.empty() || !a.hidden.empty()) + !a.splits.empty();
   if (modes != 1) throw UsageError("give exactly one of --bytes, --tokens/--hidden, --splits");
@@ -132,11 +156,12 @@ void run_predict(const PredictArgs& a) {
     throw UsageError(e.what());
   }
   const PredictQuery& base = resolved.base;
-  // A prior is another machine: never the measurements this models file was fitted from (cli_inputs.h).
-  PriorFiles prior_files = read_prior_files(a.priors);
-  refuse_priors_of_own_measurements(a.priors, prior_files, {a.models}, measurements_of_models_file(set, a.models));
-  const std::vector<ModelSet> lenders = fit_priors(std::move(prior_files), "auto", 1);
+  const std::vector<ModelSet> lenders =
+      a.priors.empty() ? std::vector<ModelSet>() : load_priors(read_prior_files(a.priors), "auto", 1, own_measurements_of_models(a.models, set));
   const int answered_nranks = resolved.busbw_nranks;
+  const std::string machine = !base.system.empty() || set.systems().size() != 1 ? base.system : set.systems().front();
+  const std::map<std::string, int> by_name = machines_by_name_only(set, machine, lenders);
+  std::map<std::string, int> marked;  // those of by_name an answer's `how` names
   std::vector<PredictQuery> qs;
   // Per query, the GPU count of its bus bandwidth: --nranks, else the file's one count, else a split's ranks. Without
   // it the column named busbw printed the algorithm bandwidth (51 GB/s for 89.6 with --nranks 8 on one 8-GPU model).
@@ -214,10 +239,11 @@ void run_predict(const PredictArgs& a) {
     }
     const Prediction& p = *answer.prediction;
     const double bytes = p.bytes;  // the size the models file answered for (its group's dtype when --dtype is omitted)
+    const std::string how = how_with_name_only_machines(p, by_name, machine, marked);
     if (a.json) {
       nlohmann::json r = {{"bytes", bytes}, {"time_us", p.time_us}, {"lo_us", p.lo_us}, {"hi_us", p.hi_us},
                           {"busbw_gbps", answer.busbw_gbps}, {"extrapolated", p.extrapolated}, {"transferred", p.transferred},
-                          {"how", p.how}};
+                          {"how", how}};
       if (q.tokens) {
         r["tokens"] = q.tokens;
         r["hidden"] = q.hidden;
@@ -226,11 +252,15 @@ void run_predict(const PredictArgs& a) {
       out.push_back(r);
     } else {
       std::printf("%14.0f %8lld %8lld %12.3f %12.3f %12.3f %10.2f  %s%s\n", bytes, (long long)q.tokens, (long long)q.hidden,
-                  p.time_us, p.lo_us, p.hi_us, answer.busbw_gbps, p.how.c_str(), p.extrapolated ? " (extrapolated)" : "");
+                  p.time_us, p.lo_us, p.hi_us, answer.busbw_gbps, how.c_str(), p.extrapolated ? " (extrapolated)" : "");
     }
   }
   if (a.json) std::cout << json_document_text(out);
   if (unknown_network) std::cerr << across_nodes_note(set, base);
+  for (const auto& [name, sm] : marked)
+    std::cerr << "note: machine '" << name << "' from the file name only: SM " << sm << " is read from its name, its "
+              << "file states no device or SM (the same bytes under another name answer otherwise; docs/fit.md, "
+              << "\"Machine identity\")\n";
   if (missing == static_cast<int>(qs.size()) && !refused.empty()) throw std::runtime_error(refused);
   if (missing == static_cast<int>(qs.size()))
     throw std::runtime_error("no model in " + a.models +
@@ -252,7 +282,9 @@ void add_predict(CLI::App& app) {
   cmd->add_option("--prior", a->priors,
                   "Other machines (models files from `arfit fit`, or samples in any format, fitted here) whose "
                   "scale-out steps a query on more nodes than its machine measured may borrow, as if they were in the "
-                  "models file; they answer nothing else (docs/fit.md, \"Across node boundaries\")")
+                  "models file; they answer nothing else (docs/fit.md, \"Across node boundaries\"). A prior holding the models "
+                  "file's own measurements (an input it records, by fingerprint, or a point of one of its groups under "
+                  "its label) is refused (docs/fit.md, \"Priors are other machines\")")
       ->check(input_file_validator());
   cmd->add_option("--sm", a->sm, "Target SM version (80, 89, 90, 100, 103, 120): transfers the model, flagged extrapolated")
       ->check(known_sm_validator());

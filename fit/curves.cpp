@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -7,6 +8,7 @@
 
 #include "fit/fit.h"
 #include "model/metrics.h"
+#include "model/text.h"
 
 namespace arfit::fit {
 namespace {
@@ -112,6 +114,16 @@ std::vector<Curve> build_curves(const std::vector<Sample>& samples, const CurveO
     placements.push_back(std::move(a.placements));
   }
   name_machines(out, placements);
+  return out;
+}
+
+std::vector<std::string> measured_point_fingerprints(const Curve& c) {
+  std::vector<std::string> out;
+  char point[64];
+  for (std::size_t i = 0; i < c.bytes.size() && i < c.time_us.size(); ++i) {
+    std::snprintf(point, sizeof point, "%.17g %.17g", c.bytes[i], c.time_us[i]);
+    out.push_back(fnv1a64_hex(point));
+  }
   return out;
 }
 

@@ -64,6 +64,23 @@ int datasheet_sm(int sm, const std::string& device, const std::string& system) {
   return sm_from_device(system);
 }
 
+bool sm_from_label_only(int sm, const std::string& device, const std::string& system) {
+  return sm <= 0 && sm_from_device(device) == 0 && sm_from_device(system) != 0;
+}
+
+std::map<std::string, int> machines_known_by_label_only(const nlohmann::json& models_groups, const std::string& system) {
+  std::map<std::string, int> out;
+  if (!models_groups.is_array()) return out;
+  for (const auto& g : models_groups) {
+    if (!g.is_object() || !g.contains("key") || !g["key"].is_object()) continue;
+    const std::string label = g["key"].value("system", std::string());
+    const int sm = g.contains("sm") && g["sm"].is_number_integer() ? g["sm"].get<int>() : 0;
+    const std::string device = g.contains("device") && g["device"].is_string() ? g["device"].get<std::string>() : std::string();
+    if ((system.empty() || label == system) && sm_from_label_only(sm, device, label)) out.emplace(label, sm_from_device(label));
+  }
+  return out;
+}
+
 std::optional<SmTarget> find_sm_target(int sm) {
   for (const auto& t : sm_targets())
     if (t.sm == sm) return t;

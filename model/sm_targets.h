@@ -11,6 +11,7 @@
 //   120  RTX PRO 6000 Blackwell Server PCIe 5.0 x16: 64 (no NVLink)            1792            NVIDIA RTX PRO 6000 Blackwell datasheet (2025)
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,6 +39,14 @@ std::string gpu_model_name(const std::string& device);
 // The datasheet SM of a machine: `sm` when known, else from its device name, else from its system label
 // ("h100_sxm"): every reader of a machine's SM (fit, eval, a models file's groups) resolves it this way.
 int datasheet_sm(int sm, const std::string& device, const std::string& system);
+// Whether datasheet_sm(sm, device, system) has its SM from the system label alone: no SM and no device name the
+// measurement reported says one. A label is often a file's name (nccl-tests, TensorRT-LLM, PARAM logs), which is not a
+// measurement: a renamed log is another GPU by it. fit and predict say so wherever such an SM is used.
+bool sm_from_label_only(int sm, const std::string& device, const std::string& system);
+// The machines of `models_groups` (a models file's "groups" array) whose SM is from their label alone
+// (sm_from_label_only on each group's "sm", "device" and key.system), each with that SM; `system` keeps one machine
+// (empty: all).
+std::map<std::string, int> machines_known_by_label_only(const nlohmann::json& models_groups, const std::string& system = "");
 std::optional<SmTarget> find_sm_target(int sm);
 
 // Extra log half-width added (in quadrature) to a transferred prediction's interval: ratios of datasheet

@@ -295,7 +295,7 @@ TEST(FitCli, FitWithPriorTransfersAQuickCalibration) {
   // fingerprint its `inputs` record, whatever the path), would lend each curve its own sizes.
   r = run_command(arfit::testing::arfit_bin() + " fit " + target_path + " --prior " + target_path + " -o " + models);
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("is also an input here"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("is also an input of this fit"), std::string::npos) << r.output;
   const std::string copy = dir.write("copy_of_prior.csv", arfit::testing::slurp(prior));
   r = run_command(arfit::testing::arfit_bin() + " fit " + copy + " --prior " + prior_models + " -o " + models);
   EXPECT_EQ(r.exit_code, 2) << r.output;

@@ -514,3 +514,20 @@ TEST(ParallelFor, ExceptionsReachTheCaller) {
     EXPECT_EQ(std::count(all.begin(), all.end(), 1), 200) << threads;
   }
 }
+
+// Each point of a curve has its own fingerprint (size and time): a curve cut to some sizes shares those points'
+// fingerprints, and another time at a size is another point (the prior check of cli/cli_inputs.h rests on both).
+TEST(MeasuredPoints, OneFingerprintPerSizeAndTime) {
+  Curve c;
+  c.bytes = {1024, 2048, 4096};
+  c.time_us = {10, 12, 15};
+  const auto all = measured_point_fingerprints(c);
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_NE(all[0], all[1]);
+  Curve cut = c;
+  cut.bytes = {2048, 4096};
+  cut.time_us = {12, 15.5};
+  const auto part = measured_point_fingerprints(cut);
+  EXPECT_EQ(part[0], all[1]);
+  EXPECT_NE(part[1], all[2]);
+}

@@ -337,3 +337,22 @@ TEST(Families, EvaluateKnownValues) {
   EXPECT_THROW(parse_family("regimes5"), std::invalid_argument);
   EXPECT_EQ(parse_family("sigmoid").num_params(), 4);
 }
+
+// An SM from the machine label alone is a name, not a measurement: the device the file states wins, and a label is
+// the source only where neither an SM nor a device says one.
+TEST(SmTargets, LabelOnlyWhereTheFileStatesNothing) {
+  EXPECT_TRUE(sm_from_label_only(0, "", "a100box_allreduce"));
+  EXPECT_FALSE(sm_from_label_only(0, "NVIDIA H100 80GB HBM3", "a100box_allreduce"));
+  EXPECT_FALSE(sm_from_label_only(90, "", "a100box_allreduce"));
+  EXPECT_FALSE(sm_from_label_only(0, "", "box"));  // nothing read at all, so nothing from the name
+  EXPECT_EQ(datasheet_sm(0, "NVIDIA H100 80GB HBM3", "a100box"), 90);
+  const nlohmann::json groups = nlohmann::json::parse(R"([
+    {"key": {"system": "a100box"}, "sm": 0, "device": ""},
+    {"key": {"system": "h100named"}, "sm": 0, "device": "NVIDIA A100-SXM4-80GB"},
+    {"key": {"system": "b200x"}}])");
+  const auto by_name = machines_known_by_label_only(groups);
+  ASSERT_EQ(by_name.size(), 2u);
+  EXPECT_EQ(by_name.at("a100box"), 80);
+  EXPECT_EQ(by_name.at("b200x"), 100);
+  EXPECT_EQ(machines_known_by_label_only(groups, "a100box").size(), 1u);
+}
