@@ -235,3 +235,78 @@ TEST(NsysCsv, TimesBeyondAnyProfileAreErrorsNamingTheCell) {
   const Profile p = parse_nsys_csv(gui + "1%,9936000 s,1,1 s,1 s,1 s,1 s,0 s,k\n", "gui.csv");
   EXPECT_DOUBLE_EQ(p.phases.at(0).roots.at(0).cuda_time_us, 9.936e12);
 }
+
+// Every row of every nsys report has the header's cells (issue 43). The NVTX reader goes through the same row check
+// as the kernel reports: a truncated last row lost its phase (its kernels counted outside every phase) and a
+// repeated header (two reports concatenated) made phantom phases; both are refused naming file, line and, for a
+// missing cell, the column.
+namespace {
+const char* const kNvtxHeader = "Name,Projected Start (ns),Projected Duration (ns)\n";
+const char* const kTraceText = "Start (ns),Duration (ns),Name\n1500,100,gemm_kernel\n2500,100,gemm_kernel\n";
+
+arfit::InputError nsys_error(const std::string& trace, const std::string& nvtx) {
+  try {
+    parse_nsys_csv(trace, "trace.csv", nvtx.empty() ? NsysOptions{} : NsysOptions{nvtx, "nvtx.csv"});
+  } catch (const arfit::InputError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "accepted:\n" << trace << "\n" << nvtx;
+  return arfit::InputError("", 0, "", "");
+}
+}  // namespace
+
+TEST(NsysCsv, NvtxTruncatedLastRowIsRefusedNamingLineAndColumn) {
+  const std::string whole = std::string(kNvtxHeader) + "prefill,1000,1000\ndecode step,2000,1000\n";
+  // Accepted whole: two phases, each with its kernel.
+  const Profile p = parse_nsys_csv(kTraceText, "trace.csv", {whole, "nvtx.csv"});
+  ASSERT_EQ(p.phases.size(), 2u);
+  EXPECT_EQ(p.phases[1].name, "decode_1");
+  // Cut after the start of the last range: the decode phase would vanish.
+  const auto e = nsys_error(kTraceText, std::string(kNvtxHeader) + "prefill,1000,1000\ndecode step,2000\n");
+  EXPECT_EQ(e.file(), "nvtx.csv");
+  EXPECT_EQ(e.line(), 3);
+  EXPECT_EQ(e.field(), "Projected Duration (ns)");
+  EXPECT_NE(e.reason().find("truncated"), std::string::npos) << e.what();
+  // Cut inside a quoted name: as many cells as the header, but the quote never closes.
+  const auto q = nsys_error(kTraceText, std::string(kNvtxHeader) + "prefill,1000,1000\n2000,1000,\"decode ste\n");
+  EXPECT_EQ(q.line(), 3);
+  EXPECT_NE(q.reason().find("never closed"), std::string::npos) << q.what();
+}
+
+TEST(NsysCsv, NvtxRepeatedHeaderIsRefusedNamingItsLine) {
+  const std::string one = std::string(kNvtxHeader) + "prefill,1000,1000\n";
+  const auto e = nsys_error(kTraceText, one + "\n" + one);  // a blank line between: still line 4
+  EXPECT_EQ(e.file(), "nvtx.csv");
+  EXPECT_EQ(e.line(), 4);
+  EXPECT_NE(e.reason().find("repeated"), std::string::npos) << e.what();
+  // The kernel trace alike.
+  const auto k = nsys_error(std::string(kTraceText) + "Start (ns),Duration (ns),Name\n", "");
+  EXPECT_EQ(k.file(), "trace.csv");
+  EXPECT_EQ(k.line(), 4);
+}
+
+// A row with more cells than the header (an unquoted comma in a kernel or range name) is refused in each report,
+// naming file and line; quoted, the comma is part of the name.
+TEST(NsysCsv, RowsWithMoreCellsThanTheHeaderAreRefusedInEveryReport) {
+  const std::string sum_header = "Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n";
+  const std::string sum_row = "50.0,1000,2,500,500,400,600,10.0,";
+  const auto sum = nsys_error(sum_header + sum_row + "gemm\n" + sum_row + "void foo<int, float>(int)\n", "");
+  EXPECT_EQ(sum.line(), 3);
+  EXPECT_NE(sum.reason().find("10 cells"), std::string::npos) << sum.what();
+  EXPECT_NE(sum.reason().find("unquoted comma"), std::string::npos) << sum.what();
+  const auto trace = nsys_error(std::string(kTraceText) + "3000,5,void foo<int, float>(int)\n", "");
+  EXPECT_EQ(trace.file(), "trace.csv");
+  EXPECT_EQ(trace.line(), 4);
+  const auto nvtx = nsys_error(kTraceText, std::string(kNvtxHeader) + "prefill,1000,1000\ndecode, step 1,2000,1000\n");
+  EXPECT_EQ(nvtx.file(), "nvtx.csv");
+  EXPECT_EQ(nvtx.line(), 3);
+
+  const Profile s = parse_nsys_csv(sum_header + sum_row + "\"void foo<int, float>(int)\"\n", "sum.csv");
+  ASSERT_EQ(s.phases.at(0).roots.size(), 1u);
+  EXPECT_EQ(s.phases[0].roots[0].name, "void foo<int, float>(int)");
+  const Profile t = parse_nsys_csv(std::string(kTraceText) + "3000,5,\"void foo<int, float>(int)\"\n", "trace.csv",
+                                   {std::string(kNvtxHeader) + "prefill,1000,1000\n\"decode, step 1\",2000,2000\n", "nvtx.csv"});
+  ASSERT_EQ(t.phases.size(), 2u);
+  ASSERT_EQ(t.phases[1].roots.size(), 2u);
+  EXPECT_EQ(t.phases[1].roots[1].name, "void foo<int, float>(int)");
+}
