@@ -257,6 +257,9 @@ struct NvtxRange {
   PhaseKind kind;
 };
 
+// The phase ranges of an NVTX report, in the order phase assignment and numbering need: by start, and among ranges
+// starting together (a projected range starts at its first kernel, so nested ranges often share a start) the longer
+// first, so that the one inside wins as the innermost; ranges alike in both keep the report's order.
 std::vector<NvtxRange> read_nvtx(const std::string& text, const std::string& name) {
   Table t = read_table(text, name, "an NVTX range report: nvtx_gpu_proj_trace or nvtx_pushpop_trace");
   int c_name = require_col(t, {"name"}, name);
@@ -278,7 +281,9 @@ std::vector<NvtxRange> read_nvtx(const std::string& text, const std::string& nam
     if (end < start) throw InputError(name, row.line, "End (ns)", "range ends before it starts");
     out.push_back({start, end, nm, kind});
   });
-  std::sort(out.begin(), out.end(), [](const NvtxRange& a, const NvtxRange& b) { return a.start_us < b.start_us; });
+  std::stable_sort(out.begin(), out.end(), [](const NvtxRange& a, const NvtxRange& b) {
+    return a.start_us != b.start_us ? a.start_us < b.start_us : a.end_us > b.end_us;
+  });
   return out;
 }
 

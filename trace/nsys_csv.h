@@ -19,7 +19,8 @@ struct NsysOptions {
 
 // Phases: without NVTX, one phase "all". With NVTX, ranges whose name contains "prefill" become prefill
 // phases and those containing "decode" decode steps (numbered in time order); each kernel goes to the
-// innermost such range holding its start; kernels outside every phase range go to a phase named
+// innermost such range holding its start (the latest-starting one; of ranges starting together, the shortest;
+// of ranges alike, the later in the report); kernels outside every phase range go to a phase named
 // "outside_nvtx" (kept, never dropped). A kern_sum report cannot be split and rejects NVTX.
 // Rows are read one at a time (memory: the text and the kernels per phase, not every cell).
 // Throws arfit::InputError naming file, line and column on a missing header/column or a non-numeric cell, and
