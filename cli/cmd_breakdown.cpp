@@ -83,7 +83,9 @@ void add_breakdown(CLI::App& app) {
   cmd->add_option("--level", a->level, "Entries at 'kernel' (leaves) or 'module' (parents of kernels) level")
       ->check(CLI::IsMember({"module", "kernel"}))
       ->capture_default_str();
-  cmd->add_option("--top", a->top_k, "Entries kept in the entry table; the rest are summed into 'others' (0 = all). The entry figures draw at most 23 and fold the rest into 'others', saying so")
+  cmd->add_option("--top", a->top_k,
+                  "Entries kept in the entry table; the rest are summed into 'others' (0 = all). The entry figures draw at most " +
+                      std::to_string(trace::kMaxFigureEntries - 1) + " and fold the rest into one 'others' series, saying how many")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--fold", a->fold, "Node names folded into one leaf (e.g. Sampler LogitsProcessor)");

@@ -112,26 +112,6 @@ std::size_t entries_folded_in_figures(const Breakdown& b) {
   return named > kMaxFigureEntries - 1 ? named - (kMaxFigureEntries - 1) : 0;
 }
 
-namespace {
-
-// Series past the first kMaxFigureEntries - 1 summed into the last one, named "others".
-void fold_series(plots::StackedBarData& d) {
-  if (d.classes.size() <= kMaxFigureEntries) return;
-  const std::size_t keep = kMaxFigureEntries - 1;
-  for (auto& row : d.values) {
-    double rest = 0;
-    for (std::size_t i = keep; i < row.size(); ++i) rest += row[i];
-    row.resize(keep);
-    row.push_back(rest);
-  }
-  d.classes.resize(keep);
-  d.classes.push_back("others");
-  d.colours.resize(keep);
-  d.colours.push_back("#DDDDDD");
-}
-
-}  // namespace
-
 plots::StackedBarData entry_bars(const Breakdown& b, const std::vector<std::size_t>& phases) {
   plots::StackedBarData d;
   bool others = !b.entry_names.empty() && b.entry_names.back() == "others";
@@ -140,19 +120,35 @@ plots::StackedBarData entry_bars(const Breakdown& b, const std::vector<std::size
                                      std::to_string(folded) + " more entries folded in the figure, all in the CSV)"
                        : others ? "GPU time per entry (top " + std::to_string(b.entry_names.size() - 1) + " + others)"
                                 : std::string("GPU time per entry"));
-  if (!b.phases.empty()) d.classes = legend_names(b.phases.front().entries);
+  // Series drawn: every entry, or when that is too many the first kMaxFigureEntries - 1 and one "others" holding the
+  // rest (the breakdown's own "others" among them). Folded before any legend name is made: with 10^6 entries,
+  // shortening and disambiguating names that are never drawn took longer than the rest of the figure.
+  const std::size_t drawn = folded ? kMaxFigureEntries - 1 : b.entry_names.size();
+  if (!b.phases.empty()) {
+    const auto& entries = b.phases.front().entries;
+    d.classes = legend_names(std::vector<EntryTime>(entries.begin(), entries.begin() + static_cast<std::ptrdiff_t>(
+                                                                                        std::min(drawn, entries.size()))));
+  }
   // Entries by rank (their column in the entry table), "others" in grey: an entry keeps its colour in the
   // prefill and the decode figure even when series empty in one of them are left out.
   for (std::size_t i = 0; i < d.classes.size(); ++i)
-    d.colours.push_back(others && i + 1 == d.classes.size() ? "#DDDDDD" : plots::series_colour(i));
+    d.colours.push_back(!folded && others && i + 1 == d.classes.size() ? "#DDDDDD" : plots::series_colour(i));
+  if (folded) {
+    d.classes.push_back("others");
+    d.colours.push_back("#DDDDDD");
+  }
   for (std::size_t i : phases) {
     const auto& p = b.phases[i];
     d.bars.push_back(bar_label(p));
     std::vector<double> row;
-    for (const auto& e : p.entries) row.push_back(e.time_us);
+    double rest = 0;
+    for (std::size_t e = 0; e < p.entries.size(); ++e) {
+      if (e < drawn) row.push_back(p.entries[e].time_us);
+      else rest += p.entries[e].time_us;
+    }
+    if (folded) row.push_back(rest);
     d.values.push_back(row);
   }
-  fold_series(d);
   drop_empty_series(d);
   use_time_unit_of_tallest_bar(d);
   return d;

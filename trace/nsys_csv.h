@@ -19,9 +19,13 @@ struct NsysOptions {
 
 // Phases: without NVTX, one phase "all". With NVTX, ranges whose name contains "prefill" become prefill
 // phases and those containing "decode" decode steps (numbered in time order); each kernel goes to the
-// innermost such range holding its start; kernels outside every phase range go to a phase named
+// innermost such range holding its start (the latest-starting one; of ranges starting together, the shortest;
+// of ranges alike, the later in the report); kernels outside every phase range go to a phase named
 // "outside_nvtx" (kept, never dropped). A kern_sum report cannot be split and rejects NVTX.
-// Throws arfit::InputError naming file, line and column on a missing header/column or a non-numeric cell.
+// Rows are read one at a time (memory: the text and the kernels per phase, not every cell).
+// Throws arfit::InputError naming file, line and column on a missing header/column or a non-numeric cell, and
+// naming file and line on a row whose cells are not the header's (truncated, an unquoted comma, an open quote) or
+// a repeated header (two reports concatenated), in the kernel reports and the NVTX report alike.
 Profile parse_nsys_csv(const std::string& text, const std::string& name, const NsysOptions& opt = {});
 Profile read_nsys_csv(const std::string& path, const NsysOptions& opt = {});
 

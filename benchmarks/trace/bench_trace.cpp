@@ -2,12 +2,17 @@
 // decode steps (the JSON is built in memory, about 10 MB), read, classified and broken down.
 #include <benchmark/benchmark.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include "trace/breakdown.h"
 #include "trace/classify.h"
 #include "trace/nsys_csv.h"
 #include "trace/range_index.h"
+#ifdef ARFIT_TRACE_HAVE_PLOTS
+#include "trace/report.h"  // the report writer is built with plots/
+#endif
 #include "trace/vllm_profile.h"
 
 namespace {
@@ -144,6 +149,61 @@ void BM_NsysTraceWithNvtx(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * kernels));
 }
 BENCHMARK(BM_NsysTraceWithNvtx)->Args({1000000, 100000})->Unit(benchmark::kMillisecond)->Iterations(1);
+
+// `arfit breakdown` of a 10^6-row cuda_gpu_trace as nsys writes it (21 columns, about 240 MB), without gnuplot: read,
+// classified with the built-in rules, broken down at kernel level with --top 0 and the CSV tables written. Six kernel
+// names of today's engines (GEMM, custom and NCCL all-reduce, attention, norm, elementwise), quoted as nsys quotes.
+std::string gpu_trace_21_columns(std::size_t rows) {
+  static const char* const names[] = {
+      "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+      "void vllm::cross_device_reduce_1stage<__nv_bfloat16, (int)4>(vllm::RankData *, vllm::RankSignals, vllm::Signal *, "
+      "__nv_bfloat16 *, int, int)",
+      "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<(unsigned long)4096>)",
+      "void flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4, false, false, cutlass::bfloat16_t>, false, "
+      "false, false, false, true, false, false>(Flash_fwd_params)",
+      "void vllm::rms_norm_kernel<c10::BFloat16>(c10::BFloat16 *, const c10::BFloat16 *, const c10::BFloat16 *, float, int, int)",
+      "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, at::detail::Array<char *, 1>>(int, "
+      "at::native::FillFunctor<float>, at::detail::Array<char *, 1>)"};
+  std::string text = "Start (ns),Duration (ns),CorrId,GrdX,GrdY,GrdZ,BlkX,BlkY,BlkZ,Reg/Trd,StcSMem (MB),DynSMem (MB),"
+                     "Bytes (MB),Throughput (MB/s),SrcMemKd,DstMemKd,Device,Ctx,GreenCtx,Strm,Name\n";
+  text.reserve(rows * 250);
+  long start = 1000;
+  for (std::size_t i = 0; i < rows; ++i) {
+    const long duration = 1000 + static_cast<long>((i * 7919) % 49000);
+    text += std::to_string(start) + "," + std::to_string(duration) + "," + std::to_string(100 + i) +
+            ",132,1,1,384,1,1,168,0.000,0.213,,,,,NVIDIA H100 80GB HBM3 (0),1,,7,\"" + names[i % 6] + "\"\n";
+    start += duration + 200;
+  }
+  return text;
+}
+
+void BM_BreakdownNsysTrace(benchmark::State& state) {
+  const std::string text = gpu_trace_21_columns(static_cast<std::size_t>(state.range(0)));
+  const auto rules = arfit::trace::RuleTable::defaults();
+  arfit::trace::BreakdownOptions opt;
+  opt.top_k = 0;
+  std::string dir = (std::filesystem::temp_directory_path() / "arfit-bench-XXXXXX").string();
+  if (!::mkdtemp(dir.data())) {
+    state.SkipWithError("no temporary folder");
+    return;
+  }
+  for (auto _ : state) {
+    const auto profile = arfit::trace::parse_nsys_csv(text, "trace.csv");
+    const auto b = arfit::trace::compute_breakdown(profile, rules, opt);
+#ifdef ARFIT_TRACE_HAVE_PLOTS
+    arfit::trace::ReportOptions report;
+    report.figures = false;
+    benchmark::DoNotOptimize(arfit::trace::write_breakdown_report(b, dir, report));
+#else  // the tables the report would write
+    benchmark::DoNotOptimize(arfit::trace::class_table_csv(b) + arfit::trace::entry_table_csv(b) +
+                             arfit::trace::comm_share_csv(b) + arfit::trace::unmatched_csv(b));
+#endif
+  }
+  std::filesystem::remove_all(dir);
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * state.range(0));
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * text.size()));
+}
+BENCHMARK(BM_BreakdownNsysTrace)->Arg(1000000)->Unit(benchmark::kMillisecond)->Iterations(3);
 
 }  // namespace
 

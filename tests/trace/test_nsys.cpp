@@ -1,6 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
+#include <map>
+#include <random>
+#include <tuple>
 
 #include "model/atomic_file.h"
 #include "model/errors.h"
@@ -234,4 +239,180 @@ TEST(NsysCsv, TimesBeyondAnyProfileAreErrorsNamingTheCell) {
   EXPECT_THROW(parse_nsys_csv(gui + "1%,10108800 s,1,1 s,1 s,1 s,1 s,0 s,k\n", "gui.csv"), arfit::InputError);
   const Profile p = parse_nsys_csv(gui + "1%,9936000 s,1,1 s,1 s,1 s,1 s,0 s,k\n", "gui.csv");
   EXPECT_DOUBLE_EQ(p.phases.at(0).roots.at(0).cuda_time_us, 9.936e12);
+}
+
+// Every row of every nsys report has the header's cells (issue 43). The NVTX reader goes through the same row check
+// as the kernel reports: a truncated last row lost its phase (its kernels counted outside every phase) and a
+// repeated header (two reports concatenated) made phantom phases; both are refused naming file, line and, for a
+// missing cell, the column.
+namespace {
+const char* const kNvtxHeader = "Name,Projected Start (ns),Projected Duration (ns)\n";
+const char* const kTraceText = "Start (ns),Duration (ns),Name\n1500,100,gemm_kernel\n2500,100,gemm_kernel\n";
+
+arfit::InputError nsys_error(const std::string& trace, const std::string& nvtx) {
+  try {
+    parse_nsys_csv(trace, "trace.csv", nvtx.empty() ? NsysOptions{} : NsysOptions{nvtx, "nvtx.csv"});
+  } catch (const arfit::InputError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "accepted:\n" << trace << "\n" << nvtx;
+  return arfit::InputError("", 0, "", "");
+}
+}  // namespace
+
+TEST(NsysCsv, NvtxTruncatedLastRowIsRefusedNamingLineAndColumn) {
+  const std::string whole = std::string(kNvtxHeader) + "prefill,1000,1000\ndecode step,2000,1000\n";
+  // Accepted whole: two phases, each with its kernel.
+  const Profile p = parse_nsys_csv(kTraceText, "trace.csv", {whole, "nvtx.csv"});
+  ASSERT_EQ(p.phases.size(), 2u);
+  EXPECT_EQ(p.phases[1].name, "decode_1");
+  // Cut after the start of the last range: the decode phase would vanish.
+  const auto e = nsys_error(kTraceText, std::string(kNvtxHeader) + "prefill,1000,1000\ndecode step,2000\n");
+  EXPECT_EQ(e.file(), "nvtx.csv");
+  EXPECT_EQ(e.line(), 3);
+  EXPECT_EQ(e.field(), "Projected Duration (ns)");
+  EXPECT_NE(e.reason().find("truncated"), std::string::npos) << e.what();
+  // Cut inside a quoted name: as many cells as the header, but the quote never closes.
+  const auto q = nsys_error(kTraceText, std::string(kNvtxHeader) + "prefill,1000,1000\n2000,1000,\"decode ste\n");
+  EXPECT_EQ(q.line(), 3);
+  EXPECT_NE(q.reason().find("never closed"), std::string::npos) << q.what();
+}
+
+TEST(NsysCsv, NvtxRepeatedHeaderIsRefusedNamingItsLine) {
+  const std::string one = std::string(kNvtxHeader) + "prefill,1000,1000\n";
+  const auto e = nsys_error(kTraceText, one + "\n" + one);  // a blank line between: still line 4
+  EXPECT_EQ(e.file(), "nvtx.csv");
+  EXPECT_EQ(e.line(), 4);
+  EXPECT_NE(e.reason().find("repeated"), std::string::npos) << e.what();
+  // The kernel trace alike.
+  const auto k = nsys_error(std::string(kTraceText) + "Start (ns),Duration (ns),Name\n", "");
+  EXPECT_EQ(k.file(), "trace.csv");
+  EXPECT_EQ(k.line(), 4);
+}
+
+// A row with more cells than the header (an unquoted comma in a kernel or range name) is refused in each report,
+// naming file and line; quoted, the comma is part of the name.
+TEST(NsysCsv, RowsWithMoreCellsThanTheHeaderAreRefusedInEveryReport) {
+  const std::string sum_header = "Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n";
+  const std::string sum_row = "50.0,1000,2,500,500,400,600,10.0,";
+  const auto sum = nsys_error(sum_header + sum_row + "gemm\n" + sum_row + "void foo<int, float>(int)\n", "");
+  EXPECT_EQ(sum.line(), 3);
+  EXPECT_NE(sum.reason().find("10 cells"), std::string::npos) << sum.what();
+  EXPECT_NE(sum.reason().find("unquoted comma"), std::string::npos) << sum.what();
+  const auto trace = nsys_error(std::string(kTraceText) + "3000,5,void foo<int, float>(int)\n", "");
+  EXPECT_EQ(trace.file(), "trace.csv");
+  EXPECT_EQ(trace.line(), 4);
+  const auto nvtx = nsys_error(kTraceText, std::string(kNvtxHeader) + "prefill,1000,1000\ndecode, step 1,2000,1000\n");
+  EXPECT_EQ(nvtx.file(), "nvtx.csv");
+  EXPECT_EQ(nvtx.line(), 3);
+
+  const Profile s = parse_nsys_csv(sum_header + sum_row + "\"void foo<int, float>(int)\"\n", "sum.csv");
+  ASSERT_EQ(s.phases.at(0).roots.size(), 1u);
+  EXPECT_EQ(s.phases[0].roots[0].name, "void foo<int, float>(int)");
+  const Profile t = parse_nsys_csv(std::string(kTraceText) + "3000,5,\"void foo<int, float>(int)\"\n", "trace.csv",
+                                   {std::string(kNvtxHeader) + "prefill,1000,1000\n\"decode, step 1\",2000,2000\n", "nvtx.csv"});
+  ASSERT_EQ(t.phases.size(), 2u);
+  ASSERT_EQ(t.phases[1].roots.size(), 2u);
+  EXPECT_EQ(t.phases[1].roots[1].name, "void foo<int, float>(int)");
+}
+
+// Ranges starting together (a projected range starts at its first kernel, so nested ranges often do): the shorter
+// one is the innermost, wherever the report lists it.
+TEST(NsysCsv, OfNvtxRangesStartingTogetherTheShorterHoldsTheKernel) {
+  const std::string trace = "Start (ns),Duration (ns),Name\n1000,10,first\n1600,10,later\n";
+  for (const bool inner_first : {true, false}) {
+    const std::string outer = "decode step,1000,1000\n", inner = "prefill,1000,500\n";
+    const Profile p = parse_nsys_csv(trace, "trace.csv",
+                                     {std::string(kNvtxHeader) + (inner_first ? inner + outer : outer + inner), "nvtx.csv"});
+    ASSERT_EQ(p.phases.size(), 2u) << inner_first;
+    EXPECT_EQ(p.phases[0].name, "prefill");
+    ASSERT_EQ(p.phases[0].roots.size(), 1u) << inner_first;
+    EXPECT_EQ(p.phases[0].roots[0].name, "first");
+    ASSERT_EQ(p.phases[1].roots.size(), 1u) << inner_first;
+    EXPECT_EQ(p.phases[1].roots[0].name, "later");
+  }
+}
+
+// Phase assignment (trace/range_index.h, O((kernels + ranges) log ranges)) against a brute-force reference written
+// from the definition: for each kernel, of the phase ranges holding its start, the latest-starting, then the
+// shortest, then the later in the report; phases numbered in that order. Random reports with nested and
+// overlapping ranges, shared starts and ends, empty ranges, ranges that are no phase, and kernels outside every range.
+namespace {
+
+struct RandomRange {
+  long start, end;
+  std::string name;
+  std::size_t row;  // position in the report
+};
+
+// phase name -> kernel name -> (launches, total ns)
+using PhaseKernels = std::map<std::string, std::map<std::string, std::pair<std::int64_t, long>>>;
+
+PhaseKernels brute_force_phases(const std::vector<RandomRange>& ranges, const std::vector<std::pair<long, std::string>>& kernels,
+                                long duration_ns) {
+  const auto is_prefill = [](const RandomRange* r) { return r->name.find("prefill") != std::string::npos; };
+  const auto is_decode = [](const RandomRange* r) {  // names are matched without case: "Decode" too
+    return r->name.find("decode") != std::string::npos || r->name.find("Decode") != std::string::npos;
+  };
+  std::vector<const RandomRange*> phase_ranges;
+  for (const auto& r : ranges)
+    if (is_prefill(&r) || is_decode(&r)) phase_ranges.push_back(&r);
+  const auto before = [](const RandomRange* a, const RandomRange* b) {  // time order of numbering and of "innermost"
+    return std::make_tuple(a->start, -a->end, a->row) < std::make_tuple(b->start, -b->end, b->row);
+  };
+  std::sort(phase_ranges.begin(), phase_ranges.end(), before);
+  std::map<const RandomRange*, std::string> phase_of;
+  int nprefill = 0, ndecode = 0;
+  for (const RandomRange* r : phase_ranges)
+    phase_of[r] = is_prefill(r) ? (++nprefill == 1 ? "prefill" : "prefill_" + std::to_string(nprefill))
+                      : "decode_" + std::to_string(++ndecode);
+  PhaseKernels out;
+  for (const auto& [t, k] : kernels) {
+    const RandomRange* holder = nullptr;
+    for (const RandomRange* r : phase_ranges)
+      if (r->start <= t && t < r->end && (!holder || before(holder, r))) holder = r;
+    auto& cell = out[holder ? phase_of[holder] : "outside_nvtx"][k];
+    cell.first += 1;
+    cell.second += duration_ns;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(NsysCsv, NvtxPhasesMatchABruteForceAssignmentOnRandomReports) {
+  std::mt19937_64 rng(43);
+  const auto pick = [&](long n) { return static_cast<long>(rng() % static_cast<std::uint64_t>(n)); };
+  const char* const names[] = {"prefill", "decode step", "layer 3", "nccl AllReduce", "Decode"};
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<RandomRange> ranges;
+    std::string nvtx = "Start (ns),End (ns),Name\n";
+    const long nranges = 1 + pick(30);
+    for (long i = 0; i < nranges; ++i) {
+      RandomRange r;
+      r.start = 10 * pick(40);  // on a coarse grid, so that starts and ends coincide often
+      r.end = r.start + 10 * pick(25);
+      r.name = names[pick(5)];
+      r.row = ranges.size();
+      nvtx += std::to_string(r.start) + "," + std::to_string(r.end) + "," + r.name + "\n";
+      ranges.push_back(r);
+    }
+    std::vector<std::pair<long, std::string>> kernels;
+    std::string trace = "Start (ns),Duration (ns),Name\n";
+    for (int k = 0, n = 1 + static_cast<int>(pick(60)); k < n; ++k) {
+      const long t = pick(700);  // also past every range's end
+      kernels.emplace_back(t, "kernel_" + std::to_string(pick(4)));
+      trace += std::to_string(t) + ",7," + kernels.back().second + "\n";
+    }
+    const PhaseKernels expected = brute_force_phases(ranges, kernels, 7);
+    const bool any_phase_range = std::any_of(ranges.begin(), ranges.end(), [](const RandomRange& r) {
+      return r.name != "layer 3" && r.name != "nccl AllReduce";
+    });
+    if (!any_phase_range) continue;  // refused: nothing to tell phases apart (NsysCsv.ErrorsNameFileLineAndColumn)
+    const Profile p = parse_nsys_csv(trace, "trace.csv", {nvtx, "nvtx.csv"});
+    PhaseKernels got;
+    for (const Phase& ph : p.phases)
+      for (const ProfileNode& n : ph.roots) got[ph.name][n.name] = {n.invocations, std::lround(n.cuda_time_us * 1000)};
+    ASSERT_EQ(got, expected) << "trial " << trial << "\n" << nvtx << trace;
+  }
 }

@@ -1,14 +1,22 @@
 // Kernel-name rules must not crash or run away on long or hostile names: `arfit breakdown` on a 40,000-character
 // kernel name with the built-in rules (vLLM JSON and nsys CSV), and with a user rule like (a|b)*c on a
 // 20,000-character name. std::regex overflowed the stack on both; RE2 matches in linear time.
+// nsys reports with ragged rows or a repeated header are refused naming file:line, and `--top 0` figures stay bounded.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
+#include <map>
 
 #include "model/errors.h"
+#include "robustness_support.h"
 #include "trace/classify.h"
 #include "trace_test_util.h"
+#ifdef ARFIT_TRACE_HAVE_PLOTS
+#include "plots/gnuplot_runner.h"
+#include "trace/figures.h"
+#endif
 
 using arfit::testing::run_command;
 using arfit::testing::slurp;
@@ -129,42 +137,98 @@ TEST(RuleRobustness, BreakdownOfVllmJsonWithA40kDigitStepKey) {
 
 // nsys CSV rows must have the header's cells (issue 43): an NVTX report with a truncated last row lost a phase
 // (its kernels counted outside any), two concatenated reports made phantom phases, and a kernel row with an
-// unquoted comma in its name was read with the name cut short. Each is refused naming file:line, exit 1,
-// inputs unchanged, no output folder left.
-TEST(NsysRobustness, RaggedRowsAndRepeatedHeadersAreRefusedWithTheirLine) {
-  const std::string nvtx = slurp(trace_data("nsys_nvtx_gpu_proj.csv")), trace = slurp(trace_data("nsys_gpu_trace.csv"));
-  const std::string nvtx_header = nvtx.substr(0, nvtx.find('\n') + 1);
-  std::string truncated = nvtx;
-  while (!truncated.empty() && truncated.back() == '\n') truncated.pop_back();
-  truncated = truncated.substr(0, truncated.rfind(',')) + "\n";  // the last row cut off in its last cell
-  const auto lines = [](const std::string& s) { return static_cast<long>(std::count(s.begin(), s.end(), '\n')); };
-  const struct {
-    std::string what, nvtx_text, trace_text, says;
-    long line;
-  } cases[] = {
-      {"truncated NVTX row", truncated, trace, "a truncated row", lines(truncated)},
-      {"repeated NVTX header", nvtx + nvtx_header + nvtx.substr(nvtx_header.size()), trace, "repeated", lines(nvtx) + 1},
-      {"unquoted comma in a kernel name", nvtx,
-       trace + "3000000,1000,999,1,1,1,1,1,1,1,0,0,,,,,NVIDIA H100 80GB HBM3 (0),1,,7,void foo<int, float>(int)\n",
-       "an unquoted comma", lines(trace) + 1},
-  };
-  for (const auto& c : cases) {
-    TempDir dir;
-    const std::string nvtx_path = dir.write("nvtx.csv", c.nvtx_text), trace_path = dir.write("trace.csv", c.trace_text);
-    const auto r = run_command(arfit_cmd("breakdown " + trace_path + " --nvtx " + nvtx_path + " -o " + dir.file("out") +
-                                         " --no-figures"));
-    EXPECT_EQ(r.exit_code, 1) << c.what << "\n" << r.output;
-    const std::string file = c.what.find("NVTX") != std::string::npos ? nvtx_path : trace_path;
-    EXPECT_NE(r.output.find(file + ":" + std::to_string(c.line)), std::string::npos) << c.what << "\n" << r.output;
-    EXPECT_NE(r.output.find(c.says), std::string::npos) << c.what << "\n" << r.output;
-    EXPECT_EQ(slurp(nvtx_path), c.nvtx_text);
-    EXPECT_EQ(slurp(trace_path), c.trace_text);
-    EXPECT_FALSE(std::filesystem::exists(dir.file("out"))) << c.what;
-  }
-  // Quoted, the comma is part of the name: read.
+// unquoted comma in its name was read with the name cut short. Each class is refused naming file:line, exit 1, with
+// the folder as it was (inputs byte-identical, no output folder, nothing left behind).
+namespace {
+
+struct NsysInputs {
+  std::string nvtx = slurp(trace_data("nsys_nvtx_gpu_proj.csv"));
+  std::string trace = slurp(trace_data("nsys_gpu_trace.csv"));
+  std::string summary = slurp(trace_data("nsys_kern_sum.csv"));
+};
+
+long line_count(const std::string& s) { return static_cast<long>(std::count(s.begin(), s.end(), '\n')); }
+
+// `arfit breakdown trace.csv [--nvtx nvtx.csv]` in a folder holding the given files, refused with exit 1 naming
+// `where` (file:line) and saying `why`.
+void expect_breakdown_refused(const std::map<std::string, std::string>& files, const std::string& profile, bool nvtx,
+                              const std::string& where, const std::string& why) {
   TempDir dir;
-  const std::string quoted = dir.write(
-      "trace.csv", trace + "3000000,1000,999,1,1,1,1,1,1,1,0,0,,,,,NVIDIA H100 80GB HBM3 (0),1,,7,\"void foo<int, float>(int)\"\n");
-  const auto ok = run_command(arfit_cmd("breakdown " + quoted + " -o " + dir.file("out") + " --no-figures"));
-  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  for (const auto& [name, text] : files) dir.write(name, text);
+  arfit::testing::expect_refused_in(dir, "breakdown " + profile + (nvtx ? " --nvtx nvtx.csv" : "") + " -o out --no-figures",
+                                    1, {where + ":", why});
 }
+
+}  // namespace
+
+TEST(NsysRobustness, TruncatedNvtxRowIsRefusedWithItsLine) {
+  const NsysInputs in;
+  std::string truncated = in.nvtx;
+  while (!truncated.empty() && truncated.back() == '\n') truncated.pop_back();
+  truncated = truncated.substr(0, truncated.rfind(',')) + "\n";  // the last row cut off before its last cell
+  expect_breakdown_refused({{"nvtx.csv", truncated}, {"trace.csv", in.trace}}, "trace.csv", true,
+                           "nvtx.csv:" + std::to_string(line_count(truncated)), "a truncated row");
+}
+
+TEST(NsysRobustness, RepeatedNvtxHeaderIsRefusedWithItsLine) {
+  const NsysInputs in;  // the report twice: its header again on the line after its last row
+  expect_breakdown_refused({{"nvtx.csv", in.nvtx + in.nvtx}, {"trace.csv", in.trace}}, "trace.csv", true,
+                           "nvtx.csv:" + std::to_string(line_count(in.nvtx) + 1), "repeated");
+}
+
+// More cells than the header, in each report: the kernel trace, the kernel summary and the NVTX report.
+TEST(NsysRobustness, RowsWithExtraCellsAreRefusedWithTheirLine) {
+  const NsysInputs in;
+  const std::string comma_name = "void foo<int, float>(int)";
+  const std::string trace_row = "3000000,1000,999,1,1,1,1,1,1,1,0,0,,,,,NVIDIA H100 80GB HBM3 (0),1,,7,";
+  expect_breakdown_refused({{"nvtx.csv", in.nvtx}, {"trace.csv", in.trace + trace_row + comma_name + "\n"}}, "trace.csv",
+                           true, "trace.csv:" + std::to_string(line_count(in.trace) + 1), "an unquoted comma");
+  const std::string summary_row = "0.1,1000,1,1000,1000,1000,1000,0,";
+  expect_breakdown_refused({{"sum.csv", in.summary + summary_row + comma_name + "\n"}}, "sum.csv", false,
+                           "sum.csv:" + std::to_string(line_count(in.summary) + 1), "an unquoted comma");
+  const std::string nvtx_row = "execute_model decode, step 3,3100000,400000,3090000,20000,PushPop,4242,4242,2,0,0,5,,:5\n";
+  expect_breakdown_refused({{"nvtx.csv", in.nvtx + nvtx_row}, {"trace.csv", in.trace}}, "trace.csv", true,
+                           "nvtx.csv:" + std::to_string(line_count(in.nvtx) + 1), "an unquoted comma");
+  // Quoted, the comma is part of the name: read whole.
+  TempDir dir;
+  dir.write("trace.csv", in.trace + trace_row + "\"" + comma_name + "\"\n");
+  const auto ok = arfit::testing::arfit_in(dir, "breakdown trace.csv -o out --no-figures --top 0");
+  ASSERT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_NE(slurp(dir.file("out/breakdown_entries.csv")).find(comma_name), std::string::npos);
+}
+
+#ifdef ARFIT_TRACE_HAVE_PLOTS
+// `--top 0` keeps every entry in the table, but the entry figure draws at most kMaxFigureEntries series and says what
+// it folded (issue 43: gnuplot drew one series per kernel, 10^5 names took minutes). 3000 names, with figures.
+TEST(BreakdownRobustness, TopZeroFiguresAreBoundedAndSayWhatTheyFolded) {
+  if (arfit::plots::find_gnuplot().empty()) GTEST_SKIP() << "gnuplot not installed";
+  constexpr int kNames = 3000;
+  std::string summary = "Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n";
+  for (int i = 0; i < kNames; ++i) {
+    const std::string t = std::to_string(1000 + i);
+    summary += "0.0," + t + ",1," + t + "," + t + "," + t + "," + t + ",0,kernel_" + std::to_string(i) + "\n";
+  }
+  TempDir dir;
+  dir.write("sum.csv", summary);
+  const auto started = std::chrono::steady_clock::now();
+  const auto r = arfit::testing::arfit_in(dir, "breakdown sum.csv -o out --top 0");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_LT(seconds, 30.0);
+  const std::string folded = std::to_string(kNames - static_cast<int>(arfit::trace::kMaxFigureEntries - 1));
+  EXPECT_NE(r.output.find("fold " + folded + " more into 'others'"), std::string::npos) << r.output;
+  // The table keeps every entry: a header and one row per kernel.
+  EXPECT_EQ(line_count(slurp(dir.file("out/breakdown_entries.csv"))), kNames + 1);
+  // The figure's script: its title says what was folded, and it plots kMaxFigureEntries series, "others" last.
+  const std::string script = slurp(dir.file("out/breakdown_entries_all.gp"));
+  EXPECT_NE(script.find(folded + " more entries folded"), std::string::npos);
+  const std::size_t plot = script.find("\nplot ");
+  ASSERT_NE(plot, std::string::npos) << script;
+  std::size_t series = 0, last = 0;
+  for (std::size_t at = script.find(" title '", plot); at != std::string::npos; at = script.find(" title '", at + 1)) ++series, last = at;
+  EXPECT_EQ(series, arfit::trace::kMaxFigureEntries);
+  const std::string others = " title 'others'";
+  EXPECT_EQ(script.compare(last, others.size(), others), 0) << script.substr(last, 40);
+  EXPECT_TRUE(std::filesystem::exists(dir.file("out/breakdown_entries_all.png")));
+}
+#endif  // ARFIT_TRACE_HAVE_PLOTS
