@@ -275,16 +275,19 @@ TEST(Cli, RulesFileMustBeARulesFile) {
 // nodes as before, and the custom kernel too once a --prior machine measured it on two nodes (an NVL72 rack).
 TEST(Cli, PredictRefusesACustomAllReduceNoMachineMeasuredAcrossNodes) {
   arfit::testing::TempDir dir;
-  const auto samples = [](const std::vector<std::pair<int, int>>& counts) {
-    std::string csv = "#arfit-samples v1\ncollective,strategy,fusion,dtype,nranks,nnodes,bytes,time_us\n";
+  // Each machine under its own label: a prior with the target's label and its very measurements is refused (the
+  // prior would be the target itself).
+  const auto samples = [](const std::vector<std::pair<int, int>>& counts, const std::string& system) {
+    std::string csv = "#arfit-samples v1\ncollective,strategy,fusion,dtype,nranks,nnodes,bytes,time_us,system\n";
     for (const auto& [nranks, nnodes] : counts)
       for (const char* strategy : {"NCCL", "vLLM_custom_graph"})
         for (int k = 10; k <= 26; ++k)
           csv += std::string("allreduce,") + strategy + ",NONE,bf16," + std::to_string(nranks) + "," + std::to_string(nnodes) + "," +
-                 std::to_string(1LL << k) + "," + std::to_string(5.0 * nnodes + static_cast<double>(1LL << k) / (4e5 / nnodes)) + "\n";
+                 std::to_string(1LL << k) + "," + std::to_string(5.0 * nnodes + static_cast<double>(1LL << k) / (4e5 / nnodes)) +
+                 "," + system + "\n";
     return csv;
   };
-  auto r = run_command(arfit_bin() + " fit " + dir.write("h100.csv", samples({{8, 1}})) + " -o " + dir.file("m.json"));
+  auto r = run_command(arfit_bin() + " fit " + dir.write("h100.csv", samples({{8, 1}}, "h100")) + " -o " + dir.file("m.json"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::string ask = arfit_bin() + " predict " + dir.file("m.json") + " --collective allreduce --nranks 16 --nnodes 2 --bytes 1M,16M";
   r = run_command(ask + " --strategy vLLM_custom_graph");
@@ -295,7 +298,7 @@ TEST(Cli, PredictRefusesACustomAllReduceNoMachineMeasuredAcrossNodes) {
   EXPECT_NE(r.output.find("peer-memory domain"), std::string::npos) << r.output;
   r = run_command(ask + " --strategy NCCL");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  r = run_command(arfit_bin() + " fit " + dir.write("nvl72.csv", samples({{8, 1}, {16, 2}})) + " -o " + dir.file("nvl72.json"));
+  r = run_command(arfit_bin() + " fit " + dir.write("nvl72.csv", samples({{8, 1}, {16, 2}}, "nvl72")) + " -o " + dir.file("nvl72.json"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   r = run_command(ask + " --strategy vLLM_custom_graph --prior " + dir.file("nvl72.json"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
