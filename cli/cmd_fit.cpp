@@ -50,7 +50,7 @@ void run_fit(const FitArgs& a) {
   std::map<std::string, int> by_name;
   if (!a.priors.empty()) {
     const std::vector<ModelSet> prior_sets =
-        load_priors(read_prior_files(a.priors), a.format, a.threads, own_measurements_of_fit(a.files, samples));
+        load_priors(read_prior_files(a.priors), a.format, a.threads, fit::own_measurements_of_fit(measurement_files(a.files), samples));
     fo.prior = std::make_shared<fit::TransferLibrary>(prior_sets);
     for (const ModelSet& p : prior_sets) by_name.merge(machines_known_by_label_only(p.raw().value("groups", nlohmann::json::array())));
     if (fo.prior->sources().empty()) throw std::runtime_error("--prior: no fitted group in " + std::to_string(a.priors.size()) + " file(s)");

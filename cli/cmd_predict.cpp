@@ -156,8 +156,10 @@ void run_predict(const PredictArgs& a) {
     throw UsageError(e.what());
   }
   const PredictQuery& base = resolved.base;
-  const std::vector<ModelSet> lenders =
-      a.priors.empty() ? std::vector<ModelSet>() : load_priors(read_prior_files(a.priors), "auto", 1, own_measurements_of_models(a.models, set));
+  // A prior is another machine: never the measurements this models file rests on (fit/prior_check.h).
+  std::vector<ModelSet> lenders;
+  if (!a.priors.empty())
+    lenders = load_priors(read_prior_files(a.priors), "auto", 1, fit::own_measurements_of_models({a.models, input_fingerprint(a.models)}, set));
   const int answered_nranks = resolved.busbw_nranks;
   const std::string machine = !base.system.empty() || set.systems().size() != 1 ? base.system : set.systems().front();
   const std::map<std::string, int> by_name = machines_by_name_only(set, machine, lenders);
