@@ -259,6 +259,21 @@ TEST(Aiconfigurator, ElementsToBytesMsToUsStrategyAndExtras) {
   EXPECT_FALSE(r.warnings.empty());
 }
 
+// The machine label is what the table says (its system= note) whatever its name: the same bytes under another name,
+// even another aiconfigurator name, are the same machine. Only a table without the note is labelled by its name.
+TEST(Aiconfigurator, TheSystemNoteOverridesTheFileName) {
+  for (const char* name : {"data/aic_green_box_vllm_0.1.0_custom_allreduce_perf.txt", "data/aic_h100_sxm_vllm_0.1.0_x.txt",
+                           "renamed.txt"}) {
+    const IngestResult r = ingest_text(kAic, name, Options{});
+    ASSERT_FALSE(r.samples.empty()) << name;
+    EXPECT_EQ(r.samples[0].extra.at("system"), "green_box") << name;
+  }
+  std::string no_note = kAic;
+  no_note.erase(no_note.find("# HARDWARE"), no_note.find("framework,") - no_note.find("# HARDWARE"));
+  EXPECT_EQ(ingest_text(no_note, "data/aic_h100_sxm_vllm_0.1.0_x.txt", Options{}).samples[0].extra.at("system"), "h100_sxm");
+  EXPECT_EQ(ingest_text(no_note, "renamed.txt", Options{}).samples[0].extra.at("system"), "renamed");
+}
+
 TEST(Aiconfigurator, NcclTableInt8AndHalfAndErrors) {
   const char* t = "nccl_dtype,num_gpus,message_size,kernel_source,op_name,latency\n"
                   "half,4,1024,NCCL,all_gather,0.01\n"
