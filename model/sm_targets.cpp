@@ -59,14 +59,28 @@ std::string gpu_model_name(const std::string& device) {
   return out;
 }
 
+int sm_from_label(const std::string& label) {
+  if (const int d = sm_from_device(label)) return d;
+  const std::string l = upper(label);
+  for (std::size_t at = l.find("SM"); at != std::string::npos; at = l.find("SM", at + 1)) {
+    if (at > 0 && std::isalnum(static_cast<unsigned char>(l[at - 1]))) continue;
+    std::size_t end = at + 2;
+    while (end < l.size() && std::isdigit(static_cast<unsigned char>(l[end]))) ++end;
+    const std::size_t digits = end - at - 2;
+    if ((digits == 2 || digits == 3) && (end == l.size() || !std::isalpha(static_cast<unsigned char>(l[end]))))
+      return std::stoi(l.substr(at + 2, digits));
+  }
+  return 0;
+}
+
 int datasheet_sm(int sm, const std::string& device, const std::string& system) {
   if (sm > 0) return sm;
   if (int d = sm_from_device(device)) return d;
-  return sm_from_device(system);
+  return sm_from_label(system);
 }
 
 bool sm_from_label_only(int sm, const std::string& device, const std::string& system) {
-  return sm <= 0 && sm_from_device(device) == 0 && sm_from_device(system) != 0;
+  return sm <= 0 && sm_from_device(device) == 0 && sm_from_label(system) != 0;
 }
 
 std::string label_file_name(const std::string& label, const std::vector<std::string>& sources) {
@@ -92,7 +106,7 @@ std::map<std::string, LabelOnlyMachine> machines_known_by_label_only(const nlohm
       for (const auto& s : *it)
         if (s.is_string()) sources.push_back(s.get<std::string>());
     LabelOnlyMachine& m = out[label];
-    m.sm = sm_from_device(label);
+    m.sm = sm_from_label(label);
     if (m.file_name.empty()) m.file_name = label_file_name(label, sources);
   }
   return out;

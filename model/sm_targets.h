@@ -36,8 +36,11 @@ int sm_from_device(const std::string& device);
 // 80GB HBM3" -> "NVIDIA H100"), upper case, the words joined by single spaces: the GPU and its form factor (SXM,
 // PCIe, NVL), which decide its intra-node fabric, where the memory does not. Empty for an empty name.
 std::string gpu_model_name(const std::string& device);
+// SM version a machine label names: a GPU's name in it (sm_from_device: "h100_sxm" -> 90), else an "sm" word of two or
+// three digits ("benchmark.tp8.sm90" -> 90: TensorRT-LLM's all-reduce benchmark names its CSV so); 0 when none.
+int sm_from_label(const std::string& label);
 // The datasheet SM of a machine: `sm` when known, else from its device name, else from its system label
-// ("h100_sxm"): every reader of a machine's SM (fit, eval, a models file's groups) resolves it this way.
+// (sm_from_label): every reader of a machine's SM (fit, eval, a models file's groups) resolves it this way.
 int datasheet_sm(int sm, const std::string& device, const std::string& system);
 // Whether datasheet_sm(sm, device, system) has its SM from the system label alone: no SM and no device name the
 // measurement reported says one. A label is often a file's name (nccl-tests, TensorRT-LLM, PARAM logs), which is not a
@@ -45,7 +48,7 @@ int datasheet_sm(int sm, const std::string& device, const std::string& system);
 bool sm_from_label_only(int sm, const std::string& device, const std::string& system);
 // Where the label of a machine whose SM is read from it (sm_from_label_only) came from.
 struct LabelOnlyMachine {
-  int sm = 0;             // the SM its label names (sm_from_device of the label)
+  int sm = 0;             // the SM its label names (sm_from_label)
   std::string file_name;  // the file whose name the label is (label_file_name); "" where the label was stated
 };
 // The file among `sources` (the names of the files a curve's points came from) whose name the machine label `label`

@@ -346,6 +346,15 @@ TEST(SmTargets, LabelOnlyWhereTheFileStatesNothing) {
   EXPECT_FALSE(sm_from_label_only(90, "", "a100box_allreduce"));
   EXPECT_FALSE(sm_from_label_only(0, "", "box"));  // nothing read at all, so nothing from the name
   EXPECT_EQ(datasheet_sm(0, "NVIDIA H100 80GB HBM3", "a100box"), 90);
+  // An "sm" word in a label (TensorRT-LLM's benchmark.tp8.sm90.csv) is a name's SM too; not inside another word.
+  EXPECT_EQ(sm_from_label("benchmark.tp8.sm90"), 90);
+  EXPECT_EQ(sm_from_label("run_SM100"), 100);
+  EXPECT_EQ(sm_from_label("gb300_sm90"), 103);  // the GPU's name first
+  EXPECT_EQ(sm_from_label("asm90"), 0);
+  EXPECT_EQ(sm_from_label("sm9"), 0);
+  EXPECT_EQ(sm_from_label("sm90x"), 0);
+  EXPECT_EQ(sm_from_label("sm1000"), 0);
+  EXPECT_TRUE(sm_from_label_only(0, "", "benchmark.tp8.sm90"));
   const nlohmann::json groups = nlohmann::json::parse(R"([
     {"key": {"system": "a100box"}, "sm": 0, "device": "", "sources": ["a100box.txt"]},
     {"key": {"system": "h100named"}, "sm": 0, "device": "NVIDIA A100-SXM4-80GB", "sources": ["h100named.txt"]},

@@ -9,6 +9,7 @@
 #include "ingest/ingest.h"
 #include "model/errors.h"
 #include "model/sample_csv.h"
+#include "model/sm_targets.h"
 
 using arfit::Collective;
 using arfit::FusionOp;
@@ -193,7 +194,10 @@ TEST(TrtllmCsv, ColumnsAndVariants) {
   const Sample& s = r.samples[1];
   EXPECT_EQ(s.collective, Collective::AllReduce);
   EXPECT_EQ(s.nranks, 8);
-  EXPECT_EQ(s.sm, 90);
+  // The table does not say its SM; the name does, as the machine label, read and said as a name (docs/fit.md).
+  EXPECT_EQ(s.sm, 0);
+  EXPECT_EQ(s.extra.at("system"), "benchmark.tp8.sm90");
+  EXPECT_EQ(arfit::datasheet_sm(s.sm, s.device, s.extra.at("system")), 90);
   EXPECT_EQ(s.tokens, 2);
   EXPECT_EQ(s.hidden, 4096);
   EXPECT_EQ(s.bytes, 2 * 4096 * 2);
