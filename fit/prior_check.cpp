@@ -19,12 +19,13 @@ const nlohmann::json* measured_points_of(const nlohmann::json& group) {
 
 }  // namespace
 
-OwnMeasurements own_measurements_of_fit(const std::vector<MeasurementFile>& inputs, const std::vector<Sample>& samples) {
+OwnMeasurements own_measurements_of_samples(const std::string& whose, const std::string& role, const std::vector<MeasurementFile>& files,
+                                            const std::vector<Sample>& samples) {
   OwnMeasurements own;
-  own.whose = "this fit";
-  for (const MeasurementFile& f : inputs) {
-    own.named.emplace_back(f.name, "also an input of this fit");
-    own.files.emplace(f.fingerprint, f.name + ", an input of this fit");
+  own.whose = whose;
+  for (const MeasurementFile& f : files) {
+    own.named.emplace_back(f.name, "also " + role);
+    own.files.emplace(f.fingerprint, f.name + ", " + role);
   }
   CurveOptions co;
   co.group_by = GroupBy::System;
@@ -32,6 +33,10 @@ OwnMeasurements own_measurements_of_fit(const std::vector<MeasurementFile>& inpu
     for (std::string& point : measured_point_fingerprints(c)) own.points[c.key.id()].insert(std::move(point));
   own.files.erase("");
   return own;
+}
+
+OwnMeasurements own_measurements_of_fit(const std::vector<MeasurementFile>& inputs, const std::vector<Sample>& samples) {
+  return own_measurements_of_samples("this fit", "an input of this fit", inputs, samples);
 }
 
 OwnMeasurements own_measurements_of_models(const MeasurementFile& models_file, const ModelSet& set) {
