@@ -134,7 +134,8 @@ void add_fit(CLI::App& app) {
                   "curves with fewer than 12 sizes borrow the shape of the matching curves (same collective, strategy, "
                   "fusion, rank and node count, element size) through their own sizes, a quick calibration of a new "
                   "machine (`arbench --plan anchors:K`; docs/fit.md). A prior holding this fit's own measurements (an input, "
-                  "a copy or a models file fitted from one, a point of a group under its label) is refused")
+                  "a copy or a models file fitted from one, a group under its label holding one of its points) is refused (docs/fit.md, "
+                  "\"Priors are other machines\")")
       ->check(input_file_validator());
   cmd->add_flag("-q,--quiet", args->quiet, "Print only the summary line");
   cmd->callback([args] { run_fit(*args); });

@@ -297,8 +297,8 @@ void add_predict(CLI::App& app) {
                   "Other machines (models files from `arfit fit`, or samples in any format, fitted here) whose "
                   "scale-out steps a query on more nodes than its machine measured may borrow, as if they were in the "
                   "models file; they answer nothing else (docs/fit.md, \"Across node boundaries\"). A prior holding the models "
-                  "file's own measurements (an input it records, by fingerprint, or a point of one of its groups under "
-                  "its label) is refused (docs/fit.md, \"Priors are other machines\")")
+                  "file's own measurements (the file or an input it records, by any name, a models file fitted from one, or "
+                  "a group under its label holding one of its points) is refused (docs/fit.md, \"Priors are other machines\")")
       ->check(input_file_validator());
   cmd->add_option("--sm", a->sm, "Target SM version (80, 89, 90, 100, 103, 120): transfers the model, flagged extrapolated")
       ->check(known_sm_validator());
