@@ -24,6 +24,7 @@
 #include "bench/reporter.h"
 #include "bench/run_info.h"
 #include "bench/runner.h"
+#include "fit/prior_check.h"
 #include "planner/priors.h"
 #include "model/atomic_file.h"
 #include "model/errors.h"
@@ -77,8 +78,23 @@ PlannedGrid plan_grid(Options& opt, int size, int ranks_per_node, std::vector<st
   return plan_cases(opt.spec, po, notices);
 }
 
+// The priors of --plan adaptive, refused (a usage error naming --prior) when one holds this run's own measurements
+// (fit/prior_check.h): its output or the journal a --resume continues, by any name, a models file fitted from one, or
+// a curve holding a point of the rows a --resume continues.
+std::shared_ptr<const arfit::fit::TransferLibrary> adaptive_priors(const Options& opt, const OutputState& out) {
+  std::vector<arfit::fit::MeasurementFile> own_files;
+  for (const std::string& f : {opt.output, out.journal})
+    if (!f.empty()) own_files.push_back({f, arfit::input_fingerprint(f)});
+  try {
+    return arfit::planner::load_prior_library(
+        opt.adaptive.priors, arfit::fit::own_measurements_of_samples("this run", "the output of this run", own_files, out.rows));
+  } catch (const arfit::fit::PriorOfOwnMeasurements& e) {
+    throw GridError("--prior", e.what());
+  }
+}
+
 // --plan adaptive's loop options (rank 0's): the run's timing for the cost model, the stop rules, the priors.
-arfit::planner::LoopOptions adaptive_loop(const Options& opt) {
+arfit::planner::LoopOptions adaptive_loop(const Options& opt, const OutputState& out) {
   arfit::planner::LoopOptions loop;
   loop.until_regret = opt.adaptive.until_regret;
   loop.budget_s = opt.adaptive.budget_s;
@@ -86,7 +102,7 @@ arfit::planner::LoopOptions adaptive_loop(const Options& opt) {
   loop.cost.iters = opt.runner.iters;
   loop.cost.collectives_per_iteration = std::max(1, opt.runner.cuda_graph);
   loop.measure_overhead = true;
-  if (!opt.adaptive.priors.empty()) loop.estimate.prior = arfit::planner::load_prior_library(opt.adaptive.priors);
+  if (!opt.adaptive.priors.empty()) loop.estimate.prior = adaptive_priors(opt, out);
   return loop;
 }
 
@@ -210,12 +226,13 @@ int run(int argc, char** argv, int rank, int size) {
           ++resumed;
         else
           todo.push_back(c.index);
+      // The priors and the replayed samples read before the journal is made: a refused one leaves no journal behind.
+      if (adaptive) loop = adaptive_loop(opt, out);
+      opt.runner.replay = replay_samples(opt.adaptive.replay);
       // Last: the journal opened now, so an output folder that cannot be made or written is refused before any
       // case runs (it was an MPI_Abort at the first case).
       csv = std::make_unique<CsvReporter>(opt.output, out, columns);
       csv->open_journal();
-      if (adaptive) loop = adaptive_loop(opt);
-      opt.runner.replay = replay_samples(opt.adaptive.replay);
     } catch (const GridError& e) {
       error = 2;
       error_text = e.what();

@@ -100,7 +100,8 @@ void add_adaptive_options(CLI::App& app, RawOptions& raw) {
       ->type_name("DURATION");
   app.add_option("--prior", raw.priors,
                  "--plan adaptive: other machines' models files or samples (as arfit fit --prior): curves of few sizes are "
-                 "transferred from them")
+                 "transferred from them; this run's output (or its journal), a copy of it, a models file fitted from one or "
+                 "the points of the rows a --resume continues are refused")
       ->type_name("FILE");
 }
 

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <map>
 #include <optional>
-#include <set>
 #include <iostream>
 #include <stdexcept>
 #include <string>
@@ -16,6 +15,7 @@
 
 #include "cli/commands.h"
 #include "fit/fit.h"
+#include "fit/prior_check.h"
 #include "ingest/ingest.h"
 #include "model/atomic_file.h"
 #include "model/json_input.h"
@@ -156,102 +156,33 @@ inline std::vector<ModelSet> fit_priors(PriorFiles priors, const std::string& fo
   return sets;
 }
 
-// What a command's answer already rests on: the measurements of `arfit fit`'s inputs, or of the files the models
-// file `arfit predict` answers from was fitted from. A prior is another machine; one holding these would lend the
-// machine its own measurements as another's (a transfer, a scale-out step), and the answer would report itself far
-// better than it is (a renamed copy of a predict target's input moved its 1 GiB answer by +41 %; a prior fitted
-// from the target's own sizes under its label made intervals cover 62 %).
-struct OwnMeasurements {
-  std::string whose;                                          // "this fit", the models file's name
-  std::vector<std::pair<std::string, std::string>> named;     // (a path on this command line, what it is)
-  std::map<std::string, std::string> files;                   // a measurement file's fingerprint -> how to name it
-  std::map<std::string, std::set<std::string>> points;        // group id -> its measured points' fingerprints
-};
-
-// `arfit fit`'s own measurements: its input files (read already, their fingerprints those of the bytes read) and
-// the curves of their samples, grouped as fit::fit_model_set groups them.
-inline OwnMeasurements own_measurements_of_fit(const std::vector<std::string>& files, const std::vector<Sample>& samples) {
-  OwnMeasurements own;
-  own.whose = "this fit";
-  for (const std::string& f : files) {
-    own.named.emplace_back(f, "also an input of this fit");
-    own.files.emplace(input_fingerprint(f), f + ", an input of this fit");
-  }
-  fit::CurveOptions co;
-  co.group_by = fit::GroupBy::System;
-  for (const fit::Curve& c : fit::build_curves(samples, co))
-    for (std::string& point : fit::measured_point_fingerprints(c)) own.points[c.key.id()].insert(std::move(point));
-  own.files.erase("");
-  return own;
-}
-
-// The own measurements of the models file `path` (`set`): the inputs it records ("fnv1a64"), the file itself, and
-// its groups' "measured_points" (files fitted before they were recorded have none: only their inputs are checked).
-inline OwnMeasurements own_measurements_of_models(const std::string& path, const ModelSet& set) {
-  OwnMeasurements own;
-  own.whose = path;
-  own.named.emplace_back(path, "also the models file");
-  own.files.emplace(input_fingerprint(path), path + ", the models file");
-  for (const auto& in : set.raw().value("inputs", nlohmann::json::array()))
-    if (in.is_object())
-      own.files.emplace(in.value("fnv1a64", std::string()), in.value("path", std::string("a file")) + ", an input of " + path);
-  for (const auto& g : set.raw().value("groups", nlohmann::json::array())) {
-    if (!g.is_object() || !g.contains("measured_points") || !g["measured_points"].is_array()) continue;
-    auto& points = own.points[g.value("id", std::string())];
-    for (const auto& point : g["measured_points"])
-      if (point.is_string()) points.insert(point.get<std::string>());
-  }
-  own.files.erase("");
-  return own;
-}
-
-// The rule of docs/fit.md ("Priors are other machines"): a prior whose groups include one with an id of `own` (the
-// same machine label, collective, strategy, fusion, dtype, GPU and node count) and a point of it (the same size, the
-// same time) holds the machine's own measurements under its own name. `prior` names the file(s) in the message.
-inline void refuse_prior_groups_of_own_measurements(const std::string& prior, const ModelSet& set, const OwnMeasurements& own) {
-  for (const auto& g : set.raw().value("groups", nlohmann::json::array())) {
-    if (!g.is_object() || !g.contains("measured_points") || !g["measured_points"].is_array()) continue;
-    const std::string id = g.value("id", std::string());
-    const auto it = own.points.find(id);
-    if (it == own.points.end()) continue;
-    std::size_t shared = 0;
-    for (const auto& point : g["measured_points"]) shared += point.is_string() && it->second.count(point.get<std::string>());
-    if (shared > 0)
-      throw UsageError("--prior " + prior + " holds " + std::to_string(shared) + " measurement(s) of " + id +
-                       " (the same size and time) that " + own.whose + " holds under the same machine label; a prior is "
-                       "another machine's file");
-  }
-}
-
-// Refuses (a usage error naming --prior) a prior holding `own`'s measurements: a file of this command line, a file
-// with the fingerprint of one of them (a renamed copy), a models file fitted from one, and (once sample priors are
-// fitted) a group measured at the same points under the same label. The priors' models otherwise (fit_priors).
-inline std::vector<ModelSet> load_priors(PriorFiles read, const std::string& format, int threads, const OwnMeasurements& own) {
-  const std::string tail = "; a prior is another machine's file";
-  std::vector<std::string> sample_paths;
-  auto refuse_named = [&](const std::string& p) {
-    for (const auto& [path, what] : own.named)
-      if (same_path(p, path)) throw UsageError("--prior " + p + " is " + what + (p == path ? "" : " (the same file as " + path + ")") + tail);
-    if (const auto it = own.files.find(input_fingerprint(p)); it != own.files.end())
-      throw UsageError("--prior " + p + " is the same file as " + it->second + tail);
-  };
-  for (const auto& [p, m] : read.models) {
-    refuse_named(p);
-    for (const auto& in : m.raw().value("inputs", nlohmann::json::array())) {
-      const auto it = in.is_object() ? own.files.find(in.value("fnv1a64", std::string())) : own.files.end();
-      if (it != own.files.end())
-        throw UsageError("--prior " + p + " was fitted from " + in.value("path", std::string("an input")) + ", the same file as " +
-                         it->second + tail);
+// The priors' models, each refused (a usage error naming --prior) when it holds `own`'s measurements
+// (fit/prior_check.h: a file of this command line, a renamed copy of one, a models file fitted from one, and, once
+// sample priors are fitted, a group measured at the same points under the same label); else as fit_priors reads them.
+inline std::vector<ModelSet> load_priors(PriorFiles read, const std::string& format, int threads, const fit::OwnMeasurements& own) {
+  try {
+    for (const auto& [p, m] : read.models) {
+      fit::refuse_own_file_as_prior({p, input_fingerprint(p)}, own);
+      fit::refuse_own_models_as_prior(p, m, own);
     }
-    refuse_prior_groups_of_own_measurements(p, m, own);
+    std::vector<std::string> sample_paths;
+    for (const InputText& f : read.samples) {
+      fit::refuse_own_file_as_prior({f.path, input_fingerprint(f.path)}, own);
+      sample_paths.push_back(f.path);
+    }
+    std::vector<ModelSet> sets = fit_priors(std::move(read), format, threads);
+    if (!sample_paths.empty()) fit::refuse_own_models_as_prior(join(sample_paths, " "), sets.back(), own);
+    return sets;
+  } catch (const fit::PriorOfOwnMeasurements& e) {
+    throw UsageError(std::string("--prior ") + e.what());
   }
-  for (const InputText& f : read.samples) {
-    refuse_named(f.path);
-    sample_paths.push_back(f.path);
-  }
-  std::vector<ModelSet> sets = fit_priors(std::move(read), format, threads);
-  if (!sample_paths.empty()) refuse_prior_groups_of_own_measurements(join(sample_paths, " "), sets.back(), own);
-  return sets;
+}
+
+// The fingerprints of `paths` as this process read them (input_fingerprint), for fit::own_measurements_of_fit.
+inline std::vector<fit::MeasurementFile> measurement_files(const std::vector<std::string>& paths) {
+  std::vector<fit::MeasurementFile> out;
+  for (const std::string& p : paths) out.push_back({p, input_fingerprint(p)});
+  return out;
 }
 
 // --system as predict and whatif read it: a machine the models file does not hold, or none named where it holds

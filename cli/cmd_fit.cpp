@@ -46,13 +46,13 @@ void run_fit(const FitArgs& a) {
   if (a.min_points < 2) throw UsageError("--min-points must be at least 2");
   // The inputs are read first: the prior check below takes their fingerprints from the bytes read here.
   const std::vector<Sample> samples = load_samples_option(a.files, a.format);
-  // Machines whose GPU only their name tells (model/sm_targets.h): the report says so.
-  std::map<std::string, int> by_name;
+  // Machines whose GPU only their label tells, often a file's name (model/sm_targets.h): the report says so.
+  std::map<std::string, LabelOnlyMachine> by_label;
   if (!a.priors.empty()) {
     const std::vector<ModelSet> prior_sets =
-        load_priors(read_prior_files(a.priors), a.format, a.threads, own_measurements_of_fit(a.files, samples));
+        load_priors(read_prior_files(a.priors), a.format, a.threads, fit::own_measurements_of_fit(measurement_files(a.files), samples));
     fo.prior = std::make_shared<fit::TransferLibrary>(prior_sets);
-    for (const ModelSet& p : prior_sets) by_name.merge(machines_known_by_label_only(p.raw().value("groups", nlohmann::json::array())));
+    for (const ModelSet& p : prior_sets) by_label.merge(machines_known_by_label_only(p.raw().value("groups", nlohmann::json::array())));
     if (fo.prior->sources().empty()) throw std::runtime_error("--prior: no fitted group in " + std::to_string(a.priors.size()) + " file(s)");
   }
   check_output_file(a.output);  // refused now (an input, not a regular file, read-only, no such folder), not after fitting
@@ -104,10 +104,9 @@ void run_fit(const FitArgs& a) {
     throw std::runtime_error("no group could be fitted (" + std::to_string(bad) + " groups" +
                              (a.quiet ? std::string("):") + why : std::string(", see above)")) + "\nnothing written");
   }
-  by_name.merge(machines_known_by_label_only(groups));
-  for (const auto& [machine, sm] : by_name)
-    std::fprintf(a.quiet ? stderr : stdout, "machine '%s' from the file name only: SM %d is read from its name, its file states no device "
-                 "or SM (docs/fit.md, \"Machine identity\")\n", machine.c_str(), sm);
+  by_label.merge(machines_known_by_label_only(groups));
+  for (const auto& [machine, known] : by_label)
+    std::fprintf(a.quiet ? stderr : stdout, "%s (docs/fit.md, \"Machine identity\")\n", label_only_machine_note(machine, known).c_str());
   set.save(a.output);
   std::printf("fitted %d groups (%d not fitted), %zu joint-n families -> %s\n", ok, bad, set.raw().at("joint").size(),
               a.output.c_str());
@@ -135,7 +134,8 @@ void add_fit(CLI::App& app) {
                   "curves with fewer than 12 sizes borrow the shape of the matching curves (same collective, strategy, "
                   "fusion, rank and node count, element size) through their own sizes, a quick calibration of a new "
                   "machine (`arbench --plan anchors:K`; docs/fit.md). A prior holding this fit's own measurements (an input, "
-                  "a copy or a models file fitted from one, a point of a group under its label) is refused")
+                  "a copy or a models file fitted from one, a group under its label holding one of its points) is refused (docs/fit.md, "
+                  "\"Priors are other machines\")")
       ->check(input_file_validator());
   cmd->add_flag("-q,--quiet", args->quiet, "Print only the summary line");
   cmd->callback([args] { run_fit(*args); });

@@ -170,9 +170,9 @@ void add_ingest(CLI::App& app) {
                   "host lines reads as 1 node); at most each sample's rank count")
       ->check(CLI::Range(1, kMaxModelRanks));
   cmd->add_option("--system", args->system,
-                  "Machine label of every input, overriding the file's (aiconfigurator's system, else the file "
-                  "name): what crosshw, --prior transfers and scale-out steps tell machines apart by (crosshw also takes "
-                  "nccl-tests logs of the same device on the same hosts for one machine)")
+                  "Machine label of every input, overriding the file's (an aiconfigurator table's system= note, else "
+                  "the file name): what crosshw, --prior transfers and scale-out steps tell machines apart by (crosshw "
+                  "also takes nccl-tests logs of the same device on the same hosts for one machine)")
       ->check([](const std::string& v) { return v.empty() || v.find_first_of(",\n\r") != std::string::npos ? std::string("a label without commas or line breaks") : std::string(); });
   cmd->add_option("--dtype", args->dtype,
                   "Element type of inputs that do not state one (a framework benchmark's busbw table): bf16, fp16, "

@@ -110,24 +110,36 @@ std::string across_nodes_note(const ModelSet& set, const PredictQuery& q) {
          "\"Across node boundaries\")\n";
 }
 
-// The machines an answer may rest on (the query's, and every --prior's) whose GPU is known by their name alone
-// (model/sm_targets.h, machines_known_by_label_only): `how` and a note say so, a name not being a measurement.
-std::map<std::string, int> machines_by_name_only(const ModelSet& set, const std::string& system, const std::vector<ModelSet>& lenders) {
-  std::map<std::string, int> out = machines_known_by_label_only(set.raw().value("groups", nlohmann::json::array()), system);
+// The machines an answer may rest on (the query's, and every --prior's) whose GPU only their label tells, often a
+// file's name (model/sm_targets.h, machines_known_by_label_only): `how` and a note say so, a name not being a
+// measurement.
+std::map<std::string, LabelOnlyMachine> machines_by_label_only(const ModelSet& set, const std::string& system,
+                                                               const std::vector<ModelSet>& lenders) {
+  std::map<std::string, LabelOnlyMachine> out = machines_known_by_label_only(set.raw().value("groups", nlohmann::json::array()), system);
   for (const ModelSet& l : lenders) out.merge(machines_known_by_label_only(l.raw().value("groups", nlohmann::json::array())));
   return out;
 }
 
-// `how` of an answer with each machine of `by_name` it names (or the query's own, `system`) marked as known by name.
-// Only an answer beyond the measurements (across nodes, --sm, a transfer) uses the SM; `marked` collects the machines.
-std::string how_with_name_only_machines(const Prediction& p, const std::map<std::string, int>& by_name, const std::string& system,
-                                        std::map<std::string, int>& marked) {
+// Whether `how` names the machine `label` as a word of its own (a lender list "a, b"), not inside a longer label.
+bool how_names_machine(const std::string& how, const std::string& label) {
+  auto label_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'; };
+  for (std::size_t at = how.find(label); at != std::string::npos; at = how.find(label, at + 1)) {
+    const std::size_t end = at + label.size();
+    if ((at == 0 || !label_char(how[at - 1])) && (end == how.size() || !label_char(how[end]))) return true;
+  }
+  return false;
+}
+
+// `how` of an answer with each machine of `by_label` it names (or the query's own, `system`) marked as known by its
+// label. Only an answer beyond the measurements (across nodes, --sm, a transfer) uses the SM; `marked` collects them.
+std::string how_with_label_only_machines(const Prediction& p, const std::map<std::string, LabelOnlyMachine>& by_label,
+                                         const std::string& system, std::map<std::string, LabelOnlyMachine>& marked) {
   std::string how = p.how;
   if (!p.extrapolated && !p.transferred) return how;
-  for (const auto& [machine, sm] : by_name)
-    if (machine == system || how.find(machine) != std::string::npos) {
-      how += " (machine '" + machine + "': SM " + std::to_string(sm) + " from its name only)";
-      marked.emplace(machine, sm);
+  for (const auto& [machine, known] : by_label)
+    if (machine == system || how_names_machine(p.how, machine)) {
+      how += label_only_machine_how(machine, known);
+      marked.emplace(machine, known);
     }
   return how;
 }
@@ -156,12 +168,14 @@ void run_predict(const PredictArgs& a) {
     throw UsageError(e.what());
   }
   const PredictQuery& base = resolved.base;
-  const std::vector<ModelSet> lenders =
-      a.priors.empty() ? std::vector<ModelSet>() : load_priors(read_prior_files(a.priors), "auto", 1, own_measurements_of_models(a.models, set));
+  // A prior is another machine: never the measurements this models file rests on (fit/prior_check.h).
+  std::vector<ModelSet> lenders;
+  if (!a.priors.empty())
+    lenders = load_priors(read_prior_files(a.priors), "auto", 1, fit::own_measurements_of_models({a.models, input_fingerprint(a.models)}, set));
   const int answered_nranks = resolved.busbw_nranks;
   const std::string machine = !base.system.empty() || set.systems().size() != 1 ? base.system : set.systems().front();
-  const std::map<std::string, int> by_name = machines_by_name_only(set, machine, lenders);
-  std::map<std::string, int> marked;  // those of by_name an answer's `how` names
+  const std::map<std::string, LabelOnlyMachine> by_label = machines_by_label_only(set, machine, lenders);
+  std::map<std::string, LabelOnlyMachine> marked;  // those of by_label an answer's `how` names
   std::vector<PredictQuery> qs;
   // Per query, the GPU count of its bus bandwidth: --nranks, else the file's one count, else a split's ranks. Without
   // it the column named busbw printed the algorithm bandwidth (51 GB/s for 89.6 with --nranks 8 on one 8-GPU model).
@@ -239,7 +253,7 @@ void run_predict(const PredictArgs& a) {
     }
     const Prediction& p = *answer.prediction;
     const double bytes = p.bytes;  // the size the models file answered for (its group's dtype when --dtype is omitted)
-    const std::string how = how_with_name_only_machines(p, by_name, machine, marked);
+    const std::string how = how_with_label_only_machines(p, by_label, machine, marked);
     if (a.json) {
       nlohmann::json r = {{"bytes", bytes}, {"time_us", p.time_us}, {"lo_us", p.lo_us}, {"hi_us", p.hi_us},
                           {"busbw_gbps", answer.busbw_gbps}, {"extrapolated", p.extrapolated}, {"transferred", p.transferred},
@@ -257,10 +271,10 @@ void run_predict(const PredictArgs& a) {
   }
   if (a.json) std::cout << json_document_text(out);
   if (unknown_network) std::cerr << across_nodes_note(set, base);
-  for (const auto& [name, sm] : marked)
-    std::cerr << "note: machine '" << name << "' from the file name only: SM " << sm << " is read from its name, its "
-              << "file states no device or SM (the same bytes under another name answer otherwise; docs/fit.md, "
-              << "\"Machine identity\")\n";
+  for (const auto& [name, known] : marked)
+    std::cerr << "note: " << label_only_machine_note(name, known)
+              << (known.file_name.empty() ? "" : " (the same bytes under another name answer otherwise)")
+              << " (docs/fit.md, \"Machine identity\")\n";
   if (missing == static_cast<int>(qs.size()) && !refused.empty()) throw std::runtime_error(refused);
   if (missing == static_cast<int>(qs.size()))
     throw std::runtime_error("no model in " + a.models +
@@ -283,8 +297,8 @@ void add_predict(CLI::App& app) {
                   "Other machines (models files from `arfit fit`, or samples in any format, fitted here) whose "
                   "scale-out steps a query on more nodes than its machine measured may borrow, as if they were in the "
                   "models file; they answer nothing else (docs/fit.md, \"Across node boundaries\"). A prior holding the models "
-                  "file's own measurements (an input it records, by fingerprint, or a point of one of its groups under "
-                  "its label) is refused (docs/fit.md, \"Priors are other machines\")")
+                  "file's own measurements (the file or an input it records, by any name, a models file fitted from one, or "
+                  "a group under its label holding one of its points) is refused (docs/fit.md, \"Priors are other machines\")")
       ->check(input_file_validator());
   cmd->add_option("--sm", a->sm, "Target SM version (80, 89, 90, 100, 103, 120): transfers the model, flagged extrapolated")
       ->check(known_sm_validator());

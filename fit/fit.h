@@ -67,8 +67,8 @@ std::vector<Curve> build_curves(const std::vector<Sample>& samples, const CurveO
 
 // One fingerprint per measured point of `c` (fnv1a64_hex of its size and time, both to 17 significant digits),
 // in the curve's size order: what a models file records of each group ("measured_points") so that a prior can be
-// recognised as the machine's own measurements after its file was reordered, cut or re-exported (cli/cli_inputs.h,
-// refuse_priors_of_own_measurements). A fingerprint, not the times: a models file does not carry the measurements.
+// recognised as the machine's own measurements after its file was reordered, cut or re-exported (fit/prior_check.h,
+// refuse_own_models_as_prior). A fingerprint, not the times: a models file does not carry the measurements.
 std::vector<std::string> measured_point_fingerprints(const Curve& c);
 
 // The message size a curve places a sample at: its bytes, else tokens x hidden x the dtype's size; 0 when neither is

@@ -116,7 +116,7 @@ ModelSet fit_model_set(const std::vector<Sample>& samples, const FitOptions& opt
     for (size_t k = 0; k < where.size(); ++k) fits[where[k]] = std::move(own_fits[k]);
   }
   for (GroupFit& g : fits) unfit_if_unloadable(g);
-  // What the priors of a later fit or predict are checked against (cli/cli_inputs.h): a prior with this group's
+  // What the priors of a later fit or predict are checked against (fit/prior_check.h): a prior with this group's
   // id holding one of these points holds the machine's own measurements.
   for (size_t i = 0; i < curves.size(); ++i) fits[i].model["measured_points"] = measured_point_fingerprints(curves[i]);
   // Fused groups: the fitted epilogue term over the unfused twin (fit/epilogue.h).

@@ -21,8 +21,11 @@
 namespace arfit::ingest::detail {
 namespace {
 
-// "aic_h100_sxm_nccl_2.27.3_nccl_perf" -> "h100_sxm"; else the "system=" note; else the stem.
+// The machine label: the table's "system=" note, what the file says; else cut from an aiconfigurator name
+// ("aic_h100_sxm_nccl_2.27.3_nccl_perf" -> "h100_sxm"); else the stem. The name never overrides the note: the same
+// bytes under another name are the same machine (docs/fit.md, "Machine identity").
 std::string system_from(const std::string& name, const std::string& note_system) {
+  if (!note_system.empty()) return note_system;
   std::string stem = stem_of(name);
   static const char* frameworks[] = {"_nccl_", "_sglang_", "_trtllm_", "_vllm_", "_oneccl_"};
   std::string s = starts_with(stem, "aic_") ? stem.substr(4) : stem;
@@ -32,7 +35,6 @@ std::string system_from(const std::string& name, const std::string& note_system)
     if (pos != std::string::npos && pos < best) best = pos;
   }
   if (best != std::string::npos && best > 0 && starts_with(stem, "aic_")) return s.substr(0, best);
-  if (!note_system.empty()) return note_system;
   return stem;
 }
 

@@ -50,18 +50,9 @@ IngestResult read_trtllm_csv(const std::string& text, const std::string& name, c
   const bool has_tokens = has("num_tokens") && has("hidden_size");
   if (!has_tokens && !has("size")) throw InputError(name, header_line, "size", "required column missing (or num_tokens + hidden_size)");
   std::string fusion_col = has("fusion") ? "fusion" : (has("fusion_op") ? "fusion_op" : "");
-  // benchmark.tp8.sm90.csv -> sm 90
-  int sm = 0;
-  {
-    std::string b = basename_of(name);
-    auto pos = b.find(".sm");
-    if (pos != std::string::npos) {
-      std::size_t j = pos + 3;
-      int v = 0;
-      while (j < b.size() && std::isdigit(static_cast<unsigned char>(b[j])) && v < 100000) v = v * 10 + (b[j++] - '0');
-      if (j > pos + 3) sm = v;
-    }
-  }
+  // The SM is not in the table: the benchmark names its file benchmark.tp8.sm90.csv, and a name is not a measurement.
+  // The machine label (the stem) carries it where nothing else says the GPU (model/sm_targets.h, sm_from_label), and
+  // fit and predict say that it came from the file's name (docs/fit.md, "Machine identity").
   static const std::set<std::string> known = {"world_size", "dtype", "size", "num_tokens", "hidden_size", "strategy",
                                               "fusion", "fusion_op", "op", "time (us)", "time_us", "time(us)",
                                               "time_ms", "time (ms)", "time(ms)"};
@@ -121,7 +112,6 @@ IngestResult read_trtllm_csv(const std::string& text, const std::string& name, c
     if (!std::isfinite(*t)) throw InputError(name, ln, time_col, "non-finite time '" + get(time_col) + "'");
     if (*t < 0) throw InputError(name, ln, time_col, "negative time '" + get(time_col) + "'");
     s.time_us = *t * time_mult;
-    s.sm = sm;
     s.backend = "trtllm";
     s.source = basename_of(name);
     s.extra["system"] = stem_of(name);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <filesystem>
 
 #include "model/group_model.h"
 #include "model/text.h"
@@ -58,27 +59,71 @@ std::string gpu_model_name(const std::string& device) {
   return out;
 }
 
+int sm_from_label(const std::string& label) {
+  if (const int d = sm_from_device(label)) return d;
+  const std::string l = upper(label);
+  for (std::size_t at = l.find("SM"); at != std::string::npos; at = l.find("SM", at + 1)) {
+    if (at > 0 && std::isalnum(static_cast<unsigned char>(l[at - 1]))) continue;
+    std::size_t end = at + 2;
+    while (end < l.size() && std::isdigit(static_cast<unsigned char>(l[end]))) ++end;
+    const std::size_t digits = end - at - 2;
+    if ((digits == 2 || digits == 3) && (end == l.size() || !std::isalpha(static_cast<unsigned char>(l[end]))))
+      return std::stoi(l.substr(at + 2, digits));
+  }
+  return 0;
+}
+
 int datasheet_sm(int sm, const std::string& device, const std::string& system) {
   if (sm > 0) return sm;
   if (int d = sm_from_device(device)) return d;
-  return sm_from_device(system);
+  return sm_from_label(system);
 }
 
 bool sm_from_label_only(int sm, const std::string& device, const std::string& system) {
-  return sm <= 0 && sm_from_device(device) == 0 && sm_from_device(system) != 0;
+  return sm <= 0 && sm_from_device(device) == 0 && sm_from_label(system) != 0;
 }
 
-std::map<std::string, int> machines_known_by_label_only(const nlohmann::json& models_groups, const std::string& system) {
-  std::map<std::string, int> out;
+std::string label_file_name(const std::string& label, const std::vector<std::string>& sources) {
+  if (label.empty()) return "";
+  for (const std::string& source : sources) {
+    const std::string stem = std::filesystem::path(source).stem().string();
+    if (stem == label) return source;
+  }
+  return "";
+}
+
+std::map<std::string, LabelOnlyMachine> machines_known_by_label_only(const nlohmann::json& models_groups, const std::string& system) {
+  std::map<std::string, LabelOnlyMachine> out;
   if (!models_groups.is_array()) return out;
   for (const auto& g : models_groups) {
     if (!g.is_object() || !g.contains("key") || !g["key"].is_object()) continue;
     const std::string label = g["key"].value("system", std::string());
     const int sm = g.contains("sm") && g["sm"].is_number_integer() ? g["sm"].get<int>() : 0;
     const std::string device = g.contains("device") && g["device"].is_string() ? g["device"].get<std::string>() : std::string();
-    if ((system.empty() || label == system) && sm_from_label_only(sm, device, label)) out.emplace(label, sm_from_device(label));
+    if ((!system.empty() && label != system) || !sm_from_label_only(sm, device, label)) continue;
+    std::vector<std::string> sources;
+    if (const auto it = g.find("sources"); it != g.end() && it->is_array())
+      for (const auto& s : *it)
+        if (s.is_string()) sources.push_back(s.get<std::string>());
+    LabelOnlyMachine& m = out[label];
+    m.sm = sm_from_label(label);
+    if (m.file_name.empty()) m.file_name = label_file_name(label, sources);
   }
   return out;
+}
+
+std::string label_only_machine_note(const std::string& label, const LabelOnlyMachine& m) {
+  const std::string sm = "SM " + std::to_string(m.sm);
+  if (!m.file_name.empty())
+    return "machine '" + label + "' taken from the file name " + m.file_name + "; the file does not say its GPU (no device or SM): " +
+           sm + " is read from the name";
+  return "machine '" + label + "': " + sm + " is read from its label; no file says its GPU (no device or SM)";
+}
+
+std::string label_only_machine_how(const std::string& label, const LabelOnlyMachine& m) {
+  const std::string sm = "SM " + std::to_string(m.sm);
+  if (!m.file_name.empty()) return " (machine '" + label + "' taken from the file name " + m.file_name + ": " + sm + ")";
+  return " (machine '" + label + "': " + sm + " from its label only)";
 }
 
 std::optional<SmTarget> find_sm_target(int sm) {

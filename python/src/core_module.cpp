@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -27,6 +28,7 @@
 #include "fit/eval.h"
 #include "fit/eval_alltoallv.h"
 #include "fit/fit.h"
+#include "fit/prior_check.h"
 #include "fit/transfer.h"
 #include "ingest/ingest.h"
 #include "model/alltoallv.h"
@@ -36,6 +38,7 @@
 #include "model/model_set.h"
 #include "model/predict_answer.h"
 #include "model/sample_csv.h"
+#include "model/text.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -96,6 +99,35 @@ void write_samples_text(const std::string& text, const std::string& name, const 
   write_samples_csv(path, file);
 }
 
+// What an answer of the package rests on, as `arfit fit` and `arfit predict` hold it (fit/prior_check.h), its paths
+// kept where they name files: a set fitted here is named "<fitted>" whatever it was fitted from (a DataFrame "<frame
+// N>"), and two such names are not one file; its text's fingerprint tells it apart.
+fit::OwnMeasurements with_file_paths_only(fit::OwnMeasurements own) {
+  std::vector<std::pair<std::string, std::string>> files;
+  for (auto& named : own.named)
+    if (std::error_code ec; std::filesystem::is_regular_file(named.first, ec)) files.push_back(std::move(named));
+  own.named = std::move(files);
+  return own;
+}
+
+// The fingerprint of the models `m` as read (input_fingerprint: of the file's bytes), or of its text where no file was
+// read (a fitted set).
+std::string fingerprint_of(const Models& m) {
+  const std::string read = input_fingerprint(m.path);
+  return read.empty() ? fnv1a64_hex(m.text) : read;
+}
+
+// A prior given to fit(priors=...) or Models.predict(priors=...) holding `own`'s measurements is refused as `--prior`
+// refuses it: a UsageError.
+void refuse_own_measurements(const Models& prior, const fit::OwnMeasurements& own) {
+  try {
+    fit::refuse_own_file_as_prior({prior.path, fingerprint_of(prior)}, own);
+    fit::refuse_own_models_as_prior(prior.path, prior.set, own);
+  } catch (const fit::PriorOfOwnMeasurements& e) {
+    throw std::invalid_argument(std::string("priors: ") + e.what());
+  }
+}
+
 Models fit_models(const std::vector<std::string>& paths, const std::vector<std::pair<std::string, std::string>>& texts,
                   const std::string& format, const std::vector<const Models*>& priors, const std::string& family, int threads,
                   int min_points, bool correction, bool joint, bool pool) {
@@ -111,6 +143,11 @@ Models fit_models(const std::vector<std::string>& paths, const std::vector<std::
   const std::vector<Sample> samples = gather_samples(paths, texts, format);
   std::vector<std::string> prior_names;
   if (!priors.empty()) {
+    std::vector<fit::MeasurementFile> own_files;
+    for (const auto& p : paths) own_files.push_back({p, input_fingerprint(p)});
+    for (const auto& t : texts) own_files.push_back({t.first, fnv1a64_hex(t.second)});
+    const fit::OwnMeasurements own = with_file_paths_only(fit::own_measurements_of_fit(own_files, samples));
+    for (const Models* p : priors) refuse_own_measurements(*p, own);
     std::vector<ModelSet> sets;
     for (const Models* p : priors) sets.push_back(p->set), prior_names.push_back(p->path);
     fo.prior = std::make_shared<fit::TransferLibrary>(sets);
@@ -141,6 +178,10 @@ nb::dict predict_points(const Models& m, const std::vector<const Models*>& lende
                         const IntArray& sms, const std::vector<std::string>& splits) {
   const std::size_t n = nranks.shape(0);
   std::vector<ModelSet> lenders;
+  if (!lenders_in.empty()) {
+    const fit::OwnMeasurements own = with_file_paths_only(fit::own_measurements_of_models({m.path, fingerprint_of(m)}, m.set));
+    for (const Models* l : lenders_in) refuse_own_measurements(*l, own);
+  }
   for (const Models* l : lenders_in) lenders.push_back(l->set);
   request.shaped = tokens.has_value();
   request.first_split = splits.empty() ? std::string() : splits.front();

@@ -246,3 +246,38 @@ def test_select_protocol_and_sm_arrays_are_the_clis(synthetic_models, tmp_path):
         args = ["--sm", str(sm)] if sm else []
         w = _cli_predictions(synthetic_models, "--collective", "allreduce", "--nranks", "4", "--bytes", str(1 << 20), *args)[0]
         assert (got.time_us[i], got.lo_us[i], got.hi_us[i], got.how[i]) == (w["time_us"], w["lo_us"], w["hi_us"], w["how"])
+
+
+@needs_cli
+def test_priors_holding_the_targets_own_measurements_are_refused_as_the_cli_refuses(synthetic_models, tmp_path):
+    """A prior is another machine (fit/prior_check.h), for the package's fit and predict as for --prior: a models file
+    given as its own prior, a renamed copy of it or of the samples it was fitted from, and the target's own points
+    under its label are usage errors; the same points under another machine's label are another machine."""
+    models = arfit.load_models(synthetic_models)
+    copy = tmp_path / "copy.json"
+    copy.write_bytes(open(synthetic_models, "rb").read())
+    ask = dict(bytes=[1 << 20], nranks=4, nnodes=2)
+    for prior in (models, arfit.load_models(str(copy))):
+        r = cli("predict", synthetic_models, "--collective", "allreduce", "--nranks", "4", "--nnodes", "2", "--bytes",
+                str(1 << 20), "--prior", prior.path, check=False)
+        assert r.returncode == 2, r.stderr
+        with pytest.raises(arfit.UsageError) as e:
+            models.predict("allreduce", priors=[prior], **ask)
+        message = str(e.value)
+        assert message.startswith("priors: %s " % prior.path) and message.endswith("a prior is another machine's file")
+        # The CLI's words after the option's name.
+        assert "--prior " + message[len("priors: "):] in r.stderr, (message, r.stderr)
+    samples = tmp_path / "samples.csv"
+    samples.write_bytes(open(SYNTHETIC, "rb").read())
+    with pytest.raises(arfit.UsageError, match="was fitted from .*samples.csv, the same file as .*samples.csv, an input of this fit"):
+        arfit.fit(SYNTHETIC, priors=[arfit.fit(str(samples))])
+    frame = arfit.read_samples(SYNTHETIC)
+    with pytest.raises(arfit.UsageError, match="measurement\\(s\\) of .* under the same machine label"):
+        arfit.fit(frame.head(len(frame) - 5), priors=[arfit.fit(frame)])
+    # The same points under another machine's label are another machine's: taken (one node only, so they lend no
+    # step and the answer is the one without them).
+    other = frame.copy()
+    other["system"] = "other_box"
+    taken = models.predict("allreduce", priors=[arfit.fit(other)], **ask)
+    alone = models.predict("allreduce", **ask)
+    assert taken.error[0] == "" and taken.time_us[0] == alone.time_us[0]

@@ -100,3 +100,26 @@ TEST(BenchMpiAdaptive, ABudgetStopsTheRunAndAResumeWithItsRowsFindsItSpent) {
   const CommandResult refused = run_command(mpirun(grid + " --budget 50ms -o " + fixed + " --resume"));
   EXPECT_EQ(refused.exit_code, 2) << refused.output;
 }
+
+// A prior is another machine (fit/prior_check.h), for arbench as for arfit: a copy of the output a --resume continues
+// is refused (exit 2, the option and both files named), the output as it was and no journal left behind; so is a
+// prior that is not measurements, before any journal is made. Another run's output lends.
+TEST(BenchMpiAdaptive, APriorHoldingTheRunsOwnOutputIsRefusedLeavingNothing) {
+  TempDir d;
+  const std::string grid = "--backend host --tokens 1:256:x4 --hidden 256 -w 1 -n 2 -q --plan adaptive --until-regret 0.1";
+  const std::string a = d.file("a.csv");
+  ASSERT_EQ(run_command(mpirun(grid + " -o " + a)).exit_code, 0);
+  const std::string before = arfit::testing::slurp(a);
+  const std::string copy = d.write("copy.csv", before);
+  const CommandResult resumed = run_command(mpirun(grid + " -o " + a + " --resume --prior " + copy));
+  EXPECT_EQ(resumed.exit_code, 2) << resumed.output;
+  EXPECT_NE(resumed.output.find("option --prior: " + copy + " is the same file as " + a + ", the output of this run"), std::string::npos)
+      << resumed.output;
+  EXPECT_EQ(arfit::testing::slurp(a), before);
+  const std::string junk = d.write("junk.txt", "not measurements\n");
+  EXPECT_EQ(run_command(mpirun(grid + " -o " + d.file("c.csv") + " --prior " + junk)).exit_code, 1);
+  for (const auto& entry : std::filesystem::directory_iterator(d.path()))
+    EXPECT_TRUE(entry.path().extension() != ".partial" && entry.path().filename() != "c.csv") << entry.path();
+  const CommandResult lent = run_command(mpirun(grid + " -o " + d.file("b.csv") + " --prior " + a));
+  EXPECT_EQ(lent.exit_code, 0) << lent.output;
+}

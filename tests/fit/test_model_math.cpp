@@ -346,13 +346,37 @@ TEST(SmTargets, LabelOnlyWhereTheFileStatesNothing) {
   EXPECT_FALSE(sm_from_label_only(90, "", "a100box_allreduce"));
   EXPECT_FALSE(sm_from_label_only(0, "", "box"));  // nothing read at all, so nothing from the name
   EXPECT_EQ(datasheet_sm(0, "NVIDIA H100 80GB HBM3", "a100box"), 90);
+  // An "sm" word in a label (TensorRT-LLM's benchmark.tp8.sm90.csv) is a name's SM too; not inside another word.
+  EXPECT_EQ(sm_from_label("benchmark.tp8.sm90"), 90);
+  EXPECT_EQ(sm_from_label("run_SM100"), 100);
+  EXPECT_EQ(sm_from_label("gb300_sm90"), 103);  // the GPU's name first
+  EXPECT_EQ(sm_from_label("asm90"), 0);
+  EXPECT_EQ(sm_from_label("sm9"), 0);
+  EXPECT_EQ(sm_from_label("sm90x"), 0);
+  EXPECT_EQ(sm_from_label("sm1000"), 0);
+  EXPECT_TRUE(sm_from_label_only(0, "", "benchmark.tp8.sm90"));
   const nlohmann::json groups = nlohmann::json::parse(R"([
-    {"key": {"system": "a100box"}, "sm": 0, "device": ""},
-    {"key": {"system": "h100named"}, "sm": 0, "device": "NVIDIA A100-SXM4-80GB"},
-    {"key": {"system": "b200x"}}])");
-  const auto by_name = machines_known_by_label_only(groups);
-  ASSERT_EQ(by_name.size(), 2u);
-  EXPECT_EQ(by_name.at("a100box"), 80);
-  EXPECT_EQ(by_name.at("b200x"), 100);
+    {"key": {"system": "a100box"}, "sm": 0, "device": "", "sources": ["a100box.txt"]},
+    {"key": {"system": "h100named"}, "sm": 0, "device": "NVIDIA A100-SXM4-80GB", "sources": ["h100named.txt"]},
+    {"key": {"system": "b200x"}, "sources": ["run7.csv"]},
+    {"key": {"system": "h100_sxm"}, "sources": ["aic_h100_sxm_nccl_2.23_nccl_perf.txt"]}])");
+  const auto by_label = machines_known_by_label_only(groups);
+  ASSERT_EQ(by_label.size(), 3u);  // h100named's file names an A100: its device wins
+  EXPECT_EQ(by_label.at("a100box").sm, 80);
+  EXPECT_EQ(by_label.at("b200x").sm, 100);
+  // Where the label came from: a file's name (its stem), else stated (an aiconfigurator table's system= note states it,
+  // whatever the table's name).
+  EXPECT_EQ(by_label.at("a100box").file_name, "a100box.txt");
+  EXPECT_EQ(by_label.at("b200x").file_name, "");
+  EXPECT_EQ(by_label.at("h100_sxm").file_name, "");
   EXPECT_EQ(machines_known_by_label_only(groups, "a100box").size(), 1u);
+  EXPECT_EQ(label_only_machine_note("a100box", by_label.at("a100box")),
+            "machine 'a100box' taken from the file name a100box.txt; the file does not say its GPU (no device or SM): SM 80 is "
+            "read from the name");
+  EXPECT_EQ(label_only_machine_note("b200x", by_label.at("b200x")),
+            "machine 'b200x': SM 100 is read from its label; no file says its GPU (no device or SM)");
+  EXPECT_EQ(label_only_machine_how("b200x", by_label.at("b200x")), " (machine 'b200x': SM 100 from its label only)");
+  // A label that only contains a file's name, or is contained in it, is not made of it.
+  EXPECT_EQ(label_file_name("h100", {"h100_run1.txt", "xh100.txt"}), "");
+  EXPECT_EQ(label_file_name("", {".txt"}), "");
 }

@@ -9,6 +9,7 @@
 #include "ingest/ingest.h"
 #include "model/errors.h"
 #include "model/sample_csv.h"
+#include "model/sm_targets.h"
 
 using arfit::Collective;
 using arfit::FusionOp;
@@ -193,7 +194,10 @@ TEST(TrtllmCsv, ColumnsAndVariants) {
   const Sample& s = r.samples[1];
   EXPECT_EQ(s.collective, Collective::AllReduce);
   EXPECT_EQ(s.nranks, 8);
-  EXPECT_EQ(s.sm, 90);
+  // The table does not say its SM; the name does, as the machine label, read and said as a name (docs/fit.md).
+  EXPECT_EQ(s.sm, 0);
+  EXPECT_EQ(s.extra.at("system"), "benchmark.tp8.sm90");
+  EXPECT_EQ(arfit::datasheet_sm(s.sm, s.device, s.extra.at("system")), 90);
   EXPECT_EQ(s.tokens, 2);
   EXPECT_EQ(s.hidden, 4096);
   EXPECT_EQ(s.bytes, 2 * 4096 * 2);
@@ -257,6 +261,21 @@ TEST(Aiconfigurator, ElementsToBytesMsToUsStrategyAndExtras) {
   // The 4th row repeats (graph, 128 elements): a second sweep, kept and counted.
   EXPECT_EQ(r.duplicates, 1u);
   EXPECT_FALSE(r.warnings.empty());
+}
+
+// The machine label is what the table says (its system= note) whatever its name: the same bytes under another name,
+// even another aiconfigurator name, are the same machine. Only a table without the note is labelled by its name.
+TEST(Aiconfigurator, TheSystemNoteOverridesTheFileName) {
+  for (const char* name : {"data/aic_green_box_vllm_0.1.0_custom_allreduce_perf.txt", "data/aic_h100_sxm_vllm_0.1.0_x.txt",
+                           "renamed.txt"}) {
+    const IngestResult r = ingest_text(kAic, name, Options{});
+    ASSERT_FALSE(r.samples.empty()) << name;
+    EXPECT_EQ(r.samples[0].extra.at("system"), "green_box") << name;
+  }
+  std::string no_note = kAic;
+  no_note.erase(no_note.find("# HARDWARE"), no_note.find("framework,") - no_note.find("# HARDWARE"));
+  EXPECT_EQ(ingest_text(no_note, "data/aic_h100_sxm_vllm_0.1.0_x.txt", Options{}).samples[0].extra.at("system"), "h100_sxm");
+  EXPECT_EQ(ingest_text(no_note, "renamed.txt", Options{}).samples[0].extra.at("system"), "renamed");
 }
 
 TEST(Aiconfigurator, NcclTableInt8AndHalfAndErrors) {

@@ -5,9 +5,17 @@
 #include <set>
 
 #include "codegen/table.h"
+#include "fit/fit.h"
+#include "fit/prior_check.h"
+#include "fit/transfer.h"
+#include "ingest/ingest.h"
+#include "model/atomic_file.h"
+#include "model/sample_csv.h"
 #include "planner/choose.h"
 #include "planner/estimate.h"
 #include "planner/loop.h"
+#include "planner/priors.h"
+#include "test_support.h"
 
 using namespace arfit;
 using namespace arfit::planner;
@@ -320,4 +328,62 @@ TEST(PlannerLoop, LoopReachesItsPromiseOnASmoothTable) {
   }
   EXPECT_LE(std::expm1(log_sum / 21), 0.005);
   EXPECT_LT(m.count(), s.table.size());
+}
+
+namespace {
+
+// An all-reduce curve of the machine `system` at 8 GPUs, 1 KiB to 64 MiB, α-β with `alpha_us`.
+SampleFile curve_file(const std::string& system, double alpha_us) {
+  SampleFile f;
+  for (int e = 10; e <= 26; ++e) {
+    Sample s;
+    s.nranks = 8;
+    s.bytes = std::int64_t{1} << e;
+    s.time_us = alpha_us + std::ldexp(1.0, e) / 2e5;
+    s.source = system;
+    s.extra["system"] = system;
+    f.samples.push_back(s);
+  }
+  return f;
+}
+
+// The message fit::PriorOfOwnMeasurements carries when load_prior_library refuses `paths`, else "".
+std::string refusal_of(const std::vector<std::string>& paths, const fit::OwnMeasurements& own) {
+  try {
+    load_prior_library(paths, own);
+  } catch (const fit::PriorOfOwnMeasurements& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+// `arbench --plan adaptive --prior`: a prior is another machine, as for arfit fit and predict (fit/prior_check.h). The
+// run's own output (the file a --resume continues), a renamed copy of it, a models file fitted from a copy and a file
+// holding some of the rows a --resume continues are refused; another machine's file lends.
+TEST(PriorLibrary, TheRunsOwnOutputIsNoPrior) {
+  arfit::testing::TempDir d;
+  const std::string out = d.file("out.csv"), copy = d.file("copy.csv"), other = d.file("other.csv"), models = d.file("copy.json");
+  write_samples_csv(out, curve_file("box", 10));
+  write_samples_csv(copy, curve_file("box", 10));
+  write_samples_csv(other, curve_file("cluster", 14));
+  fit::fit_model_set(ingest::load_samples({copy}), fit::FitOptions{}, {copy}).save(models);
+  const fit::OwnMeasurements own =
+      fit::own_measurements_of_samples("this run", "the output of this run", {{out, input_fingerprint(out)}}, {});
+  EXPECT_EQ(refusal_of({out}, own), out + " is also the output of this run; a prior is another machine's file");
+  EXPECT_EQ(refusal_of({copy}, own), copy + " is the same file as " + out + ", the output of this run; a prior is another machine's file");
+  EXPECT_EQ(refusal_of({other, models}, own),
+            models + " was fitted from " + copy + ", the same file as " + out + ", the output of this run; a prior is another machine's file");
+  EXPECT_EQ(refusal_of({other}, own), "");
+  EXPECT_FALSE(load_prior_library({other}, own)->sources().empty());
+  // The rows a --resume continues: a prior holding some of them in another file (cut: another fingerprint) is refused.
+  SampleFile part = curve_file("box", 10);
+  part.samples.erase(part.samples.begin(), part.samples.begin() + 3);
+  const std::string part_path = d.file("part.csv");
+  write_samples_csv(part_path, part);
+  const fit::OwnMeasurements resumed =
+      fit::own_measurements_of_samples("this run", "the output of this run", {{out, input_fingerprint(out)}}, ingest::load_samples({out}));
+  EXPECT_NE(refusal_of({part_path}, resumed).find(part_path + " holds 14 measurement(s) of box/allreduce/NCCL"), std::string::npos);
+  EXPECT_EQ(refusal_of({other}, resumed), "");
 }

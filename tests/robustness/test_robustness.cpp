@@ -1185,7 +1185,10 @@ TEST_F(Robustness, MachineIdentityIsWhatTheFileSays) {
   for (const char* name : {"a100box", "plain", "a100bare"}) {
     const CommandResult r = arfit_here(std::string("fit ") + name + "_allreduce.txt -o " + name + ".json");
     ASSERT_EQ(r.exit_code, 0) << r.output;
-    EXPECT_EQ(r.output.find("from the file name only") != std::string::npos, std::string(name) == "a100bare") << r.output;
+    EXPECT_EQ(r.output.find("taken from the file name " + std::string(name) + "_allreduce.txt; the file does not say its GPU") !=
+                  std::string::npos,
+              std::string(name) == "a100bare")
+        << r.output;
   }
   // The JSON alone in a file (the notes go to standard error, which run_command joins to standard output).
   auto predict_json = [&](const std::string& models, const std::string& out) {
@@ -1201,8 +1204,85 @@ TEST_F(Robustness, MachineIdentityIsWhatTheFileSays) {
     for (const char* field : {"time_us", "lo_us", "hi_us"}) EXPECT_EQ(a[i].at(field), b[i].at(field)) << field << " at row " << i;
   const CommandResult bare = arfit_here("predict a100bare.json --collective allreduce --nranks 4 --nnodes 2 --bytes 1M 2>&1");
   ASSERT_EQ(bare.exit_code, 0) << bare.output;
-  EXPECT_NE(bare.output.find("machine 'a100bare_allreduce': SM 80 from its name only"), std::string::npos) << bare.output;
-  EXPECT_NE(bare.output.find("note: machine 'a100bare_allreduce' from the file name only"), std::string::npos) << bare.output;
+  EXPECT_NE(bare.output.find("(machine 'a100bare_allreduce' taken from the file name a100bare_allreduce.txt: SM 80)"), std::string::npos)
+      << bare.output;
+  EXPECT_NE(bare.output.find("note: machine 'a100bare_allreduce' taken from the file name a100bare_allreduce.txt; the file does not say"),
+            std::string::npos)
+      << bare.output;
+  // A label the user states (--system, kept in the sample CSV's system column) is not a file's name: the SM is still
+  // read from a label, and said so, but not as the file name's.
+  ASSERT_EQ(arfit_here("ingest a100bare_allreduce.txt --system a100_node -o named.csv -q").exit_code, 0);
+  const CommandResult stated_label = arfit_here("fit named.csv -o named.json");
+  ASSERT_EQ(stated_label.exit_code, 0) << stated_label.output;
+  EXPECT_NE(stated_label.output.find("machine 'a100_node': SM 80 is read from its label; no file says its GPU"), std::string::npos)
+      << stated_label.output;
+  EXPECT_EQ(stated_label.output.find("taken from the file name"), std::string::npos) << stated_label.output;
+}
+
+namespace {
+
+// An nccl-tests all-reduce log of one run per entry of `runs` (hosts, ranks per host): per-rank lines on hosts
+// n0, n1, ... naming `device` (none when empty), times `alpha_us` + bytes / `bytes_per_us` growing with the nodes.
+std::string cluster_log(const std::string& device, const std::vector<std::pair<int, int>>& runs, double alpha_us, double bytes_per_us) {
+  std::string out;
+  for (const auto& [hosts, per_host] : runs) {
+    out += "# Collective test starting: all_reduce_perf\n# Using devices\n";
+    for (int r = 0; r < hosts * per_host; ++r)
+      out += "#  Rank " + std::to_string(r) + " Group  0 Pid 1 on n" + std::to_string(r / per_host) + " device " +
+             std::to_string(r % per_host) + " [0x0" + std::to_string(r % per_host) + "] " + device + "\n";
+    out += "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n";
+    for (double bytes = 1024; bytes <= 1024.0 * 1024 * 1024; bytes *= 2) {
+      const int n = hosts * per_host;
+      const double t = alpha_us * hosts + bytes / bytes_per_us * (hosts == 1 ? 1 : 2.5), t2 = t * 1.02, bus = 2.0 * (n - 1) / n;
+      char row[256];
+      std::snprintf(row, sizeof row, "%13.0f %13.0f float sum -1 %10.2f %7.2f %7.2f 0 %10.2f %7.2f %7.2f 0\n", bytes, bytes / 4, t,
+                    bytes / t / 1e3, bus * bytes / t / 1e3, t2, bytes / t2 / 1e3, bus * bytes / t2 / 1e3);
+      out += row;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+// The scale-out step a prior lends is its measurements', not its name's: the same bytes of a cluster's log under two
+// names lend the same step to `predict --nnodes --prior` (the GPU type was read from a log's name, and the same bytes
+// under another name answered 9414 us instead of 4717 us). Where the log does not say its GPU, the name is still read,
+// and `how` and a note say so.
+TEST_F(Robustness, APriorLendsTheSameStepUnderAnyName) {
+  const std::string h100 = "NVIDIA H100 80GB HBM3";
+  dir.write("target.txt", cluster_log(h100, {{1, 2}}, 8, 20000));
+  ASSERT_EQ(arfit_here("fit target.txt -o target.json -q").exit_code, 0);
+  const std::string cluster = cluster_log(h100, {{1, 2}, {2, 2}}, 9, 18000), bare = cluster_log("", {{1, 2}, {2, 2}}, 9, 18000);
+  dir.write("cluster.txt", cluster);
+  dir.write("a100_run7.txt", cluster);  // a name that says another GPU than the file does
+  dir.write("h100_bare.txt", bare);
+  dir.write("bare.txt", bare);
+  auto predict_with = [&](const std::string& prior, const std::string& out) {
+    const CommandResult r = run_command("cd " + dir.path().string() + " && { " + arfit_bin() +
+                                        " predict target.json --collective allreduce --nranks 4 --nnodes 2 --bytes 1M,1G --json --prior " +
+                                        prior + " > " + out + "; }");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return std::make_pair(nlohmann::json::parse(slurp(dir.file(out))), r.output);
+  };
+  const auto [stated, stated_notes] = predict_with("cluster.txt", "a.out");
+  const auto [renamed, renamed_notes] = predict_with("a100_run7.txt", "b.out");
+  ASSERT_EQ(stated.size(), 2u);
+  for (std::size_t i = 0; i < stated.size(); ++i) {
+    EXPECT_NE(stated[i].at("how").get<std::string>().find("scale-out prior from 1 machine(s): cluster"), std::string::npos) << stated[i];
+    for (const char* field : {"time_us", "lo_us", "hi_us"}) EXPECT_EQ(stated[i].at(field), renamed[i].at(field)) << field << " at row " << i;
+  }
+  EXPECT_EQ(renamed_notes.find("taken from the file name"), std::string::npos) << renamed_notes;
+  // The log states no device: its name is all there is, read and said.
+  const auto [named, named_notes] = predict_with("h100_bare.txt", "c.out");
+  EXPECT_NE(named[0].at("how").get<std::string>().find("(machine 'h100_bare' taken from the file name h100_bare.txt: SM 90)"),
+            std::string::npos)
+      << named[0];
+  EXPECT_NE(named_notes.find("note: machine 'h100_bare' taken from the file name h100_bare.txt; the file does not say its GPU"),
+            std::string::npos)
+      << named_notes;
+  const auto [unnamed, unnamed_notes] = predict_with("bare.txt", "d.out");
+  EXPECT_EQ(unnamed[0].at("how").get<std::string>().find("taken from the file name"), std::string::npos) << unnamed[0];
 }
 
 // An option the chosen codegen format or eval protocol does not read was ignored: `codegen --format vllm --nnodes 2`
