@@ -173,4 +173,10 @@ std::optional<SampleBoundProblem> sample_bound_problem(const Sample& s) {
   return std::nullopt;
 }
 
+void require_nodes_within_ranks(int nnodes, int nranks, const std::string& ranks_option) {
+  if (nranks == 0 || nnodes <= nranks) return;
+  throw std::invalid_argument("--nnodes " + std::to_string(nnodes) + " is more nodes than " + ranks_option + " " +
+                              std::to_string(nranks) + " has GPUs");
+}
+
 }  // namespace arfit

@@ -97,6 +97,11 @@ double dlrm_element_bytes(const std::string& dtype);
 // it ("size '2e18'", "1099511627776 x 1099511627776 x bf16"); "" within the bound. One message for every option.
 std::string byte_bound_problem(const std::string& option, const std::string& what, double bytes);
 
+// Two counts an option pair gives that cannot both hold: `nnodes` nodes for `nranks` GPUs (more nodes than GPUs).
+// Throws std::invalid_argument "--nnodes N is more nodes than RANKS_OPTION M has GPUs" (ingest, predict and the
+// Python package with --nranks, whatif with --tp); nothing when `nranks` is 0, not given.
+void require_nodes_within_ranks(int nnodes, int nranks, const std::string& ranks_option);
+
 // A value of `s` beyond those bounds (or more nodes than ranks): the field and why, for the reader's message.
 struct SampleBoundProblem {
   std::string field, reason;
