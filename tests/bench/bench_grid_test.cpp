@@ -170,7 +170,9 @@ TEST(BenchGrid, BadCommandLinesNameTheOffendingOption) {
   EXPECT_EQ(offending_option(with({"--tp", "4"})), "--tp");                      // TP larger than the world
   EXPECT_EQ(offending_option(with({"--backend", "bogus"})), "--backend");
   EXPECT_EQ(offending_option(with({"--strategy", "NCCL"})), "--strategy");       // not a host strategy
-  EXPECT_EQ(offending_option(with({"--fusion", "RESIDUAL_RMS_NORM_QUANT_NVFP4"})), "--fusion");
+  EXPECT_EQ(offending_option(with({"--fusion", "RESIDUAL_RMS_NORM_QUANT_NVFP4"})), "");  // every host strategy has it
+  EXPECT_EQ(offending_option(with({"--fusion", "all"})), "");
+  EXPECT_EQ(offending_option(with({"--fusion", "RESIDUAL_RMS_NORM_OUT_QUANT_NVFP4", "--hidden", "200"})), "--hidden");
   EXPECT_EQ(offending_option(with({"--fusion", "SOMETHING"})), "--fusion");
   EXPECT_EQ(offending_option(with({"--dtype", "int3"})), "--dtype");
   EXPECT_EQ(offending_option(with({"--plan", "lattice:x"})), "--plan");

@@ -14,6 +14,7 @@
 #include <random>
 #include <thread>
 
+#include "kernels/device/all_reduce_kernels.h"
 #include "kernels/device/host_elements.h"
 #include "kernels/device/primitives.h"
 #include "kernels/team.h"
@@ -293,7 +294,7 @@ TEST(KernelsHostFp8, TheCheckRejectsQuantisingTheUnroundedOutput) {
   HostTeam team(2, 1 << 20, 1);
   HostCase c;
   c.dtype = DType::BF16;
-  c.fusion = FusionOp::ResidualRmsNormQuantFp8;
+  c.fusion = FusionOp::ResidualRmsNormOutQuantFp8;  // the norm output is written: its e4m3 is checked bit for bit
   c.count = 64 * 256;
   c.hidden = 256;
   c.fp8_scale = 0.5f;
@@ -323,6 +324,40 @@ TEST(KernelsHostFp8, TheCheckRejectsQuantisingTheUnroundedOutput) {
   const CheckResult r = check_all_reduce_outputs(e, {o}, false);
   EXPECT_GT(r.wrong, 0) << "quantising the unrounded output went unnoticed";
   EXPECT_NE(r.first_wrong.find("e4m3 of the stored output"), std::string::npos) << r.first_wrong;
+}
+
+// ---------------------------------------------------------------- NVFP4 building blocks
+
+// The kernels' e2m1 / e4m3 helpers and scale layout (kernels/device) against the reference's independent ones.
+TEST(KernelsHostNvfp4, DeviceConversionsAndLayoutMatchTheReference) {
+  // Every e2m1 boundary, its neighbours, ties, saturation, both signs.
+  for (int k = -32000; k <= 32000; ++k) {
+    const float x = static_cast<float>(k) / 4096.0f;  // steps of 2^-12 over [-7.8, 7.8]: ties land exactly
+    EXPECT_EQ(device::e2m1_from_float(x), float_to_e2m1_bits(x)) << x;
+  }
+  EXPECT_EQ(device::e2m1_from_float(0.75f), 0x2u);  // ties to the even code: 0.75 -> 1.0
+  EXPECT_EQ(device::e2m1_from_float(5.0f), 0x6u);   // 5 -> 4
+  EXPECT_EQ(device::e2m1_from_float(-100.0f), 0xfu);
+  for (int code = 0; code < 256; ++code) {
+    if ((code & 0x7f) == 0x7f) continue;  // NaN
+    EXPECT_EQ(device::e4m3_to_float(static_cast<std::uint8_t>(code)), e4m3_bits_to_float(static_cast<std::uint8_t>(code)))
+        << code;
+  }
+  for (std::int64_t columns : {1, 4, 5, 9, 256}) {
+    for (std::int64_t row = 0; row < 300; row += 7) {
+      for (std::int64_t column = 0; column < columns; ++column) {
+        EXPECT_EQ(device::nvfp4_scale_offset(row, column, columns), nvfp4_swizzled_scale_offset(row, column, columns));
+      }
+    }
+  }
+  // A block of 16: scale e4m3(global * amax / 6), codes of v / (scale / global).
+  float values[16];
+  for (int k = 0; k < 16; ++k) values[k] = static_cast<float>(k - 8) * 0.375f;  // amax 3
+  std::uint32_t packed[2];
+  const std::uint8_t scale = device::nvfp4_quantize_block(values, 2.0f, packed);
+  EXPECT_EQ(e4m3_bits_to_float(scale), 1.0f);                       // 2 * 3 / 6
+  EXPECT_EQ(packed[0] & 0xf, float_to_e2m1_bits(-3.0 * 2.0));       // element 0: -3 * 2 / 1 -> -6
+  EXPECT_EQ((packed[1] >> 28) & 0xf, float_to_e2m1_bits(7 * 0.375 * 2.0));  // element 15 in the high nibble
 }
 
 // ---------------------------------------------------------------- team rules
