@@ -5,6 +5,7 @@
 // FP8 check catches a kernel quantising the wrong value.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -358,6 +359,62 @@ TEST(KernelsHostNvfp4, DeviceConversionsAndLayoutMatchTheReference) {
   EXPECT_EQ(e4m3_bits_to_float(scale), 1.0f);                       // 2 * 3 / 6
   EXPECT_EQ(packed[0] & 0xf, float_to_e2m1_bits(-3.0 * 2.0));       // element 0: -3 * 2 / 1 -> -6
   EXPECT_EQ((packed[1] >> 28) & 0xf, float_to_e2m1_bits(7 * 0.375 * 2.0));  // element 15 in the high nibble
+}
+
+// The unfused epilogue (after NCCL / MPI_Allreduce) implements every quantising fusion with the same row routine:
+// its outputs pass the same check as the fused kernels' (the reduced input rounded to the dtype first, as NCCL's is).
+TEST(KernelsHostNvfp4, TheUnfusedEpilogueQuantisesEveryFusion) {
+  constexpr int kRanks = 2;
+  for (DType dtype : {DType::BF16, DType::FP16, DType::FP32}) {
+    for (FusionOp fusion : all_fusion_ops()) {
+      if (fusion == FusionOp::None) continue;
+      const std::int64_t hidden = 80, count = 130 * hidden;  // past one 128-row scale tile, 5 scale columns
+      const auto bytes = static_cast<std::size_t>(count * dtype_bytes(dtype));
+      std::vector<unsigned char> reduced(bytes), output(bytes, 0xff), residual_out(bytes, 0xff);
+      std::vector<unsigned char> quant(static_cast<std::size_t>(std::max<std::int64_t>(1, quant_out_bytes(fusion, count))), 0xff);
+      std::vector<unsigned char> scales(static_cast<std::size_t>(std::max<std::int64_t>(1, scale_out_bytes(fusion, count, hidden))), 0xff);
+      std::vector<std::vector<unsigned char>> inputs;
+      std::vector<const void*> pointers;
+      for (int r = 0; r < kRanks; ++r) {
+        inputs.push_back(detail::seeded_host(dtype, count, 5, InputRole::Data, r));
+        pointers.push_back(inputs.back().data());
+      }
+      const ReducedReference sum = reference_all_reduce(dtype, pointers, count);
+      for (std::int64_t i = 0; i < count; ++i) set_element(dtype, reduced.data(), i, sum.sum[static_cast<std::size_t>(i)]);
+      const auto residual = detail::seeded_host(dtype, count, 5, InputRole::Residual, kReplicatedRank);
+      const auto gamma = detail::seeded_host(dtype, hidden, 5, InputRole::Gamma, kReplicatedRank);
+      AllReduceBuffers b;
+      b.residual_in = residual.data();
+      b.residual_out = residual_out.data();
+      b.gamma = gamma.data();
+      b.output = output.data();
+      b.fp8_out = quant.data();
+      b.scale_out = scales.data();
+      residual_rms_norm_on_host(dtype, fusion, count, hidden, 1e-6f, 0.125f, reduced.data(), b, 32);
+      AllReduceExpectation e;
+      e.dtype = dtype;
+      e.fusion = fusion;
+      e.nranks = kRanks;
+      e.count = count;
+      e.hidden = hidden;
+      e.rms_eps = 1e-6f;
+      e.fp8_scale = 0.125f;
+      e.seed = 5;
+      e.tolerance_factor = 2;  // the reduced input was rounded once more
+      RankOutputs o;
+      o.output = output;
+      o.residual_out = residual_out;
+      o.fp8_out = quant;
+      o.scale_out = scales;
+      const CheckResult r = check_all_reduce_outputs(e, {o}, false);
+      EXPECT_EQ(r.wrong, 0) << to_string(dtype) << " " << to_string(fusion) << ": " << r.first_wrong;
+      EXPECT_GE(r.checked, count) << to_string(dtype) << " " << to_string(fusion);
+      if (!fusion_writes_norm_output(fusion)) {  // the QUANT ops leave the norm output untouched
+        EXPECT_TRUE(std::all_of(output.begin(), output.end(), [](unsigned char x) { return x == 0xff; }))
+            << to_string(fusion);
+      }
+    }
+  }
 }
 
 // ---------------------------------------------------------------- team rules
