@@ -101,7 +101,7 @@ PlannedGrid plan_cases(GridSpec& spec, const PlanOptions& options, std::vector<s
       continue;
     }
     if (!d->supports(c.fusion)) {
-      if (spec.skip_unsupported) {
+      if (spec.skip_unsupported || spec.every_fusion) {
         dropped.insert(c.strategy + " " + to_string(c.collective) + " lacks fusion " + to_string(c.fusion));
         continue;
       }
@@ -119,6 +119,10 @@ PlannedGrid plan_cases(GridSpec& spec, const PlanOptions& options, std::vector<s
       throw GridError(spec.option_for("dtypes"), spec.backend + " " + to_string(c.collective) + " " + c.strategy +
                                                      " does not support dtype " + c.dtype + " (supported: " +
                                                      join(d->dtypes, ", ") + ")");
+    }
+    if (c.fusion != FusionOp::None && c.tokens == 0 && spec.every_fusion) {
+      dropped.insert("fusion " + to_string(c.fusion) + " without --tokens/--hidden");
+      continue;
     }
     if (c.fusion != FusionOp::None && c.tokens == 0)
       throw GridError(spec.option_for("fusions"), "fusion " + to_string(c.fusion) +

@@ -29,7 +29,13 @@ struct AllReduceBuffers {
   const void* residual_in = nullptr;  // fused: count elements (same values on every rank)
   void* residual_out = nullptr;       // fused: count elements, residual_in + allreduce(x); may equal residual_in
   const void* gamma = nullptr;        // fused: hidden elements (same values on every rank)
-  void* fp8_out = nullptr;            // RESIDUAL_RMS_NORM_QUANT_FP8: count bytes, e4m3(output / fp8_scale)
+  // The quantised norm output. FP8 (..._QUANT_FP8, ..._OUT_QUANT_FP8): count bytes, e4m3(output / fp8_scale),
+  // aligned to fp8_pack_bytes(dtype). NVFP4 (..._QUANT_NVFP4, ..._OUT_QUANT_NVFP4): nvfp4_packed_bytes(count) bytes
+  // of e2m1 pairs, 8-byte aligned (kNvfp4PackBytes).
+  void* fp8_out = nullptr;
+  // NVFP4: nvfp4_scale_bytes(rows, hidden) bytes of e4m3 block scales in TensorRT-LLM's swizzled 128x4 layout
+  // (padding bytes are not written). Unused otherwise.
+  void* scale_out = nullptr;
 };
 
 struct AllReduceParams {
@@ -39,7 +45,8 @@ struct AllReduceParams {
   std::int64_t hidden = 0;  // row length for fused epilogues (count % hidden == 0, hidden % vector width == 0)
   float rms_eps = 1e-6f;     // > 0, a normal float
   float fp8_scale = 1.0f;   // e4m3 = saturate(output / fp8_scale), of the output as stored (rounded to dtype);
-                            // a normal, positive, finite float
+                            // a normal, positive, finite float. NVFP4: the per-tensor dequantisation scale, i.e.
+                            // TensorRT-LLM's global scale is 1 / fp8_scale (typically amax / (448 * 6))
   std::vector<AllReduceBuffers> buffers;  // one per local rank of the team
 };
 
@@ -53,7 +60,7 @@ struct TeamShape {
 // Rank counts the custom kernels are instantiated for (the descriptors' rank_counts).
 const std::vector<int>& custom_all_reduce_rank_counts();
 bool custom_all_reduce_supports_ranks(int nranks);
-// Fusion ops the custom kernels implement (NONE, RESIDUAL_RMS_NORM, RESIDUAL_RMS_NORM_QUANT_FP8).
+// Fusion ops the custom kernels implement: all of model/sample.h's all_fusion_ops().
 bool custom_all_reduce_supports_fusion(FusionOp fusion);
 
 // Throws KernelError naming the problem and its parameter: unsupported rank count, dtype/fusion pair, missing,

@@ -14,8 +14,19 @@ namespace arfit {
 // whole buffer (nranks x the per-rank count), as nccl-tests' size column gives it.
 enum class Collective { AllReduce, AllGather, ReduceScatter, AllToAll, AllToAllV, Broadcast, Reduce, SendRecv, Gather, Scatter };
 
-// Fusion ops in TensorRT-LLM's order (the order of the codegen table's fusion axis).
-enum class FusionOp { None, ResidualRmsNorm, ResidualRmsNormQuantFp8, ResidualRmsNormQuantNvfp4 };
+// Fusion ops in TensorRT-LLM's order (the order of the codegen table's fusion axis: the first four), then the
+// OUT_QUANT variants, which also write the unquantised norm output. TensorRT-LLM's AllReduceFusionOp numbers them
+// NONE 0, RESIDUAL_RMS_NORM 1, ..._QUANT_FP8 4, ..._QUANT_NVFP4 5, ..._OUT_QUANT_FP8 6, ..._OUT_QUANT_NVFP4 7
+// (codegen/format_trtllm.cpp); its strategy table has rows for the first four only and looks the OUT_QUANT ones up
+// in the QUANT rows.
+enum class FusionOp {
+  None,
+  ResidualRmsNorm,
+  ResidualRmsNormQuantFp8,
+  ResidualRmsNormQuantNvfp4,
+  ResidualRmsNormOutQuantFp8,
+  ResidualRmsNormOutQuantNvfp4,
+};
 
 // Canonical names ("allreduce", "NONE", ...); parse accepts common aliases
 // ("all_reduce", "AllReduce", "RESIDUAL_RMS_NORM", ...). Both throw std::invalid_argument on unknowns.
@@ -27,7 +38,10 @@ std::optional<Collective> try_parse_collective(const std::string& s);
 std::optional<FusionOp> try_parse_fusion(const std::string& s);
 const std::vector<Collective>& all_collectives();
 std::string known_collectives();  // "allreduce, allgather, ...": all_collectives' names, for messages
+// The codegen table's fusion axis: NONE, RESIDUAL_RMS_NORM, ..._QUANT_FP8, ..._QUANT_NVFP4 (TensorRT-LLM's table).
 const std::vector<FusionOp>& all_fusions();
+// Every fusion op: all_fusions() and the OUT_QUANT variants (what a sample or arbench may name).
+const std::vector<FusionOp>& all_fusion_ops();
 
 // Known strategy names; strategies are open-ended strings, these are the ones codegen numbers.
 namespace strategy {

@@ -31,7 +31,7 @@ Descriptor kernel_allreduce_descriptor(kernels::AllReduceAlgorithm algorithm) {
   x.backend = "host";
   x.collective = Collective::AllReduce;
   x.strategy = kernels::to_string(algorithm);
-  x.fusions = {FusionOp::None, FusionOp::ResidualRmsNorm};
+  x.fusions = all_fusion_ops();  // every epilogue the kernels instantiate
   x.dtypes = host_dtypes();
   x.rank_counts = kernels::custom_all_reduce_rank_counts();
   x.uses_workspace = true;

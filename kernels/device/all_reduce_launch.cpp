@@ -39,7 +39,7 @@ void all_reduce(AllReduceAlgorithm algorithm, Team& team, const AllReduceParams&
 
 int device::min_active_blocks_per_sm() {
   int least = 1 << 30;
-  for (FusionOp fusion : {FusionOp::None, FusionOp::ResidualRmsNorm, FusionOp::ResidualRmsNormQuantFp8}) {
+  for (FusionOp fusion : all_fusion_ops()) {
     for (int n : {2, 4, 8}) {
       for (int blocks : {device::active_blocks_per_sm_one_shot_bf16(fusion, n),
                          device::active_blocks_per_sm_one_shot_fp16(fusion, n),
@@ -62,9 +62,9 @@ void residual_rms_norm(DType dtype, FusionOp fusion, std::int64_t count, std::in
   ARFIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const std::int64_t rows = count / hidden;
   const int grid = static_cast<int>(std::min<std::int64_t>(rows, 4LL * sms));
-  device::launch_residual_rms_norm(dtype, fusion == FusionOp::ResidualRmsNormQuantFp8, reduced, b.residual_in,
-                                   b.residual_out, b.gamma, b.output, b.fp8_out, rows, hidden, rms_eps,
-                                   1.0f / fp8_scale, grid, static_cast<cudaStream_t>(stream));
+  device::launch_residual_rms_norm(dtype, fusion, reduced, b.residual_in, b.residual_out, b.gamma, b.output, b.fp8_out,
+                                   b.scale_out, rows, hidden, rms_eps, 1.0f / fp8_scale, grid,
+                                   static_cast<cudaStream_t>(stream));
   ARFIT_CUDA_CHECK(cudaGetLastError());
 }
 

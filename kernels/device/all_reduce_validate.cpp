@@ -27,6 +27,22 @@ Alignment fp8_alignment(DType dtype) {
                     " element of a 16-byte vector"};
 }
 
+// NVFP4 packs one block of 16 elements into 8 bytes with one 8-byte store (store_8 in primitives.h).
+Alignment nvfp4_alignment() {
+  return {kNvfp4PackBytes, "the kernels store packed e2m1 in 8-byte packs, one per block of 16 elements"};
+}
+Alignment byte_alignment() { return {1, "bytes"}; }
+
+// Whether a fused row shape suits the fusion beyond the vector width: NVFP4 quantises whole blocks of 16 elements.
+void require_nvfp4_blocks(const std::string& who, FusionOp fusion, std::int64_t hidden) {
+  if (fusion_quantizes_nvfp4(fusion) && hidden % kNvfp4BlockElements != 0) {
+    throw KernelError(who + ": fusion " + to_string(fusion) + " needs hidden to be a multiple of " +
+                          std::to_string(kNvfp4BlockElements) + " (one e4m3 scale per block of 16 elements), got " +
+                          std::to_string(hidden),
+                      KernelParam::Hidden);
+  }
+}
+
 void require_pointer(const void* p, const char* what, int local_rank, const Alignment& alignment) {
   if (!p) {
     throw KernelError("local rank " + std::to_string(local_rank) + ": " + what + " pointer is null", KernelParam::Buffers);
@@ -129,7 +145,8 @@ bool custom_all_reduce_supports_ranks(int nranks) {
 }
 
 bool custom_all_reduce_supports_fusion(FusionOp fusion) {
-  return fusion == FusionOp::None || fusion == FusionOp::ResidualRmsNorm || fusion == FusionOp::ResidualRmsNormQuantFp8;
+  const std::vector<FusionOp>& all = all_fusion_ops();  // dispatch_ranks_and_fusion instantiates every one
+  return std::find(all.begin(), all.end(), fusion) != all.end();
 }
 
 void validate_all_reduce_shape(AllReduceAlgorithm algorithm, const TeamShape& team, DType dtype, FusionOp fusion,
@@ -147,7 +164,9 @@ void validate_all_reduce_shape(AllReduceAlgorithm algorithm, const TeamShape& te
   }
   if (!custom_all_reduce_supports_fusion(fusion)) {
     throw KernelError(who + ": fusion " + to_string(fusion) + " with dtype " + to_string(dtype) +
-                          " is not implemented (supported fusions: NONE, RESIDUAL_RMS_NORM, RESIDUAL_RMS_NORM_QUANT_FP8)",
+                          " is not implemented (supported fusions: NONE, RESIDUAL_RMS_NORM, RESIDUAL_RMS_NORM_QUANT_FP8, "
+                          "RESIDUAL_RMS_NORM_QUANT_NVFP4, RESIDUAL_RMS_NORM_OUT_QUANT_FP8, "
+                          "RESIDUAL_RMS_NORM_OUT_QUANT_NVFP4)",
                       KernelParam::Fusion);
   }
   if (count <= 0) {
@@ -174,11 +193,24 @@ void validate_all_reduce_shape(AllReduceAlgorithm algorithm, const TeamShape& te
                             std::to_string(hidden),
                         KernelParam::Hidden);
     }
+    require_nvfp4_blocks(who, fusion, hidden);
     if (count % hidden != 0) {
       throw KernelError(who + ": element count " + std::to_string(count) + " is not a whole number of rows of hidden " +
                             std::to_string(hidden),
                         KernelParam::Count);
     }
+  }
+}
+
+// The quantised outputs of a fusion (fp8_out, scale_out) as extents, through `add(name, pointer, bytes, alignment)`.
+template <typename Add>
+void add_quant_extents(FusionOp fusion, DType dtype, std::int64_t count, std::int64_t hidden,
+                       const AllReduceBuffers& b, const Add& add) {
+  if (fusion_quantizes_fp8(fusion)) add("fp8_out", b.fp8_out, static_cast<std::uintptr_t>(count), fp8_alignment(dtype));
+  if (fusion_quantizes_nvfp4(fusion)) {
+    add("fp8_out", b.fp8_out, static_cast<std::uintptr_t>(nvfp4_packed_bytes(count)), nvfp4_alignment());
+    add("scale_out", b.scale_out, static_cast<std::uintptr_t>(nvfp4_scale_bytes(count / hidden, hidden)),
+        byte_alignment());
   }
 }
 
@@ -207,9 +239,10 @@ void validate_all_reduce(AllReduceAlgorithm algorithm, const TeamShape& team, co
       add(k, "residual_out", b.residual_out, bytes, true);
       add(k, "gamma", b.gamma, static_cast<std::uintptr_t>(p.hidden * dtype_bytes(p.dtype)), false);
     }
-    if (p.fusion == FusionOp::ResidualRmsNormQuantFp8) {
-      add(k, "fp8_out", b.fp8_out, static_cast<std::uintptr_t>(p.count), true, fp8_alignment(p.dtype));
-    }
+    add_quant_extents(p.fusion, p.dtype, p.count, p.hidden, b,
+                      [&](const char* name, const void* ptr, std::uintptr_t length, const Alignment& alignment) {
+                        add(k, name, ptr, length, true, alignment);
+                      });
   }
   require_no_overlap(who, extents);
   validate_epilogue_scalars(who, p.fusion, p.rms_eps, p.fp8_scale);
@@ -217,15 +250,15 @@ void validate_all_reduce(AllReduceAlgorithm algorithm, const TeamShape& team, co
 
 void validate_epilogue_scalars(const std::string& who, FusionOp fusion, double rms_eps, float fp8_scale) {
   if (is_fused(fusion)) validate_rms_eps(who, rms_eps);
-  if (fusion == FusionOp::ResidualRmsNormQuantFp8) validate_fp8_scale(who, fp8_scale);
+  if (fusion_quantizes_fp8(fusion) || fusion_quantizes_nvfp4(fusion)) validate_fp8_scale(who, fp8_scale);
 }
 
 void validate_residual_rms_norm_shape(DType dtype, FusionOp fusion, std::int64_t count, std::int64_t hidden,
                                       double rms_eps, float fp8_scale) {
   const std::string who = "residual_rms_norm";
-  if (fusion != FusionOp::ResidualRmsNorm && fusion != FusionOp::ResidualRmsNormQuantFp8) {
+  if (!is_fused(fusion)) {
     throw KernelError(who + ": fusion " + to_string(fusion) + " with dtype " + to_string(dtype) +
-                          " is not implemented (supported: RESIDUAL_RMS_NORM, RESIDUAL_RMS_NORM_QUANT_FP8)",
+                          " is not an epilogue (supported: every fusion but NONE)",
                       KernelParam::Fusion);
   }
   const int width = vector_width(dtype);
@@ -240,6 +273,7 @@ void validate_residual_rms_norm_shape(DType dtype, FusionOp fusion, std::int64_t
                           " and count a whole number of rows",
                       hidden <= 0 || hidden % width != 0 ? KernelParam::Hidden : KernelParam::Count);
   }
+  require_nvfp4_blocks(who, fusion, hidden);
   validate_epilogue_scalars(who, fusion, rms_eps, fp8_scale);
 }
 
@@ -259,9 +293,10 @@ void validate_residual_rms_norm(DType dtype, FusionOp fusion, std::int64_t count
   add("residual_out", b.residual_out, bytes, true);
   add("gamma", b.gamma, static_cast<std::uintptr_t>(hidden * dtype_bytes(dtype)), false);
   add("output", b.output, bytes, true);
-  if (fusion == FusionOp::ResidualRmsNormQuantFp8) {
-    add("fp8_out", b.fp8_out, static_cast<std::uintptr_t>(count), true, fp8_alignment(dtype));
-  }
+  add_quant_extents(fusion, dtype, count, hidden, b,
+                    [&](const char* name, const void* ptr, std::uintptr_t length, const Alignment& alignment) {
+                      add(name, ptr, length, true, alignment);
+                    });
   require_no_overlap("residual_rms_norm", extents);
 }
 
@@ -279,6 +314,7 @@ AllReduceLaunch make_all_reduce_launch(const AllReduceParams& p) {
     args.residual_out[k] = b.residual_out;
     args.gamma[k] = b.gamma;
     args.fp8_out[k] = b.fp8_out;
+    args.scale_out[k] = b.scale_out;
     // In place: the input is written during the launch, so the read-only load path is not allowed.
     if (b.input == b.output) args.input_may_alias = 1;
   }

@@ -98,6 +98,35 @@ std::uint8_t float_to_e4m3_bits_satfinite(float value) {
   return static_cast<std::uint8_t>(sign | encode_magnitude(r, 3, 7, -6));
 }
 
+double e2m1_bits_to_double(std::uint8_t code) {
+  static const double magnitudes[8] = {0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0};
+  const double m = magnitudes[code & 0x7];
+  return (code & 0x8) ? -m : m;
+}
+
+std::uint8_t float_to_e2m1_bits(double value) {
+  if (std::isnan(value)) return 0x7;
+  const std::uint8_t sign = value < 0 ? 0x8 : 0;
+  const double a = std::fabs(value);
+  // Nearest of the eight magnitudes; on a tie the even code (the smaller one's code when it is even).
+  std::uint8_t best = 0;
+  for (std::uint8_t code = 1; code < 8; ++code) {
+    const double d = std::fabs(e2m1_bits_to_double(code) - a);
+    const double best_d = std::fabs(e2m1_bits_to_double(best) - a);
+    if (d < best_d || (d == best_d && code % 2 == 0)) best = code;
+  }
+  return static_cast<std::uint8_t>(sign | best);
+}
+
+std::int64_t nvfp4_swizzled_scale_offset(std::int64_t row, std::int64_t column, std::int64_t columns) {
+  // Layout [row tile (128 rows)][column tile (4 columns)][row % 32][(row % 128) / 32][column % 4], all row-major.
+  const std::int64_t column_tiles = (columns + 3) / 4;
+  const std::int64_t row_tile = row / 128, column_tile = column / 4;
+  const std::int64_t tile_bytes = 32 * 4 * 4;
+  const std::int64_t in_tile = ((row % 32) * 4 + (row % 128) / 32) * 4 + column % 4;
+  return (row_tile * column_tiles + column_tile) * tile_bytes + in_tile;
+}
+
 double element_at(DType dtype, const void* buffer, std::int64_t i) {
   switch (dtype) {
     case DType::BF16: return bf16_bits_to_float(static_cast<const std::uint16_t*>(buffer)[i]);

@@ -20,6 +20,15 @@ std::uint16_t float_to_fp16_bits(float value);   // round to nearest even, overf
 float e4m3_bits_to_float(std::uint8_t bits);     // 0x7f / 0xff are NaN
 std::uint8_t float_to_e4m3_bits_satfinite(float value);  // round to nearest even, saturate to +-448
 inline constexpr double kE4m3Max = 448.0;
+// e2m1 (NVFP4's element type: sign bit 0x8, magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6): round to nearest, ties to the
+// even code, saturating to +-6, NaN to +6; negative values that round to zero keep the sign bit (0x8).
+double e2m1_bits_to_double(std::uint8_t code);
+std::uint8_t float_to_e2m1_bits(double value);
+inline constexpr double kE2m1Max = 6.0;
+// Offset of the scale of (row, column) in TensorRT-LLM's swizzled 128x4 NVFP4 scale layout (get_sf_out_offset_128x4
+// in cpp/tensorrt_llm/kernels/quantization.cuh; `columns` = hidden / 16). Written from that layout's definition
+// ([row tiles of 128][column tiles of 4][32][4][4]), independently of the kernels' nvfp4_scale_offset.
+std::int64_t nvfp4_swizzled_scale_offset(std::int64_t row, std::int64_t column, std::int64_t columns);
 
 // Element i of a host buffer of `dtype`, widened to double.
 double element_at(DType dtype, const void* buffer, std::int64_t i);

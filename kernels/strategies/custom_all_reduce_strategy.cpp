@@ -16,7 +16,7 @@ struct CustomAllReduceState : StrategyState {
   StrategyContext ctx;
   StrategyCase c;
   // Per local rank.
-  std::vector<DeviceBuffer> input, output, residual_in, residual_out, gamma, fp8_out;
+  std::vector<DeviceBuffer> input, output, residual_in, residual_out, gamma, fp8_out, scale_out;
   AllReduceParams params;
 };
 
@@ -33,7 +33,8 @@ void load_inputs(CustomAllReduceState& s) {
       upload_seeded(s.residual_in[kk], c.dtype, c.count, s.ctx.seed, InputRole::Residual, kReplicatedRank);
       upload_seeded(s.gamma[kk], c.dtype, c.hidden, s.ctx.seed, InputRole::Gamma, kReplicatedRank);
       s.residual_out[kk].fill(kPoisonByte);
-      if (c.fusion == FusionOp::ResidualRmsNormQuantFp8) s.fp8_out[kk].fill(kPoisonByte);
+      if (quant_out_bytes(c.fusion, c.count) > 0) s.fp8_out[kk].fill(kPoisonByte);
+      if (scale_out_bytes(c.fusion, c.count, c.hidden) > 0) s.scale_out[kk].fill(kPoisonByte);
     }
   }
 }
@@ -97,9 +98,13 @@ std::unique_ptr<StrategyState> init_custom_all_reduce(AllReduceAlgorithm algorit
       b.residual_in = s->residual_in.back().get();
       b.residual_out = s->residual_out.back().get();
       b.gamma = s->gamma.back().get();
-      if (c.fusion == FusionOp::ResidualRmsNormQuantFp8) {
-        s->fp8_out.emplace_back(static_cast<std::size_t>(c.count));
+      if (quant_out_bytes(c.fusion, c.count) > 0) {
+        s->fp8_out.emplace_back(static_cast<std::size_t>(quant_out_bytes(c.fusion, c.count)));
         b.fp8_out = s->fp8_out.back().get();
+      }
+      if (scale_out_bytes(c.fusion, c.count, c.hidden) > 0) {
+        s->scale_out.emplace_back(static_cast<std::size_t>(scale_out_bytes(c.fusion, c.count, c.hidden)));
+        b.scale_out = s->scale_out.back().get();
       }
     }
     s->params.buffers.push_back(b);
@@ -137,7 +142,12 @@ CheckResult check_custom_all_reduce(StrategyState& state) {
     o.rank = s.ctx.first_rank + k;
     o.output = download(c.in_place ? s.input[kk] : s.output[kk], bytes);
     if (fused(c)) o.residual_out = download(s.residual_out[kk], bytes);
-    if (c.fusion == FusionOp::ResidualRmsNormQuantFp8) o.fp8_out = download(s.fp8_out[kk], static_cast<std::size_t>(c.count));
+    if (quant_out_bytes(c.fusion, c.count) > 0) {
+      o.fp8_out = download(s.fp8_out[kk], static_cast<std::size_t>(quant_out_bytes(c.fusion, c.count)));
+    }
+    if (scale_out_bytes(c.fusion, c.count, c.hidden) > 0) {
+      o.scale_out = download(s.scale_out[kk], static_cast<std::size_t>(scale_out_bytes(c.fusion, c.count, c.hidden)));
+    }
     outputs.push_back(std::move(o));
   }
   CheckResult result = check_all_reduce_outputs(expectation_for(c, s.ctx.seed), outputs, /*identical=*/true);
@@ -153,7 +163,7 @@ StrategyDescriptor custom_all_reduce_descriptor(AllReduceAlgorithm algorithm) {
   d.backend = "custom";
   d.collective = Collective::AllReduce;
   d.strategy = to_string(algorithm);
-  d.fusions = {FusionOp::None, FusionOp::ResidualRmsNorm, FusionOp::ResidualRmsNormQuantFp8};
+  d.fusions = all_fusion_ops();  // every epilogue the kernels instantiate (dispatch_fusion)
   d.dtypes = {"bf16", "fp16", "fp32"};
   d.rank_counts = custom_all_reduce_rank_counts();
   d.uses_workspace = true;

@@ -61,7 +61,7 @@ TEST(KernelStrategies, CustomDescriptorsAdvertiseWhatTheKernelsImplement) {
   const StrategyDescriptor& one = *find_strategy("ONESHOT", Collective::AllReduce);
   EXPECT_EQ(one.rank_counts, (std::vector<int>{2, 4, 8}));
   EXPECT_EQ(one.dtypes.size(), 3u);
-  EXPECT_EQ(one.fusions, (std::vector<FusionOp>{FusionOp::None, FusionOp::ResidualRmsNorm, FusionOp::ResidualRmsNormQuantFp8}));
+  EXPECT_EQ(one.fusions, all_fusion_ops());  // every epilogue, NVFP4 and the OUT_QUANT ops included
   StrategyCase c;
   c.dtype = DType::BF16;
   c.nranks = 8;
@@ -104,9 +104,12 @@ TEST(KernelStrategies, PlanTimeValidationNamesTheParameter) {
   c.fusion = FusionOp::ResidualRmsNormQuantFp8;
   c.fp8_scale = 1e-40f;  // subnormal
   EXPECT_EQ(case_error(two, c, limits), KernelParam::Fp8Scale);
+  c.fusion = FusionOp::ResidualRmsNormQuantNvfp4;  // the NVFP4 global scale is 1 / fp8_scale: the same rule
+  EXPECT_EQ(case_error(two, c, limits), KernelParam::Fp8Scale);
   c.fp8_scale = 1.0f;
-  c.fusion = FusionOp::ResidualRmsNormQuantNvfp4;
-  EXPECT_EQ(case_error(two, c, limits), KernelParam::Fusion);
+  c.hidden = 24;  // a whole number of bf16 vectors, not of 16-element NVFP4 blocks
+  c.count = 24 * 8;
+  EXPECT_EQ(case_error(two, c, limits), KernelParam::Hidden);
 #ifdef ARFIT_HAVE_NCCL
   limits.virtual_ranks = true;
   StrategyCase n;
@@ -144,11 +147,14 @@ TEST(KernelStrategies, NcclDescriptorsValidateBeforeTouchingNccl) {
   ctx.local_ranks = 4;
   EXPECT_NE(validation_error(ar, ctx, c).find("one rank per process"), std::string::npos);
   ctx.local_ranks = 1;
-  c.fusion = FusionOp::ResidualRmsNormQuantNvfp4;
+  c.fusion = FusionOp::ResidualRmsNormQuantNvfp4;  // the unfused epilogue kernel implements every fusion
   c.hidden = 256;
-  EXPECT_NE(validation_error(ar, ctx, c).find("fusion RESIDUAL_RMS_NORM_QUANT_NVFP4 with dtype bf16 is not supported"),
-            std::string::npos)
+  EXPECT_EQ(validation_error(ar, ctx, c), "");
+  c.hidden = 24;
+  c.count = 24 * 8;
+  EXPECT_NE(validation_error(ar, ctx, c).find("needs hidden to be a multiple of 16"), std::string::npos)
       << validation_error(ar, ctx, c);
+  c.count = 1024;
   c.fusion = FusionOp::ResidualRmsNorm;
   c.hidden = 250;
   EXPECT_NE(validation_error(ar, ctx, c).find("hidden a multiple of 8"), std::string::npos) << validation_error(ar, ctx, c);
