@@ -31,7 +31,7 @@ const std::vector<const Descriptor*>& all_descriptors() {
     std::vector<const Descriptor*> d = {
         &host::allreduce_mpi_descriptor(),     &host::allreduce_oneshot_descriptor(), &host::allreduce_twoshot_descriptor(),
         &host::allgather_mpi_descriptor(),     &host::reducescatter_mpi_descriptor(), &host::alltoall_mpi_descriptor(),
-        &host::alltoallv_mpi_descriptor(),
+        &host::alltoallv_mpi_descriptor(),     &host::allreduce_low_precision_descriptor(),
     };
 #if ARFIT_BENCH_HAVE_CUSTOM
     // kernels/ strategies: custom ONESHOT/TWOSHOT, and the NCCL ones when NCCL was found.

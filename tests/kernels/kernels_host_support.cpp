@@ -110,7 +110,7 @@ void run_and_check(HostTeam& team, const HostCase& c, int launches, std::uint64_
     const std::uint64_t data_seed = seed + static_cast<std::uint64_t>(launch);
     for (int k = 0; k < c.nranks; ++k) {
       RankBuffers& r = ranks[static_cast<std::size_t>(k)];
-      fill(r.input, detail::seeded_host(c.dtype, c.count, data_seed, InputRole::Data, k));
+      fill(r.input, detail::seeded_host(c.dtype, c.count, data_seed, data_role(to_string(c.algorithm)), k));
       if (!output_in_place(c.placement)) std::memset(r.output.data(), detail::kPoisonByte, bytes);
       if (fused) {
         fill(r.residual_in, detail::seeded_host(c.dtype, c.count, data_seed, InputRole::Residual, kReplicatedRank));
@@ -141,7 +141,9 @@ void run_and_check(HostTeam& team, const HostCase& c, int launches, std::uint64_
       if (fp8) o.fp8_out = copy(r.fp8_out, static_cast<std::size_t>(c.count));
       outputs.push_back(std::move(o));
     }
-    const CheckResult r = check_all_reduce_outputs(expectation_for(c, data_seed), outputs, /*identical=*/true);
+    AllReduceExpectation expectation = expectation_for(c, data_seed);
+    expectation.low_precision = c.algorithm == AllReduceAlgorithm::LowPrecision;  // the bound, not the tolerance
+    const CheckResult r = check_all_reduce_outputs(expectation, outputs, /*identical=*/true);
     const std::int64_t per_rank = c.count * (fp8 ? 4 : fused ? 2 : 1);  // fp8 bytes are checked twice
     EXPECT_EQ(r.checked, per_rank * c.nranks) << c.describe();
     EXPECT_EQ(r.wrong, 0) << c.describe() << " launch " << launch << ": " << r.wrong << " wrong elements, first "

@@ -1,6 +1,7 @@
 // The GPU test matrix, run on the CPU through the host build of the very same kernel bodies (ctest label
 // kernels-host): one-shot and two-shot x 2, 4, 8 ranks x bf16, fp16, fp32 x NONE, RESIDUAL_RMS_NORM,
-// RESIDUAL_RMS_NORM_QUANT_FP8 x one block / several blocks per rank. Each case walks message sizes from 16 B to
+// RESIDUAL_RMS_NORM_QUANT_FP8 x one block / several blocks per rank, and LOWPRECISION (NONE only, checked against its
+// error bound on group-ranged inputs) x 2, 4, 8 ranks x bf16, fp16, fp32 x one / several blocks. Each case walks message sizes from 16 B to
 // a few MiB (counts that are not multiples of the vector width or of the rank count; rows fewer than ranks),
 // out of place, in place and fused in place, with several consecutive launches on one team (the barrier epochs
 // carry over from launch to launch and from size to size), block start order, start delays and the order of
@@ -46,6 +47,10 @@ std::vector<MatrixCase> matrix() {
       for (DType d : {DType::BF16, DType::FP16, DType::FP32})
         for (FusionOp f : {FusionOp::None, FusionOp::ResidualRmsNorm, FusionOp::ResidualRmsNormQuantFp8})
           for (bool several : {false, true}) cases.push_back({algorithm, n, d, f, several});
+  // LOWPRECISION: NONE only (its own error bound, kernels/reference/reference.h).
+  for (int n : {2, 4, 8})
+    for (DType d : {DType::BF16, DType::FP16, DType::FP32})
+      for (bool several : {false, true}) cases.push_back({AllReduceAlgorithm::LowPrecision, n, d, FusionOp::None, several});
   return cases;
 }
 
@@ -104,6 +109,7 @@ TEST_P(KernelsHost, MatchesReferenceAcrossSizesPlacementsAndLaunches) {
   const std::vector<Step> steps = m.fusion == FusionOp::None ? unfused_steps(m.dtype) : fused_steps(m.dtype);
   std::int64_t largest = 0;
   for (const Step& s : steps) largest = std::max(largest, s.count * dtype_bytes(m.dtype));
+  largest = std::max<std::int64_t>(largest, 128);  // LOWPRECISION stages at least one 68-byte group
   // One team for the whole case: every launch continues the epochs of the launches before it. Several blocks:
   // at most 3 per rank (not a divisor of most chunk and row counts).
   HostTeam team(m.nranks, largest, m.several_blocks ? 3 : 1);
