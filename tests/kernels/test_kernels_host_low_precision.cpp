@@ -61,7 +61,8 @@ AllReduceExpectation low_precision_expectation(int nranks, std::int64_t count, s
 
 TEST(LowPrecision, TheKernelsLargestErrorComesCloseToTheBound) {
   // max_error is the largest |error| / bound over all elements: the check passes at <= 1; a bound looser than the
-  // kernel's real error by more than 4x would let a variant with four times the error through. Observed: ~0.5.
+  // kernel's real error by more than 2x would let a variant with twice the error through. Observed on 64 Ki + 40
+  // elements over six seeds: 0.83-0.87 with 2 ranks, 0.74-0.81 with 8.
   for (int nranks : {2, 8}) {
     const std::int64_t count = 64 * 1024 + 40;
     const std::uint64_t seed = derived_seed(static_cast<std::uint64_t>(nranks) * 977);
@@ -69,7 +70,7 @@ TEST(LowPrecision, TheKernelsLargestErrorComesCloseToTheBound) {
         check_all_reduce_outputs(low_precision_expectation(nranks, count, seed), run_low_precision(nranks, count, seed), true);
     EXPECT_TRUE(r.ok()) << nranks << " ranks: " << r.wrong << " wrong elements, first " << r.first_wrong;
     EXPECT_LE(r.max_error, 1.0);
-    EXPECT_GT(r.max_error, 0.25) << nranks << " ranks: the bound is more than 4x the largest error seen";
+    EXPECT_GT(r.max_error, 0.5) << nranks << " ranks: the bound is more than 2x the largest error seen";
     std::cout << "LOWPRECISION " << nranks << " ranks bf16: largest |error| / bound = " << r.max_error << "\n";
   }
 }
