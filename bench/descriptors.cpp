@@ -55,6 +55,13 @@ std::vector<std::string> strategies_of(const std::string& backend, Collective c)
   return out;
 }
 
+std::vector<std::string> default_strategies_of(const std::string& backend, Collective c) {
+  std::vector<std::string> out;
+  for (const Descriptor* d : all_descriptors())
+    if (d->backend == backend && d->collective == c && d->exact) out.push_back(d->strategy);
+  return out;
+}
+
 std::vector<std::string> available_backends() {
   std::vector<std::string> b = {"host"};
 #if ARFIT_BENCH_HAVE_NCCL

@@ -56,6 +56,7 @@ const Descriptor& allreduce_low_precision_descriptor() {
   static const Descriptor d = [] {
     Descriptor x = kernel_allreduce_descriptor(kernels::AllReduceAlgorithm::LowPrecision);
     x.fusions = {FusionOp::None};
+    x.exact = false;  // measured only when --strategy names it
     // The staging area holds the quantised message: at least one 68-byte group whatever the message's size.
     x.workspace_bytes = [](const Case& c) {
       return kernels::workspace_allocation_bytes(std::max(c.bytes, kernels::low_precision::workspace_bytes(c.count)));

@@ -16,6 +16,7 @@ namespace {
 StrategyDescriptor low_precision_descriptor() {
   StrategyDescriptor d = detail::custom_all_reduce_descriptor(AllReduceAlgorithm::LowPrecision);
   d.fusions = {FusionOp::None};
+  d.exact = false;
   // The staging buffer holds the quantised tensor (68 bytes at least), and the team's max_bytes also bounds the
   // message itself (validate_all_reduce_shape): the larger of the two.
   d.workspace = [](const StrategyCase& c) {
