@@ -181,7 +181,7 @@ void validate_all_reduce_shape(AllReduceAlgorithm algorithm, const TeamShape& te
                           std::to_string(team.max_bytes) + " bytes per rank (create the team with a larger max_bytes)",
                       KernelParam::Workspace);
   }
-  // LOWPRECISION stages e4m3 groups and their multipliers: at most 68 bytes for a small message, whatever its size.
+  // LOWPRECISION stages e4m3 groups and their multipliers: even a one-element message needs one whole 68-byte group.
   if (algorithm == AllReduceAlgorithm::LowPrecision && low_precision::workspace_bytes(count) > team.max_bytes) {
     throw KernelError(who + ": message of " + std::to_string(count) + " elements needs " +
                           std::to_string(low_precision::workspace_bytes(count)) +
