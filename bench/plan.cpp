@@ -86,7 +86,8 @@ PlannedGrid plan_cases(GridSpec& spec, const PlanOptions& options, std::vector<s
                                                            spec.backend + " backend (available: " + join(have, ", ") + ")");
   }
 
-  PlannedGrid full = expand_grid(spec, [&](Collective c) { return strategies_of(spec.backend, c); });
+  // Without --strategy: every exact strategy of the backend (an inexact one such as LOWPRECISION only when named).
+  PlannedGrid full = expand_grid(spec, [&](Collective c) { return default_strategies_of(spec.backend, c); });
   PlannedGrid out;
   out.full_points = full.full_points;
   out.planned_points = full.planned_points;

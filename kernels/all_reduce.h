@@ -17,7 +17,7 @@ namespace arfit::kernels {
 
 class Team;
 
-std::string to_string(AllReduceAlgorithm algorithm);  // "ONESHOT" / "TWOSHOT" (model/sample.h strategy names)
+std::string to_string(AllReduceAlgorithm algorithm);  // "ONESHOT" / "TWOSHOT" / "LOWPRECISION" (model/sample.h strategy names)
 
 // One local rank's buffers (device pointers, 16-byte aligned; fp8_out only to its e4m3 pack, fp8_pack_bytes(dtype):
 // 8 bytes for bf16/fp16, 4 for fp32). Buffers may not overlap, except that output
@@ -75,6 +75,11 @@ void validate_epilogue_scalars(const std::string& who, FusionOp fusion, double r
 // The same checks without buffers (for planning a grid before anything is allocated).
 void validate_all_reduce_shape(AllReduceAlgorithm algorithm, const TeamShape& team, DType dtype, FusionOp fusion,
                                std::int64_t count, std::int64_t hidden);
+
+// Blocks each rank launches for `params` with `threads` threads per block (kernels/device/partition.h; LOWPRECISION:
+// kernels/device/low_precision_layout.h), at most max_blocks_per_rank: the same on every rank for the same case.
+int all_reduce_blocks_per_rank(AllReduceAlgorithm algorithm, const AllReduceParams& params, int threads,
+                               int max_blocks_per_rank);
 
 // The by-value launch parameters of the kernels for `params` (one entry per local rank).
 AllReduceLaunch make_all_reduce_launch(const AllReduceParams& params);

@@ -15,6 +15,9 @@ namespace arfit::kernels {
 enum class AllReduceAlgorithm {
   OneShot,  // every rank reads all peers' staged inputs and reduces the whole tensor (rank order 0..N-1)
   TwoShot,  // reduce-scatter into scratch, barrier, all-gather of the reduced slices
+  // Two-shot over e4m3 groups with fp32 multipliers (kernels/device/low_precision_kernels.h): not exact, its error is
+  // bounded (kernels/reference/check.h check_low_precision_outputs). NONE only.
+  LowPrecision,
 };
 
 // Element types the custom all-reduce kernels reduce (always accumulating in fp32).

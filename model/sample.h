@@ -48,6 +48,8 @@ namespace strategy {
 inline constexpr const char* kNccl = "NCCL";
 inline constexpr const char* kOneShot = "ONESHOT";
 inline constexpr const char* kTwoShot = "TWOSHOT";
+// Quantised transport (e4m3, TensorRT-LLM AllReduceStrategy.LOWPRECISION): not exact, never pooled with the others.
+inline constexpr const char* kLowPrecision = "LOWPRECISION";
 inline constexpr const char* kNcclSymmetric = "NCCL_SYMMETRIC";
 }  // namespace strategy
 

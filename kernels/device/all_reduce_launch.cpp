@@ -15,13 +15,19 @@ namespace arfit::kernels {
 void all_reduce(AllReduceAlgorithm algorithm, Team& team, const AllReduceParams& p, void* stream) {
   validate_all_reduce(algorithm, team.shape(), p);
   const AllReduceLaunch args = make_all_reduce_launch(p);
-  const int blocks = partition::blocks_per_rank_for(p.fusion, p.count, p.hidden, vector_width(p.dtype),
-                                                    device::kCudaThreadsPerBlock, team.max_blocks_per_rank());
+  const int blocks =
+      all_reduce_blocks_per_rank(algorithm, p, device::kCudaThreadsPerBlock, team.max_blocks_per_rank());
   const TeamPointers table = team.pointers(blocks);
   const int grid = blocks * team.local_ranks();
   auto s = static_cast<cudaStream_t>(stream);
   ARFIT_CUDA_CHECK(cudaSetDevice(team.device()));
-  if (algorithm == AllReduceAlgorithm::OneShot) {
+  if (algorithm == AllReduceAlgorithm::LowPrecision) {
+    switch (p.dtype) {
+      case DType::BF16: device::launch_low_precision_bf16(p.fusion, table, args, grid, s); break;
+      case DType::FP16: device::launch_low_precision_fp16(p.fusion, table, args, grid, s); break;
+      case DType::FP32: device::launch_low_precision_fp32(p.fusion, table, args, grid, s); break;
+    }
+  } else if (algorithm == AllReduceAlgorithm::OneShot) {
     switch (p.dtype) {
       case DType::BF16: device::launch_one_shot_bf16(p.fusion, table, args, grid, s); break;
       case DType::FP16: device::launch_one_shot_fp16(p.fusion, table, args, grid, s); break;
@@ -49,6 +55,13 @@ int device::min_active_blocks_per_sm() {
                          device::active_blocks_per_sm_two_shot_fp32(fusion, n)}) {
         least = std::min(least, blocks);
       }
+    }
+  }
+  for (int n : {2, 4, 8}) {  // LOWPRECISION: NONE only
+    for (int blocks : {device::active_blocks_per_sm_low_precision_bf16(FusionOp::None, n),
+                       device::active_blocks_per_sm_low_precision_fp16(FusionOp::None, n),
+                       device::active_blocks_per_sm_low_precision_fp32(FusionOp::None, n)}) {
+      least = std::min(least, blocks);
     }
   }
   return least;

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "kernels/all_reduce.h"
+#include "kernels/device/low_precision_layout.h"
 
 namespace arfit::kernels {
 namespace {
@@ -131,7 +132,21 @@ void validate_fp8_scale(const std::string& who, float fp8_scale) {
 }  // namespace
 
 std::string to_string(AllReduceAlgorithm algorithm) {
-  return algorithm == AllReduceAlgorithm::OneShot ? strategy::kOneShot : strategy::kTwoShot;
+  switch (algorithm) {
+    case AllReduceAlgorithm::OneShot: return strategy::kOneShot;
+    case AllReduceAlgorithm::TwoShot: return strategy::kTwoShot;
+    case AllReduceAlgorithm::LowPrecision: return strategy::kLowPrecision;
+  }
+  return strategy::kTwoShot;
+}
+
+int all_reduce_blocks_per_rank(AllReduceAlgorithm algorithm, const AllReduceParams& p, int threads,
+                               int max_blocks_per_rank) {
+  if (algorithm == AllReduceAlgorithm::LowPrecision) {
+    return low_precision::blocks_per_rank(p.count, threads, max_blocks_per_rank);
+  }
+  return partition::blocks_per_rank_for(p.fusion, p.count, p.hidden, vector_width(p.dtype), threads,
+                                        max_blocks_per_rank);
 }
 
 const std::vector<int>& custom_all_reduce_rank_counts() {
@@ -162,6 +177,11 @@ void validate_all_reduce_shape(AllReduceAlgorithm algorithm, const TeamShape& te
                           " ranks (virtual node), not " + std::to_string(team.local_ranks),
                       KernelParam::LocalRanks);
   }
+  if (algorithm == AllReduceAlgorithm::LowPrecision && fusion != FusionOp::None) {
+    throw KernelError(who + ": fusion " + to_string(fusion) + " is not implemented (LOWPRECISION quantises the "
+                            "transport only; supported fusions: NONE)",
+                      KernelParam::Fusion);
+  }
   if (!custom_all_reduce_supports_fusion(fusion)) {
     throw KernelError(who + ": fusion " + to_string(fusion) + " with dtype " + to_string(dtype) +
                           " is not implemented (supported fusions: NONE, RESIDUAL_RMS_NORM, RESIDUAL_RMS_NORM_QUANT_FP8, "
@@ -178,6 +198,14 @@ void validate_all_reduce_shape(AllReduceAlgorithm algorithm, const TeamShape& te
     throw KernelError(who + ": message of " + message_bytes_text(count, dtype) + " (" + std::to_string(count) + " " +
                           to_string(dtype) + " elements) exceeds the team's workspace limit of " +
                           std::to_string(team.max_bytes) + " bytes per rank (create the team with a larger max_bytes)",
+                      KernelParam::Workspace);
+  }
+  // LOWPRECISION stages e4m3 groups and their multipliers: even a one-element message needs one whole 68-byte group.
+  if (algorithm == AllReduceAlgorithm::LowPrecision && low_precision::workspace_bytes(count) > team.max_bytes) {
+    throw KernelError(who + ": message of " + std::to_string(count) + " elements needs " +
+                          std::to_string(low_precision::workspace_bytes(count)) +
+                          " bytes of quantised staging, above the team's workspace limit of " +
+                          std::to_string(team.max_bytes) + " bytes per rank",
                       KernelParam::Workspace);
   }
   if (is_fused(fusion)) {

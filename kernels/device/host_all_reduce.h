@@ -5,6 +5,7 @@
 
 #include "kernels/all_reduce.h"
 #include "kernels/device/all_reduce_kernels.h"
+#include "kernels/device/low_precision_kernels.h"
 
 namespace arfit::kernels::device {
 
@@ -31,7 +32,14 @@ void launch_all_reduce_on_host(AllReduceAlgorithm algorithm, DType dtype, Fusion
       });
     });
   };
-  if (algorithm == AllReduceAlgorithm::OneShot) {
+  if (algorithm == AllReduceAlgorithm::LowPrecision) {  // no fusion to dispatch (validated NONE)
+    with_host_element(dtype, [&](auto element) {
+      dispatch_ranks(team.nranks, [&](auto ranks) {
+        const auto kernel = &low_precision_all_reduce_kernel<decltype(element), decltype(ranks)::value, kThreads>;
+        host::launch(grid, kThreads, options, [&] { kernel(team, args); });
+      });
+    });
+  } else if (algorithm == AllReduceAlgorithm::OneShot) {
     with_algorithm(std::integral_constant<AllReduceAlgorithm, AllReduceAlgorithm::OneShot>{});
   } else {
     with_algorithm(std::integral_constant<AllReduceAlgorithm, AllReduceAlgorithm::TwoShot>{});

@@ -55,8 +55,7 @@ bool all_reduce_on_host(AllReduceAlgorithm algorithm, const HostTeamView& team, 
   // raised, so an external abort still ends the launch. The launch is synchronous: the word outlives it.
   std::uint32_t never_raised = 0;
   if (!table.abort_flag && options.external_abort) table.abort_flag = &never_raised;
-  table.blocks_per_rank = partition::blocks_per_rank_for(p.fusion, p.count, p.hidden, vector_width(p.dtype),
-                                                         threads_per_block, team.max_blocks_per_rank());
+  table.blocks_per_rank = all_reduce_blocks_per_rank(algorithm, p, threads_per_block, team.max_blocks_per_rank());
   switch (threads_per_block) {
     case 1: device::launch_all_reduce_on_host<1>(algorithm, p.dtype, p.fusion, table, args, options); break;
     case 32: device::launch_all_reduce_on_host<32>(algorithm, p.dtype, p.fusion, table, args, options); break;

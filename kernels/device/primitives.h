@@ -10,7 +10,7 @@
 //   memory         Vec16, load_16, load_16_read_only, store_16 (16-byte packed), store_e4m3 / copy_e4m3
 //   flags          store_release_system, load_acquire_system, load_relaxed_system (32-bit flag words)
 //   progress       spin_pause() (inside a flag wait), kSpinsPerPoll, timer_ns(), trap()
-//   elements       bf16_t, fp16_t, to_float<T>, from_float<T>, reciprocal_sqrt
+//   elements       bf16_t, fp16_t, to_float<T>, from_float<T>, reciprocal_sqrt, e4m3_from_float, e4m3_to_float
 //
 // On the host every block runs on its own OS thread and its threads run as fibers (host_executor.h explains
 // why), so the host flag wait yields (spin_pause) instead of burning the core its peers need.
@@ -219,6 +219,14 @@ ARFIT_DEVICE bf16_t from_float<bf16_t>(float x) { return __float2bfloat16_rn(x);
 
 ARFIT_DEVICE float reciprocal_sqrt(float x) { return rsqrtf(x); }
 
+// One e4m3 byte of x (round to nearest even, saturating to +-448; NaN stays NaN), and its value (LOWPRECISION).
+ARFIT_DEVICE std::uint8_t e4m3_from_float(float x) {
+  return static_cast<std::uint8_t>(__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3));
+}
+ARFIT_DEVICE float e4m3_to_float(std::uint8_t bits) {
+  return __half2float(__half(__nv_cvt_fp8_to_halfraw(static_cast<__nv_fp8_storage_t>(bits), __NV_E4M3)));
+}
+
 #else
 // =============================================================================================== host
 
@@ -348,6 +356,10 @@ ARFIT_DEVICE bf16_t from_float<bf16_t>(float x) { return bf16_t{host::float_to_b
 // rsqrtf is an approximation on the GPU (within 2 ulp); the host computes it correctly rounded from the
 // square root. Both are far inside the tolerances the checks use.
 ARFIT_DEVICE float reciprocal_sqrt(float x) { return 1.0f / std::sqrt(x); }
+
+// The device's __nv_cvt_float_to_fp8 (satfinite, e4m3) and its exact inverse, bit for bit.
+ARFIT_DEVICE std::uint8_t e4m3_from_float(float x) { return host::float_to_e4m3_satfinite(x); }
+ARFIT_DEVICE float e4m3_to_float(std::uint8_t bits) { return host::e4m3_to_float(bits); }
 
 #endif
 

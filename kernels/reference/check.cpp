@@ -160,8 +160,43 @@ AllReduceExpectation expectation_for(const StrategyCase& c, std::uint64_t seed) 
   return e;
 }
 
+InputRole data_role(const std::string& strategy) {
+  return strategy == strategy::kLowPrecision ? InputRole::GroupRangedData : InputRole::Data;
+}
+
+namespace {
+
+// LOWPRECISION: every output element within its bound of the exact sum of the ranged inputs.
+CheckResult check_low_precision_outputs(const AllReduceExpectation& e, const std::vector<RankOutputs>& ranks) {
+  std::vector<std::vector<unsigned char>> inputs;
+  std::vector<const void*> input_pointers;
+  for (int r = 0; r < e.nranks; ++r) {
+    inputs.push_back(seeded(e, e.count, InputRole::GroupRangedData, r));
+    input_pointers.push_back(inputs.back().data());
+  }
+  const LowPrecisionReference reference = reference_low_precision_all_reduce(e.dtype, input_pointers, e.count);
+  CheckResult result;
+  for (const RankOutputs& o : ranks) {
+    detail::compare_elements(result, e.dtype, o.output, reference.sum, reference.bound, 1.0,
+                             "rank " + std::to_string(o.rank) + " output");
+  }
+  return result;
+}
+
+}  // namespace
+
 CheckResult check_all_reduce_outputs(const AllReduceExpectation& e, const std::vector<RankOutputs>& ranks,
                                      bool identical) {
+  if (e.low_precision) {
+    CheckResult result = check_low_precision_outputs(e, ranks);
+    if (identical) {
+      for (std::size_t k = 1; k < ranks.size(); ++k) {
+        result.not_identical += differing_elements(ranks[k].output, ranks[0].output,
+                                                   static_cast<std::size_t>(dtype_bytes(e.dtype)));
+      }
+    }
+    return result;
+  }
   std::vector<std::vector<unsigned char>> inputs;
   std::vector<const void*> input_pointers;
   for (int r = 0; r < e.nranks; ++r) {

@@ -28,7 +28,13 @@ struct AllReduceExpectation {
   std::uint64_t seed = 1;
   // Multiplies relative_tolerance(dtype): NCCL rounds after every step (up to nranks - 1 roundings).
   double tolerance_factor = 1.0;
+  // LOWPRECISION: inputs are InputRole::GroupRangedData and every output must lie within the per-element bound of
+  // reference_low_precision_all_reduce (CheckResult::max_error is then the largest |error| / bound: <= 1 passes).
+  bool low_precision = false;
 };
+
+// The input role of an all-reduce strategy's data: GroupRangedData for LOWPRECISION, Data for the exact ones.
+InputRole data_role(const std::string& strategy);
 
 // The expectation of all-reduce case `c` run on inputs seeded from `seed` (the kernels' fp32 epsilon).
 AllReduceExpectation expectation_for(const StrategyCase& c, std::uint64_t seed);

@@ -39,7 +39,9 @@ void set_element(DType dtype, void* buffer, std::int64_t i, double value);
 // What a buffer holds; the value of element i is a pure function of (seed, role, rank, i), so every rank
 // can rebuild its peers' inputs for checking. Values are never zero (magnitudes in [0.25, 1] with random
 // sign for data and residuals; gamma in [0.5, 1.5]) and exactly representable in every dtype.
-enum class InputRole { Data, Residual, Gamma };
+// GroupRangedData: Data times 2^k, k in -4..4 drawn per (rank, group of 64 elements): the LOWPRECISION inputs, whose
+// per-group multipliers then differ by up to 2^8 between neighbours (a multiplier read for the wrong group shows).
+enum class InputRole { Data, Residual, Gamma, GroupRangedData };
 double seeded_value(std::uint64_t seed, InputRole role, int rank, std::int64_t i);
 void fill_seeded(DType dtype, void* buffer, std::int64_t count, std::uint64_t seed, InputRole role, int rank);
 
@@ -62,6 +64,18 @@ struct NormReference {
 NormReference reference_residual_rms_norm(const ReducedReference& reduced, DType dtype, const void* residual,
                                           const void* gamma, std::int64_t hidden, double eps, double fp8_scale,
                                           bool with_fp8);
+
+// LOWPRECISION (kernels/device/low_precision_kernels.h): the exact sum and a bound on |kernel output - sum| for
+// every element, from the inputs (host buffers of `dtype`, one per rank) and the kernel's numerics: e4m3 rounding
+// (relative 2^-4 above 2^-6, absolute 2^-10 below) of every rank's contribution scaled by its group's multiplier
+// m = 448 / amax, the fp32 sum, the second e4m3 rounding of the sum (multiplier of the sums' group), and the final
+// rounding to dtype. docs/kernels.md derives it.
+struct LowPrecisionReference {
+  std::vector<double> sum;
+  std::vector<double> bound;
+};
+LowPrecisionReference reference_low_precision_all_reduce(DType dtype, const std::vector<const void*>& inputs,
+                                                         std::int64_t count);
 
 // ---- tolerance ----
 // Relative tolerance of one output element of a kernel that accumulates in fp32 and rounds once:

@@ -5,6 +5,7 @@ namespace arfit::kernels {
 
 extern const StrategyDescriptor one_shot_all_reduce_strategy;
 extern const StrategyDescriptor two_shot_all_reduce_strategy;
+extern const StrategyDescriptor low_precision_all_reduce_strategy;
 #ifdef ARFIT_HAVE_NCCL
 extern const StrategyDescriptor nccl_all_reduce_strategy;
 extern const StrategyDescriptor nccl_all_gather_strategy;
@@ -17,6 +18,7 @@ const std::vector<const StrategyDescriptor*>& all_strategies() {
   static const std::vector<const StrategyDescriptor*> strategies{
       &one_shot_all_reduce_strategy,
       &two_shot_all_reduce_strategy,
+      &low_precision_all_reduce_strategy,
 #ifdef ARFIT_HAVE_NCCL
       &nccl_all_reduce_strategy,
       &nccl_all_gather_strategy,

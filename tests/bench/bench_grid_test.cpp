@@ -533,3 +533,39 @@ TEST(BenchGrid, SizesBeyondTheAddressSpaceLimitAreRefusedNamingTheSizeOption) {
   unlimited.limits.workspace = o.workspace;
   EXPECT_EQ(plan_cases(o.spec, unlimited, nullptr).cases.size(), 1u);
 }
+
+namespace {
+
+// The strategies of the cases a command line plans on 2 ranks.
+std::set<std::string> planned_strategies(std::vector<std::string> args) {
+  Options o = arfit::bench::testing::parse(std::move(args));
+  PlanOptions po;
+  po.limits.world = 2;
+  po.limits.workspace = o.workspace;
+  std::set<std::string> s;
+  for (const Case& c : plan_cases(o.spec, po, nullptr).cases) s.insert(c.strategy);
+  return s;
+}
+
+}  // namespace
+
+// LOWPRECISION (e4m3 transport, not exact) is never a default strategy: a grid measures it only when --strategy
+// names it, so an existing host run neither gains inexact rows nor fails on its fused cases; named, its unsupported
+// fusions are refused naming --fusion.
+TEST(BenchGrid, LowPrecisionIsMeasuredOnlyWhenNamed) {
+  const std::vector<std::string> sizes = {"--backend", "host", "--bytes", "1K,64K", "-o", "x.csv"};
+  auto with = [&](std::vector<std::string> extra) {
+    auto v = sizes;
+    v.insert(v.end(), extra.begin(), extra.end());
+    return v;
+  };
+  EXPECT_EQ(planned_strategies(sizes), (std::set<std::string>{"MPI", "ONESHOT", "TWOSHOT"}));
+  EXPECT_EQ(planned_strategies(with({"--strategy", "LOWPRECISION,ONESHOT"})),
+            (std::set<std::string>{"LOWPRECISION", "ONESHOT"}));
+  EXPECT_EQ(offending_option({"--backend", "host", "--tokens", "1,8", "--hidden", "256", "--fusion",
+                              "NONE,RESIDUAL_RMS_NORM", "-o", "x"}),
+            "");  // every default strategy has the fusion
+  EXPECT_EQ(offending_option({"--backend", "host", "--strategy", "LOWPRECISION", "--tokens", "1,8", "--hidden", "256",
+                              "--fusion", "RESIDUAL_RMS_NORM", "-o", "x"}),
+            "--fusion");
+}

@@ -129,7 +129,7 @@ void run_and_check(HostTeam& team, const HostCase& c, int launches, std::uint64_
     const std::uint64_t data_seed = seed + static_cast<std::uint64_t>(launch);
     for (int k = 0; k < c.nranks; ++k) {
       RankBuffers& r = ranks[static_cast<std::size_t>(k)];
-      fill(r.input, detail::seeded_host(c.dtype, c.count, data_seed, InputRole::Data, k));
+      fill(r.input, detail::seeded_host(c.dtype, c.count, data_seed, data_role(to_string(c.algorithm)), k));
       if (!output_in_place(c.placement)) std::memset(r.output.data(), detail::kPoisonByte, bytes);
       if (fused) {
         fill(r.residual_in, detail::seeded_host(c.dtype, c.count, data_seed, InputRole::Residual, kReplicatedRank));
@@ -162,7 +162,9 @@ void run_and_check(HostTeam& team, const HostCase& c, int launches, std::uint64_
       if (nvfp4) o.scale_out = copy(r.scale_out, scale_bytes);
       outputs.push_back(std::move(o));
     }
-    const CheckResult r = check_all_reduce_outputs(expectation_for(c, data_seed), outputs, /*identical=*/true);
+    AllReduceExpectation expectation = expectation_for(c, data_seed);
+    expectation.low_precision = c.algorithm == AllReduceAlgorithm::LowPrecision;  // the bound, not the tolerance
+    const CheckResult r = check_all_reduce_outputs(expectation, outputs, /*identical=*/true);
     const std::int64_t per_rank = comparisons_per_rank(c.fusion, c.count);
     EXPECT_EQ(r.checked, per_rank * c.nranks) << c.describe();
     EXPECT_EQ(r.wrong, 0) << c.describe() << " launch " << launch << ": " << r.wrong << " wrong elements, first "

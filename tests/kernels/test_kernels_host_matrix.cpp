@@ -1,6 +1,7 @@
 // The GPU test matrix, run on the CPU through the host build of the very same kernel bodies (ctest label
 // kernels-host): one-shot and two-shot x 2, 4, 8 ranks x bf16, fp16, fp32 x every fusion op (NONE,
-// RESIDUAL_RMS_NORM, the QUANT and OUT_QUANT fusions for FP8 and NVFP4) x one block / several blocks per rank.
+// RESIDUAL_RMS_NORM, the QUANT and OUT_QUANT fusions for FP8 and NVFP4) x one block / several blocks per rank, and LOWPRECISION (NONE only, checked against its
+// error bound on group-ranged inputs) x 2, 4, 8 ranks x bf16, fp16, fp32 x one / several blocks.
 // The quantising fusions other than QUANT_FP8 walk the small fused shapes only (the epilogue's arithmetic does not
 // depend on size beyond a row; the large shapes exercise the barriers and partition the others already cover). Each case walks message sizes from 16 B to
 // a few MiB (counts that are not multiples of the vector width or of the rank count; rows fewer than ranks),
@@ -48,6 +49,10 @@ std::vector<MatrixCase> matrix() {
       for (DType d : {DType::BF16, DType::FP16, DType::FP32})
         for (FusionOp f : all_fusion_ops())
           for (bool several : {false, true}) cases.push_back({algorithm, n, d, f, several});
+  // LOWPRECISION: NONE only (its own error bound, kernels/reference/reference.h).
+  for (int n : {2, 4, 8})
+    for (DType d : {DType::BF16, DType::FP16, DType::FP32})
+      for (bool several : {false, true}) cases.push_back({AllReduceAlgorithm::LowPrecision, n, d, FusionOp::None, several});
   return cases;
 }
 
@@ -61,7 +66,9 @@ struct Step {
 
 // Unfused sizes in bytes: 16 B (one vector) up to 3 MiB; most are neither a multiple of 16 B (the scalar tail)
 // nor of the rank count times 16 B (uneven slices), and several chunks per block at the large end.
-std::vector<Step> unfused_steps(DType dtype) {
+// LOWPRECISION stops at 1 MiB + 36: its per-element work on the host (e4m3 conversions, two quantisations) makes the
+// 3 MiB step cost more than the rest of its case together, and 1 MiB already gives every rank several chunks per block.
+std::vector<Step> unfused_steps(DType dtype, AllReduceAlgorithm algorithm) {
   const int element = dtype_bytes(dtype);
   std::vector<Step> steps;
   const std::int64_t sizes[] = {16, 20, 52, 1000, 4100, 64 * kKiB + 12, kMiB + 36, 3 * kMiB + 4};
@@ -70,6 +77,7 @@ std::vector<Step> unfused_steps(DType dtype) {
   int k = 0;
   for (std::int64_t bytes : sizes) {
     if (quick_mode() && bytes > 64 * kKiB + 12) continue;
+    if (algorithm == AllReduceAlgorithm::LowPrecision && bytes > kMiB + 36) continue;
     steps.push_back({bytes / element, 0, placements[k % 2], threads[k % 3]});
     ++k;
   }
@@ -109,9 +117,10 @@ class KernelsHost : public ::testing::TestWithParam<MatrixCase> {};
 
 TEST_P(KernelsHost, MatchesReferenceAcrossSizesPlacementsAndLaunches) {
   const MatrixCase m = GetParam();
-  const std::vector<Step> steps = m.fusion == FusionOp::None ? unfused_steps(m.dtype) : fused_steps(m.dtype, m.fusion);
+  const std::vector<Step> steps = m.fusion == FusionOp::None ? unfused_steps(m.dtype, m.algorithm) : fused_steps(m.dtype, m.fusion);
   std::int64_t largest = 0;
   for (const Step& s : steps) largest = std::max(largest, s.count * dtype_bytes(m.dtype));
+  largest = std::max<std::int64_t>(largest, 128);  // LOWPRECISION stages at least one 68-byte group
   // One team for the whole case: every launch continues the epochs of the launches before it. Several blocks:
   // at most 3 per rank (not a divisor of most chunk and row counts).
   HostTeam team(m.nranks, largest, m.several_blocks ? 3 : 1);

@@ -35,6 +35,7 @@ KernelParam case_error(const StrategyDescriptor& s, const StrategyCase& c, const
 TEST(KernelStrategies, RegistryListsEveryStrategyWithCompleteDescriptors) {
   ASSERT_NE(find_strategy("ONESHOT", Collective::AllReduce), nullptr);
   ASSERT_NE(find_strategy("TWOSHOT", Collective::AllReduce), nullptr);
+  ASSERT_NE(find_strategy("LOWPRECISION", Collective::AllReduce), nullptr);
   EXPECT_EQ(find_strategy("ONESHOT", Collective::AllGather), nullptr);
   EXPECT_EQ(find_strategy("NOPE", Collective::AllReduce), nullptr);
 #ifdef ARFIT_HAVE_NCCL
@@ -42,9 +43,9 @@ TEST(KernelStrategies, RegistryListsEveryStrategyWithCompleteDescriptors) {
                        Collective::AllToAllV}) {
     EXPECT_NE(find_strategy("NCCL", c), nullptr) << to_string(c);
   }
-  EXPECT_EQ(all_strategies().size(), 7u);
+  EXPECT_EQ(all_strategies().size(), 8u);
 #else
-  EXPECT_EQ(all_strategies().size(), 2u);
+  EXPECT_EQ(all_strategies().size(), 3u);
 #endif
   for (const StrategyDescriptor* s : all_strategies()) {
     EXPECT_TRUE(s->validate_case && s->validate_context && s->workspace && s->byte_counts && s->init && s->run && s->check)
@@ -69,6 +70,31 @@ TEST(KernelStrategies, CustomDescriptorsAdvertiseWhatTheKernelsImplement) {
   EXPECT_EQ(one.byte_counts(c.count, 2, 8).send_bytes, 2000);
   EXPECT_EQ(one.byte_counts(c.count, 2, 8).recv_bytes, 2000);
   EXPECT_EQ(one.workspace(c), 2000);
+}
+
+TEST(KernelStrategies, LowPrecisionDescriptorIsNoneOnlyAndStagesTheQuantisedMessage) {
+  const StrategyDescriptor& low = *find_strategy("LOWPRECISION", Collective::AllReduce);
+  EXPECT_EQ(low.backend, "custom");
+  EXPECT_EQ(low.fusions, (std::vector<FusionOp>{FusionOp::None}));
+  EXPECT_EQ(low.rank_counts, (std::vector<int>{2, 4, 8}));
+  StrategyCase c;
+  c.dtype = DType::BF16;
+  c.nranks = 4;
+  c.count = 1000;
+  EXPECT_EQ(low.workspace(c), 2000);  // the message: its quantised form (16 groups: 1088 bytes) is smaller
+  c.count = 3;
+  EXPECT_EQ(low.workspace(c), 68);  // one group of e4m3 bytes and its multiplier, more than the 6-byte message
+  StrategyLimits limits;
+  limits.workspace = 1 << 20;
+  c.count = 1024;
+  c.fusion = FusionOp::ResidualRmsNorm;
+  c.hidden = 512;
+  try {
+    low.validate_case(c, limits);
+    ADD_FAILURE() << "LOWPRECISION accepted RESIDUAL_RMS_NORM";
+  } catch (const KernelError& e) {
+    EXPECT_EQ(e.parameter(), KernelParam::Fusion) << e.what();
+  }
 }
 
 // Plan-time validation names the parameter at fault (bench maps it to its option; no message parsing).
