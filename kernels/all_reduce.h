@@ -1,4 +1,4 @@
-// Host API of the custom all-reduce kernels (one-shot, two-shot, fused residual + RMSNorm (+ e4m3)): launches
+// Host API of the custom all-reduce kernels (one-shot, two-shot, fused residual + RMSNorm (+ e4m3 / NVFP4)): launches
 // on a GPU (all_reduce, residual_rms_norm: arfit_kernels, CUDA builds) and the same kernels run on the CPU
 // (all_reduce_on_host, residual_rms_norm_on_host: arfit_kernels_host_exec, every build).
 // No CUDA headers here: streams are void* (cudaStream_t).
