@@ -166,15 +166,22 @@ InputRole data_role(const std::string& strategy) {
 
 namespace {
 
+// Every rank's seeded input of `role`, and pointers to them (for the references).
+struct RankInputs {
+  std::vector<std::vector<unsigned char>> bytes;
+  std::vector<const void*> pointers;
+};
+RankInputs seeded_rank_inputs(const AllReduceExpectation& e, InputRole role) {
+  RankInputs in;
+  for (int r = 0; r < e.nranks; ++r) in.bytes.push_back(seeded(e, e.count, role, r));
+  for (const auto& b : in.bytes) in.pointers.push_back(b.data());
+  return in;
+}
+
 // LOWPRECISION: every output element within its bound of the exact sum of the ranged inputs.
 CheckResult check_low_precision_outputs(const AllReduceExpectation& e, const std::vector<RankOutputs>& ranks) {
-  std::vector<std::vector<unsigned char>> inputs;
-  std::vector<const void*> input_pointers;
-  for (int r = 0; r < e.nranks; ++r) {
-    inputs.push_back(seeded(e, e.count, InputRole::GroupRangedData, r));
-    input_pointers.push_back(inputs.back().data());
-  }
-  const LowPrecisionReference reference = reference_low_precision_all_reduce(e.dtype, input_pointers, e.count);
+  const RankInputs inputs = seeded_rank_inputs(e, InputRole::GroupRangedData);
+  const LowPrecisionReference reference = reference_low_precision_all_reduce(e.dtype, inputs.pointers, e.count);
   CheckResult result;
   for (const RankOutputs& o : ranks) {
     detail::compare_elements(result, e.dtype, o.output, reference.sum, reference.bound, 1.0,
@@ -183,27 +190,10 @@ CheckResult check_low_precision_outputs(const AllReduceExpectation& e, const std
   return result;
 }
 
-}  // namespace
-
-CheckResult check_all_reduce_outputs(const AllReduceExpectation& e, const std::vector<RankOutputs>& ranks,
-                                     bool identical) {
-  if (e.low_precision) {
-    CheckResult result = check_low_precision_outputs(e, ranks);
-    if (identical) {
-      for (std::size_t k = 1; k < ranks.size(); ++k) {
-        result.not_identical += differing_elements(ranks[k].output, ranks[0].output,
-                                                   static_cast<std::size_t>(dtype_bytes(e.dtype)));
-      }
-    }
-    return result;
-  }
-  std::vector<std::vector<unsigned char>> inputs;
-  std::vector<const void*> input_pointers;
-  for (int r = 0; r < e.nranks; ++r) {
-    inputs.push_back(seeded(e, e.count, InputRole::Data, r));
-    input_pointers.push_back(inputs.back().data());
-  }
-  const ReducedReference reduced = reference_all_reduce(e.dtype, input_pointers, e.count);
+// The exact strategies: the sum (or its fused epilogue's outputs) within the dtype's tolerance.
+CheckResult check_exact_outputs(const AllReduceExpectation& e, const std::vector<RankOutputs>& ranks) {
+  const RankInputs inputs = seeded_rank_inputs(e, InputRole::Data);
+  const ReducedReference reduced = reference_all_reduce(e.dtype, inputs.pointers, e.count);
   const bool fused = e.fusion != FusionOp::None;
   const bool fp8 = fusion_quantizes_fp8(e.fusion);
   const bool nvfp4 = fusion_quantizes_nvfp4(e.fusion);
@@ -246,15 +236,32 @@ CheckResult check_all_reduce_outputs(const AllReduceExpectation& e, const std::v
                      e4m3_bits_to_float(expected));
     }
   }
-  if (identical) {
-    for (std::size_t k = 1; k < ranks.size(); ++k) {
-      const auto size = static_cast<std::size_t>(dtype_bytes(e.dtype));
-      if (output_written) result.not_identical += differing_elements(ranks[k].output, ranks[0].output, size);
-      if (fused) result.not_identical += differing_elements(ranks[k].residual_out, ranks[0].residual_out, size);
-      if (fp8 || nvfp4) result.not_identical += differing_elements(ranks[k].fp8_out, ranks[0].fp8_out, 1);
-      if (nvfp4) result.not_identical += differing_elements(ranks[k].scale_out, ranks[0].scale_out, 1);
-    }
+  return result;
+}
+
+// Elements of every output the fusion writes that differ from rank 0's (LOWPRECISION is NONE only: its output).
+std::int64_t elements_differing_from_rank0(const AllReduceExpectation& e, const std::vector<RankOutputs>& ranks) {
+  const bool fused = e.fusion != FusionOp::None;
+  const bool fp8 = fusion_quantizes_fp8(e.fusion);
+  const bool nvfp4 = fusion_quantizes_nvfp4(e.fusion);
+  const bool output_written = !fused || fusion_writes_norm_output(e.fusion);
+  const auto size = static_cast<std::size_t>(dtype_bytes(e.dtype));
+  std::int64_t differing = 0;
+  for (std::size_t k = 1; k < ranks.size(); ++k) {
+    if (output_written) differing += differing_elements(ranks[k].output, ranks[0].output, size);
+    if (fused) differing += differing_elements(ranks[k].residual_out, ranks[0].residual_out, size);
+    if (fp8 || nvfp4) differing += differing_elements(ranks[k].fp8_out, ranks[0].fp8_out, 1);
+    if (nvfp4) differing += differing_elements(ranks[k].scale_out, ranks[0].scale_out, 1);
   }
+  return differing;
+}
+
+}  // namespace
+
+CheckResult check_all_reduce_outputs(const AllReduceExpectation& e, const std::vector<RankOutputs>& ranks,
+                                     bool identical) {
+  CheckResult result = e.low_precision ? check_low_precision_outputs(e, ranks) : check_exact_outputs(e, ranks);
+  if (identical) result.not_identical += elements_differing_from_rank0(e, ranks);
   return result;
 }
 
