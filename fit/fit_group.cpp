@@ -186,41 +186,23 @@ nlohmann::json matrix_json(const std::vector<double>& c, size_t np) {
   return m;
 }
 
-}  // namespace
 
-GroupFit fit_curve(const Curve& c, const FitOptions& options) {
-  GroupFit out;
-  out.key = c.key;
-  nlohmann::json& j = out.model;
-  j["id"] = c.key.id();
-  j["key"] = group_key_to_json(c.key);
-  const std::string problem = check_curve(c, std::max(options.min_points, 2));
-  if (!problem.empty()) {
-    out.problem = problem;
-    j["ok"] = false;
-    j["problem"] = problem;
-    j["range"] = {{"points", c.bytes.size()}};
-    return out;
-  }
-  const std::vector<double>& s = c.bytes;
-  const std::vector<double>& t = c.time_us;
-  const size_t n = s.size();
-  double f = bus_factor(c.key.collective, c.key.nranks);
-  if (!(f > 0)) f = 1.0;  // one rank: no traffic, keep the size term in plain bytes
+// The curve's failure recorded in both the result and its model JSON.
+GroupFit failed_fit(GroupFit out, const std::string& problem, const nlohmann::json& range) {
+  out.problem = problem;
+  out.model["ok"] = false;
+  out.model["problem"] = problem;
+  if (!range.is_null()) out.model["range"] = range;
+  return out;
+}
 
-  std::vector<FamilySpec> cands;
-  try {
-    cands = candidates(options.family);
-  } catch (const std::exception& e) {
-    out.problem = e.what();
-    j["ok"] = false;
-    j["problem"] = out.problem;
-    return out;
-  }
+// Every candidate family fitted and (when there is a choice, or a correction to judge) cross-validated.
+std::vector<Evaluated> evaluate_candidates(const std::vector<FamilySpec>& cands, const std::vector<double>& s,
+                                           const std::vector<double>& t, double f, bool residual_correction) {
   std::vector<Evaluated> evs;
   for (const FamilySpec& spec : cands) {
     // A family needs at least two sizes per parameter to be judged (unless it was asked for by name).
-    if (cands.size() > 1 && spec != cands.front() && 2 * spec.num_params() > static_cast<int>(n)) continue;
+    if (cands.size() > 1 && spec != cands.front() && 2 * spec.num_params() > static_cast<int>(s.size())) continue;
     Evaluated e;
     e.spec = spec;
     if (spec.kind == FamilyKind::Seed) {
@@ -231,14 +213,19 @@ GroupFit fit_curve(const Curve& c, const FitOptions& options) {
     } else {
       e.fit = fit_family(spec, s, t, f);
     }
-    if (cands.size() > 1 || options.residual_correction) cross_validate(e, s, t, f, options.residual_correction);
+    if (cands.size() > 1 || residual_correction) cross_validate(e, s, t, f, residual_correction);
     evs.push_back(std::move(e));
   }
+  return evs;
+}
+
+// The candidate with the lowest cross-validated error, refitted from its own parameters with its covariance.
+Evaluated& choose_and_refit(std::vector<Evaluated>& evs, const std::vector<double>& s, const std::vector<double>& t,
+                            double f) {
   size_t best = 0;
   for (size_t i = 1; i < evs.size(); ++i)
     if (evs[i].cv < evs[best].cv) best = i;
   Evaluated& e = evs[best];
-  // Final fit of the chosen family with its covariance.
   if (e.spec.kind != FamilyKind::Seed) {
     FamilyFitConfig cfg;
     cfg.covariance = true;
@@ -246,50 +233,100 @@ GroupFit fit_curve(const Curve& c, const FitOptions& options) {
     fin.starts = e.fit.starts + 1;
     e.fit = fin;
   }
+  return e;
+}
 
-  // In-range residual scale: RMS of the cross-validated log errors (model + correction refitted without the
-  // held-out sizes), floored at the measurement noise. On the public curves the 90 % intervals built from it
-  // cover 85-95 % of held-out sizes (docs/fit.md).
-  double sigma_in = kSigmaInFloor;
-  if (!e.cv_log_errors.empty()) {
-    double ss = 0;
-    for (double d : e.cv_log_errors) ss += d * d;
-    sigma_in = std::max(kSigmaInFloor, std::sqrt(ss / e.cv_log_errors.size()));
-  }
+// In-range residual scale: RMS of the cross-validated log errors (model + correction refitted without the
+// held-out sizes), floored at the measurement noise. On the public curves the 90 % intervals built from it
+// cover 85-95 % of held-out sizes (docs/fit.md).
+double in_range_sigma(const Evaluated& e) {
+  if (e.cv_log_errors.empty()) return kSigmaInFloor;
+  double ss = 0;
+  for (double d : e.cv_log_errors) ss += d * d;
+  return std::max(kSigmaInFloor, std::sqrt(ss / e.cv_log_errors.size()));
+}
 
-  // Above the measured range the prediction follows the tail regime: the α-β line through the top three
-  // sizes (least squares), i.e. the marginal bus bandwidth of the largest messages. On the public curves this
-  // extrapolates far better than any global family (extrap protocol: 4.2 % GMAE vs 7-26 %, docs/fit.md).
-  const TailLine tail = fit_tail(s, t);
-  // Its uncertainty grows per octave beyond the range: backtest the same rule on the sizes up to a quarter
-  // of the largest, predicting the top ones.
-  double sigma_out = 0.05;
-  {
-    std::vector<double> ts, tt;
-    for (size_t i = 0; i < n; ++i)
-      if (s[i] <= s.back() / 4) {
-        ts.push_back(s[i]);
-        tt.push_back(t[i]);
-      }
-    if (ts.size() >= 3 && ts.size() < n) {
-      const TailLine bt = fit_tail(ts, tt);
-      double acc = 0;
-      int cnt = 0;
-      for (size_t i = ts.size(); i < n; ++i) {
-        const double oct = std::log2(s[i] / ts.back());
-        const double d = std::log(bt.a_us + bt.b_us_per_byte * s[i]) - std::log(t[i]);
-        acc += (d / oct) * (d / oct);
-        ++cnt;
-      }
-      if (cnt) sigma_out = std::max(0.02, std::sqrt(acc / cnt));
+// The tail rule's uncertainty per octave beyond the range: backtest the same rule on the sizes up to a quarter
+// of the largest, predicting the top ones.
+double tail_sigma_per_octave(const std::vector<double>& s, const std::vector<double>& t) {
+  const size_t n = s.size();
+  std::vector<double> ts, tt;
+  for (size_t i = 0; i < n; ++i)
+    if (s[i] <= s.back() / 4) {
+      ts.push_back(s[i]);
+      tt.push_back(t[i]);
     }
+  if (ts.size() < 3 || ts.size() >= n) return 0.05;
+  const TailLine bt = fit_tail(ts, tt);
+  double acc = 0;
+  int cnt = 0;
+  for (size_t i = ts.size(); i < n; ++i) {
+    const double oct = std::log2(s[i] / ts.back());
+    const double d = std::log(bt.a_us + bt.b_us_per_byte * s[i]) - std::log(t[i]);
+    acc += (d / oct) * (d / oct);
+    ++cnt;
   }
+  return cnt ? std::max(0.02, std::sqrt(acc / cnt)) : 0.05;
+}
 
-  out.ok = true;
-  out.family = e.spec.name();
-  out.cv_gmae = e.cv;
+// The residual-correction spline of the chosen family, with the spikes it set aside.
+nlohmann::json correction_json(const Evaluated& e, const std::vector<double>& s, const std::vector<double>& t,
+                               double f) {
+  const std::vector<size_t> spikes = spike_indices(t);
+  HermiteSpline sp = correction_spline(e.spec, e.fit.params, e.seed, s, t, f, spikes);
+  // The spikes' own residuals are kept too: the correction does not use them, but a new machine borrowing
+  // this curve's shape (fit/transfer.h) wants what was measured, interference and warm-up included.
+  std::vector<double> spike_bytes, spike_resid;
+  for (size_t i : spikes) {
+    spike_bytes.push_back(s[i]);
+    spike_resid.push_back(std::log(t[i]) - log_model(e.spec, e.fit.params, e.seed, s[i], f));
+  }
+  return {{"kind", to_string(sp.kind())},
+          {"log_bytes", sp.x()},
+          {"log_resid", sp.y()},
+          {"spike_bytes", spike_bytes},
+          {"spike_log_resid", spike_resid}};
+}
+
+// Shapes: does the hidden size matter at equal bytes? Median log residual of each hidden size's points
+// against the group's prediction (which depends on bytes only); it matters when some hidden size sits
+// consistently further off than twice the measurement noise.
+void add_hidden_residuals(const Curve& c, const nlohmann::json& model, nlohmann::json& diag) {
+  const GroupModel gm = GroupModel::from_json(model);
+  nlohmann::json per = nlohmann::json::object();
+  bool matters = false;
+  for (std::int64_t h : c.hidden) {
+    std::vector<double> r;
+    for (const auto& sp : c.shape_points)
+      if (sp.hidden == h) r.push_back(std::log(sp.time_us) - std::log(gm.predict(sp.bytes).time_us));
+    if (r.empty()) continue;
+    std::sort(r.begin(), r.end());
+    const double med = r[r.size() / 2];
+    per[std::to_string(h)] = {{"median_log_residual", med}, {"points", r.size()}};
+    matters = matters || std::fabs(med) > 2 * kSigmaInFloor;
+  }
+  diag["hidden_residuals"] = per;
+  diag["hidden_matters"] = matters;
+}
+
+// The chosen fit's solver diagnostics, and the hidden sizes' residuals where the curve has several.
+nlohmann::json diagnostics_json(const Curve& c, const Evaluated& e, const nlohmann::json& model) {
+  nlohmann::json diag;
+  diag["converged"] = e.fit.converged;
+  diag["iterations"] = e.fit.iterations;
+  diag["starts"] = e.fit.starts;
+  diag["cost"] = e.fit.cost;
+  diag["rms_log_residual"] = e.fit.rms;
+  diag["message"] = e.fit.message;
+  diag["huber_scale"] = kHuberScale;
+  if (c.hidden.size() >= 2) add_hidden_residuals(c, model, diag);
+  return diag;
+}
+
+// The model JSON's fields describing the chosen family, its parameters and the candidates' scores.
+void write_chosen_family(nlohmann::json& j, const Evaluated& e, const std::vector<Evaluated>& evs, double f) {
   j["ok"] = true;
-  j["family"] = out.family;
+  j["family"] = e.spec.name();
   j["params"] = e.fit.params;
   j["param_names"] = e.spec.param_names();
   j["covariance"] = matrix_json(e.fit.covariance, e.fit.params.size());
@@ -299,65 +336,55 @@ GroupFit fit_curve(const Curve& c, const FitOptions& options) {
   nlohmann::json cvs = nlohmann::json::object();
   for (const auto& ev : evs) cvs[ev.spec.name()] = std::isfinite(ev.cv) ? nlohmann::json(ev.cv) : nlohmann::json(nullptr);
   j["cv"] = cvs;
-  if (options.residual_correction) {
-    const std::vector<size_t> spikes = spike_indices(t);
-    HermiteSpline sp = correction_spline(e.spec, e.fit.params, e.seed, s, t, f, spikes);
-    // The spikes' own residuals are kept too: the correction does not use them, but a new machine borrowing
-    // this curve's shape (fit/transfer.h) wants what was measured, interference and warm-up included.
-    std::vector<double> spike_bytes, spike_resid;
-    for (size_t i : spikes) {
-      spike_bytes.push_back(s[i]);
-      spike_resid.push_back(std::log(t[i]) - log_model(e.spec, e.fit.params, e.seed, s[i], f));
-    }
-    j["correction"] = {{"kind", to_string(sp.kind())},
-                       {"log_bytes", sp.x()},
-                       {"log_resid", sp.y()},
-                       {"spike_bytes", spike_bytes},
-                       {"spike_log_resid", spike_resid}};
-  } else {
-    j["correction"] = nullptr;
+}
+
+}  // namespace
+
+GroupFit fit_curve(const Curve& c, const FitOptions& options) {
+  GroupFit out;
+  out.key = c.key;
+  out.model["id"] = c.key.id();
+  out.model["key"] = group_key_to_json(c.key);
+  const std::string problem = check_curve(c, std::max(options.min_points, 2));
+  if (!problem.empty()) return failed_fit(std::move(out), problem, {{"points", c.bytes.size()}});
+  const std::vector<double>& s = c.bytes;
+  const std::vector<double>& t = c.time_us;
+  double f = bus_factor(c.key.collective, c.key.nranks);
+  if (!(f > 0)) f = 1.0;  // one rank: no traffic, keep the size term in plain bytes
+
+  std::vector<FamilySpec> cands;
+  try {
+    cands = candidates(options.family);
+  } catch (const std::exception& e) {
+    return failed_fit(std::move(out), e.what(), nullptr);
   }
-  if (options.tail)
+  std::vector<Evaluated> evs = evaluate_candidates(cands, s, t, f, options.residual_correction);
+  const Evaluated& e = choose_and_refit(evs, s, t, f);
+
+  out.ok = true;
+  out.family = e.spec.name();
+  out.cv_gmae = e.cv;
+  nlohmann::json& j = out.model;
+  write_chosen_family(j, e, evs, f);
+  j["correction"] = options.residual_correction ? correction_json(e, s, t, f) : nlohmann::json(nullptr);
+  // Above the measured range the prediction follows the tail regime: the α-β line through the top three
+  // sizes (least squares), i.e. the marginal bus bandwidth of the largest messages. On the public curves this
+  // extrapolates far better than any global family (extrap protocol: 4.2 % GMAE vs 7-26 %, docs/fit.md).
+  if (options.tail) {
+    const TailLine tail = fit_tail(s, t);
     j["tail"] = {{"a_us", tail.a_us}, {"b_us_per_byte", tail.b_us_per_byte}};
-  else
+  } else {
     j["tail"] = nullptr;
-  j["range"] = {{"min_bytes", s.front()}, {"max_bytes", s.back()}, {"points", n}};
+  }
+  j["range"] = {{"min_bytes", s.front()}, {"max_bytes", s.back()}, {"points", s.size()}};
   j["sm"] = c.sm;
   j["device"] = c.device;
   j["sources"] = c.sources;
   j["interval"] = {{"z", kZ90},
-                   {"sigma_in", sigma_in},
+                   {"sigma_in", in_range_sigma(e)},
                    {"sigma_floor", kSigmaInFloor},
-                   {"sigma_out_per_octave", sigma_out}};
-  nlohmann::json diag;
-  diag["converged"] = e.fit.converged;
-  diag["iterations"] = e.fit.iterations;
-  diag["starts"] = e.fit.starts;
-  diag["cost"] = e.fit.cost;
-  diag["rms_log_residual"] = e.fit.rms;
-  diag["message"] = e.fit.message;
-  diag["huber_scale"] = kHuberScale;
-  // Shapes: does the hidden size matter at equal bytes? Median log residual of each hidden size's points
-  // against the group's prediction (which depends on bytes only); it matters when some hidden size sits
-  // consistently further off than twice the measurement noise.
-  if (c.hidden.size() >= 2) {
-    const GroupModel gm = GroupModel::from_json(j);
-    nlohmann::json per = nlohmann::json::object();
-    bool matters = false;
-    for (std::int64_t h : c.hidden) {
-      std::vector<double> r;
-      for (const auto& sp : c.shape_points)
-        if (sp.hidden == h) r.push_back(std::log(sp.time_us) - std::log(gm.predict(sp.bytes).time_us));
-      if (r.empty()) continue;
-      std::sort(r.begin(), r.end());
-      const double med = r[r.size() / 2];
-      per[std::to_string(h)] = {{"median_log_residual", med}, {"points", r.size()}};
-      matters = matters || std::fabs(med) > 2 * kSigmaInFloor;
-    }
-    diag["hidden_residuals"] = per;
-    diag["hidden_matters"] = matters;
-  }
-  j["diagnostics"] = diag;
+                   {"sigma_out_per_octave", tail_sigma_per_octave(s, t)}};
+  j["diagnostics"] = diagnostics_json(c, e, j);
   return out;
 }
 
