@@ -144,7 +144,8 @@ std::string how_with_label_only_machines(const Prediction& p, const std::map<std
   return how;
 }
 
-void run_predict(const PredictArgs& a) {
+// The request the options describe; the option checks that need no models file come first.
+PredictRequest request_from_args(const PredictArgs& a) {
   const int modes = !a.bytes.empty() + (!a.tokens.empty() || !a.hidden.empty()) + !a.splits.empty();
   if (modes != 1) throw UsageError("give exactly one of --bytes, --tokens/--hidden, --splits");
   if (!a.tokens.empty() != !a.hidden.empty()) throw UsageError("--tokens and --hidden go together");
@@ -156,6 +157,124 @@ void run_predict(const PredictArgs& a) {
   request.first_split = a.splits.empty() ? std::string() : a.splits.front();
   request.shaped = !a.tokens.empty();
   nodes_option(a.nnodes, a.nranks, "--nranks");  // before the models file is read, as every option check
+  return request;
+}
+
+// The queries to answer, each with the GPU count of its bus bandwidth: --nranks, else the file's one count, else a
+// split's ranks. Without it the column named busbw printed the algorithm bandwidth (51 GB/s for 89.6 with --nranks 8
+// on one 8-GPU model).
+struct PredictQueries {
+  std::vector<PredictQuery> queries;
+  std::vector<int> busbw_nranks;
+  void add(const PredictQuery& q, int nranks) {
+    queries.push_back(q);
+    busbw_nranks.push_back(nranks);
+  }
+};
+
+// --tokens x --hidden: one query per pair, each within the byte bound once sized as the models file's dtype.
+void add_shape_queries(const PredictArgs& a, const ResolvedPredict& resolved, PredictQueries& out) {
+  const std::string& sized_as = resolved.sized_as;
+  for (const auto& t : split_items(a.tokens, ','))
+    for (const auto& h : split_items(a.hidden, ',')) {
+      PredictQuery q = resolved.base;
+      q.tokens = parse_count(t, "--tokens");
+      q.hidden = parse_count(h, "--hidden");
+      if (const std::string why = byte_bound_problem("--tokens x --hidden", t + " x " + h + " x " + sized_as,
+                                                     message_bytes(static_cast<double>(q.tokens), static_cast<double>(q.hidden), sized_as));
+          !why.empty())
+        throw UsageError(why);
+      out.add(q, resolved.busbw_nranks);
+    }
+}
+
+// --splits: one query per all-to-allv split, checked against --nranks and the byte bound.
+void add_split_queries(const PredictArgs& a, const PredictQuery& base, PredictQueries& out) {
+  for (const auto& sp : a.splits) {
+    AllToAllvSplit split;
+    try {
+      split = parse_alltoallv_split(sp);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string("--splits: ") + e.what());
+    }
+    if (a.nranks > 0 && split.nranks() != a.nranks)
+      throw UsageError("--splits '" + sp + "' has " + std::to_string(split.nranks()) + " ranks, --nranks " + std::to_string(a.nranks));
+    double sent = 0;
+    for (int r = 0; r < split.nranks(); ++r) sent += split.sent(r);
+    if (!(sent > 0)) throw UsageError("--splits '" + sp + "' sends nothing");
+    if (const std::string why = byte_bound_problem("--splits", "what a rank of '" + sp + "' sends on average", sent / split.nranks());
+        !why.empty())
+      throw UsageError(why);
+    PredictQuery q = base;
+    q.splits = sp;
+    out.add(q, split.nranks());
+  }
+}
+
+PredictQueries queries_from_args(const PredictArgs& a, const ResolvedPredict& resolved) {
+  PredictQueries out;
+  if (!a.bytes.empty()) {
+    for (double b : parse_sizes(a.bytes)) {
+      PredictQuery q = resolved.base;
+      q.bytes = b;
+      out.add(q, resolved.busbw_nranks);
+    }
+  } else if (!a.tokens.empty()) {
+    add_shape_queries(a, resolved, out);
+  } else {
+    add_split_queries(a, resolved.base, out);
+  }
+  return out;
+}
+
+// The query's own axes (bytes, tokens x hidden, split) added to an answer's JSON row.
+void add_query_axes(const PredictQuery& q, bool with_bytes, nlohmann::json& r) {
+  if (with_bytes && q.bytes > 0) r["bytes"] = q.bytes;
+  if (q.tokens) {
+    r["tokens"] = q.tokens;
+    r["hidden"] = q.hidden;
+  }
+  if (!q.splits.empty()) r["splits"] = q.splits;
+}
+
+// A query without a model: the query as given (no model, so no dtype to size tokens x hidden or a split with).
+void report_missing(const PredictQuery& q, const PredictAnswer& answer, bool json, nlohmann::json& out) {
+  if (!json)
+    std::printf("%14.0f %8lld %8lld  %s%s%s\n", q.bytes, (long long)q.tokens, (long long)q.hidden, answer.error.c_str(),
+                q.splits.empty() ? "" : ": ", q.splits.c_str());
+  nlohmann::json r = {{"error", answer.error}};
+  add_query_axes(q, true, r);
+  out.push_back(r);
+}
+
+// An answered query: a table line, or a JSON row. The bytes are the size the models file answered for (its group's
+// dtype when --dtype is omitted).
+void report_answer(const PredictQuery& q, const PredictAnswer& answer, const std::string& how, bool json, nlohmann::json& out) {
+  const Prediction& p = *answer.prediction;
+  if (json) {
+    nlohmann::json r = {{"bytes", p.bytes}, {"time_us", p.time_us}, {"lo_us", p.lo_us}, {"hi_us", p.hi_us},
+                        {"busbw_gbps", answer.busbw_gbps}, {"extrapolated", p.extrapolated}, {"transferred", p.transferred},
+                        {"how", how}};
+    add_query_axes(q, false, r);
+    out.push_back(r);
+  } else {
+    std::printf("%14.0f %8lld %8lld %12.3f %12.3f %12.3f %10.2f  %s%s\n", p.bytes, (long long)q.tokens, (long long)q.hidden,
+                p.time_us, p.lo_us, p.hi_us, answer.busbw_gbps, how.c_str(), p.extrapolated ? " (extrapolated)" : "");
+  }
+}
+
+// The notes after the answers: the network left unknown, and every machine known by its label only that an answer named.
+void print_closing_notes(bool unknown_network, const ModelSet& set, const PredictQuery& base,
+                         const std::map<std::string, LabelOnlyMachine>& marked) {
+  if (unknown_network) std::cerr << across_nodes_note(set, base);
+  for (const auto& [name, known] : marked)
+    std::cerr << "note: " << label_only_machine_note(name, known)
+              << (known.file_name.empty() ? "" : " (the same bytes under another name answer otherwise)")
+              << " (docs/fit.md, \"Machine identity\")\n";
+}
+
+void run_predict(const PredictArgs& a) {
+  const PredictRequest request = request_from_args(a);
   const ModelSet set = ModelSet::load(a.models);
   // The system, strategy, dtype and GPU count the request means (model/predict_answer.h): what it names wrongly, or
   // leaves open where the file holds several, is the user's to correct (exit 2), not a query without an answer.
@@ -170,111 +289,33 @@ void run_predict(const PredictArgs& a) {
   std::vector<ModelSet> lenders;
   if (!a.priors.empty())
     lenders = load_priors(read_prior_files(a.priors), "auto", 1, fit::own_measurements_of_models({a.models, input_fingerprint(a.models)}, set));
-  const int answered_nranks = resolved.busbw_nranks;
   const std::string machine = !base.system.empty() || set.systems().size() != 1 ? base.system : set.systems().front();
   const std::map<std::string, LabelOnlyMachine> by_label = machines_by_label_only(set, machine, lenders);
   std::map<std::string, LabelOnlyMachine> marked;  // those of by_label an answer's `how` names
-  std::vector<PredictQuery> qs;
-  // Per query, the GPU count of its bus bandwidth: --nranks, else the file's one count, else a split's ranks. Without
-  // it the column named busbw printed the algorithm bandwidth (51 GB/s for 89.6 with --nranks 8 on one 8-GPU model).
-  std::vector<int> busbw_nranks;
-  if (!a.bytes.empty()) {
-    for (double b : parse_sizes(a.bytes)) {
-      PredictQuery q = base;
-      q.bytes = b;
-      qs.push_back(q);
-      busbw_nranks.push_back(answered_nranks);
-    }
-  } else if (!a.tokens.empty()) {
-    const std::string& sized_as = resolved.sized_as;
-    for (const auto& t : split_items(a.tokens, ','))
-      for (const auto& h : split_items(a.hidden, ',')) {
-        PredictQuery q = base;
-        q.tokens = parse_count(t, "--tokens");
-        q.hidden = parse_count(h, "--hidden");
-        if (const std::string why = byte_bound_problem("--tokens x --hidden", t + " x " + h + " x " + sized_as,
-                                                       message_bytes(static_cast<double>(q.tokens), static_cast<double>(q.hidden), sized_as));
-            !why.empty())
-          throw UsageError(why);
-        qs.push_back(q);
-        busbw_nranks.push_back(answered_nranks);
-      }
-  } else {
-    for (const auto& sp : a.splits) {
-      AllToAllvSplit split;
-      try {
-        split = parse_alltoallv_split(sp);
-      } catch (const std::invalid_argument& e) {
-        throw UsageError(std::string("--splits: ") + e.what());
-      }
-      if (a.nranks > 0 && split.nranks() != a.nranks)
-        throw UsageError("--splits '" + sp + "' has " + std::to_string(split.nranks()) + " ranks, --nranks " + std::to_string(a.nranks));
-      double sent = 0;
-      for (int r = 0; r < split.nranks(); ++r) sent += split.sent(r);
-      if (!(sent > 0)) throw UsageError("--splits '" + sp + "' sends nothing");
-      if (const std::string why = byte_bound_problem("--splits", "what a rank of '" + sp + "' sends on average", sent / split.nranks());
-          !why.empty())
-        throw UsageError(why);
-      PredictQuery q = base;
-      q.splits = sp;
-      qs.push_back(q);
-      busbw_nranks.push_back(split.nranks());
-    }
-  }
+  const PredictQueries qs = queries_from_args(a, resolved);
   nlohmann::json out = nlohmann::json::array();
   if (!a.json)
     std::printf("%14s %8s %8s %12s %12s %12s %10s  %s\n", "bytes", "tokens", "hidden", "time_us", "lo90_us", "hi90_us",
                 "busbw_GBps", "how");
-  int missing = 0;
+  std::size_t missing = 0;
   std::string refused;  // why predict refuses the strategy across nodes (model/model_set.h), when it does
   bool unknown_network = false;
-  for (std::size_t i = 0; i < qs.size(); ++i) {
-    const PredictQuery& q = qs[i];
-    const PredictAnswer answer = answer_predict_query(set, lenders, q, busbw_nranks[i]);
+  for (std::size_t i = 0; i < qs.queries.size(); ++i) {
+    const PredictQuery& q = qs.queries[i];
+    const PredictAnswer answer = answer_predict_query(set, lenders, q, qs.busbw_nranks[i]);
     unknown_network = unknown_network || answer.unknown_network;
     if (!answer.prediction) {
       ++missing;
       refused = answer.refused_across_nodes ? answer.error : std::string();
-      // No model, so no dtype to size tokens × hidden or a split with: the query as given.
-      if (!a.json)
-        std::printf("%14.0f %8lld %8lld  %s%s%s\n", q.bytes, (long long)q.tokens, (long long)q.hidden, answer.error.c_str(),
-                    q.splits.empty() ? "" : ": ", q.splits.c_str());
-      nlohmann::json r = {{"error", answer.error}};
-      if (q.bytes > 0) r["bytes"] = q.bytes;
-      if (q.tokens) {
-        r["tokens"] = q.tokens;
-        r["hidden"] = q.hidden;
-      }
-      if (!q.splits.empty()) r["splits"] = q.splits;
-      out.push_back(r);
-      continue;
-    }
-    const Prediction& p = *answer.prediction;
-    const double bytes = p.bytes;  // the size the models file answered for (its group's dtype when --dtype is omitted)
-    const std::string how = how_with_label_only_machines(p, by_label, machine, marked);
-    if (a.json) {
-      nlohmann::json r = {{"bytes", bytes}, {"time_us", p.time_us}, {"lo_us", p.lo_us}, {"hi_us", p.hi_us},
-                          {"busbw_gbps", answer.busbw_gbps}, {"extrapolated", p.extrapolated}, {"transferred", p.transferred},
-                          {"how", how}};
-      if (q.tokens) {
-        r["tokens"] = q.tokens;
-        r["hidden"] = q.hidden;
-      }
-      if (!q.splits.empty()) r["splits"] = q.splits;
-      out.push_back(r);
+      report_missing(q, answer, a.json, out);
     } else {
-      std::printf("%14.0f %8lld %8lld %12.3f %12.3f %12.3f %10.2f  %s%s\n", bytes, (long long)q.tokens, (long long)q.hidden,
-                  p.time_us, p.lo_us, p.hi_us, answer.busbw_gbps, how.c_str(), p.extrapolated ? " (extrapolated)" : "");
+      report_answer(q, answer, how_with_label_only_machines(*answer.prediction, by_label, machine, marked), a.json, out);
     }
   }
   if (a.json) std::cout << json_document_text(out);
-  if (unknown_network) std::cerr << across_nodes_note(set, base);
-  for (const auto& [name, known] : marked)
-    std::cerr << "note: " << label_only_machine_note(name, known)
-              << (known.file_name.empty() ? "" : " (the same bytes under another name answer otherwise)")
-              << " (docs/fit.md, \"Machine identity\")\n";
-  if (missing == static_cast<int>(qs.size()) && !refused.empty()) throw std::runtime_error(refused);
-  if (missing == static_cast<int>(qs.size()))
+  print_closing_notes(unknown_network, set, base, marked);
+  if (missing == qs.queries.size() && !refused.empty()) throw std::runtime_error(refused);
+  if (missing == qs.queries.size())
     throw std::runtime_error("no model in " + a.models +
                              " answers the query (check --system, --collective, --strategy, --fusion, --dtype, --nnodes)");
 }
