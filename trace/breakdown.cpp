@@ -129,155 +129,196 @@ Profile select_phases(const Profile& profile, const std::vector<std::string>& na
   return out;
 }
 
-Breakdown compute_breakdown(const Profile& profile, const RuleTable& rules, const BreakdownOptions& opt) {
-  Breakdown b;
-  b.source = profile.source;
-  struct ClassAcc {
+namespace {
+
+// One pass over a profile's phases: each leaf kernel's class (rule table, folded node, or unmatched), the time and
+// invocations per phase of every class and of every entry (name, path), and the unmatched kernels.
+class BreakdownAccumulator {
+ public:
+  using EntryKey = std::pair<std::string, std::vector<std::string>>;
+  struct ClassSeen {
     std::string label;
     bool comm = false;
   };
-  std::map<std::string, ClassAcc> present;
-  std::vector<std::string> folded_ids;
-  bool any_unmatched = false;
-  std::map<std::string, UnmatchedKernel> unmatched;
-  // Entry keys: (name, path), and their totals over all phases.
-  std::map<std::pair<std::string, std::vector<std::string>>, std::size_t> entry_index;
-  std::vector<std::pair<std::string, std::vector<std::string>>> entry_keys;
-  std::vector<double> entry_total;
-  std::vector<std::string> entry_class;
-
-  struct PhaseAcc {
+  struct PhaseTotals {
     std::map<std::string, std::pair<double, std::int64_t>> by_class;
     std::map<std::size_t, std::pair<double, std::int64_t>> by_entry;
     double total = 0, comm = 0;
   };
-  std::vector<PhaseAcc> acc(profile.phases.size());
-  std::map<std::string, std::string> class_cache;  // kernel name -> class id
 
-  auto class_of = [&](const Leaf& l) -> std::string {
-    auto it = class_cache.find(l.name + (l.folded ? "\x01" : ""));
-    if (it != class_cache.end()) return it->second;
+  BreakdownAccumulator(const RuleTable& rules, const BreakdownOptions& opt) : rules_(rules), opt_(opt) {}
+
+  void add_phase(const Phase& ph) {
+    PhaseTotals& a = phases.emplace_back();
+    for (const Leaf& l : collect_leaves(ph, opt_.fold)) add_leaf(ph, l, a);
+    for (const Leaf& e : collect_entries(ph, opt_.level, opt_.fold)) add_entry(e, a);
+  }
+
+  // Classes in rule-table order, then folded nodes, then unmatched.
+  void write_class_columns(Breakdown& b) {
+    for (const auto& c : rules_.classes())
+      if (present.count(c.id)) {
+        b.class_ids.push_back(c.id);
+        b.class_labels.push_back(c.label);
+      }
+    for (const auto& f : folded_ids_)
+      if (std::find(b.class_ids.begin(), b.class_ids.end(), f) == b.class_ids.end()) {
+        b.class_ids.push_back(f);
+        b.class_labels.push_back(present[f].label);
+      }
+    if (any_unmatched_) {
+      b.class_ids.push_back(kUnmatchedClass);
+      b.class_labels.push_back("Unmatched");
+    }
+  }
+
+  std::map<std::string, ClassSeen> present;
+  std::map<std::string, UnmatchedKernel> unmatched;
+  std::vector<EntryKey> entry_keys;
+  std::vector<double> entry_total;
+  std::vector<std::string> entry_class;
+  std::vector<PhaseTotals> phases;
+
+ private:
+  std::string class_of(const Leaf& l) {
+    const std::string cache_key = l.name + (l.folded ? "\x01" : "");
+    auto it = class_cache_.find(cache_key);
+    if (it != class_cache_.end()) return it->second;
     std::string id;
-    if (const OpClass* c = rules.classify(l.name)) {
+    if (const OpClass* c = rules_.classify(l.name)) {
       id = c->id;
       present[id] = {c->label, c->communication};
     } else if (l.folded) {
       id = "folded:" + l.name;
       present[id] = {l.name, false};
-      if (std::find(folded_ids.begin(), folded_ids.end(), id) == folded_ids.end()) folded_ids.push_back(id);
+      if (std::find(folded_ids_.begin(), folded_ids_.end(), id) == folded_ids_.end()) folded_ids_.push_back(id);
     } else {
       id = kUnmatchedClass;
-      any_unmatched = true;
+      any_unmatched_ = true;
     }
-    class_cache[l.name + (l.folded ? "\x01" : "")] = id;
+    class_cache_[cache_key] = id;
     return id;
-  };
+  }
 
-  for (std::size_t pi = 0; pi < profile.phases.size(); ++pi) {
-    const Phase& ph = profile.phases[pi];
-    auto& a = acc[pi];
-    for (const Leaf& l : collect_leaves(ph, opt.fold)) {
-      std::string id = class_of(l);
-      auto& c = a.by_class[id];
-      c.first += l.time_us;
-      c.second += l.invocations;
-      a.total += l.time_us;
-      if (id != kUnmatchedClass && present[id].comm) a.comm += l.time_us;
-      if (id == kUnmatchedClass) {
-        auto& u = unmatched[l.name];
-        u.name = l.name;
-        u.time_us += l.time_us;
-        u.invocations += l.invocations;
-        if (u.phases.empty() || u.phases.back() != ph.name) u.phases.push_back(ph.name);
-      }
-    }
-    for (const Leaf& e : collect_entries(ph, opt.level, opt.fold)) {
-      auto key = std::make_pair(e.name, e.path);
-      auto it = entry_index.find(key);
-      std::size_t idx;
-      if (it == entry_index.end()) {
-        idx = entry_keys.size();
-        entry_index.emplace(key, idx);
-        entry_keys.push_back(key);
-        entry_total.push_back(0);
-        bool is_kernel_leaf = e.node && (e.node->children.empty() || e.folded);
-        entry_class.push_back(is_kernel_leaf ? class_of(e) : "");
-      } else {
-        idx = it->second;
-      }
-      entry_total[idx] += e.time_us;
-      auto& x = a.by_entry[idx];
-      x.first += e.time_us;
-      x.second += e.invocations;
+  void add_leaf(const Phase& ph, const Leaf& l, PhaseTotals& a) {
+    const std::string id = class_of(l);
+    auto& c = a.by_class[id];
+    c.first += l.time_us;
+    c.second += l.invocations;
+    a.total += l.time_us;
+    if (id != kUnmatchedClass && present[id].comm) a.comm += l.time_us;
+    if (id == kUnmatchedClass) {
+      auto& u = unmatched[l.name];
+      u.name = l.name;
+      u.time_us += l.time_us;
+      u.invocations += l.invocations;
+      if (u.phases.empty() || u.phases.back() != ph.name) u.phases.push_back(ph.name);
     }
   }
 
-  // Classes in rule-table order, then folded nodes, then unmatched.
-  for (const auto& c : rules.classes())
-    if (present.count(c.id)) {
-      b.class_ids.push_back(c.id);
-      b.class_labels.push_back(c.label);
+  void add_entry(const Leaf& e, PhaseTotals& a) {
+    EntryKey key = std::make_pair(e.name, e.path);
+    auto it = entry_index_.find(key);
+    std::size_t idx;
+    if (it == entry_index_.end()) {
+      idx = entry_keys.size();
+      entry_index_.emplace(key, idx);
+      entry_keys.push_back(key);
+      entry_total.push_back(0);
+      const bool is_kernel_leaf = e.node && (e.node->children.empty() || e.folded);
+      entry_class.push_back(is_kernel_leaf ? class_of(e) : "");
+    } else {
+      idx = it->second;
     }
-  for (const auto& f : folded_ids)
-    if (std::find(b.class_ids.begin(), b.class_ids.end(), f) == b.class_ids.end()) {
-      b.class_ids.push_back(f);
-      b.class_labels.push_back(present[f].label);
-    }
-  if (any_unmatched) {
-    b.class_ids.push_back(kUnmatchedClass);
-    b.class_labels.push_back("Unmatched");
+    entry_total[idx] += e.time_us;
+    auto& x = a.by_entry[idx];
+    x.first += e.time_us;
+    x.second += e.invocations;
   }
 
-  // Top K entries by total time over the phases.
-  std::vector<std::size_t> order(entry_keys.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return entry_total[x] > entry_total[y]; });
-  std::size_t keep = (opt.top_k == 0 || opt.top_k >= order.size()) ? order.size() : opt.top_k;
-  std::vector<std::string> display = unique_names(entry_keys);
-  std::vector<long> slot(entry_keys.size(), -1);  // entry -> column, -1 = others
-  for (std::size_t r = 0; r < keep; ++r) {
-    slot[order[r]] = static_cast<long>(r);
-    b.entry_names.push_back(display[order[r]]);
-  }
-  bool has_others = keep < order.size();
-  if (has_others) b.entry_names.push_back("others");
+  const RuleTable& rules_;
+  const BreakdownOptions& opt_;
+  std::vector<std::string> folded_ids_;
+  bool any_unmatched_ = false;
+  std::map<EntryKey, std::size_t> entry_index_;
+  std::map<std::string, std::string> class_cache_;  // kernel name -> class id
+};
 
-  for (std::size_t pi = 0; pi < profile.phases.size(); ++pi) {
-    const Phase& ph = profile.phases[pi];
-    PhaseBreakdown pb;
-    pb.phase = ph.name;
-    pb.kind = ph.kind;
-    pb.step = ph.step;
-    pb.total_us = acc[pi].total;
-    pb.comm_us = acc[pi].comm;
-    for (std::size_t ci = 0; ci < b.class_ids.size(); ++ci) {
-      ClassTime ct;
-      ct.id = b.class_ids[ci];
-      ct.label = b.class_labels[ci];
-      ct.communication = ct.id != kUnmatchedClass && present[ct.id].comm;
-      auto it = acc[pi].by_class.find(ct.id);
-      if (it != acc[pi].by_class.end()) {
-        ct.time_us = it->second.first;
-        ct.invocations = it->second.second;
-      }
-      pb.classes.push_back(ct);
-    }
-    pb.entries.resize(b.entry_names.size());
-    for (std::size_t r = 0; r < keep; ++r) {
-      pb.entries[r].name = b.entry_names[r];
-      pb.entries[r].full_name = entry_keys[order[r]].first;
-      pb.entries[r].class_id = entry_class[order[r]];
-      pb.entries[r].path = entry_keys[order[r]].second;
-    }
-    if (has_others) pb.entries.back().name = "others";
-    for (const auto& [idx, tv] : acc[pi].by_entry) {
-      std::size_t col = slot[idx] >= 0 ? static_cast<std::size_t>(slot[idx]) : b.entry_names.size() - 1;
-      pb.entries[col].time_us += tv.first;
-      pb.entries[col].invocations += tv.second;
-    }
-    b.phases.push_back(std::move(pb));
+// The entries shown: the top K by total time over the phases, in that order, the rest summed into "others".
+struct EntryColumns {
+  std::vector<std::size_t> order;  // entries by total time, largest first
+  std::size_t keep = 0;            // how many of them get a column of their own
+  std::vector<long> slot;          // entry -> column, -1 = others
+  bool has_others = false;
+};
+
+EntryColumns choose_entry_columns(const BreakdownAccumulator& acc, std::size_t top_k, Breakdown& b) {
+  EntryColumns cols;
+  cols.order.resize(acc.entry_keys.size());
+  for (std::size_t i = 0; i < cols.order.size(); ++i) cols.order[i] = i;
+  std::stable_sort(cols.order.begin(), cols.order.end(),
+                   [&](std::size_t x, std::size_t y) { return acc.entry_total[x] > acc.entry_total[y]; });
+  cols.keep = (top_k == 0 || top_k >= cols.order.size()) ? cols.order.size() : top_k;
+  const std::vector<std::string> display = unique_names(acc.entry_keys);
+  cols.slot.assign(acc.entry_keys.size(), -1);
+  for (std::size_t r = 0; r < cols.keep; ++r) {
+    cols.slot[cols.order[r]] = static_cast<long>(r);
+    b.entry_names.push_back(display[cols.order[r]]);
   }
-  for (auto& [k, u] : unmatched) b.unmatched.push_back(u);
+  cols.has_others = cols.keep < cols.order.size();
+  if (cols.has_others) b.entry_names.push_back("others");
+  return cols;
+}
+
+// One phase's row: its class times in the breakdown's class columns, its entry times in the chosen entry columns.
+PhaseBreakdown phase_row(const Phase& ph, const BreakdownAccumulator::PhaseTotals& totals, BreakdownAccumulator& acc,
+                         const EntryColumns& cols, const Breakdown& b) {
+  PhaseBreakdown pb;
+  pb.phase = ph.name;
+  pb.kind = ph.kind;
+  pb.step = ph.step;
+  pb.total_us = totals.total;
+  pb.comm_us = totals.comm;
+  for (std::size_t ci = 0; ci < b.class_ids.size(); ++ci) {
+    ClassTime ct;
+    ct.id = b.class_ids[ci];
+    ct.label = b.class_labels[ci];
+    ct.communication = ct.id != kUnmatchedClass && acc.present[ct.id].comm;
+    auto it = totals.by_class.find(ct.id);
+    if (it != totals.by_class.end()) {
+      ct.time_us = it->second.first;
+      ct.invocations = it->second.second;
+    }
+    pb.classes.push_back(ct);
+  }
+  pb.entries.resize(b.entry_names.size());
+  for (std::size_t r = 0; r < cols.keep; ++r) {
+    pb.entries[r].name = b.entry_names[r];
+    pb.entries[r].full_name = acc.entry_keys[cols.order[r]].first;
+    pb.entries[r].class_id = acc.entry_class[cols.order[r]];
+    pb.entries[r].path = acc.entry_keys[cols.order[r]].second;
+  }
+  if (cols.has_others) pb.entries.back().name = "others";
+  for (const auto& [idx, tv] : totals.by_entry) {
+    std::size_t col = cols.slot[idx] >= 0 ? static_cast<std::size_t>(cols.slot[idx]) : b.entry_names.size() - 1;
+    pb.entries[col].time_us += tv.first;
+    pb.entries[col].invocations += tv.second;
+  }
+  return pb;
+}
+
+}  // namespace
+
+Breakdown compute_breakdown(const Profile& profile, const RuleTable& rules, const BreakdownOptions& opt) {
+  Breakdown b;
+  b.source = profile.source;
+  BreakdownAccumulator acc(rules, opt);
+  for (const Phase& ph : profile.phases) acc.add_phase(ph);
+  acc.write_class_columns(b);
+  const EntryColumns cols = choose_entry_columns(acc, opt.top_k, b);
+  for (std::size_t pi = 0; pi < profile.phases.size(); ++pi)
+    b.phases.push_back(phase_row(profile.phases[pi], acc.phases[pi], acc, cols, b));
+  for (auto& [k, u] : acc.unmatched) b.unmatched.push_back(u);
   std::stable_sort(b.unmatched.begin(), b.unmatched.end(), [](const auto& x, const auto& y) { return x.time_us > y.time_us; });
   return b;
 }
