@@ -38,15 +38,9 @@ std::string system_from(const std::string& name, const std::string& note_system)
   return stem;
 }
 
-}  // namespace
-
-IngestResult read_aiconfigurator(const std::string& text, const std::string& name, const Options& options) {
-  IngestResult r;
-  r.format = Format::Aiconfigurator;
-  r.field_columns = {{"time_us", "latency"}, {"bytes", "message_size"}, {"nranks", "num_gpus"}};
-  auto lines = split_lines(text);
+// The leading comment lines, skipped (`i` is left on the first other line); a "system=NAME" note among them is returned.
+std::string read_leading_notes(const std::vector<std::string_view>& lines, std::size_t& i) {
   std::string note_system;
-  std::size_t i = 0;
   for (; i < lines.size(); ++i) {
     std::string_view l = trim(lines[i]);
     if (l.empty()) continue;
@@ -61,73 +55,105 @@ IngestResult read_aiconfigurator(const std::string& text, const std::string& nam
       }
     }
   }
-  if (i >= lines.size()) throw InputError(name, 0, "", "no CSV header line (expected framework,version,device,op_name,...)");
-  const long header_line = static_cast<long>(i + 1);
-  std::vector<std::string> header = split_csv_line(std::string(lines[i]));
-  const std::map<std::string, std::size_t> col = csv_header_columns(header, false, name, header_line);
+  return note_system;
+}
+
+// Column positions, looked up once (the row loop runs for every row of large tables); -1 where a column is absent.
+struct AicColumns {
+  std::size_t count = 0;  // the header's fields
+  long header_line = 0;
   std::string dtype_col;
+  long op = -1, n = -1, msg = -1, lat = -1, dt = -1, ks = -1, dev = -1, fw = -1, ver = -1, be = -1, impl = -1;
+  std::vector<std::pair<std::string, std::size_t>> unknown;  // columns kept as extras, by sanitised name
+};
+
+AicColumns read_header(std::string_view line, long header_line, const std::string& name) {
+  static const std::set<std::string> known = {"framework", "version", "device",     "op_name",        "kernel_source",
+                                              "nccl_dtype", "allreduce_dtype", "dtype", "num_gpus", "message_size",
+                                              "latency",   "backend", "implementation"};
+  const std::vector<std::string> header = split_csv_line(std::string(line));
+  const std::map<std::string, std::size_t> col = csv_header_columns(header, false, name, header_line);
+  AicColumns c;
+  c.count = header.size();
+  c.header_line = header_line;
   for (const char* d : {"nccl_dtype", "allreduce_dtype", "dtype"})
     if (col.count(d)) {
-      dtype_col = d;
+      c.dtype_col = d;
       break;
     }
   for (const char* req : {"op_name", "num_gpus", "message_size", "latency"})
     if (!col.count(req)) throw InputError(name, header_line, req, "required column missing");
-  if (dtype_col.empty()) throw InputError(name, header_line, "nccl_dtype", "required column missing (nccl_dtype, allreduce_dtype or dtype)");
-  static const std::set<std::string> known = {"framework", "version", "device",     "op_name",        "kernel_source",
-                                              "nccl_dtype", "allreduce_dtype", "dtype", "num_gpus", "message_size",
-                                              "latency",   "backend", "implementation"};
+  if (c.dtype_col.empty()) throw InputError(name, header_line, "nccl_dtype", "required column missing (nccl_dtype, allreduce_dtype or dtype)");
+  auto idx = [&](const std::string& k) -> long { auto it = col.find(k); return it == col.end() ? -1L : static_cast<long>(it->second); };
+  c.op = idx("op_name"), c.n = idx("num_gpus"), c.msg = idx("message_size"), c.lat = idx("latency"), c.dt = idx(c.dtype_col),
+  c.ks = idx("kernel_source"), c.dev = idx("device"), c.fw = idx("framework"), c.ver = idx("version"), c.be = idx("backend"),
+  c.impl = idx("implementation");
+  for (const auto& [h, x] : col)
+    if (!known.count(h)) c.unknown.emplace_back(sanitize_key(h), x);
+  return c;
+}
+
+// One data row as a sample (latency in milliseconds, message_size in elements).
+Sample read_row(const AicColumns& c, const std::vector<std::string>& f, const std::string& name, long ln,
+                const Options& options, const std::string& source, const std::string& system) {
+  auto get = [&](long k) -> const std::string& { return f[static_cast<std::size_t>(k)]; };
+  Sample s;
+  s.line = ln;
+  auto coll = try_parse_collective(get(c.op));
+  if (!coll) throw InputError(name, ln, "op_name", "unknown collective '" + get(c.op) + "'");
+  s.collective = options.collective ? *options.collective : *coll;
+  const std::string& dt = get(c.dt);
+  int dsize = dtype_size(dt);
+  if (dsize == 0) throw InputError(name, ln, c.dtype_col, "unknown dtype '" + dt + "' (need its size: message_size counts elements)");
+  s.dtype = canonical_dtype(dt);
+  auto n = parse_int(get(c.n));
+  if (!n || *n < 1 || *n > 1000000) throw InputError(name, ln, "num_gpus", "'" + get(c.n) + "' is not a rank count");
+  s.nranks = options.nranks ? *options.nranks : static_cast<int>(*n);
+  auto elems = parse_grouped_uint(get(c.msg));
+  if (!elems) throw InputError(name, ln, "message_size", "'" + get(c.msg) + "' is not an element count");
+  if (*elems > (std::int64_t{1} << 60) / dsize) throw InputError(name, ln, "message_size", "message size out of range");
+  s.bytes = *elems * dsize;
+  auto lat = parse_double(get(c.lat));
+  if (!lat) throw InputError(name, ln, "latency", "'" + get(c.lat) + "' is not a number");
+  if (!std::isfinite(*lat)) throw InputError(name, ln, "latency", "non-finite latency '" + get(c.lat) + "'");
+  if (*lat < 0) throw InputError(name, ln, "latency", "negative latency '" + get(c.lat) + "'");
+  s.time_us = *lat * 1000.0;
+  s.strategy = c.ks >= 0 && !get(c.ks).empty() ? get(c.ks) : std::string(strategy::kNccl);
+  if (c.dev >= 0) s.device = get(c.dev);
+  s.backend = "aiconfigurator";
+  s.source = source;
+  s.extra["system"] = system;  // before the unknown columns: one named "system" wins, as it always did
+  if (c.fw >= 0) s.extra["framework"] = get(c.fw);
+  if (c.ver >= 0) s.extra["version"] = get(c.ver);
+  if (c.be >= 0) s.extra["aic_backend"] = get(c.be);
+  if (c.impl >= 0) s.extra["implementation"] = get(c.impl);
+  for (const auto& [k, x] : c.unknown) s.extra[k] = f[x];
+  return s;
+}
+
+}  // namespace
+
+IngestResult read_aiconfigurator(const std::string& text, const std::string& name, const Options& options) {
+  IngestResult r;
+  r.format = Format::Aiconfigurator;
+  r.field_columns = {{"time_us", "latency"}, {"bytes", "message_size"}, {"nranks", "num_gpus"}};
+  auto lines = split_lines(text);
+  std::size_t i = 0;
+  const std::string note_system = read_leading_notes(lines, i);
+  if (i >= lines.size()) throw InputError(name, 0, "", "no CSV header line (expected framework,version,device,op_name,...)");
+  const AicColumns c = read_header(lines[i], static_cast<long>(i + 1), name);
   const std::string system = system_from(name, note_system);
   const std::string source = basename_of(name);
   std::unordered_set<std::string> seen;  // group|size
-  // Column positions, looked up once (this loop runs for every row of large tables).
-  auto idx = [&](const char* c) -> long { auto it = col.find(c); return it == col.end() ? -1L : static_cast<long>(it->second); };
-  const long c_op = idx("op_name"), c_n = idx("num_gpus"), c_msg = idx("message_size"), c_lat = idx("latency"),
-             c_dt = idx(dtype_col.c_str()), c_ks = idx("kernel_source"), c_dev = idx("device"), c_fw = idx("framework"),
-             c_ver = idx("version"), c_be = idx("backend"), c_impl = idx("implementation");
-  std::vector<std::pair<std::string, std::size_t>> unknown_cols;
-  for (const auto& [h, c] : col)
-    if (!known.count(h)) unknown_cols.emplace_back(sanitize_key(h), c);
   std::vector<std::string> f;
   for (++i; i < lines.size(); ++i) {
     const long ln = static_cast<long>(i + 1);
     std::string_view l = trim(lines[i]);
     if (l.empty() || l.front() == '#') continue;
-    f = csv_row_fields(std::string(lines[i]), header.size(), header_line, name, ln);
+    f = csv_row_fields(std::string(lines[i]), c.count, c.header_line, name, ln);
     for (auto& v : f) v = std::string(trim(v));
-    auto get = [&](long c) -> const std::string& { return f[static_cast<std::size_t>(c)]; };
     ++r.rows;
-    Sample s;
-    s.line = ln;
-    auto coll = try_parse_collective(get(c_op));
-    if (!coll) throw InputError(name, ln, "op_name", "unknown collective '" + get(c_op) + "'");
-    s.collective = options.collective ? *options.collective : *coll;
-    const std::string& dt = get(c_dt);
-    int dsize = dtype_size(dt);
-    if (dsize == 0) throw InputError(name, ln, dtype_col, "unknown dtype '" + dt + "' (need its size: message_size counts elements)");
-    s.dtype = canonical_dtype(dt);
-    auto n = parse_int(get(c_n));
-    if (!n || *n < 1 || *n > 1000000) throw InputError(name, ln, "num_gpus", "'" + get(c_n) + "' is not a rank count");
-    s.nranks = options.nranks ? *options.nranks : static_cast<int>(*n);
-    auto elems = parse_grouped_uint(get(c_msg));
-    if (!elems) throw InputError(name, ln, "message_size", "'" + get(c_msg) + "' is not an element count");
-    if (*elems > (std::int64_t{1} << 60) / dsize) throw InputError(name, ln, "message_size", "message size out of range");
-    s.bytes = *elems * dsize;
-    auto lat = parse_double(get(c_lat));
-    if (!lat) throw InputError(name, ln, "latency", "'" + get(c_lat) + "' is not a number");
-    if (!std::isfinite(*lat)) throw InputError(name, ln, "latency", "non-finite latency '" + get(c_lat) + "'");
-    if (*lat < 0) throw InputError(name, ln, "latency", "negative latency '" + get(c_lat) + "'");
-    s.time_us = *lat * 1000.0;
-    s.strategy = c_ks >= 0 && !get(c_ks).empty() ? get(c_ks) : std::string(strategy::kNccl);
-    if (c_dev >= 0) s.device = get(c_dev);
-    s.backend = "aiconfigurator";
-    s.source = source;
-    s.extra["system"] = system;
-    if (c_fw >= 0) s.extra["framework"] = get(c_fw);
-    if (c_ver >= 0) s.extra["version"] = get(c_ver);
-    if (c_be >= 0) s.extra["aic_backend"] = get(c_be);
-    if (c_impl >= 0) s.extra["implementation"] = get(c_impl);
-    for (const auto& [k, c] : unknown_cols) s.extra[k] = f[c];
+    Sample s = read_row(c, f, name, ln, options, source, system);
     if (s.bytes == 0 || !(std::isfinite(s.time_us) && s.time_us > 0)) {
       s.status = SampleStatus::Failed;
       s.time_us = 0;
@@ -135,7 +161,8 @@ IngestResult read_aiconfigurator(const std::string& text, const std::string& nam
       add_warning(r, name + ":" + std::to_string(ln) + ": zero size or zero latency kept as failed");
     }
     std::string group = to_string(s.collective) + "|" + s.strategy + "|" + s.dtype + "|" + std::to_string(s.nranks) + "|" +
-                        (c_be >= 0 ? get(c_be) : "") + "|" + (c_impl >= 0 ? get(c_impl) : "");
+                        (c.be >= 0 ? f[static_cast<std::size_t>(c.be)] : "") + "|" +
+                        (c.impl >= 0 ? f[static_cast<std::size_t>(c.impl)] : "");
     if (!seen.insert(group + "|" + std::to_string(s.bytes)).second) {
       ++r.duplicates;
       add_warning(r, name + ":" + std::to_string(ln) + ": duplicated size " + std::to_string(s.bytes) + " B for " +
@@ -143,7 +170,7 @@ IngestResult read_aiconfigurator(const std::string& text, const std::string& nam
     }
     r.samples.push_back(std::move(s));
   }
-  if (r.rows == 0) throw InputError(name, header_line, "", "no data rows");
+  if (r.rows == 0) throw InputError(name, c.header_line, "", "no data rows");
   r.meta.emplace_back("system", system);
   return r;
 }
