@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "model/group_model.h"
@@ -59,6 +60,105 @@ std::string sibling_set_key(const Curve& c) {
          to_string(k.fusion) + "/n" + std::to_string(k.nranks) + "/N" + std::to_string(k.nnodes);
 }
 
+namespace {
+
+// A curve's model fitted alone, and which of its sizes are spikes (set aside, fit.h).
+struct AloneFit {
+  GroupModel model;
+  std::vector<bool> spike;
+};
+
+// The ratio samples between a target A and a sibling B where both were measured: A's measurements against B's
+// model inside B's range, and A's model against B's measurements inside A's range (spikes of either left out).
+std::vector<RatioSample> ratio_samples(const Curve& A, const AloneFit& a, const Curve& B, const AloneFit& b) {
+  std::vector<RatioSample> rs;
+  const double amin = A.bytes.front(), amax = A.bytes.back();
+  for (size_t i = 0; i < A.bytes.size(); ++i)
+    if (!a.spike[i] && A.bytes[i] >= B.bytes.front() && A.bytes[i] <= B.bytes.back())
+      rs.push_back({std::log2(A.bytes[i]), std::log(A.time_us[i]) - std::log(b.model.predict(A.bytes[i]).time_us), A.bytes[i]});
+  for (size_t i = 0; i < B.bytes.size(); ++i)
+    if (!b.spike[i] && B.bytes[i] >= amin && B.bytes[i] <= amax)
+      rs.push_back({std::log2(B.bytes[i]), std::log(a.model.predict(B.bytes[i]).time_us) - std::log(B.time_us[i]), B.bytes[i]});
+  return rs;
+}
+
+// The target's log time at the sibling's size sb, from the sibling's measurement there and the kernel-weighted
+// ratio around it; none where no ratio sample lies near enough.
+std::optional<Transfer> transfer_at(const std::vector<RatioSample>& rs, double sb, double sibling_time_us) {
+  const double ub = std::log2(sb);
+  // Kernel weight of each ratio sample; the sample at sb itself holds the target's interpolation
+  // error there and gets none.
+  std::vector<double> w(rs.size(), 0.0);
+  double sw = 0, sw2 = 0;
+  for (size_t i = 0; i < rs.size(); ++i) {
+    if (same_size(rs[i].bytes, sb)) continue;
+    const double z = (rs[i].u - ub) / kSiblingBandwidthOctaves;
+    w[i] = std::exp(-0.5 * z * z);
+    sw += w[i];
+    sw2 += w[i] * w[i];
+  }
+  if (sw < kMinKernelWeight) return std::nullopt;
+  std::vector<double> r(rs.size());
+  for (size_t i = 0; i < rs.size(); ++i) r[i] = rs[i].r;
+  const double rho = weighted_median(r, w, sw);
+  // Robust scale: kernel-weighted median absolute deviation, as a normal standard deviation.
+  for (double& d : r) d = std::fabs(d - rho);
+  const double mad = 1.4826 * weighted_median(r, w, sw);
+  const double scatter = mad * mad;
+  const double n_eff = sw * sw / sw2;
+  // The ratio's own uncertainty (scatter / n_eff) plus one sample's scatter: the transfer inherits the
+  // sibling's point-to-point noise at sb as well.
+  const double var = std::max(scatter * (1 + 1 / n_eff), kTransferSigmaFloor * kTransferSigmaFloor);
+  return Transfer{std::log(sibling_time_us) + rho, var};
+}
+
+// Every transfer sibling B lends target A: one per B size strictly inside A's range that A did not measure.
+// Returns whether B lent any.
+bool add_sibling_transfers(const Curve& A, const AloneFit& a, const Curve& B, const AloneFit& b,
+                           std::map<double, std::vector<Transfer>>& at_size) {
+  const std::vector<RatioSample> rs = ratio_samples(A, a, B, b);
+  if (rs.size() < 3) return false;
+  bool lent = false;
+  for (size_t j = 0; j < B.bytes.size(); ++j) {
+    const double sb = B.bytes[j];
+    // A sibling's spike is no measurement of the target either.
+    if (b.spike[j] || sb <= A.bytes.front() || sb >= A.bytes.back() || contains_size(A.bytes, sb)) continue;
+    if (const auto t = transfer_at(rs, sb, B.time_us[j])) {
+      at_size[sb].push_back(*t);
+      lent = true;
+    }
+  }
+  return lent;
+}
+
+// The target's correction with new knots: its own, plus one per sibling size, each the inverse-variance mean of the
+// transfers there and the target's own model.
+HermiteSpline pooled_correction(const GroupModel& MA, const std::map<double, std::vector<Transfer>>& at_size) {
+  std::vector<std::pair<double, double>> knots;
+  for (size_t i = 0; i < MA.correction.x().size(); ++i) knots.push_back({MA.correction.x()[i], MA.correction.y()[i]});
+  const double var_own = MA.sigma_in * MA.sigma_in;
+  for (const auto& [sb, ts] : at_size) {
+    double wsum = 0, wv = 0;
+    for (const Transfer& t : ts) {
+      wsum += 1 / t.variance;
+      wv += t.value / t.variance;
+    }
+    const double own = std::log(MA.predict(sb).time_us);
+    const double value = (wv + own / var_own) / (wsum + 1 / var_own);
+    knots.push_back({std::log(sb), value - MA.model_log_time(sb)});
+  }
+  std::sort(knots.begin(), knots.end());
+  std::vector<double> kx, ky;
+  for (const auto& [x, y] : knots) {
+    if (!kx.empty() && !(x > kx.back())) continue;
+    kx.push_back(x);
+    ky.push_back(y);
+  }
+  return HermiteSpline(kx, ky, MA.correction.kind());
+}
+
+}  // namespace
+
 SiblingPoolStats pool_siblings(const std::vector<Curve>& curves, std::vector<GroupFit>& fits) {
   SiblingPoolStats stats;
   if (curves.size() != fits.size()) return stats;
@@ -68,18 +168,15 @@ SiblingPoolStats pool_siblings(const std::vector<Curve>& curves, std::vector<Gro
 
   // Every ratio is computed from the models fitted alone, so the pooled result of one curve never feeds
   // another's and the order within a set does not matter.
-  std::map<size_t, GroupModel> alone;
-  std::map<size_t, std::vector<bool>> spikes;  // per curve: which sizes are spikes (set aside, fit.h)
+  std::map<size_t, AloneFit> alone;
   for (const auto& [key, members] : sets) {
     if (members.size() < 2) continue;
     for (size_t i : members) {
-      alone.emplace(i, GroupModel::from_json(fits[i].model));
-      std::vector<bool>& sp = spikes[i];
-      sp.assign(curves[i].bytes.size(), false);
-      for (size_t k : spike_indices(curves[i].time_us)) sp[k] = true;
+      AloneFit& f = alone.emplace(i, AloneFit{GroupModel::from_json(fits[i].model), {}}).first->second;
+      f.spike.assign(curves[i].bytes.size(), false);
+      for (size_t k : spike_indices(curves[i].time_us)) f.spike[k] = true;
     }
   }
-  const double h = kSiblingBandwidthOctaves;
 
   for (const auto& [key, members] : sets) {
     if (members.size() < 2) continue;
@@ -87,87 +184,20 @@ SiblingPoolStats pool_siblings(const std::vector<Curve>& curves, std::vector<Gro
     std::vector<size_t> order = members;
     std::sort(order.begin(), order.end(), [&](size_t x, size_t y) { return curves[x].key.id() < curves[y].key.id(); });
     for (size_t a : order) {
-      const Curve& A = curves[a];
-      const GroupModel& MA = alone.at(a);
-      const std::vector<bool>& a_spike = spikes.at(a);
-      if (MA.correction.x().empty()) continue;  // no in-range correction to carry the knots
-      const double amin = A.bytes.front(), amax = A.bytes.back();
+      const AloneFit& MA = alone.at(a);
+      if (MA.model.correction.x().empty()) continue;  // no in-range correction to carry the knots
       std::map<double, std::vector<Transfer>> at_size;
       std::set<std::string> used;
-      for (size_t b : order) {
-        if (b == a) continue;
-        const Curve& B = curves[b];
-        const GroupModel& MB = alone.at(b);
-        const std::vector<bool>& b_spike = spikes.at(b);
-        std::vector<RatioSample> rs;
-        for (size_t i = 0; i < A.bytes.size(); ++i)
-          if (!a_spike[i] && A.bytes[i] >= B.bytes.front() && A.bytes[i] <= B.bytes.back())
-            rs.push_back({std::log2(A.bytes[i]), std::log(A.time_us[i]) - std::log(MB.predict(A.bytes[i]).time_us), A.bytes[i]});
-        for (size_t i = 0; i < B.bytes.size(); ++i)
-          if (!b_spike[i] && B.bytes[i] >= amin && B.bytes[i] <= amax)
-            rs.push_back({std::log2(B.bytes[i]), std::log(MA.predict(B.bytes[i]).time_us) - std::log(B.time_us[i]), B.bytes[i]});
-        if (rs.size() < 3) continue;
-        for (size_t j = 0; j < B.bytes.size(); ++j) {
-          const double sb = B.bytes[j];
-          // A sibling's spike is no measurement of the target either.
-          if (b_spike[j] || sb <= amin || sb >= amax || contains_size(A.bytes, sb)) continue;
-          const double ub = std::log2(sb);
-          // Kernel weight of each ratio sample; the sample at sb itself holds the target's interpolation
-          // error there and gets none.
-          std::vector<double> w(rs.size(), 0.0);
-          double sw = 0, sw2 = 0;
-          for (size_t i = 0; i < rs.size(); ++i) {
-            if (same_size(rs[i].bytes, sb)) continue;
-            const double z = (rs[i].u - ub) / h;
-            w[i] = std::exp(-0.5 * z * z);
-            sw += w[i];
-            sw2 += w[i] * w[i];
-          }
-          if (sw < kMinKernelWeight) continue;
-          std::vector<double> r(rs.size());
-          for (size_t i = 0; i < rs.size(); ++i) r[i] = rs[i].r;
-          const double rho = weighted_median(r, w, sw);
-          // Robust scale: kernel-weighted median absolute deviation, as a normal standard deviation.
-          for (double& d : r) d = std::fabs(d - rho);
-          const double mad = 1.4826 * weighted_median(r, w, sw);
-          const double scatter = mad * mad;
-          const double n_eff = sw * sw / sw2;
-          // The ratio's own uncertainty (scatter / n_eff) plus one sample's scatter: the transfer inherits the
-          // sibling's point-to-point noise at sb as well.
-          const double var = std::max(scatter * (1 + 1 / n_eff), kTransferSigmaFloor * kTransferSigmaFloor);
-          at_size[sb].push_back({std::log(B.time_us[j]) + rho, var});
-          used.insert(B.key.id());
-        }
-      }
+      for (size_t b : order)
+        if (b != a && add_sibling_transfers(curves[a], MA, curves[b], alone.at(b), at_size)) used.insert(curves[b].key.id());
       if (at_size.empty()) continue;
-      // New knots: the target's own, plus one per sibling size.
-      std::vector<std::pair<double, double>> knots;
-      for (size_t i = 0; i < MA.correction.x().size(); ++i) knots.push_back({MA.correction.x()[i], MA.correction.y()[i]});
-      const double var_own = MA.sigma_in * MA.sigma_in;
-      for (const auto& [sb, ts] : at_size) {
-        double wsum = 0, wv = 0;
-        for (const Transfer& t : ts) {
-          wsum += 1 / t.variance;
-          wv += t.value / t.variance;
-        }
-        const double own = std::log(MA.predict(sb).time_us);
-        const double value = (wv + own / var_own) / (wsum + 1 / var_own);
-        knots.push_back({std::log(sb), value - MA.model_log_time(sb)});
-      }
-      std::sort(knots.begin(), knots.end());
-      std::vector<double> kx, ky;
-      for (const auto& [x, y] : knots) {
-        if (!kx.empty() && !(x > kx.back())) continue;
-        kx.push_back(x);
-        ky.push_back(y);
-      }
-      const HermiteSpline sp(kx, ky, MA.correction.kind());
+      const HermiteSpline sp = pooled_correction(MA.model, at_size);
       nlohmann::json& j = fits[a].model;
       j["correction"]["log_bytes"] = sp.x();
       j["correction"]["log_resid"] = sp.y();
       j["sibling_knots"] = {{"count", static_cast<int>(at_size.size())},
                             {"siblings", std::vector<std::string>(used.begin(), used.end())},
-                            {"bandwidth_octaves", h}};
+                            {"bandwidth_octaves", kSiblingBandwidthOctaves}};
       ++stats.targets;
       stats.knots += static_cast<int>(at_size.size());
     }
