@@ -1,4 +1,5 @@
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "fit/fit.h"
@@ -85,11 +86,27 @@ nlohmann::json paths_with_hashes(const std::vector<std::string>& paths) {
 
 
 
-ModelSet fit_model_set(const std::vector<Sample>& samples, const FitOptions& options,
-                       const std::vector<std::string>& input_paths, const std::vector<std::string>& prior_paths) {
-  CurveOptions co;
-  co.group_by = GroupBy::System;
-  const std::vector<Curve> curves = build_curves(samples, co);
+namespace {
+
+// Sibling knots: other dtypes of the same machine's group measured sizes this group did not. Transferred
+// groups take no part (their knots are the transfer's answer, not measurements).
+void pool_own_siblings(const std::vector<Curve>& curves, std::vector<GroupFit>& fits, const std::vector<char>& transferred) {
+  std::vector<Curve> own_curves;
+  std::vector<GroupFit> own_fits;
+  std::vector<size_t> where;
+  for (size_t i = 0; i < curves.size(); ++i)
+    if (!transferred[i]) {
+      own_curves.push_back(curves[i]);
+      own_fits.push_back(std::move(fits[i]));
+      where.push_back(i);
+    }
+  pool_siblings(own_curves, own_fits);
+  for (size_t k = 0; k < where.size(); ++k) fits[where[k]] = std::move(own_fits[k]);
+}
+
+// Every curve fitted (or transferred from a prior), pooled with its siblings, checked loadable, with the fingerprints
+// of its measured points and, for a fused group, its epilogue term.
+std::vector<GroupFit> fit_groups(const std::vector<Curve>& curves, const FitOptions& options) {
   std::vector<GroupFit> fits(curves.size());
   std::vector<char> transferred(curves.size(), 0);
   auto fit_one = [&](size_t i) {
@@ -100,27 +117,87 @@ ModelSet fit_model_set(const std::vector<Sample>& samples, const FitOptions& opt
   // Each group is fitted independently and written to its own slot: the result does not depend on the number
   // of threads.
   detail::parallel_for(curves.size(), options.threads, fit_one);
-  // Sibling knots: other dtypes of the same machine's group measured sizes this group did not. Transferred
-  // groups take no part (their knots are the transfer's answer, not measurements).
-  if (options.pool_siblings && options.residual_correction) {
-    std::vector<Curve> own_curves;
-    std::vector<GroupFit> own_fits;
-    std::vector<size_t> where;
-    for (size_t i = 0; i < curves.size(); ++i)
-      if (!transferred[i]) {
-        own_curves.push_back(curves[i]);
-        own_fits.push_back(std::move(fits[i]));
-        where.push_back(i);
-      }
-    pool_siblings(own_curves, own_fits);
-    for (size_t k = 0; k < where.size(); ++k) fits[where[k]] = std::move(own_fits[k]);
-  }
+  if (options.pool_siblings && options.residual_correction) pool_own_siblings(curves, fits, transferred);
   for (GroupFit& g : fits) unfit_if_unloadable(g);
   // What the priors of a later fit or predict are checked against (fit/prior_check.h): a prior with this group's
   // id holding one of these points holds the machine's own measurements.
   for (size_t i = 0; i < curves.size(); ++i) fits[i].model["measured_points"] = measured_point_fingerprints(curves[i]);
   // Fused groups: the fitted epilogue term over the unfused twin (fit/epilogue.h).
   add_epilogue_terms(curves, fits);
+  return fits;
+}
+
+// Joint fits across GPU counts: one family per group key without its GPU count, where two or more counts fitted.
+nlohmann::json joint_families(const std::vector<GroupFit>& fits) {
+  nlohmann::json joint = nlohmann::json::array();
+  std::map<GroupKey, std::vector<const GroupFit*>> fams;
+  for (const auto& g : fits) {
+    if (!g.ok) continue;
+    GroupKey k = g.key;
+    k.nranks = 0;
+    fams[k].push_back(&g);
+  }
+  for (auto& [k, members] : fams) {
+    if (members.size() < 2) continue;
+    std::vector<nlohmann::json> mj;
+    for (const GroupFit* g : members) mj.push_back(g->model);
+    nlohmann::json family = JointModel::make_json(k, mj, kJointKappa, kJointSigmaPerDoubling);
+    if (joint_loadable(family)) joint.push_back(std::move(family));
+  }
+  return joint;
+}
+
+// all-to-allv: measured points with their splits are predicted through the same system's all-to-all model
+// at each effective size; the mode with the lowest GMAE becomes the file's alltoallv_mode.
+void choose_alltoallv_mode(const std::vector<Sample>& samples, nlohmann::json& j) {
+  std::map<std::string, std::vector<double>> errs;
+  std::optional<ModelSet> partial;  // the models so far, read once the first split needs them
+  for (const Sample& x : samples) {
+    if (!x.ok() || x.collective != Collective::AllToAllV || x.splits.empty() || !(x.time_us > 0)) continue;
+    AllToAllvSplit sp;
+    try {
+      sp = parse_alltoallv_split(x.splits, dlrm_element_bytes(x.dtype));
+    } catch (const std::exception&) {
+      continue;
+    }
+    if (!partial) partial = ModelSet::from_json(j);
+    for (EffectiveMode m : all_effective_modes()) {
+      PredictQuery q;
+      auto it = x.extra.find("system");
+      q.system = it != x.extra.end() ? it->second : "";
+      q.collective = Collective::AllToAll;
+      q.strategy = x.strategy;
+      q.nranks = x.nranks;
+      q.nnodes = x.nnodes;
+      q.bytes = effective_alltoall_bytes(sp, m);
+      const auto p = partial->predict(q);
+      if (p) errs[to_string(m)].push_back(relative_error(p->time_us, x.time_us));
+    }
+  }
+  if (errs.empty()) return;
+  nlohmann::json modes = nlohmann::json::object();
+  std::string best;
+  double best_g = 1e300;
+  for (const auto& [m, e] : errs) {
+    const double g = gmae(e);
+    modes[m] = {{"gmae", g}, {"points", e.size()}};
+    if (g < best_g) {
+      best_g = g;
+      best = m;
+    }
+  }
+  j["alltoallv_modes"] = modes;
+  j["alltoallv_mode"] = best;
+}
+
+}  // namespace
+
+ModelSet fit_model_set(const std::vector<Sample>& samples, const FitOptions& options,
+                       const std::vector<std::string>& input_paths, const std::vector<std::string>& prior_paths) {
+  CurveOptions co;
+  co.group_by = GroupBy::System;
+  const std::vector<Curve> curves = build_curves(samples, co);
+  const std::vector<GroupFit> fits = fit_groups(curves, options);
   nlohmann::json j;
   j["schema"] = "arfit-models";
   j["schema_version"] = 1;
@@ -133,67 +210,8 @@ ModelSet fit_model_set(const std::vector<Sample>& samples, const FitOptions& opt
   nlohmann::json groups = nlohmann::json::array();
   for (const auto& g : fits) groups.push_back(g.model);
   j["groups"] = groups;
-  // Joint fits across GPU counts.
-  nlohmann::json joint = nlohmann::json::array();
-  if (options.joint_n) {
-    std::map<GroupKey, std::vector<const GroupFit*>> fams;
-    for (const auto& g : fits) {
-      if (!g.ok) continue;
-      GroupKey k = g.key;
-      k.nranks = 0;
-      fams[k].push_back(&g);
-    }
-    for (auto& [k, members] : fams) {
-      if (members.size() < 2) continue;
-      std::vector<nlohmann::json> mj;
-      for (const GroupFit* g : members) mj.push_back(g->model);
-      nlohmann::json family = JointModel::make_json(k, mj, kJointKappa, kJointSigmaPerDoubling);
-      if (joint_loadable(family)) joint.push_back(std::move(family));
-    }
-  }
-  j["joint"] = joint;
-  // all-to-allv: measured points with their splits are predicted through the same system's all-to-all model
-  // at each effective size; the mode with the lowest GMAE becomes the file's alltoallv_mode.
-  {
-    std::map<std::string, std::vector<double>> errs;
-    for (const Sample& x : samples) {
-      if (!x.ok() || x.collective != Collective::AllToAllV || x.splits.empty() || !(x.time_us > 0)) continue;
-      AllToAllvSplit sp;
-      try {
-        sp = parse_alltoallv_split(x.splits, dlrm_element_bytes(x.dtype));
-      } catch (const std::exception&) {
-        continue;
-      }
-      const ModelSet partial = ModelSet::from_json(j);
-      for (EffectiveMode m : all_effective_modes()) {
-        PredictQuery q;
-        auto it = x.extra.find("system");
-        q.system = it != x.extra.end() ? it->second : "";
-        q.collective = Collective::AllToAll;
-        q.strategy = x.strategy;
-        q.nranks = x.nranks;
-        q.nnodes = x.nnodes;
-        q.bytes = effective_alltoall_bytes(sp, m);
-        const auto p = partial.predict(q);
-        if (p) errs[to_string(m)].push_back(relative_error(p->time_us, x.time_us));
-      }
-    }
-    if (!errs.empty()) {
-      nlohmann::json modes = nlohmann::json::object();
-      std::string best;
-      double best_g = 1e300;
-      for (const auto& [m, e] : errs) {
-        const double g = gmae(e);
-        modes[m] = {{"gmae", g}, {"points", e.size()}};
-        if (g < best_g) {
-          best_g = g;
-          best = m;
-        }
-      }
-      j["alltoallv_modes"] = modes;
-      j["alltoallv_mode"] = best;
-    }
-  }
+  j["joint"] = options.joint_n ? joint_families(fits) : nlohmann::json::array();
+  choose_alltoallv_mode(samples, j);
   return ModelSet::from_json(j);
 }
 
