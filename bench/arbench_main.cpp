@@ -7,6 +7,8 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <cstdint>
 #include <fstream>
 #include <iostream>
@@ -123,53 +125,63 @@ std::shared_ptr<const std::map<std::string, arfit::Sample>> replay_samples(const
   return out;
 }
 
-int run(int argc, char** argv, int rank, int size) {
-  const bool root = rank == 0;
+// What this rank's command line plans: the options, the grid, the notices, and (when planning failed) the reason.
+struct PlannedRun {
   Options opt;
   PlannedGrid grid;
-  std::unique_ptr<Backend> backend;
   std::vector<std::string> notices;
-  RankPlan mine;
   std::string parse_error;
-  const int ranks_per_node = ranks_on_this_node(rank);
+  RankPlan mine;
+};
+
+PlannedRun plan_run(int argc, char** argv, int size, int ranks_per_node) {
+  PlannedRun p;
   try {
-    opt = parse_options(argc, argv);
-    if (!opt.help && !opt.version) grid = plan_grid(opt, size, ranks_per_node, &notices);
-    mine = plan_of_rank(opt, grid);
+    p.opt = parse_options(argc, argv);
+    if (!p.opt.help && !p.opt.version) p.grid = plan_grid(p.opt, size, ranks_per_node, &p.notices);
+    p.mine = plan_of_rank(p.opt, p.grid);
   } catch (const GridError& e) {
-    parse_error = e.what();
-    mine = usage_error_of_rank(e.option(), parse_error);
+    p.parse_error = e.what();
+    p.mine = usage_error_of_rank(e.option(), p.parse_error);
   } catch (const std::exception& e) {  // out of memory planning a huge grid: still meets the others below
-    parse_error = e.what();
-    mine = failure_of_rank(parse_error);
+    p.parse_error = e.what();
+    p.mine = failure_of_rank(p.parse_error);
   }
-  // Before the first collective of the run, every rank learns what every other rank planned: ranks that differ
-  // would pair unlike collectives (MPI_ERR_TRUNCATE, a case index beyond a shorter grid, bad_alloc) or wait
-  // forever for a rank that only printed its help or its plan.
-  const Verdict verdict = agree_on_the_run(MPI_COMM_WORLD, mine);
+  return p;
+}
+
+// Before the first collective of the run, every rank learns what every other rank planned: ranks that differ
+// would pair unlike collectives (MPI_ERR_TRUNCATE, a case index beyond a shorter grid, bad_alloc) or wait
+// forever for a rank that only printed its help or its plan. Returns the exit status when the run ends here
+// (a disagreement, --help, --version, --dry-run).
+std::optional<int> agree_or_finish(const PlannedRun& p, int rank) {
+  const bool root = rank == 0;
+  const Verdict verdict = agree_on_the_run(MPI_COMM_WORLD, p.mine);
   if (verdict.print_own_error)
-    say_error(rank, parse_error + (mine.kind == RankPlan::kUsageError ? "\nRun with --help for more information." : ""));
+    say_error(rank, p.parse_error + (p.mine.kind == RankPlan::kUsageError ? "\nRun with --help for more information." : ""));
   if (root && !verdict.message.empty()) say_error(rank, verdict.message);
   if (verdict.status != 0) return verdict.status;
+  const Options& opt = p.opt;
   if (opt.help || opt.version) {
     if (root) std::cout << (opt.help ? opt.help_text : opt.version_text + "\n");
     return 0;
   }
   if (root && !opt.quiet)
-    for (const auto& n : notices) std::cerr << "arbench: note: " << n << "\n";
-  if (opt.dry_run) {
-    if (root) {
-      std::cout << "# plan " << opt.spec.plan.to_string() << ": " << grid.cases.size() << " of " << grid.full_cases
-                << " cases (" << grid.planned_points << " of " << grid.full_points << " size points)\n";
-      for (const Case& c : grid.cases) std::cout << c.index << "\t" << c.describe() << "\n";
-    }
-    return 0;
+    for (const auto& n : p.notices) std::cerr << "arbench: note: " << n << "\n";
+  if (!opt.dry_run) return std::nullopt;
+  if (root) {
+    std::cout << "# plan " << opt.spec.plan.to_string() << ": " << p.grid.cases.size() << " of " << p.grid.full_cases
+              << " cases (" << p.grid.planned_points << " of " << p.grid.full_points << " size points)\n";
+    for (const Case& c : p.grid.cases) std::cout << c.index << "\t" << c.describe() << "\n";
   }
+  return 0;
+}
 
-  // The backend first: --resume compares its device with the file's. It may fail on some ranks only (a node
-  // without the GPU asked for): every rank says its own reason, and all leave together.
-  int backend_status = 0;
-  std::string backend_error;
+// The backend first: --resume compares its device with the file's. It may fail on some ranks only (a node
+// without the GPU asked for): every rank says its own reason, and all leave together (a non-zero status).
+int open_backend(Options& opt, int rank, std::unique_ptr<Backend>& backend) {
+  int status = 0;
+  std::string error;
   try {
     BackendOptions bo;
     bo.workspace = opt.workspace;
@@ -180,17 +192,125 @@ int run(int argc, char** argv, int rank, int size) {
     fail_if_injected(opt.runner, rank, "backend");
     opt.runner.device = backend->device_info();
   } catch (const GridError& e) {
-    backend_status = 2;
-    backend_error = e.what();
+    status = 2;
+    error = e.what();
   } catch (const std::exception& e) {
-    backend_status = 1;
-    backend_error = e.what();
+    status = 1;
+    error = e.what();
   }
-  const StepOutcome backend_outcome = agree_on_step(MPI_COMM_WORLD, backend_status, backend_error);
-  if (backend_outcome.say_own_error) say_error(rank, backend_error);
-  if (backend_outcome.status != 0) return backend_outcome.status;
-
+  const StepOutcome outcome = agree_on_step(MPI_COMM_WORLD, status, error);
+  if (outcome.say_own_error) say_error(rank, error);
   opt.runner.backend_label = "arbench-" + opt.spec.backend;
+  return outcome.status;
+}
+
+// Rank 0's output: the sample CSV inspected (a --resume's finished cases), the cases still to run, the adaptive
+// loop's options, and the journal opened.
+struct OutputSetup {
+  OutputState out;
+  std::vector<int> todo;
+  std::size_t resumed = 0;
+  arfit::planner::LoopOptions loop;
+  std::unique_ptr<CsvReporter> csv;
+};
+
+// --json must name a third file, neither the sample CSV nor its journal; refused now, not after the run.
+void check_json_output(const Options& opt, const OutputState& out) {
+  if (opt.json_output.empty()) return;
+  if (arfit::same_path(opt.json_output, opt.output))
+    throw GridError("--json", "'" + opt.json_output + "' is also the sample CSV (-o); write the JSON to another file");
+  if (arfit::same_path(opt.json_output, out.journal))
+    throw GridError("--json", "'" + opt.json_output + "' is the journal of the sample CSV (-o); write the JSON to another file");
+  arfit::check_output_file(opt.json_output);
+}
+
+void prepare_output(Options& opt, const PlannedGrid& grid, RunHeader& header, const std::vector<std::string>& columns,
+                    bool adaptive, OutputSetup& o) {
+  std::set<std::string> planned;
+  for (const Case& c : grid.cases) planned.insert(c.key());
+  o.out = inspect_output(opt.output, opt.spec.to_json(), opt.resume, opt.overwrite,
+                         cuda_graph_header_value(opt.runner.cuda_graph), opt.runner.device.device, &planned,
+                         opt.runner.backend_label, &header, columns);
+  check_json_output(opt, o.out);
+  for (const Case& c : grid.cases)
+    if (o.out.finished.count(c.key()))
+      ++o.resumed;
+    else
+      o.todo.push_back(c.index);
+  // The priors and the replayed samples read before the journal is made: a refused one leaves no journal behind.
+  if (adaptive) o.loop = adaptive_loop(opt, o.out);
+  opt.runner.replay = replay_samples(opt.adaptive.replay);
+  // Last: the journal opened now, so an output folder that cannot be made or written is refused before any
+  // case runs (it was an MPI_Abort at the first case).
+  o.csv = std::make_unique<CsvReporter>(opt.output, o.out, columns);
+  o.csv->open_journal();
+}
+
+// prepare_output on rank 0, its exit status shared with every rank: 2 for a usage error or a refused path, 1 for
+// bad data (InputError) or a path the system refuses to check.
+int prepare_output_everywhere(Options& opt, const PlannedGrid& grid, RunHeader& header,
+                              const std::vector<std::string>& columns, bool adaptive, bool root, OutputSetup& o) {
+  int error = 0;
+  std::string error_text;
+  if (root) {
+    try {
+      prepare_output(opt, grid, header, columns, adaptive, o);
+    } catch (const GridError& e) {
+      error = 2;
+      error_text = e.what();
+    } catch (const arfit::OutputPathError& e) {
+      error = 2;
+      error_text = e.what();
+    } catch (const std::exception& e) {
+      error = 1;
+      error_text = e.what();
+    }
+  }
+  MPI_Bcast(&error, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (error && root) std::cerr << "arbench: error: " << error_text << "\n";
+  return error;
+}
+
+// Rank 0's cases still to run, and how many the output already held, told to every rank.
+std::size_t broadcast_todo(std::vector<int>& todo, std::size_t resumed) {
+  int ntodo = static_cast<int>(todo.size());
+  MPI_Bcast(&ntodo, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  todo.resize(static_cast<std::size_t>(ntodo));
+  MPI_Bcast(todo.data(), ntodo, MPI_INT, 0, MPI_COMM_WORLD);
+  unsigned long long resumed_all = resumed;
+  MPI_Bcast(&resumed_all, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+  return static_cast<std::size_t>(resumed_all);
+}
+
+// Rank 0's reporters: the console, the sample CSV, and the JSON file when --json names one.
+struct Reporters {
+  std::unique_ptr<ConsoleReporter> console;
+  std::unique_ptr<JsonReporter> json;
+  std::vector<Reporter*> all;
+};
+
+Reporters make_reporters(const Options& opt, CsvReporter* csv, bool root) {
+  Reporters r;
+  if (!root) return r;
+  r.console = std::make_unique<ConsoleReporter>(std::cout, std::cerr, opt.quiet);
+  r.all = {r.console.get(), csv};
+  if (!opt.json_output.empty()) {
+    r.json = std::make_unique<JsonReporter>(opt.json_output);
+    r.all.push_back(r.json.get());
+  }
+  return r;
+}
+
+int run(int argc, char** argv, int rank, int size) {
+  const bool root = rank == 0;
+  const int ranks_per_node = ranks_on_this_node(rank);
+  PlannedRun p = plan_run(argc, argv, size, ranks_per_node);
+  if (const std::optional<int> finished = agree_or_finish(p, rank)) return *finished;
+  Options& opt = p.opt;
+  const PlannedGrid& grid = p.grid;
+  std::unique_ptr<Backend> backend;
+  if (const int status = open_backend(opt, rank, backend); status != 0) return status;
+
   // Output state (rank 0), shared with every rank: an error flag and the cases still to run.
   const RunIdentity id = identify_run(MPI_COMM_WORLD);
   // Made before the output is inspected: --resume compares its world size and timing with the file's.
@@ -200,90 +320,27 @@ int run(int argc, char** argv, int rank, int size) {
   const bool adaptive = opt.spec.plan.kind == Plan::Kind::Adaptive;
   if (adaptive) header.emplace_back("adaptive", adaptive_header_value(opt));
   const std::vector<std::string>& columns = adaptive ? CsvReporter::adaptive_columns() : CsvReporter::extra_columns();
-  arfit::planner::LoopOptions loop;
-  std::vector<int> todo;
-  std::size_t resumed = 0;
-  OutputState out;
-  std::unique_ptr<CsvReporter> csv;
-  int error = 0;
-  std::string error_text;
-  if (root) {
-    try {
-      std::set<std::string> planned;
-      for (const Case& c : grid.cases) planned.insert(c.key());
-      out = inspect_output(opt.output, opt.spec.to_json(), opt.resume, opt.overwrite,
-                           cuda_graph_header_value(opt.runner.cuda_graph), opt.runner.device.device, &planned,
-                           opt.runner.backend_label, &header, columns);
-      if (!opt.json_output.empty()) {
-        if (arfit::same_path(opt.json_output, opt.output))
-          throw GridError("--json", "'" + opt.json_output + "' is also the sample CSV (-o); write the JSON to another file");
-        if (arfit::same_path(opt.json_output, out.journal))
-          throw GridError("--json", "'" + opt.json_output + "' is the journal of the sample CSV (-o); write the JSON to another file");
-        arfit::check_output_file(opt.json_output);  // refused now, not after the run
-      }
-      for (const Case& c : grid.cases)
-        if (out.finished.count(c.key()))
-          ++resumed;
-        else
-          todo.push_back(c.index);
-      // The priors and the replayed samples read before the journal is made: a refused one leaves no journal behind.
-      if (adaptive) loop = adaptive_loop(opt, out);
-      opt.runner.replay = replay_samples(opt.adaptive.replay);
-      // Last: the journal opened now, so an output folder that cannot be made or written is refused before any
-      // case runs (it was an MPI_Abort at the first case).
-      csv = std::make_unique<CsvReporter>(opt.output, out, columns);
-      csv->open_journal();
-    } catch (const GridError& e) {
-      error = 2;
-      error_text = e.what();
-    } catch (const arfit::OutputPathError& e) {
-      error = 2;
-      error_text = e.what();
-    } catch (const std::exception& e) {  // bad data (InputError), or a path the system refuses to check
-      error = 1;
-      error_text = e.what();
-    }
-  }
-  MPI_Bcast(&error, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  if (error) {
-    if (root) std::cerr << "arbench: error: " << error_text << "\n";
-    return error;
-  }
-  int ntodo = static_cast<int>(todo.size());
-  MPI_Bcast(&ntodo, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  todo.resize(static_cast<std::size_t>(ntodo));
-  MPI_Bcast(todo.data(), ntodo, MPI_INT, 0, MPI_COMM_WORLD);
-  unsigned long long resumed_all = resumed;
-  MPI_Bcast(&resumed_all, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+  OutputSetup o;
+  if (const int error = prepare_output_everywhere(opt, grid, header, columns, adaptive, root, o); error != 0) return error;
+  const std::size_t resumed_all = broadcast_todo(o.todo, o.resumed);
 
   // A resumed run keeps its source: the file stays one run, whatever the number of sessions.
-  opt.runner.source = out.resumed() && !out.source.empty() ? out.source : "arbench " + id.started_utc;
+  opt.runner.source = o.out.resumed() && !o.out.source.empty() ? o.out.source : "arbench " + id.started_utc;
   opt.runner.nnodes = id.nnodes;
-
-  std::vector<Case> cases;
-  for (int i : todo) cases.push_back(grid.cases[static_cast<std::size_t>(i)]);
-  std::unique_ptr<ConsoleReporter> console;
-  std::unique_ptr<JsonReporter> json;
-  std::vector<Reporter*> reporters;
-  if (root) {
-    console = std::make_unique<ConsoleReporter>(std::cout, std::cerr, opt.quiet);
-    reporters = {console.get(), csv.get()};
-    if (!opt.json_output.empty()) {
-      json = std::make_unique<JsonReporter>(opt.json_output);
-      reporters.push_back(json.get());
-    }
-  }
+  Reporters reporters = make_reporters(opt, o.csv.get(), root);
   Runner runner(MPI_COMM_WORLD, *backend, opt.runner);
   if (adaptive) {
     // Rank 0 decides what to measure, round by round, from its journal's rows on (bench/adaptive.h).
     const arfit::planner::TargetTable table = target_table(grid, opt.runner.device.device, opt.runner.nnodes);
-    arfit::planner::Measurements resumed_rows = root ? journal_measurements(grid, out.rows) : arfit::planner::Measurements(grid.cases.size());
+    arfit::planner::Measurements resumed_rows = root ? journal_measurements(grid, o.out.rows) : arfit::planner::Measurements(grid.cases.size());
     std::unique_ptr<ConsoleRoundReporter> rounds = root ? std::make_unique<ConsoleRoundReporter>(std::cout, opt.quiet) : nullptr;
-    const AdaptiveResult r = run_adaptive(MPI_COMM_WORLD, runner, grid, table, std::move(resumed_rows), loop, header,
-                                          static_cast<std::size_t>(resumed_all), reporters, rounds.get());
+    const AdaptiveResult r = run_adaptive(MPI_COMM_WORLD, runner, grid, table, std::move(resumed_rows), o.loop, header,
+                                          resumed_all, reporters.all, rounds.get());
     return r.summary.failed || r.summary.stopped_early ? 1 : 0;
   }
-  const RunSummary s = runner.run(cases, grid.cases.size(), static_cast<std::size_t>(resumed_all), header, reporters);
+  std::vector<Case> cases;
+  for (int i : o.todo) cases.push_back(grid.cases[static_cast<std::size_t>(i)]);
+  const RunSummary s = runner.run(cases, grid.cases.size(), resumed_all, header, reporters.all);
   return s.failed || s.stopped_early ? 1 : 0;
 }
 
