@@ -34,12 +34,13 @@ TopologyModel topology_of_count(const GroupModel& count) {
   const int nodes = std::max(count.key.nnodes, 1), n = count.key.nranks, g = std::max(n / nodes, 1);
   m.rails = g;
   const double floor_us = latency_floor_us(count);
-  const double net_steps = std::max(topology_network_steps(m.collective, n, nodes), 1.0);
+  const double steps = std::max(topology_ring_steps(m.collective, n), 1.0);
   const double at_max_us = count.predict(count.max_bytes).time_us;
   const double busbw_gbps = bus_factor(m.collective, n) * count.max_bytes / std::max(at_max_us - floor_us, 1e-9 * at_max_us) / 1e3;
+  // Half the floor fixed, half per ring step, the node's and the network's alike: one count cannot tell them
+  // apart, and the middle of "latency held" and "latency grown with every step" errs by at most the half.
   m.p[0] = std::log(0.5 * floor_us);
-  m.p[1] = std::log(1e-4);  // the node's steps: a negligible share next to the network's
-  m.p[2] = std::log(0.5 * floor_us / net_steps);
+  m.p[1] = m.p[2] = std::log(0.5 * floor_us / steps);
   m.p[3] = std::log(1e5);   // the node's fabric: far faster than the network
   m.p[4] = std::log(busbw_gbps / g);
   return m;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <iostream>
 #include <random>
 
@@ -183,4 +184,35 @@ TEST(FitCrossN, MoreGpusPerNodeIntervalCoversUnsharedNics) {
   const fit::EvalMethodResult& a = r.subsets[2].methods[0];
   EXPECT_EQ(a.errors.points, 21);
   EXPECT_GE(a.coverage, 0.9);
+}
+
+// `arfit predict` asked the same count from a models file (ModelSet::predict: the joint family measured on 2 nodes,
+// the topology family read off its largest count): the shared NICs' bus bandwidth held at the large sizes, the
+// interval covering, `how` saying the answer is extrapolated across the topology.
+TEST(FitCrossN, PredictMoreGpusPerNodeFromAModelsFile) {
+  std::vector<Sample> measured, truth;
+  for (const Sample& s : two_node_cluster(4, 47)) (s.nnodes == 2 && s.nranks == 16 ? truth : measured).push_back(s);
+  const ModelSet set = fit::fit_model_set(measured);
+  ASSERT_EQ(truth.size(), 21u);
+  int covered = 0;
+  for (const Sample& t : truth) {
+    PredictQuery q;
+    q.system = "cluster";
+    q.collective = Collective::AllReduce;
+    q.strategy = "NCCL";
+    q.dtype = "fp16";
+    q.nranks = 16;
+    q.nnodes = 2;
+    q.bytes = static_cast<double>(t.bytes);
+    const std::optional<Prediction> p = set.predict(q);
+    ASSERT_TRUE(p.has_value()) << t.bytes;
+    EXPECT_NE(p->how.find("extrapolated across the topology"), std::string::npos) << p->how;
+    covered += p->lo_us <= t.time_us && t.time_us <= p->hi_us;
+    if (t.bytes >= (std::int64_t{64} << 20)) {
+      EXPECT_NEAR(p->time_us / t.time_us, 1.0, 0.15) << t.bytes;
+    }
+    if (std::getenv("ARFIT_TEST_VERBOSE"))
+      std::cout << t.bytes << " " << t.time_us << " " << p->time_us << " [" << p->lo_us << ", " << p->hi_us << "] " << p->how << "\n";
+  }
+  EXPECT_GE(covered, 19);  // 90 % of 21
 }

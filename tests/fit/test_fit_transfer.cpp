@@ -401,7 +401,7 @@ TEST(FitTransfer, CrossNAcrossNodesUsesOtherMachinesOrWidens) {
   o.methods = {"auto", "loglog"};
   o.keep_points = true;
   const fit::EvalResult alone = fit::eval_crossn(s, o);
-  ASSERT_EQ(alone.subsets.size(), 2u);
+  ASSERT_EQ(alone.subsets.size(), 3u);  // same, more, more_gpus_per_node
   EXPECT_EQ(alone.subsets[1].name, "more");
   EXPECT_EQ(alone.subsets[1].curves, 1);
   const auto* a = alone.method("auto");
@@ -524,7 +524,7 @@ TEST(FitTransfer, CrossNAcrossNodesWithinTheMeasuredNetwork) {
     o.methods = {"auto", "loglog", "alphabeta"};
     o.keep_points = true;
     const fit::EvalResult r = fit::eval_crossn(s, o);
-    ASSERT_EQ(r.subsets.size(), 2u);
+    ASSERT_EQ(r.subsets.size(), 3u);  // same, more, more_gpus_per_node
     EXPECT_EQ(r.subsets[1].curves, 1) << largest_measured;
     const auto* a = r.method("auto");
     ASSERT_NE(a, nullptr);
@@ -597,7 +597,7 @@ TEST(FitTransfer, AcrossNodesBridgedThroughALendersNetwork) {
   o.keep_points = true;
   const fit::EvalResult r = fit::eval_crossn(s, o);
   std::cout << r.to_table();
-  ASSERT_EQ(r.subsets.size(), 2u);
+  ASSERT_EQ(r.subsets.size(), 3u);  // same, more, more_gpus_per_node
   EXPECT_EQ(r.subsets[1].curves, 2);
   const auto* a = r.method("auto");
   ASSERT_NE(a, nullptr);
