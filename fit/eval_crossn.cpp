@@ -264,13 +264,18 @@ std::vector<Prediction> predict_joint(const Family& fam, const std::string& meth
     for (double x : fam.target->bytes) preds.push_back(jm->predict(N, x));
     return preds;
   }
+  // On more nodes than measured: the answer says it crossed the topology (its interval is the scale-out step's).
+  auto across = [](Prediction p) {
+    p.how += std::string("; ") + kExtrapolatedAcrossTopology;
+    return p;
+  };
   const std::vector<GroupModel> counts = jm ? jm->members : std::vector<GroupModel>{GroupModel::from_json(members.front())};
   // The family measured its network: carried within it (its own network says more than other machines' do).
   std::vector<GroupModel> multi_node;
   for (const GroupModel& m : counts)
     if (m.key.nnodes > 1) multi_node.push_back(m);
   if (!multi_node.empty()) {
-    for (double x : fam.target->bytes) preds.push_back(carry_within_network(multi_node, N, fam.target->key.nnodes, x));
+    for (double x : fam.target->bytes) preds.push_back(across(carry_within_network(multi_node, N, fam.target->key.nnodes, x)));
     return preds;
   }
   const std::vector<ScaleOutLender> lenders = scale_out_lenders(fam, curves, method);
@@ -278,9 +283,9 @@ std::vector<Prediction> predict_joint(const Family& fam, const std::string& meth
   const int sm = datasheet_sm(last.sm, last.device, fam.target->hardware);
   const int nnodes = fam.target->key.nnodes;
   for (double x : fam.target->bytes) {
-    if (!lenders.empty()) preds.push_back(scale_out_by_lenders(last, sm, lenders, N, nnodes, x, false));
-    else if (jm) preds.push_back(joint_across_nodes(*jm, last, N, x, sm));
-    else preds.push_back(one_count_across_nodes(last, N, nnodes, x, sm));
+    if (!lenders.empty()) preds.push_back(across(scale_out_by_lenders(last, sm, lenders, N, nnodes, x, false)));
+    else if (jm) preds.push_back(across(joint_across_nodes(*jm, last, N, x, sm)));
+    else preds.push_back(across(one_count_across_nodes(last, N, nnodes, x, sm)));
   }
   return preds;
 }

@@ -559,6 +559,7 @@ std::optional<Prediction> ModelSet::predict(const PredictQuery& q0, const std::v
     const std::vector<const GroupModel*> pool = lender_pool(lenders);
     if (!refuse_across_nodes(parsed_->groups_of(q), pool, q).empty()) return std::nullopt;
     out = predict_across_nodes(parsed_->groups_of(q), parsed_->joint_of(q), pool, q, bytes, &measured_sm, &latency_us);
+    if (out) out->how += std::string("; ") + kExtrapolatedAcrossTopology;
   }
   if (!out) return std::nullopt;
   // 4) another SM target: scale by the per-generation bandwidth table

@@ -137,7 +137,7 @@ TEST(PublicData, CrossNByNodes) {
     if (p.key.nnodes == 4) {
       EXPECT_EQ(p.key.nranks, 32);
       paired += p.predicted.how == "scale-out prior from 2 machine(s) (bridged through their own networks) (paired with "
-                                   "one-node machines of their GPU)";
+                                   "one-node machines of their GPU); extrapolated across the topology";
     }
   EXPECT_EQ(paired, 20);
 }
