@@ -223,8 +223,32 @@ std::vector<ScaleOutLender> scale_out_lenders(const Family& fam, const std::vect
 // the machine's one-node curves of the same kind, its step carried from the largest count measured on the target's
 // nodes; the interval's low end reaches the joint-n answer (`joint`, when the family has one), which carries the
 // bus bandwidth's growth on. Empty when the family does not fit.
+// Other machines' measurements of the same step: the largest count's and the target's GPUs per node on the same nodes
+// (comparable_steps kinds), each pair fitted as the family's counts are.
+struct PerNodeStep {
+  GroupModel from, to;
+};
+std::vector<PerNodeStep> per_node_step_lenders(const Family& fam, const GroupKey& largest, const std::vector<Curve>& curves,
+                                               const std::string& method) {
+  std::map<std::string, std::pair<const Curve*, const Curve*>> by_machine;
+  for (const Curve& c : curves) {
+    if (c.hardware == fam.target->hardware || !comparable_steps(c.key, largest) || c.key.nnodes != largest.nnodes) continue;
+    auto& [from, to] = by_machine[c.hardware];
+    if (c.key.nranks == largest.nranks && !from) from = &c;
+    if (c.key.nranks == fam.target->key.nranks && !to) to = &c;
+  }
+  std::vector<PerNodeStep> out;
+  for (const auto& [machine, pair] : by_machine) {
+    if (!pair.first || !pair.second) continue;
+    const GroupFit from = fit_curve(*pair.first, detail::method_fit_options(method));
+    const GroupFit to = fit_curve(*pair.second, detail::method_fit_options(method));
+    if (from.ok && to.ok) out.push_back({GroupModel::from_json(from.model), GroupModel::from_json(to.model)});
+  }
+  return out;
+}
+
 std::vector<Prediction> predict_topology(const Family& fam, const std::vector<Curve>& curves, const std::vector<GroupModel>& counts,
-                                         const std::optional<JointModel>& jm) {
+                                         const std::optional<JointModel>& jm, const std::string& method) {
   const int nodes = fam.target->key.nnodes;
   const GroupModel* largest = nullptr;
   for (const GroupModel& m : counts)
@@ -239,7 +263,21 @@ std::vector<Prediction> predict_topology(const Family& fam, const std::vector<Cu
   if (!topology) return {};
   std::vector<Prediction> preds;
   const int N = fam.target->key.nranks;
-  for (double x : fam.target->bytes) preds.push_back(topology_carry(*largest, *topology, N, x, jm ? jm->predict(N, x).time_us : 0));
+  const std::vector<PerNodeStep> lenders = per_node_step_lenders(fam, largest->key, curves, method);
+  for (double x : fam.target->bytes) {
+    const double low_end_us = jm ? jm->predict(N, x).time_us : 0;
+    Prediction p = topology_carry(*largest, *topology, N, x, low_end_us);
+    if (!lenders.empty()) {
+      // The interval widens by the farthest other machine's step from the family's: their networks' spread.
+      const double step = std::log(p.time_us / largest->predict(x).time_us);
+      double spread = 0;
+      for (const PerNodeStep& l : lenders)
+        spread = std::max(spread, std::abs(std::log(l.to.predict(x).time_us / l.from.predict(x).time_us) - step));
+      p = topology_carry(*largest, *topology, N, x, low_end_us, spread);
+      p.how += "; other machines' steps: " + std::to_string(lenders.size());
+    }
+    preds.push_back(p);
+  }
   return preds;
 }
 
@@ -257,7 +295,7 @@ std::vector<Prediction> predict_joint(const Family& fam, const std::string& meth
   if (fam.more_gpus_per_node) {
     std::vector<GroupModel> counts;
     for (const nlohmann::json& m : members) counts.push_back(GroupModel::from_json(m));
-    preds = predict_topology(fam, curves, counts, jm);
+    preds = predict_topology(fam, curves, counts, jm, method);
     if (!preds.empty()) return preds;
   }
   if (!fam.more_nodes) {

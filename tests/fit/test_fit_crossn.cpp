@@ -216,3 +216,36 @@ TEST(FitCrossN, PredictMoreGpusPerNodeFromAModelsFile) {
   }
   EXPECT_GE(covered, 19);  // 90 % of 21
 }
+
+// Another machine that measured the same step (4 to 8 GPUs per node on 2 nodes) with a rail per GPU: its step is
+// the growing world's, and the family's interval widens by its distance from the family's step (the spread of what
+// other machines did at the same step), `how` counting it. The point stays the family's own.
+TEST(FitCrossN, MoreGpusPerNodeWidensByOtherMachinesSteps) {
+  fit::EvalOptions o;
+  o.methods = {"auto"};
+  o.keep_points = true;
+  const std::vector<Sample> alone = two_node_cluster(4, 41);
+  std::vector<Sample> with_other = alone;
+  for (Sample s : two_node_cluster(8, 53))
+    if (s.nnodes == 2 && (s.nranks == 8 || s.nranks == 16)) {
+      s.source = "other_2node.txt";
+      s.extra["system"] = "other";
+      with_other.push_back(s);
+    }
+  const fit::EvalResult a = fit::eval_crossn(alone, o), b = fit::eval_crossn(with_other, o);
+  ASSERT_EQ(b.subsets[2].curves, 1);  // the other machine's two counts make no family of their own
+  int wider = 0, compared = 0;
+  for (const auto& p : b.method("auto")->points) {
+    if (p.key.nnodes != 2) continue;
+    EXPECT_NE(p.predicted.how.find("other machines' steps: 1"), std::string::npos) << p.predicted.how;
+    for (const auto& q : a.method("auto")->points)
+      if (q.key.nnodes == 2 && q.bytes == p.bytes) {
+        ++compared;
+        EXPECT_NEAR(p.predicted.time_us, q.predicted.time_us, 1e-9 * q.predicted.time_us);
+        EXPECT_GE(p.predicted.hi_us, q.predicted.hi_us * (1 - 1e-12));
+        wider += p.predicted.hi_us > q.predicted.hi_us * 1.05;
+      }
+  }
+  EXPECT_EQ(compared, 21);
+  EXPECT_GE(wider, 5);  // at the large sizes the other network's step is 2x off the family's
+}
