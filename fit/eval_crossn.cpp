@@ -219,10 +219,6 @@ std::vector<ScaleOutLender> scale_out_lenders(const Family& fam, const std::vect
   return lenders;
 }
 
-// More GPUs per node on the measured nodes: the topology family (model/topology.h) fitted on the family's counts and
-// the machine's one-node curves of the same kind, its step carried from the largest count measured on the target's
-// nodes; the interval's low end reaches the joint-n answer (`joint`, when the family has one), which carries the
-// bus bandwidth's growth on. Empty when the family does not fit.
 // Other machines' measurements of the same step: the largest count's and the target's GPUs per node on the same nodes
 // (comparable_steps kinds), each pair fitted as the family's counts are.
 struct PerNodeStep {
@@ -247,6 +243,10 @@ std::vector<PerNodeStep> per_node_step_lenders(const Family& fam, const GroupKey
   return out;
 }
 
+// More GPUs per node on the measured nodes: the topology family (model/topology.h) fitted on the family's counts and
+// the machine's one-node curves of the same kind, its step carried from the largest count measured on the target's
+// nodes; the interval's low end reaches the joint-n answer (`jm`, when the family has one), which carries the
+// bus bandwidth's growth on, and it widens by other machines' steps (per_node_step_lenders). Empty when the family does not fit.
 std::vector<Prediction> predict_topology(const Family& fam, const std::vector<Curve>& curves, const std::vector<GroupModel>& counts,
                                          const std::optional<JointModel>& jm, const std::string& method) {
   const int nodes = fam.target->key.nnodes;
