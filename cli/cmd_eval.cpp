@@ -268,7 +268,7 @@ void add_eval(CLI::App& app) {
   cmd->add_option("samples", a->files, "Sample files (any format `arfit ingest` reads; pass a folder's files with a glob)")->required()->check(input_file_validator());
   cmd->add_option("--protocol", a->protocol,
                   "interp2 (fit even-indexed sizes, predict odd), sparse4 (every 4th size + largest), extrap (fit <= 64 MiB, "
-                  "predict larger), crossn (fit all but the largest GPU count, predict it; also by node count), crosshw:K "
+                  "predict larger), crossn (fit all but the largest GPU count, predict it; also by node count and, on measured nodes, more GPUs per node), crosshw:K "
                   "(leave one system out: each curve from K of its sizes and other systems' curves; docs/fit.md), "
                   "alltoallv (all-to-allv samples predicted from the uniform all-to-all curve at each effective size: sum, "
                   "max_of_max, max_of_sum, and arfit's choice; default methods auto,seed,seed-paper), select (choose strategies from a "

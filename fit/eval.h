@@ -5,7 +5,8 @@
 //   sparse4  fit every 4th size plus the largest, predict the rest
 //   extrap   fit sizes <= 64 MiB, predict the larger ones
 //   crossn   for families measured at >= 3 GPU counts (2 when the larger is on more nodes), fit all but the
-//            largest count, predict the largest; reported also by node count (`by_nodes`: the largest count on nodes measured, or on more nodes)
+//            largest count, predict the largest; reported also by node count (`by_nodes`: the largest count on nodes measured, or on more nodes, and within
+//            `same`, `more_gpus_per_node`: more GPUs per node on the measured nodes, more than one)
 //   crosshw:K  leave one system out: each curve of a system that other systems measured too, from K of its
 //            sizes and the other systems' curves (fit/transfer.h); reported also per target system
 // A curve is one (source, collective, strategy, fusion, dtype, nranks, nnodes) group with >= 12 distinct sizes

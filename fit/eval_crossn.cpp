@@ -14,10 +14,12 @@
 #include "fit/family_fit.h"
 #include "fit/fit.h"
 #include "model/bus_factor.h"
+#include "fit/topology_fit.h"
 #include "fit/transfer.h"
 #include "model/joint_model.h"
 #include "model/scale_out.h"
 #include "model/sm_targets.h"
+#include "model/topology.h"
 
 namespace arfit::fit {
 namespace {
@@ -30,6 +32,9 @@ struct Family {
   std::vector<const Curve*> train;   // ascending nranks
   const Curve* target = nullptr;
   bool more_nodes = false;           // the target spans more nodes than any measured count
+  // The target on the measured nodes (more than one) with more GPUs per node than any count measured on them:
+  // the NICs per node it shares were never measured shared that far (a subset of `same`).
+  bool more_gpus_per_node = false;
 };
 
 // Families: one machine's curves (its label, Curve::hardware) of the same collective, strategy, fusion and dtype
@@ -85,6 +90,11 @@ std::vector<Family> crossn_families(const std::vector<Curve>& curves) {
     for (const Curve* c : f.train) measured_nodes = std::max(measured_nodes, c->key.nnodes);
     f.key.nnodes = measured_nodes;
     f.more_nodes = f.target->key.nnodes > measured_nodes;
+    int measured_per_node = 0;  // the most GPUs per node measured on the target's nodes
+    for (const Curve* c : f.train)
+      if (c->key.nnodes == f.target->key.nnodes) measured_per_node = std::max(measured_per_node, c->key.nranks / c->key.nnodes);
+    f.more_gpus_per_node = !f.more_nodes && f.target->key.nnodes > 1 && measured_per_node > 0 &&
+                           f.target->key.nranks / f.target->key.nnodes > measured_per_node;
     out.push_back(f);
   }
   return out;
@@ -209,6 +219,68 @@ std::vector<ScaleOutLender> scale_out_lenders(const Family& fam, const std::vect
   return lenders;
 }
 
+// Other machines' measurements of the same step: the largest count's and the target's GPUs per node on the same nodes
+// (comparable_steps kinds), each pair fitted as the family's counts are.
+struct PerNodeStep {
+  GroupModel from, to;
+};
+std::vector<PerNodeStep> per_node_step_lenders(const Family& fam, const GroupKey& largest, const std::vector<Curve>& curves,
+                                               const std::string& method) {
+  std::map<std::string, std::pair<const Curve*, const Curve*>> by_machine;
+  for (const Curve& c : curves) {
+    if (c.hardware == fam.target->hardware || !comparable_steps(c.key, largest) || c.key.nnodes != largest.nnodes) continue;
+    auto& [from, to] = by_machine[c.hardware];
+    if (c.key.nranks == largest.nranks && !from) from = &c;
+    if (c.key.nranks == fam.target->key.nranks && !to) to = &c;
+  }
+  std::vector<PerNodeStep> out;
+  for (const auto& [machine, pair] : by_machine) {
+    if (!pair.first || !pair.second) continue;
+    const GroupFit from = fit_curve(*pair.first, detail::method_fit_options(method));
+    const GroupFit to = fit_curve(*pair.second, detail::method_fit_options(method));
+    if (from.ok && to.ok) out.push_back({GroupModel::from_json(from.model), GroupModel::from_json(to.model)});
+  }
+  return out;
+}
+
+// More GPUs per node on the measured nodes: the topology family (model/topology.h) fitted on the family's counts and
+// the machine's one-node curves of the same kind, its step carried from the largest count measured on the target's
+// nodes; the interval's low end reaches the joint-n answer (`jm`, when the family has one), which carries the
+// bus bandwidth's growth on, and it widens by other machines' steps (per_node_step_lenders). Empty when the family does not fit.
+std::vector<Prediction> predict_topology(const Family& fam, const std::vector<Curve>& curves, const std::vector<GroupModel>& counts,
+                                         const std::optional<JointModel>& jm, const std::string& method) {
+  const int nodes = fam.target->key.nnodes;
+  const GroupModel* largest = nullptr;
+  for (const GroupModel& m : counts)
+    if (m.key.nnodes == nodes && (!largest || m.key.nranks > largest->key.nranks)) largest = &m;
+  if (!largest) return {};
+  std::vector<const Curve*> fitted(fam.train.begin(), fam.train.end());
+  for (const Curve& c : curves)
+    if (c.hardware == fam.target->hardware && c.key.nnodes == 1 && comparable_kinds(c.key, fam.target->key) &&
+        std::find(fitted.begin(), fitted.end(), &c) == fitted.end())
+      fitted.push_back(&c);
+  const std::optional<TopologyModel> topology = fit_topology(fitted);
+  if (!topology) return {};
+  std::vector<Prediction> preds;
+  const int N = fam.target->key.nranks;
+  const std::vector<PerNodeStep> lenders = per_node_step_lenders(fam, largest->key, curves, method);
+  for (double x : fam.target->bytes) {
+    const double low_end_us = jm ? jm->predict(N, x).time_us : 0;
+    Prediction p = topology_carry(*largest, *topology, N, x, low_end_us);
+    if (!lenders.empty()) {
+      // The interval widens by the farthest other machine's step from the family's: their networks' spread.
+      const double step = std::log(p.time_us / largest->predict(x).time_us);
+      double spread = 0;
+      for (const PerNodeStep& l : lenders)
+        spread = std::max(spread, std::abs(std::log(l.to.predict(x).time_us / l.from.predict(x).time_us) - step));
+      p = topology_carry(*largest, *topology, N, x, low_end_us, spread);
+      p.how += "; other machines' steps: " + std::to_string(lenders.size());
+    }
+    preds.push_back(p);
+  }
+  return preds;
+}
+
 std::vector<Prediction> predict_joint(const Family& fam, const std::string& method, const std::vector<Curve>& curves) {
   std::vector<nlohmann::json> members;
   for (const Curve* c : fam.train) {
@@ -220,17 +292,28 @@ std::vector<Prediction> predict_joint(const Family& fam, const std::string& meth
   std::optional<JointModel> jm;
   if (members.size() >= 2) jm = JointModel::from_json(JointModel::make_json(fam.key, members, kJointKappa, kJointSigmaPerDoubling));
   const int N = fam.target->key.nranks;
+  if (fam.more_gpus_per_node) {
+    std::vector<GroupModel> counts;
+    for (const nlohmann::json& m : members) counts.push_back(GroupModel::from_json(m));
+    preds = predict_topology(fam, curves, counts, jm, method);
+    if (!preds.empty()) return preds;
+  }
   if (!fam.more_nodes) {
     for (double x : fam.target->bytes) preds.push_back(jm->predict(N, x));
     return preds;
   }
+  // On more nodes than measured: the answer says it crossed the topology (its interval is the scale-out step's).
+  auto across = [](Prediction p) {
+    p.how += std::string("; ") + kExtrapolatedAcrossTopology;
+    return p;
+  };
   const std::vector<GroupModel> counts = jm ? jm->members : std::vector<GroupModel>{GroupModel::from_json(members.front())};
   // The family measured its network: carried within it (its own network says more than other machines' do).
   std::vector<GroupModel> multi_node;
   for (const GroupModel& m : counts)
     if (m.key.nnodes > 1) multi_node.push_back(m);
   if (!multi_node.empty()) {
-    for (double x : fam.target->bytes) preds.push_back(carry_within_network(multi_node, N, fam.target->key.nnodes, x));
+    for (double x : fam.target->bytes) preds.push_back(across(carry_within_network(multi_node, N, fam.target->key.nnodes, x)));
     return preds;
   }
   const std::vector<ScaleOutLender> lenders = scale_out_lenders(fam, curves, method);
@@ -238,9 +321,9 @@ std::vector<Prediction> predict_joint(const Family& fam, const std::string& meth
   const int sm = datasheet_sm(last.sm, last.device, fam.target->hardware);
   const int nnodes = fam.target->key.nnodes;
   for (double x : fam.target->bytes) {
-    if (!lenders.empty()) preds.push_back(scale_out_by_lenders(last, sm, lenders, N, nnodes, x, false));
-    else if (jm) preds.push_back(joint_across_nodes(*jm, last, N, x, sm));
-    else preds.push_back(one_count_across_nodes(last, N, nnodes, x, sm));
+    if (!lenders.empty()) preds.push_back(across(scale_out_by_lenders(last, sm, lenders, N, nnodes, x, false)));
+    else if (jm) preds.push_back(across(joint_across_nodes(*jm, last, N, x, sm)));
+    else preds.push_back(across(one_count_across_nodes(last, N, nnodes, x, sm)));
   }
   return preds;
 }
@@ -261,11 +344,15 @@ EvalResult eval_crossn(const std::vector<Sample>& samples, const EvalOptions& op
   const std::vector<Curve> curves = eval_curves(samples, options.min_sizes);
   const std::vector<Family> tasks = crossn_families(curves);
   res.curves = static_cast<int>(tasks.size());
-  std::vector<char> same(tasks.size()), more(tasks.size());
-  for (size_t i = 0; i < tasks.size(); ++i) (tasks[i].more_nodes ? more : same)[i] = 1;
+  std::vector<char> same(tasks.size()), more(tasks.size()), more_per_node(tasks.size());
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    (tasks[i].more_nodes ? more : same)[i] = 1;
+    more_per_node[i] = tasks[i].more_gpus_per_node;
+  }
+  auto count = [](const std::vector<char>& v) { return static_cast<int>(std::count(v.begin(), v.end(), 1)); };
   res.subsets_key = "by_nodes";
-  res.subsets = {{"same", static_cast<int>(std::count(same.begin(), same.end(), 1)), {}},
-                 {"more", static_cast<int>(std::count(more.begin(), more.end(), 1)), {}}};
+  // The third subset lies within `same`: the same nodes, more GPUs on each.
+  res.subsets = {{"same", count(same), {}}, {"more", count(more), {}}, {"more_gpus_per_node", count(more_per_node), {}}};
   for (const std::string& m : options.methods) {
     std::vector<CurvePreds> per(tasks.size());
     detail::parallel_for(tasks.size(), options.threads, [&](size_t i) {
@@ -278,6 +365,7 @@ EvalResult eval_crossn(const std::vector<Sample>& samples, const EvalOptions& op
     res.methods.push_back(detail::summarize(m, per, options.keep_points));
     res.subsets[0].methods.push_back(detail::summarize(m, per, false, same));
     res.subsets[1].methods.push_back(detail::summarize(m, per, false, more));
+    res.subsets[2].methods.push_back(detail::summarize(m, per, false, more_per_node));
   }
   return res;
 }

@@ -14,6 +14,7 @@
 #include "model/file_kind.h"
 #include "model/group_model.h"
 #include "model/joint_model.h"
+#include "model/topology.h"
 #include "model/nccl_variant.h"
 #include "model/json_input.h"
 #include "model/alltoallv.h"
@@ -541,6 +542,12 @@ std::optional<Prediction> ModelSet::predict(const PredictQuery& q0, const std::v
     for (const JointModel* jm : parsed_->joint_of(q)) {
       if (!answers_on_its_nodes(jm->key, q)) continue;
       out = jm->predict(q.nranks, bytes);
+      // More GPUs per node on the nodes the family measured: the NICs per node are shared further than measured, so
+      // the topology family's step holds the network's bus bandwidth where joint-n would carry its growth on
+      // (issue 41); joint-n's answer is the interval's low end.
+      const GroupModel& last = jm->members.back();
+      if (q.nnodes > 1 && q.nranks % q.nnodes == 0 && q.nranks / q.nnodes > last.key.nranks / std::max(last.key.nnodes, 1))
+        out = topology_carry(last, topology_of_count(last), q.nranks, bytes, out->time_us);
       measured_sm = jm->sm;
       latency_us = jm->predict(q.nranks, jm->members.back().min_bytes).time_us;
       break;
@@ -552,6 +559,7 @@ std::optional<Prediction> ModelSet::predict(const PredictQuery& q0, const std::v
     const std::vector<const GroupModel*> pool = lender_pool(lenders);
     if (!refuse_across_nodes(parsed_->groups_of(q), pool, q).empty()) return std::nullopt;
     out = predict_across_nodes(parsed_->groups_of(q), parsed_->joint_of(q), pool, q, bytes, &measured_sm, &latency_us);
+    if (out) out->how += std::string("; ") + kExtrapolatedAcrossTopology;
   }
   if (!out) return std::nullopt;
   // 4) another SM target: scale by the per-generation bandwidth table

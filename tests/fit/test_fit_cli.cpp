@@ -361,7 +361,7 @@ TEST(FitCli, PredictAcrossNodesSaysWhatWouldNarrowItAndPriorMachinesLendIt) {
   const auto answers = nlohmann::json::parse(with_samples.output);
   ASSERT_EQ(answers.size(), 3u);
   for (const auto& a : answers) {
-    EXPECT_EQ(a["how"], "scale-out prior from 1 machine(s): b200cluster (bridged through their own networks)") << a.dump();
+    EXPECT_EQ(a["how"], "scale-out prior from 1 machine(s): b200cluster (bridged through their own networks); extrapolated across the topology") << a.dump();
     EXPECT_TRUE(a["extrapolated"].get<bool>());
   }
   EXPECT_LT(answers[1]["hi_us"].get<double>() / answers[1]["lo_us"].get<double>(),
@@ -377,7 +377,7 @@ TEST(FitCli, PredictAcrossNodesSaysWhatWouldNarrowItAndPriorMachinesLendIt) {
   ASSERT_EQ(paired_answers.size(), 3u);
   for (size_t i = 0; i < 3; ++i) {
     EXPECT_EQ(paired_answers[i]["how"], "scale-out prior from 1 machine(s): b200net (bridged through their own networks) "
-                                        "(paired with one-node machines of their GPU)") << paired_answers[i].dump();
+                                        "(paired with one-node machines of their GPU); extrapolated across the topology") << paired_answers[i].dump();
     EXPECT_NEAR(paired_answers[i]["time_us"].get<double>(), answers[i]["time_us"].get<double>(),
                 1e-6 * answers[i]["time_us"].get<double>());
   }

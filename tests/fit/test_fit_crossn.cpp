@@ -3,7 +3,10 @@
 // fits of the smaller ones through the joint-n rule.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <iostream>
 #include <random>
 
 #include "fit/eval.h"
@@ -95,4 +98,154 @@ TEST(FitCrossN, FamiliesAreOneMachinesCountsAcrossFiles) {
   r = fit::eval_crossn(versions, o);
   EXPECT_EQ(r.curves, 2);
   EXPECT_EQ(r.method("auto")->errors.points, 2 * 21);
+}
+
+// More GPUs per node on the same nodes (issue 41): curves of a known network, NCCL's ring as its cost model counts
+// it — 2(n − 1) steps, 2N of them across the network, bus bandwidth the slower of the node's fabric (300 GB/s) and
+// the rails the node drives (12 GB/s each, one per GPU up to `rails`) — measured at 1, 2 and 4 GPUs per node on 2
+// nodes and at 2, 4, 8 GPUs on one node, 1 % noise; crossn predicts 8 GPUs per node on the 2 nodes. The law is not
+// the family's own (a max of the two bandwidths where the family adds their times).
+namespace {
+
+std::vector<Sample> two_node_cluster(int rails, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> noise(0.0, 0.01);
+  std::vector<Sample> out;
+  auto add = [&](int g, int nodes) {
+    const int n = g * nodes;
+    const double steps = 2.0 * (n - 1), net_steps = nodes > 1 ? std::min(2.0 * nodes, steps) : 0;
+    const double latency_us = 8.0 + 0.6 * (steps - net_steps) + 3.0 * net_steps;
+    const double busbw_gbps = nodes > 1 ? std::min(300.0, 12.0 * std::min(g, rails)) : 300.0;
+    for (int e = 10; e <= 30; ++e) {
+      Sample x;
+      x.collective = Collective::AllReduce;
+      x.strategy = "NCCL";
+      x.dtype = "fp16";
+      x.nranks = n;
+      x.nnodes = nodes;
+      x.bytes = std::int64_t{1} << e;
+      x.time_us = (latency_us + bus_factor(x.collective, n) * std::ldexp(1.0, e) / (busbw_gbps * 1e3)) * std::exp(noise(rng));
+      x.source = "cluster_" + std::to_string(nodes) + "node.txt";
+      x.extra["system"] = "cluster";
+      out.push_back(x);
+    }
+  };
+  for (int g : {2, 4, 8}) add(g, 1);
+  for (int g : {1, 2, 4}) add(g, 2);
+  add(8, 2);  // the held-out count
+  return out;
+}
+
+}  // namespace
+
+// Four rails per node: the NICs are shared from 4 GPUs per node on, so 8 per node keep 4's bus bandwidth (48 GB/s).
+// The joint-n rule carried the measured growth (12, 24, 48 GB/s) on to 96 and put the largest sizes near half the
+// time; the topology family holds the network's bus bandwidth and counts the ring's steps.
+TEST(FitCrossN, MoreGpusPerNodeKeepsTheSharedNicsBandwidth) {
+  fit::EvalOptions o;
+  o.methods = {"auto", "loglog", "alphabeta"};
+  o.keep_points = true;
+  const fit::EvalResult r = fit::eval_crossn(two_node_cluster(4, 41), o);
+  std::cout << r.to_table();
+  ASSERT_EQ(r.subsets.size(), 3u);
+  EXPECT_EQ(r.subsets[2].name, "more_gpus_per_node");
+  EXPECT_EQ(r.subsets[2].curves, 1);  // 16 on 2 nodes; the one-node family (8 from 2, 4) is not in it
+  EXPECT_EQ(r.subsets[0].curves, 2);
+  const fit::EvalMethodResult& a = r.subsets[2].methods[0];
+  ASSERT_EQ(a.name, "auto");
+  EXPECT_EQ(a.errors.points, 21);
+  EXPECT_LT(a.errors.gmae, 0.06);
+  EXPECT_GE(a.coverage, 0.9);
+  for (const auto& m : r.subsets[2].methods)
+    if (m.name != "auto") {
+      EXPECT_LT(a.errors.gmae, m.errors.gmae) << m.name;
+    }
+  int at_64mib = 0;
+  for (const auto& p : r.method("auto")->points) {
+    if (p.key.nnodes != 2) continue;
+    EXPECT_NE(p.predicted.how.find("extrapolated across the topology"), std::string::npos) << p.predicted.how;
+    EXPECT_TRUE(p.predicted.extrapolated);
+    if (p.bytes == 64.0 * 1024 * 1024) {  // the ceiling respected: within 10 % of the measured time
+      ++at_64mib;
+      EXPECT_NEAR(p.predicted.time_us / p.measured, 1.0, 0.10);
+    }
+  }
+  EXPECT_EQ(at_64mib, 1);
+}
+
+// A rail per GPU: the bus bandwidth does double again at 8 per node, which the measurements cannot tell from the
+// shared case. The point stays the held bandwidth (off by up to 2x at the largest sizes); the interval's low end
+// reaches the growing world, so it still covers.
+TEST(FitCrossN, MoreGpusPerNodeIntervalCoversUnsharedNics) {
+  fit::EvalOptions o;
+  o.methods = {"auto"};
+  o.keep_points = true;
+  const fit::EvalResult r = fit::eval_crossn(two_node_cluster(8, 43), o);
+  const fit::EvalMethodResult& a = r.subsets[2].methods[0];
+  EXPECT_EQ(a.errors.points, 21);
+  EXPECT_GE(a.coverage, 0.9);
+}
+
+// `arfit predict` asked the same count from a models file (ModelSet::predict: the joint family measured on 2 nodes,
+// the topology family read off its largest count): the shared NICs' bus bandwidth held at the large sizes, the
+// interval covering, `how` saying the answer is extrapolated across the topology.
+TEST(FitCrossN, PredictMoreGpusPerNodeFromAModelsFile) {
+  std::vector<Sample> measured, truth;
+  for (const Sample& s : two_node_cluster(4, 47)) (s.nnodes == 2 && s.nranks == 16 ? truth : measured).push_back(s);
+  const ModelSet set = fit::fit_model_set(measured);
+  ASSERT_EQ(truth.size(), 21u);
+  int covered = 0;
+  for (const Sample& t : truth) {
+    PredictQuery q;
+    q.system = "cluster";
+    q.collective = Collective::AllReduce;
+    q.strategy = "NCCL";
+    q.dtype = "fp16";
+    q.nranks = 16;
+    q.nnodes = 2;
+    q.bytes = static_cast<double>(t.bytes);
+    const std::optional<Prediction> p = set.predict(q);
+    ASSERT_TRUE(p.has_value()) << t.bytes;
+    EXPECT_NE(p->how.find("extrapolated across the topology"), std::string::npos) << p->how;
+    covered += p->lo_us <= t.time_us && t.time_us <= p->hi_us;
+    if (t.bytes >= (std::int64_t{64} << 20)) {
+      EXPECT_NEAR(p->time_us / t.time_us, 1.0, 0.15) << t.bytes;
+    }
+    if (std::getenv("ARFIT_TEST_VERBOSE"))
+      std::cout << t.bytes << " " << t.time_us << " " << p->time_us << " [" << p->lo_us << ", " << p->hi_us << "] " << p->how << "\n";
+  }
+  EXPECT_GE(covered, 19);  // 90 % of 21
+}
+
+// Another machine that measured the same step (4 to 8 GPUs per node on 2 nodes) with a rail per GPU: its step is
+// the growing world's, and the family's interval widens by its distance from the family's step (the spread of what
+// other machines did at the same step), `how` counting it. The point stays the family's own.
+TEST(FitCrossN, MoreGpusPerNodeWidensByOtherMachinesSteps) {
+  fit::EvalOptions o;
+  o.methods = {"auto"};
+  o.keep_points = true;
+  const std::vector<Sample> alone = two_node_cluster(4, 41);
+  std::vector<Sample> with_other = alone;
+  for (Sample s : two_node_cluster(8, 53))
+    if (s.nnodes == 2 && (s.nranks == 8 || s.nranks == 16)) {
+      s.source = "other_2node.txt";
+      s.extra["system"] = "other";
+      with_other.push_back(s);
+    }
+  const fit::EvalResult a = fit::eval_crossn(alone, o), b = fit::eval_crossn(with_other, o);
+  ASSERT_EQ(b.subsets[2].curves, 1);  // the other machine's two counts make no family of their own
+  int wider = 0, compared = 0;
+  for (const auto& p : b.method("auto")->points) {
+    if (p.key.nnodes != 2) continue;
+    EXPECT_NE(p.predicted.how.find("other machines' steps: 1"), std::string::npos) << p.predicted.how;
+    for (const auto& q : a.method("auto")->points)
+      if (q.key.nnodes == 2 && q.bytes == p.bytes) {
+        ++compared;
+        EXPECT_NEAR(p.predicted.time_us, q.predicted.time_us, 1e-9 * q.predicted.time_us);
+        EXPECT_GE(p.predicted.hi_us, q.predicted.hi_us * (1 - 1e-12));
+        wider += p.predicted.hi_us > q.predicted.hi_us * 1.05;
+      }
+  }
+  EXPECT_EQ(compared, 21);
+  EXPECT_GE(wider, 5);  // at the large sizes the other network's step is 2x off the family's
 }

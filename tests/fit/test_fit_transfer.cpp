@@ -401,7 +401,7 @@ TEST(FitTransfer, CrossNAcrossNodesUsesOtherMachinesOrWidens) {
   o.methods = {"auto", "loglog"};
   o.keep_points = true;
   const fit::EvalResult alone = fit::eval_crossn(s, o);
-  ASSERT_EQ(alone.subsets.size(), 2u);
+  ASSERT_EQ(alone.subsets.size(), 3u);  // same, more, more_gpus_per_node
   EXPECT_EQ(alone.subsets[1].name, "more");
   EXPECT_EQ(alone.subsets[1].curves, 1);
   const auto* a = alone.method("auto");
@@ -473,7 +473,7 @@ TEST(FitTransfer, PredictAcrossNodesFromAModelsFile) {
     const auto guess = alone.predict(q);
     ASSERT_TRUE(p.has_value()) << b;
     EXPECT_TRUE(p->extrapolated);
-    EXPECT_EQ(p->how, "scale-out prior from 1 machine(s): y");
+    EXPECT_EQ(p->how, "scale-out prior from 1 machine(s): y; extrapolated across the topology");
     const double truth = x_net.time_us(Collective::AllReduce, 16, b);
     EXPECT_TRUE(covered(*p, truth)) << b;
     // Closer than the joint-n guess where the network dominates (the largest size).
@@ -492,7 +492,7 @@ TEST(FitTransfer, PredictAcrossNodesFromAModelsFile) {
       const auto p = with.predict(q);
       ASSERT_TRUE(p.has_value()) << n << " " << b;
       EXPECT_TRUE(p->extrapolated);
-      EXPECT_EQ(p->how, "within the measured network: from 16 GPUs on 2 nodes");
+      EXPECT_EQ(p->how, "within the measured network: from 16 GPUs on 2 nodes; extrapolated across the topology");
       EXPECT_TRUE(covered(*p, y_net.time_us(Collective::AllReduce, n, b))) << n << " " << b;
       EXPECT_LT(std::log(p->hi_us / p->lo_us), 2 * cross_node_half_width(90)) << n << " " << b;
     }
@@ -524,7 +524,7 @@ TEST(FitTransfer, CrossNAcrossNodesWithinTheMeasuredNetwork) {
     o.methods = {"auto", "loglog", "alphabeta"};
     o.keep_points = true;
     const fit::EvalResult r = fit::eval_crossn(s, o);
-    ASSERT_EQ(r.subsets.size(), 2u);
+    ASSERT_EQ(r.subsets.size(), 3u);  // same, more, more_gpus_per_node
     EXPECT_EQ(r.subsets[1].curves, 1) << largest_measured;
     const auto* a = r.method("auto");
     ASSERT_NE(a, nullptr);
@@ -577,7 +577,7 @@ TEST(FitTransfer, AcrossNodesBridgedThroughALendersNetwork) {
     const auto guess = alone.predict(q);
     ASSERT_TRUE(p.has_value()) << e;
     ASSERT_TRUE(guess.has_value()) << e;
-    EXPECT_EQ(p->how, "scale-out prior from 1 machine(s): y (bridged through their own networks)");
+    EXPECT_EQ(p->how, "scale-out prior from 1 machine(s): y (bridged through their own networks); extrapolated across the topology");
     EXPECT_TRUE(p->extrapolated);
     EXPECT_LE(p->lo_us, truth(q.bytes)) << e;
     EXPECT_GE(p->hi_us, truth(q.bytes)) << e;
@@ -597,7 +597,7 @@ TEST(FitTransfer, AcrossNodesBridgedThroughALendersNetwork) {
   o.keep_points = true;
   const fit::EvalResult r = fit::eval_crossn(s, o);
   std::cout << r.to_table();
-  ASSERT_EQ(r.subsets.size(), 2u);
+  ASSERT_EQ(r.subsets.size(), 3u);  // same, more, more_gpus_per_node
   EXPECT_EQ(r.subsets[1].curves, 2);
   const auto* a = r.method("auto");
   ASSERT_NE(a, nullptr);
