@@ -1,10 +1,9 @@
-// Writing outputs atomically: writers never leave half-written outputs.
-//
-// Writers never leave half-written outputs: they write "<path>.tmp.<pid>" in the same directory, then rename. The
-// temporary is created exclusively: a file that already has the name is never truncated or removed (the next free
-// Every output passes the output-path rule first (io/output_path_rule.h); "-" is standard output for an output
-// written as one stream. Write failures throw std::runtime_error with the system's reason (strerror). Temporary files
-// are removed on the cleanup signals (io/temp_file_cleanup.h).
+// Writing outputs atomically: writers never leave half-written outputs. They write "<path>.tmp.<pid>" in the same
+// directory, then rename. The temporary is created exclusively: a file that already has the name is never truncated
+// or removed (the next free "<path>.tmp.<pid>.<n>" is taken), and the name part is shortened where the whole would
+// pass NAME_MAX. Every output passes the output-path rule first (io/output_path_rule.h); "-" is standard output for
+// an output written as one stream. Write failures throw std::runtime_error with the system's reason (strerror).
+// Temporary files are removed on the cleanup signals (io/temp_file_cleanup.h).
 #pragma once
 
 #include <functional>
@@ -26,9 +25,9 @@ void write_string_atomically(const std::string& path, const std::string& content
 
 // Outputs of one run that belong together (eval's --json and --points, arbench's -o and --json): a run either
 // replaces all of them or leaves all of them as they were. add() writes each member to its own temporary file beside
-// the file it replaces (the rule checked, registered for removal on the signals above); commit() renames them all,
+// the file it replaces (the rule checked, registered for removal on the cleanup signals); commit() renames them all,
 // and only after every one was written. A failed write (a full disk, ulimit -f), a refused path, an exception before
-// commit() or one of the signals above removes every temporary and leaves every old output byte-identical. The
+// commit() or one of the cleanup signals removes every temporary and leaves every old output byte-identical. The
 // renames run with those signals held off, so a Ctrl-C lands before the first or after the last; after their checks
 // a rename fails only where the file system changed under the run, and the outputs renamed before it stay. "-" (standard output,
 // at most one member) cannot be taken back: it is written at commit(), after the files and before their renames,
@@ -46,7 +45,7 @@ class OutputSet {
   // A member written before, into a file of its own beside `path`'s target (arbench's journal), renamed over `path` by
   // commit(). The set never removes it: a run that fails keeps it where it is (the journal --resume continues).
   void add_written(const std::string& path, const std::string& written);
-  // Writes standard output's member, checks every path again (the rule above), then renames each temporary over its
+  // Writes standard output's member, checks every path again (the output-path rule), then renames each temporary over its
   // path in the order added. Returns the paths.
   std::vector<std::string> commit();
 
@@ -63,7 +62,7 @@ class OutputSet {
 
 // A temporary file that another program fills (gnuplot renders an image into it), for outputs this process
 // does not write itself. The rule is checked when it is created; the file is registered for removal on the
-// signals above and removed on destruction unless commit() renamed it over `path` (checked again then).
+// cleanup signals and removed on destruction unless commit() renamed it over `path` (checked again then).
 class TemporaryOutput {
  public:
   // The temporary path is `path`'s target + ".tmp.<pid>" + suffix (a suffix keeps an extension programs read), or

@@ -31,10 +31,10 @@ class OutputFolderLock {
 
 // A hidden folder inside an output folder where a command assembles all its outputs before any of them appears
 // (several figures and their scripts, a report's tables): files are written or rendered into it, then commit()
-// checks every destination (the rule above) before it moves the first one, so a failed or refused run leaves the
+// checks every destination (the output-path rule) before it moves the first one, so a failed or refused run leaves the
 // folder's old files byte-identical. `dir` is created when missing. On destruction without commit() (an exception)
 // the staging folder and everything in it is removed, and so are the folders made for `dir` when they are left
-// empty; on the signals above the handler removes the staging folder and its files (not `dir`).
+// empty; on the cleanup signals the handler removes the staging folder and its files (not `dir`).
 class StagingFolder {
  public:
   // Creates `dir` and "<dir>/.arfit-<what>.tmp.<pid>" (or ".<n>" after it, where the name is taken: a folder that
