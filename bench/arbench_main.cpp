@@ -28,10 +28,13 @@
 #include "bench/runner.h"
 #include "fit/prior_check.h"
 #include "planner/priors.h"
-#include "model/atomic_file.h"
+#include "io/input_file.h"
+#include "io/output_path_rule.h"
+#include "io/resource_limits.h"
 #include "model/errors.h"
+#include "io/sample_csv_file.h"
 #include "model/sample_csv.h"
-#include "model/stdout_check.h"
+#include "io/standard_output_check.h"
 #include "model/text.h"
 
 using namespace arfit::bench;

@@ -9,7 +9,7 @@
 
 #include "bench/alltoallv_splits.h"
 #include "cmdline/integer_options.h"
-#include "model/atomic_file.h"
+#include "io/input_file.h"
 #include "model/text.h"
 
 namespace arfit::bench {

@@ -14,7 +14,9 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#include "model/atomic_file.h"
+#include "io/input_file.h"
+#include "io/output_path_rule.h"
+#include "io/atomic_output.h"
 #include "model/errors.h"
 #include "model/json_input.h"
 #include "model/sample_csv.h"

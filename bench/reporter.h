@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "bench/record.h"
-#include "model/atomic_file.h"
+#include "io/atomic_output.h"
 
 namespace arfit::bench {
 
@@ -21,7 +21,7 @@ class Reporter {
   virtual ~Reporter() = default;
   virtual void start(const RunHeader&, std::size_t /*planned*/, std::size_t /*already_done*/) {}
   virtual void report(const Record& r) = 0;
-  // The run ended: a reporter that writes files adds them to `outputs` (model/atomic_file.h OutputSet), which the
+  // The run ended: a reporter that writes files adds them to `outputs` (io/atomic_output.h OutputSet), which the
   // runner commits once every reporter finished, so -o and --json are replaced together or (a failed write, a kill)
   // neither.
   virtual void finish(const RunSummary&, OutputSet& /*outputs*/) {}
@@ -67,7 +67,7 @@ struct OutputState {
   bool resumed() const { return start != JournalStart::Fresh; }
 };
 
-// Checks the output path and its journal against the output-path rule (model/atomic_file.h:
+// Checks the output path and its journal against the output-path rule (io/output_path_rule.h:
 // OutputPathError) and --resume / --overwrite and, for --resume, reads the finished cases: from the journal
 // when it exists (a run that was killed), else from the output. The file is validated whole in memory first;
 // only then is a journal's partial last line (a kill mid-write) cut off, so a file --resume refuses is left as

@@ -3,7 +3,7 @@
 //   0 success; 1 bad input data (InputError, naming file:line) or a failed run (any other exception, or
 //     standard output that could not be written);
 //   2 usage: an unknown subcommand or option, a bad option value, an impossible request (UsageError, CLI11's
-//     parse errors), an output path the output-path rule refuses (OutputPathError, model/atomic_file.h).
+//     parse errors), an output path the output-path rule refuses (OutputPathError, io/output_path_rule.h).
 #include <iostream>
 #include <new>
 #include <stdexcept>
@@ -11,9 +11,9 @@
 
 #include "cli/commands.h"
 #include "cmdline/integer_options.h"
-#include "model/atomic_file.h"
+#include "io/resource_limits.h"
 #include "model/errors.h"
-#include "model/stdout_check.h"
+#include "io/standard_output_check.h"
 
 namespace {
 

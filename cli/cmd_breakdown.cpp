@@ -5,7 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/trace_inputs.h"
-#include "model/atomic_file.h"
+#include "io/output_path_rule.h"
 #include "model/errors.h"
 #include "trace/breakdown.h"
 #include "trace/classify.h"

@@ -11,7 +11,9 @@
 #include "cli/cli_inputs.h"
 #include "cli/commands.h"
 #include "codegen/codegen.h"
-#include "model/atomic_file.h"
+#include "io/input_file.h"
+#include "io/output_path_rule.h"
+#include "io/atomic_output.h"
 #include "model/errors.h"
 
 namespace arfit::cli {

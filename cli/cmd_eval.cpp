@@ -18,7 +18,8 @@
 #include "planner/simulate.h"
 #endif
 #include "ingest/ingest.h"
-#include "model/atomic_file.h"
+#include "io/output_path_rule.h"
+#include "io/atomic_output.h"
 #include "model/json_input.h"
 #include "model/text.h"
 

@@ -13,7 +13,7 @@
 #include "cli/commands.h"
 #include "fit/fit.h"
 #include "fit/transfer.h"
-#include "model/atomic_file.h"
+#include "io/output_path_rule.h"
 #include "model/sm_targets.h"
 #include "ingest/ingest.h"
 

@@ -19,6 +19,7 @@
 #include "ingest/ingest.h"
 #include "model/group_model.h"
 #include "model/model_set.h"
+#include "io/sample_csv_file.h"
 #include "model/sample_csv.h"
 #include "model/text.h"
 

@@ -22,7 +22,10 @@
 #include "codegen/writers.h"
 #include "fit/eval.h"
 #include "ingest/ingest.h"
-#include "model/atomic_file.h"
+#include "io/input_file.h"
+#include "io/output_path_rule.h"
+#include "io/atomic_output.h"
+#include "io/staging_folder.h"
 #include "model/errors.h"
 #include "model/json_input.h"
 #include "model/model_set.h"
@@ -147,7 +150,7 @@ class Renderer {
     // The index page shows the folder as it will be, and is made before the first figure moves, so that writing
     // it cannot fail after the folder changed; it is renamed into place right after the figures. The folder's lock
     // is taken before the folder is read and held until the page is in place, so another run writing into the same
-    // folder commits wholly before or after this one (model/atomic_file.h OutputFolderLock).
+    // folder commits wholly before or after this one (io/staging_folder.h OutputFolderLock).
     staging.lock();
     std::optional<TemporaryOutput> page;
     if (!index.empty()) {

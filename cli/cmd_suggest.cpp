@@ -9,7 +9,8 @@
 #include "cli/cli_inputs.h"
 #include "cli/commands.h"
 #include "codegen/codegen.h"
-#include "model/atomic_file.h"
+#include "io/output_path_rule.h"
+#include "io/atomic_output.h"
 #include "model/json_input.h"
 
 namespace arfit::cli {

@@ -8,7 +8,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "model/atomic_file.h"
+#include "io/input_file.h"
+#include "io/output_path_rule.h"
 
 namespace arfit::cli {
 
@@ -31,7 +32,7 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// The check of an option naming an output folder (-o DIR): "-", standard output (model/atomic_file.h), is one stream
+// The check of an option naming an output folder (-o DIR): "-", standard output (io/output_path_rule.h), is one stream
 // and holds no folder of outputs. A usage error naming the option.
 inline CLI::Validator output_folder_validator() {
   return CLI::Validator(
@@ -43,7 +44,7 @@ inline CLI::Validator output_folder_validator() {
       "", "OUTPUT_FOLDER");
 }
 
-// The check of an option naming an input file (input_path_problem, model/atomic_file.h): a missing path, a folder
+// The check of an option naming an input file (input_path_problem, io/input_file.h): a missing path, a folder
 // or a device is a usage error naming the option, before any work; files, pipes and FIFOs pass. In place of
 // CLI11's ExistingFile, which let a device through to be refused after the options (exit 1).
 inline CLI::Validator input_file_validator() {

@@ -8,7 +8,7 @@
 #include "fit/siblings.h"
 #include "fit/transfer.h"
 #include "model/alltoallv.h"
-#include "model/atomic_file.h"
+#include "io/input_file.h"
 #include "model/group_model.h"
 #include "model/joint_model.h"
 #include "model/json_input.h"

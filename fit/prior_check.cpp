@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fit/fit.h"
-#include "model/atomic_file.h"
+#include "io/output_path_rule.h"
 
 namespace arfit::fit {
 namespace {

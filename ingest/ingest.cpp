@@ -5,7 +5,8 @@
 
 #include "ingest/readers.h"
 #include "ingest/text_util.h"
-#include "model/atomic_file.h"
+#include "io/input_file.h"
+#include "io/output_path_rule.h"
 #include "model/errors.h"
 #include "model/file_kind.h"
 #include "model/sample_csv.h"

@@ -47,7 +47,7 @@ class InputError : public std::runtime_error {
   std::string reason_;
 };
 
-// An output path the output-path rule refuses (model/atomic_file.h): the same file as an input, not a regular
+// An output path the output-path rule refuses (io/output_path_rule.h): the same file as an input, not a regular
 // file, read-only. A usage error (exit 2): the path came from an option.
 class OutputPathError : public std::runtime_error {
  public:

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <unordered_set>
 
-#include "model/atomic_file.h"
+
 #include "model/text.h"
 
 namespace arfit {

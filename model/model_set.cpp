@@ -8,7 +8,6 @@
 #include <set>
 #include <tuple>
 
-#include "model/atomic_file.h"
 #include "model/bus_factor.h"
 #include "model/errors.h"
 #include "model/file_kind.h"
@@ -162,8 +161,6 @@ ModelSet ModelSet::from_json(const nlohmann::json& j) {
 
 nlohmann::json ModelSet::to_json() const { return json_; }
 
-ModelSet ModelSet::load(const std::string& path) { return parse(read_input_file(path), path); }
-
 namespace {
 
 // Another file arfit writes, given where a models file belongs, is refused for what it is: the reader's own complaint
@@ -215,8 +212,6 @@ ModelSet ModelSet::from_document(const nlohmann::json& j, const std::string& tex
     throw;
   }
 }
-
-void ModelSet::save(const std::string& path) const { write_string_atomically(path, json_document_text(json_)); }
 
 std::vector<GroupModelView> ModelSet::groups() const {
   std::vector<GroupModelView> out;

@@ -96,11 +96,14 @@ class ModelSet {
   // The readers of a file (load, parse, from_document) also refuse one that holds no model, no fitted group and no
   // joint family (`groups: []`): InputError naming the file and the line of "groups". from_json takes it (a set
   // being built).
-  static ModelSet load(const std::string& path);
   static ModelSet parse(const std::string& text, const std::string& name);  // load without the file
   // parse of a document already parsed from `text` (parse_json): checks it, errors naming `name` and a line.
   static ModelSet from_document(const nlohmann::json& j, const std::string& text, const std::string& name);
-  void save(const std::string& path) const;             // atomic write
+  // The file: load reads it (io/input_file.h: an input of this run, fingerprinted) and parses it; save writes
+  // json_document_text atomically (io/atomic_output.h). Both are defined in io/models_file.cpp, in the library of
+  // files and process I/O (arfit_io, above this one): link arfit::io to call them. model/ itself touches no file.
+  static ModelSet load(const std::string& path);
+  void save(const std::string& path) const;
 
   std::vector<GroupModelView> groups() const;
   // Strategies with a model for this (system, collective, fusion, nranks), possibly via the joint-n or SM transfer.

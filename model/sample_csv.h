@@ -33,7 +33,6 @@ const std::vector<std::string>& sample_columns();
 
 // Parses text read from `name` (used only in error messages).
 SampleFile parse_samples_csv(const std::string& text, const std::string& name);
-SampleFile read_samples_csv(const std::string& path);
 // True when the text starts with the schema line (format detection).
 bool looks_like_samples_csv(const std::string& text);
 
@@ -42,8 +41,8 @@ std::string samples_csv_preamble(const std::vector<std::pair<std::string, std::s
                                  const std::vector<std::string>& extra_columns = {});
 std::string samples_csv_row(const Sample& s, const std::vector<std::string>& extra_columns = {});
 
-// Whole file, written atomically (temporary file + rename). Extra columns are the union of Sample::extra keys.
-void write_samples_csv(const std::string& path, const SampleFile& file);
+// The whole file's text. Extra columns are the union of Sample::extra keys. Reading and writing the file:
+// io/sample_csv_file.h.
 std::string format_samples_csv(const SampleFile& file);
 
 // CSV helpers shared by the readers in ingest/.

@@ -6,7 +6,7 @@
 #include "fit/prior_check.h"
 #include "fit/transfer.h"
 #include "ingest/ingest.h"
-#include "model/atomic_file.h"
+#include "io/input_file.h"
 #include "model/file_kind.h"
 #include "model/text.h"
 

@@ -13,7 +13,8 @@
 
 #include <gnuplot-iostream.h>
 
-#include "model/atomic_file.h"
+#include "io/output_path_rule.h"
+#include "io/atomic_output.h"
 #include "model/errors.h"
 #include "model/text.h"
 

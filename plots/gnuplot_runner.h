@@ -63,7 +63,7 @@ struct RenderResult {
 
 // The files render_figure() writes: <stem>.gp, then <stem>.<ext> per format.
 std::vector<std::string> figure_outputs(const Figure& figure, const std::vector<ImageFormat>& formats);
-// Throws OutputPathError when one of figure_outputs() may not be written (check_output_path, model/atomic_file.h)
+// Throws OutputPathError when one of figure_outputs() may not be written (check_output_path, io/output_path_rule.h)
 // or the stem holds a control character. A command drawing several figures checks them all before rendering any.
 void check_figure_outputs(const Figure& figure, const std::vector<ImageFormat>& formats);
 

@@ -10,7 +10,9 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "model/atomic_file.h"
+#include "io/input_file.h"
+#include "io/atomic_output.h"
+#include "io/staging_folder.h"
 
 namespace fs = std::filesystem;
 
@@ -226,7 +228,7 @@ IndexPage index_page(const std::string& dir, const std::string& index_path, cons
 }
 
 int write_index(const std::string& dir, const std::string& index_path, const std::string& page_title) {
-  // The folder is read under its lock (model/atomic_file.h OutputFolderLock): a plot run committing into it at the
+  // The folder is read under its lock (io/staging_folder.h OutputFolderLock): a plot run committing into it at the
   // same instant is listed wholly or not at all. index_page refuses what is not a folder.
   std::error_code ec;
   std::optional<OutputFolderLock> lock;

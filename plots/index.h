@@ -23,7 +23,7 @@ struct IndexPage {
   std::string html;
   int figures = 0;
 };
-// The page write_index() writes. With `staged` (a command's staging folder, model/atomic_file.h StagingFolder),
+// The page write_index() writes. With `staged` (a command's staging folder, io/staging_folder.h StagingFolder),
 // the page shows `dir` as it will be once the figures staged there are moved into `dir`, so a command can prepare
 // its index before it moves any figure. Staging folders under `dir` are never listed.
 IndexPage index_page(const std::string& dir, const std::string& index_path, const std::string& staged = "",

@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <re2/re2.h>
 
-#include "model/atomic_file.h"
+#include "io/input_file.h"
 #include "model/errors.h"
 #include "model/json_input.h"
 #include "trace/json_locate.h"

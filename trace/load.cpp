@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "model/atomic_file.h"
+#include "io/input_file.h"
 #include "model/errors.h"
 #include "model/file_kind.h"
 #include "trace/nsys_csv.h"

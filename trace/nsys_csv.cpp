@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <optional>
 
-#include "model/atomic_file.h"
+#include "io/input_file.h"
 #include "model/checked.h"
 #include "model/errors.h"
 #include "model/sample_csv.h"

@@ -2,7 +2,8 @@
 
 #include <filesystem>
 
-#include "model/atomic_file.h"
+#include "io/atomic_output.h"
+#include "io/staging_folder.h"
 #include "trace/figures.h"
 
 namespace fs = std::filesystem;

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/atomic_file.h"
+#include "io/input_file.h"
 #include "model/checked.h"
 #include "model/errors.h"
 #include "model/json_input.h"

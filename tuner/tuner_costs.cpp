@@ -4,7 +4,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "model/atomic_file.h"
+#include "io/input_file.h"
 #include "model/errors.h"
 #include "model/nccl_variant.h"
 #include "model/text.h"

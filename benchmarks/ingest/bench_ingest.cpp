@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "ingest/ingest.h"
-#include "model/atomic_file.h"
+#include "io/input_file.h"
 
 namespace fs = std::filesystem;
 

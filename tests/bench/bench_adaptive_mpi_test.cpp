@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/grid.h"
+#include "io/sample_csv_file.h"
 #include "model/sample_csv.h"
 #include "test_support.h"
 

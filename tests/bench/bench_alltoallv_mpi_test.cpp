@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/alltoallv.h"
+#include "io/sample_csv_file.h"
 #include "model/sample_csv.h"
 #include "test_support.h"
 

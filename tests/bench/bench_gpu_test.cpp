@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "io/sample_csv_file.h"
 #include "model/sample_csv.h"
 #include "test_support.h"
 

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "bench/grid.h"
+#include "io/sample_csv_file.h"
 #include "model/sample_csv.h"
 #include "test_support.h"
 

@@ -14,7 +14,7 @@
 
 #include "bench/reporter.h"
 #include "bench/run_info.h"
-#include "model/atomic_file.h"
+#include "io/atomic_output.h"
 #include "model/errors.h"
 #include "model/sample_csv.h"
 #include "test_support.h"

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/atomic_file.h"
+#include "io/input_file.h"
 #include "test_support.h"
 
 using arfit::testing::arfit_bin;

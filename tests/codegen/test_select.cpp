@@ -9,7 +9,8 @@
 #include "codegen/select_eval.h"
 #include "codegen/table.h"
 #include "fit/fit.h"
-#include "model/atomic_file.h"
+#include "io/atomic_output.h"
+#include "io/sample_csv_file.h"
 #include "model/sample_csv.h"
 #include "test_support.h"
 

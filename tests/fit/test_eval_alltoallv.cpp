@@ -10,6 +10,7 @@
 #include "fit/eval_alltoallv.h"
 #include "model/alltoallv.h"
 #include "model/errors.h"
+#include "io/sample_csv_file.h"
 #include "model/sample_csv.h"
 #include "test_support.h"
 

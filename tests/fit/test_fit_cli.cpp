@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/bus_factor.h"
+#include "io/sample_csv_file.h"
 #include "model/sample_csv.h"
 #include "model/text.h"
 #include "test_support.h"

@@ -6,6 +6,7 @@
 
 #include "ingest/ingest.h"
 #include "model/sample.h"
+#include "io/sample_csv_file.h"
 #include "model/sample_csv.h"
 #include "test_support.h"
 

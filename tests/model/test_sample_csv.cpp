@@ -4,6 +4,7 @@
 #include <string>
 
 #include "model/errors.h"
+#include "io/sample_csv_file.h"
 #include "model/sample_csv.h"
 #include "test_support.h"
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fstream>
 
+#include "io/sample_csv_file.h"
 #include "model/sample_csv.h"
 #include "planner/simulate.h"
 #include "test_support.h"

@@ -7,6 +7,7 @@
 
 #include "fit/fit.h"
 #include "model/alltoallv.h"
+#include "io/sample_csv_file.h"
 #include "model/sample_csv.h"
 #include "plots/alltoallv.h"
 #include "png_check.h"

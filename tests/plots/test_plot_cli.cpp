@@ -6,8 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/atomic_file.h"
+#include "io/staging_folder.h"
 #include "model/json_input.h"
+#include "io/sample_csv_file.h"
 #include "model/sample_csv.h"
 #include "plot_fixtures.h"
 #include "plots/gnuplot_runner.h"

@@ -11,8 +11,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/atomic_file.h"
+#include "io/atomic_output.h"
+#include "io/staging_folder.h"
 #include "model/json_input.h"
+#include "io/sample_csv_file.h"
 #include "model/sample_csv.h"
 #include "plots/gnuplot_runner.h"
 #include "robustness_support.h"

@@ -23,7 +23,9 @@
 
 #include "bench/options.h"
 #include "bench/reporter.h"
-#include "model/atomic_file.h"
+#include "io/input_file.h"
+#include "io/output_path_rule.h"
+#include "io/atomic_output.h"
 #include "model/errors.h"
 #include "model/sample_csv.h"
 #include "robustness_support.h"
@@ -282,7 +284,7 @@ TEST_F(Robustness, SignalsRemoveTemporaryFiles) {
 
 // A write past the file-size limit (ulimit -f) raises SIGXFSZ, whose default action ended the process in the middle
 // of the write and left NAME.tmp.PID (arbench --json under `ulimit -f` did). Any program writing through
-// model/atomic_file (arbench, an embedding program: not only arfit's main) now has the signal caught from its first
+// io/atomic_output (arbench, an embedding program: not only arfit's main) now has the signal caught from its first
 // temporary on: the write fails with EFBIG, said as the system's reason, and the temporary is removed. The limit is
 // set in a child process, which then writes 1 MiB atomically and reports what happened by its exit code.
 TEST_F(Robustness, FileSizeLimitFailsTheWriteAndRemovesTheTemporaryFile) {

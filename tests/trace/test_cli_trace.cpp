@@ -5,7 +5,7 @@
 #include <memory>
 #include <vector>
 
-#include "model/atomic_file.h"
+#include "io/staging_folder.h"
 #include "plots/gnuplot_runner.h"
 #include "trace_test_util.h"
 

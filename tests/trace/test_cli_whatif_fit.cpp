@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "fit/fit.h"
-#include "model/atomic_file.h"
+
 #include "trace_test_util.h"
 
 using arfit::testing::run_command;

@@ -7,7 +7,7 @@
 #include <random>
 #include <tuple>
 
-#include "model/atomic_file.h"
+#include "io/input_file.h"
 #include "model/errors.h"
 #include "trace/breakdown.h"
 #include "trace/load.h"

@@ -10,13 +10,13 @@
 #include <iostream>
 #include <string>
 
-#include "model/atomic_file.h"
+#include "io/output_path_rule.h"
 
 namespace arfit {
 
 // Flushes std::cout and stdout. Returns `status` when everything written reached its destination; else says
 // why on stderr (`PROGRAM: error: writing standard output failed: No space left on device`) and returns 1 —
-// or `status` when that already reports a failure. After an output "-" took standard output (model/atomic_file.h)
+// or `status` when that already reports a failure. After an output "-" took standard output (io/output_path_rule.h)
 // std::cout and stdout write to standard error: the report, whose failure fails nothing (as for std::cerr),
 // while the output's own writes on the real descriptor were checked as it was written.
 inline int finish_standard_output(const std::string& program, int status) {

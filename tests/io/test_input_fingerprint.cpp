@@ -1,11 +1,11 @@
-// model/atomic_file.h input_fingerprint: the fingerprint a models file records for an input is of the bytes this
+// io/input_file.h input_fingerprint: the fingerprint a models file records for an input is of the bytes this
 // process read, also when the path names another file by the time it is recorded.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <string>
 
-#include "model/atomic_file.h"
+#include "io/input_file.h"
 #include "model/text.h"
 #include "test_support.h"
 

@@ -1,4 +1,4 @@
-// model/atomic_file.h OutputSet: the outputs of one run are replaced together after all of them are written, or
+// io/atomic_output.h OutputSet: the outputs of one run are replaced together after all of them are written, or
 // (a failed write, a refused path, a kill before commit) not at all, and no temporary file is left behind.
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "model/atomic_file.h"
+#include "io/atomic_output.h"
 #include "model/errors.h"
 #include "test_support.h"
 

@@ -1,4 +1,4 @@
-// model/atomic_file.h, the output rule across two file systems: read_file records an input by its device and
+// io/output_path_rule.h, the output rule across two file systems: read_file records an input by its device and
 // inode, so a name on one file system of an input on another (a symbolic link) is refused, and the other files of
 // either are written. (A file that only shares the input's inode number on another file system is no input either,
 // the device tells them apart; such a pair cannot be made on purpose, so it is not tested.) Needs /dev/shm on
@@ -14,7 +14,10 @@
 #include <memory>
 #include <string>
 
-#include "model/atomic_file.h"
+#include "io/input_file.h"
+#include "io/output_path_rule.h"
+#include "io/atomic_output.h"
+#include "io/staging_folder.h"
 #include "model/errors.h"
 #include "test_support.h"
 
