@@ -76,6 +76,16 @@ if [ "$backend" = host ]; then
   mpirun -np 2 "$ARBENCH" --preset host-main --plan anchors:3 -q --overwrite -o "$OUT/samples-anchors.csv"
   "$ARFIT" fit "$OUT/samples-anchors.csv" --prior "$OUT/models.json" -o "$OUT/models-anchors.json"
   "$ARFIT" predict "$OUT/models-anchors.json" --collective allreduce --strategy ONESHOT --nranks 2 --bytes 1K:16M | tee "$OUT/predict-anchors.txt"
+
+  # The quantising strategies' own code on the CPU (docs/bench.md): LOWPRECISION transport (e4m3 groups, checked
+  # against its error bound) and the NVFP4 epilogue (checked element by element). CPU times, not GPU ones; kept apart
+  # from the main grid's samples, so the models above are the exact strategies'.
+  step "quantised strategies on the CPU: LOWPRECISION transport and the NVFP4 epilogue, every case checked"
+  mpirun -np 2 "$ARBENCH" --backend host --strategy TWOSHOT,LOWPRECISION --bytes 1K,16K --dtype bf16 -w 3 -n 20 \
+    --overwrite -o "$OUT/samples-lowprecision.csv"
+  mpirun -np 2 "$ARBENCH" --backend host --strategy ONESHOT,TWOSHOT \
+    --fusion RESIDUAL_RMS_NORM,RESIDUAL_RMS_NORM_QUANT_NVFP4 --tokens 1,16 --hidden 4096 -w 3 -n 20 \
+    --overwrite -o "$OUT/samples-nvfp4.csv"
 fi
 
 step "codegen: best-strategy tables over the full grid"
