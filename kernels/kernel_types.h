@@ -15,7 +15,15 @@ namespace arfit::kernels {
 enum class AllReduceAlgorithm {
   OneShot,  // every rank reads all peers' staged inputs and reduces the whole tensor (rank order 0..N-1)
   TwoShot,  // reduce-scatter into scratch, barrier, all-gather of the reduced slices
+  // NVLS (NVLink SHARP, sm_90+ with a multicast object bound to every rank's staging buffer; emulated on the CPU):
+  MultimemOneShot,  // every rank multimem.ld_reduce's the whole tensor through the staging buffers' multicast address
+  MultimemTwoShot,  // rank r multimem.ld_reduce's its slice and multimem.st's the sum into every rank's staging
 };
+
+// True for the algorithms that read and write through a multicast address (MULTIMEM_ONESHOT, MULTIMEM_TWOSHOT).
+inline constexpr bool is_multimem(AllReduceAlgorithm algorithm) {
+  return algorithm == AllReduceAlgorithm::MultimemOneShot || algorithm == AllReduceAlgorithm::MultimemTwoShot;
+}
 
 // Element types the custom all-reduce kernels reduce (always accumulating in fp32).
 enum class DType { BF16, FP16, FP32 };

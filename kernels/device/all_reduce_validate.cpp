@@ -115,7 +115,21 @@ void validate_fp8_scale(const std::string& who, float fp8_scale) {
 }  // namespace
 
 std::string to_string(AllReduceAlgorithm algorithm) {
-  return algorithm == AllReduceAlgorithm::OneShot ? strategy::kOneShot : strategy::kTwoShot;
+  switch (algorithm) {
+    case AllReduceAlgorithm::OneShot: return strategy::kOneShot;
+    case AllReduceAlgorithm::TwoShot: return strategy::kTwoShot;
+    case AllReduceAlgorithm::MultimemOneShot: return strategy::kMultimemOneShot;
+    case AllReduceAlgorithm::MultimemTwoShot: return strategy::kMultimemTwoShot;
+  }
+  return "?";
+}
+
+const std::vector<FusionOp>& all_reduce_fusions(AllReduceAlgorithm algorithm) {
+  static const std::vector<FusionOp> custom = {FusionOp::None, FusionOp::ResidualRmsNorm,
+                                               FusionOp::ResidualRmsNormQuantFp8};
+  // The multimem kernels have no fused epilogue (yet): the instantiations exist for NONE only.
+  static const std::vector<FusionOp> multimem = {FusionOp::None};
+  return is_multimem(algorithm) ? multimem : custom;
 }
 
 const std::vector<int>& custom_all_reduce_rank_counts() {
@@ -148,6 +162,11 @@ void validate_all_reduce_shape(AllReduceAlgorithm algorithm, const TeamShape& te
   if (!custom_all_reduce_supports_fusion(fusion)) {
     throw KernelError(who + ": fusion " + to_string(fusion) + " with dtype " + to_string(dtype) +
                           " is not implemented (supported fusions: NONE, RESIDUAL_RMS_NORM, RESIDUAL_RMS_NORM_QUANT_FP8)",
+                      KernelParam::Fusion);
+  }
+  if (is_multimem(algorithm) && fusion != FusionOp::None) {
+    throw KernelError(who + ": fusion " + to_string(fusion) + " is not implemented for the multimem kernels "
+                            "(supported fusions: NONE)",
                       KernelParam::Fusion);
   }
   if (count <= 0) {

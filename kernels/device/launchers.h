@@ -28,6 +28,12 @@ ARFIT_DECLARE_ALL_REDUCE_LAUNCHER(one_shot, fp32);
 ARFIT_DECLARE_ALL_REDUCE_LAUNCHER(two_shot, bf16);
 ARFIT_DECLARE_ALL_REDUCE_LAUNCHER(two_shot, fp16);
 ARFIT_DECLARE_ALL_REDUCE_LAUNCHER(two_shot, fp32);
+ARFIT_DECLARE_ALL_REDUCE_LAUNCHER(multimem_one_shot, bf16);
+ARFIT_DECLARE_ALL_REDUCE_LAUNCHER(multimem_one_shot, fp16);
+ARFIT_DECLARE_ALL_REDUCE_LAUNCHER(multimem_one_shot, fp32);
+ARFIT_DECLARE_ALL_REDUCE_LAUNCHER(multimem_two_shot, bf16);
+ARFIT_DECLARE_ALL_REDUCE_LAUNCHER(multimem_two_shot, fp16);
+ARFIT_DECLARE_ALL_REDUCE_LAUNCHER(multimem_two_shot, fp32);
 #undef ARFIT_DECLARE_ALL_REDUCE_LAUNCHER
 
 // The fewest blocks per SM any all-reduce kernel instantiation can keep resident (the co-residency the

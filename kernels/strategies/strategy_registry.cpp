@@ -5,6 +5,8 @@ namespace arfit::kernels {
 
 extern const StrategyDescriptor one_shot_all_reduce_strategy;
 extern const StrategyDescriptor two_shot_all_reduce_strategy;
+extern const StrategyDescriptor multimem_one_shot_all_reduce_strategy;
+extern const StrategyDescriptor multimem_two_shot_all_reduce_strategy;
 #ifdef ARFIT_HAVE_NCCL
 extern const StrategyDescriptor nccl_all_reduce_strategy;
 extern const StrategyDescriptor nccl_all_gather_strategy;
@@ -17,6 +19,8 @@ const std::vector<const StrategyDescriptor*>& all_strategies() {
   static const std::vector<const StrategyDescriptor*> strategies{
       &one_shot_all_reduce_strategy,
       &two_shot_all_reduce_strategy,
+      &multimem_one_shot_all_reduce_strategy,
+      &multimem_two_shot_all_reduce_strategy,
 #ifdef ARFIT_HAVE_NCCL
       &nccl_all_reduce_strategy,
       &nccl_all_gather_strategy,

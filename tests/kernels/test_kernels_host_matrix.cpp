@@ -1,6 +1,7 @@
 // The GPU test matrix, run on the CPU through the host build of the very same kernel bodies (ctest label
 // kernels-host): one-shot and two-shot x 2, 4, 8 ranks x bf16, fp16, fp32 x NONE, RESIDUAL_RMS_NORM,
-// RESIDUAL_RMS_NORM_QUANT_FP8 x one block / several blocks per rank. Each case walks message sizes from 16 B to
+// RESIDUAL_RMS_NORM_QUANT_FP8 x one block / several blocks per rank, and the multimem one-shot and two-shot (NONE;
+// the multicast address emulated over the peers' staging buffers) x the same ranks, dtypes and blocks. Each case walks message sizes from 16 B to
 // a few MiB (counts that are not multiples of the vector width or of the rank count; rows fewer than ranks),
 // out of place, in place and fused in place, with several consecutive launches on one team (the barrier epochs
 // carry over from launch to launch and from size to size), block start order, start delays and the order of
@@ -41,10 +42,11 @@ std::string case_name(const ::testing::TestParamInfo<MatrixCase>& info) {
 
 std::vector<MatrixCase> matrix() {
   std::vector<MatrixCase> cases;
-  for (auto algorithm : {AllReduceAlgorithm::OneShot, AllReduceAlgorithm::TwoShot})
+  for (auto algorithm : {AllReduceAlgorithm::OneShot, AllReduceAlgorithm::TwoShot, AllReduceAlgorithm::MultimemOneShot,
+                         AllReduceAlgorithm::MultimemTwoShot})
     for (int n : {2, 4, 8})
       for (DType d : {DType::BF16, DType::FP16, DType::FP32})
-        for (FusionOp f : {FusionOp::None, FusionOp::ResidualRmsNorm, FusionOp::ResidualRmsNormQuantFp8})
+        for (FusionOp f : all_reduce_fusions(algorithm))  // the multimem kernels: NONE only
           for (bool several : {false, true}) cases.push_back({algorithm, n, d, f, several});
   return cases;
 }
@@ -59,7 +61,9 @@ struct Step {
 
 // Unfused sizes in bytes: 16 B (one vector) up to 3 MiB; most are neither a multiple of 16 B (the scalar tail)
 // nor of the rank count times 16 B (uneven slices), and several chunks per block at the large end.
-std::vector<Step> unfused_steps(DType dtype) {
+// The multimem cases stop at 1 MiB + 36: above it the same loops only run longer (CI budget; the unicast cases
+// cover the 3 MiB step).
+std::vector<Step> unfused_steps(DType dtype, bool multimem) {
   const int element = dtype_bytes(dtype);
   std::vector<Step> steps;
   const std::int64_t sizes[] = {16, 20, 52, 1000, 4100, 64 * kKiB + 12, kMiB + 36, 3 * kMiB + 4};
@@ -68,6 +72,7 @@ std::vector<Step> unfused_steps(DType dtype) {
   int k = 0;
   for (std::int64_t bytes : sizes) {
     if (quick_mode() && bytes > 64 * kKiB + 12) continue;
+    if (multimem && bytes > kMiB + 36) continue;
     steps.push_back({bytes / element, 0, placements[k % 2], threads[k % 3]});
     ++k;
   }
@@ -101,7 +106,7 @@ class KernelsHost : public ::testing::TestWithParam<MatrixCase> {};
 
 TEST_P(KernelsHost, MatchesReferenceAcrossSizesPlacementsAndLaunches) {
   const MatrixCase m = GetParam();
-  const std::vector<Step> steps = m.fusion == FusionOp::None ? unfused_steps(m.dtype) : fused_steps(m.dtype);
+  const std::vector<Step> steps = m.fusion == FusionOp::None ? unfused_steps(m.dtype, is_multimem(m.algorithm)) : fused_steps(m.dtype);
   std::int64_t largest = 0;
   for (const Step& s : steps) largest = std::max(largest, s.count * dtype_bytes(m.dtype));
   // One team for the whole case: every launch continues the epochs of the launches before it. Several blocks:
