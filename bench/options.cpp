@@ -66,7 +66,7 @@ void add_grid_options(CLI::App& app, RawOptions& raw) {
   app.add_option("--preset", raw.preset_name, "Start from a preset grid: trtllm, nccl-tests, host-main, host-alltoallv");
   app.add_option("--spec", raw.spec_file, "JSON grid spec file (keys as the flags below; see docs/bench.md)");
   app.add_option("--collective", raw.collectives, "Collectives, comma-separated: allreduce,allgather,reducescatter,alltoall,alltoallv (default allreduce)");
-  app.add_option("--strategy", raw.strategies, "Strategies (host: MPI, ONESHOT, TWOSHOT; nccl: NCCL; custom: ONESHOT, TWOSHOT); default: all of the backend");
+  app.add_option("--strategy", raw.strategies, "Strategies (host: MPI, ONESHOT, TWOSHOT, MULTIMEM_ONESHOT, MULTIMEM_TWOSHOT; nccl: NCCL; custom: ONESHOT, TWOSHOT, MULTIMEM_ONESHOT, MULTIMEM_TWOSHOT); default: all of the backend");
   app.add_option("--fusion", raw.fusions, "Fusion ops: NONE, RESIDUAL_RMS_NORM, RESIDUAL_RMS_NORM_QUANT_FP8, RESIDUAL_RMS_NORM_QUANT_NVFP4 (default NONE)");
   app.add_option("--dtype,-d", raw.dtypes, "Element types: bf16, fp16, fp32 (default bf16)");
   app.add_option("--tp", raw.tp, "TP sizes (sub-communicators of ranks 0..TP-1); default the powers of two from 2 up to the world size and the "

@@ -101,7 +101,8 @@ PlannedGrid plan_cases(GridSpec& spec, const PlanOptions& options, std::vector<s
       continue;
     }
     if (!d->supports(c.fusion)) {
-      if (spec.skip_unsupported) {
+      // No --strategy: "all of the backend" means the ones that have the fusion (the multimem kernels are NONE only).
+      if (spec.skip_unsupported || spec.strategies.empty()) {
         dropped.insert(c.strategy + " " + to_string(c.collective) + " lacks fusion " + to_string(c.fusion));
         continue;
       }

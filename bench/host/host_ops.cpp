@@ -2,6 +2,7 @@
 
 #include "bench/host/allreduce_kernel.h"
 
+#include <algorithm>
 #include <climits>
 #include <thread>
 
@@ -31,7 +32,11 @@ Descriptor kernel_allreduce_descriptor(kernels::AllReduceAlgorithm algorithm) {
   x.backend = "host";
   x.collective = Collective::AllReduce;
   x.strategy = kernels::to_string(algorithm);
-  x.fusions = {FusionOp::None, FusionOp::ResidualRmsNorm};
+  // The host backend's epilogue set (no FP8 output), narrowed to what the algorithm's kernels are instantiated for.
+  for (FusionOp f : {FusionOp::None, FusionOp::ResidualRmsNorm}) {
+    const auto& compiled = kernels::all_reduce_fusions(algorithm);
+    if (std::find(compiled.begin(), compiled.end(), f) != compiled.end()) x.fusions.push_back(f);
+  }
   x.dtypes = host_dtypes();
   x.rank_counts = kernels::custom_all_reduce_rank_counts();
   x.uses_workspace = true;

@@ -9,6 +9,7 @@ extern const StrategyDescriptor multimem_one_shot_all_reduce_strategy;
 extern const StrategyDescriptor multimem_two_shot_all_reduce_strategy;
 #ifdef ARFIT_HAVE_NCCL
 extern const StrategyDescriptor nccl_all_reduce_strategy;
+extern const StrategyDescriptor nccl_symmetric_all_reduce_strategy;
 extern const StrategyDescriptor nccl_all_gather_strategy;
 extern const StrategyDescriptor nccl_reduce_scatter_strategy;
 extern const StrategyDescriptor nccl_all_to_all_strategy;
@@ -23,6 +24,7 @@ const std::vector<const StrategyDescriptor*>& all_strategies() {
       &multimem_two_shot_all_reduce_strategy,
 #ifdef ARFIT_HAVE_NCCL
       &nccl_all_reduce_strategy,
+      &nccl_symmetric_all_reduce_strategy,
       &nccl_all_gather_strategy,
       &nccl_reduce_scatter_strategy,
       &nccl_all_to_all_strategy,

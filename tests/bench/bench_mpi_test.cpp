@@ -77,7 +77,9 @@ TEST(BenchMpi, TokenGridEveryCaseOnceWithValidTimings) {
   TempDir d;
   const std::string out = d.file("s.csv");
   auto planned = planned_descriptions(kTokenGrid);
-  ASSERT_EQ(planned.size(), 6u * 3u * 2u * 2u);
+  // MPI, ONESHOT, TWOSHOT with both fusions, MULTIMEM_ONESHOT and MULTIMEM_TWOSHOT with NONE only (the default
+  // strategies skip the fusions a strategy lacks).
+  ASSERT_EQ(planned.size(), 6u * (3u * 2u + 2u) * 2u);
   CommandResult r = run_command(mpirun(kTokenGrid + " -o " + out));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   expect_complete_and_valid(out, planned);
@@ -95,8 +97,9 @@ TEST(BenchMpi, AllCollectivesByteSweep) {
   TempDir d;
   const std::string out = d.file("s.csv");
   auto planned = planned_descriptions(kByteGrid);
-  // allreduce: 3 strategies; others MPI only: (3 + 4) x 3 sizes x 2 dtypes.
-  ASSERT_EQ(planned.size(), 7u * 3u * 2u);
+  // allreduce: 5 strategies (MPI, ONESHOT, TWOSHOT, MULTIMEM_ONESHOT, MULTIMEM_TWOSHOT); others MPI only:
+  // (5 + 4) x 3 sizes x 2 dtypes.
+  ASSERT_EQ(planned.size(), 9u * 3u * 2u);
   CommandResult r = run_command(mpirun(kByteGrid + " -o " + out + " --json " + d.file("s.json")));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   expect_complete_and_valid(out, planned);
