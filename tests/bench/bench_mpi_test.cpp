@@ -246,7 +246,8 @@ TEST(BenchMpi, TimedOutSharedMemoryCaseIsRecordedAndTheRunContinues) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("timeout"), std::string::npos) << r.output;
   SampleFile f = read_samples_csv(out);
-  ASSERT_EQ(f.samples.size(), 6u);
+  // 2 sizes x the host's 5 all-reduce strategies (MPI, ONESHOT, TWOSHOT, MULTIMEM_ONESHOT, MULTIMEM_TWOSHOT).
+  ASSERT_EQ(f.samples.size(), 10u);
   for (std::size_t i = 0; i < f.samples.size(); ++i) {
     if (i == 1) {
       EXPECT_FALSE(f.samples[i].ok());
@@ -288,7 +289,7 @@ TEST(BenchMpi, TrappedHostKernelIsTheCasesErrorAndTheRunContinues) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_EQ(r.output.find("MPI_ABORT"), std::string::npos) << r.output;
   SampleFile f = read_samples_csv(out);
-  ASSERT_EQ(f.samples.size(), 6u) << r.output;
+  ASSERT_EQ(f.samples.size(), 10u) << r.output;  // 2 sizes x 5 host all-reduce strategies
   for (std::size_t i = 0; i < f.samples.size(); ++i) {
     if (i == 1) {
       EXPECT_FALSE(f.samples[i].ok());
