@@ -83,6 +83,9 @@ std::string option_for(kernels::KernelParam parameter, const Case& c);
 const std::vector<const Descriptor*>& all_descriptors();
 const Descriptor* find_descriptor(const std::string& backend, Collective c, const std::string& strategy);
 std::vector<std::string> strategies_of(const std::string& backend, Collective c);
+// The strategies a grid without --strategy measures: strategies_of less the inexact ones (LOWPRECISION), which run
+// only when named.
+std::vector<std::string> default_strategies_of(const std::string& backend, Collective c);
 // Backends compiled into this build, and why the others are missing.
 std::vector<std::string> available_backends();
 std::string backend_unavailable_reason(const std::string& backend);  // "" when available

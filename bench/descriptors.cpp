@@ -32,7 +32,7 @@ const std::vector<const Descriptor*>& all_descriptors() {
         &host::allreduce_mpi_descriptor(),     &host::allreduce_oneshot_descriptor(), &host::allreduce_twoshot_descriptor(),
         &host::allreduce_multimem_oneshot_descriptor(), &host::allreduce_multimem_twoshot_descriptor(),
         &host::allgather_mpi_descriptor(),     &host::reducescatter_mpi_descriptor(), &host::alltoall_mpi_descriptor(),
-        &host::alltoallv_mpi_descriptor(),
+        &host::alltoallv_mpi_descriptor(),     &host::allreduce_low_precision_descriptor(),
     };
 #if ARFIT_BENCH_HAVE_CUSTOM
     // kernels/ strategies: custom ONESHOT/TWOSHOT, and the NCCL ones when NCCL was found.
@@ -53,6 +53,13 @@ std::vector<std::string> strategies_of(const std::string& backend, Collective c)
   std::vector<std::string> out;
   for (const Descriptor* d : all_descriptors())
     if (d->backend == backend && d->collective == c) out.push_back(d->strategy);
+  return out;
+}
+
+std::vector<std::string> default_strategies_of(const std::string& backend, Collective c) {
+  std::vector<std::string> out;
+  for (const Descriptor* d : all_descriptors())
+    if (d->backend == backend && d->collective == c && d->exact) out.push_back(d->strategy);
   return out;
 }
 

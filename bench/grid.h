@@ -61,6 +61,7 @@ struct GridSpec {
   std::vector<std::string> splits;
   Plan plan;
   bool skip_unsupported = false;  // drop (strategy, fusion, dtype) combinations a strategy lacks, instead of failing
+  bool every_fusion = false;      // --fusion all: each strategy runs every fusion it supports (others dropped, noted)
   std::string preset;             // name of the preset the spec started from, "" for none
   // Where each axis came from, for error messages: axis name -> option ("--tp", "--preset trtllm", ...).
   std::map<std::string, std::string> origin;

@@ -66,8 +66,13 @@ void add_grid_options(CLI::App& app, RawOptions& raw) {
   app.add_option("--preset", raw.preset_name, "Start from a preset grid: trtllm, nccl-tests, host-main, host-alltoallv");
   app.add_option("--spec", raw.spec_file, "JSON grid spec file (keys as the flags below; see docs/bench.md)");
   app.add_option("--collective", raw.collectives, "Collectives, comma-separated: allreduce,allgather,reducescatter,alltoall,alltoallv (default allreduce)");
-  app.add_option("--strategy", raw.strategies, "Strategies (host: MPI, ONESHOT, TWOSHOT, MULTIMEM_ONESHOT, MULTIMEM_TWOSHOT; nccl: NCCL; custom: ONESHOT, TWOSHOT, MULTIMEM_ONESHOT, MULTIMEM_TWOSHOT); default: all of the backend");
-  app.add_option("--fusion", raw.fusions, "Fusion ops: NONE, RESIDUAL_RMS_NORM, RESIDUAL_RMS_NORM_QUANT_FP8, RESIDUAL_RMS_NORM_QUANT_NVFP4 (default NONE)");
+  app.add_option("--strategy", raw.strategies, "Strategies (host: MPI, ONESHOT, TWOSHOT, LOWPRECISION, MULTIMEM_ONESHOT, "
+                 "MULTIMEM_TWOSHOT; nccl: NCCL, NCCL_SYMMETRIC; custom: ONESHOT, TWOSHOT, LOWPRECISION, MULTIMEM_ONESHOT, "
+                 "MULTIMEM_TWOSHOT); LOWPRECISION is e4m3 transport, not exact: measured only when named, its samples are "
+                 "their own strategy; the multimem ones are NONE only; default: all exact strategies of the backend");
+  app.add_option("--fusion", raw.fusions, "Fusion ops: NONE, RESIDUAL_RMS_NORM, RESIDUAL_RMS_NORM_QUANT_FP8, RESIDUAL_RMS_NORM_QUANT_NVFP4, "
+                 "RESIDUAL_RMS_NORM_OUT_QUANT_FP8, RESIDUAL_RMS_NORM_OUT_QUANT_NVFP4, or 'all' (every fusion each strategy supports; "
+                 "the fused ones need --tokens/--hidden) (default NONE)");
   app.add_option("--dtype,-d", raw.dtypes, "Element types: bf16, fp16, fp32 (default bf16)");
   app.add_option("--tp", raw.tp, "TP sizes (sub-communicators of ranks 0..TP-1); default the powers of two from 2 up to the world size and the "
                  "world size itself (1 on one rank; 2,4,8 with --virtual-ranks)");
@@ -203,7 +208,11 @@ void apply_categorical_axes(GridSpec& g, const RawOptions& raw) {
     g.origin["strategies"] = "--strategy";
     g.skip_unsupported = false;
   }
-  if (!raw.fusions.empty()) {
+  if (upper(raw.fusions) == "ALL") {
+    g.fusions = all_fusion_ops();
+    g.every_fusion = true;
+    g.origin["fusions"] = "--fusion";
+  } else if (!raw.fusions.empty()) {
     g.fusions.clear();
     for (const auto& s : split_list(raw.fusions, "--fusion")) {
       auto f = try_parse_fusion(s);

@@ -86,7 +86,8 @@ PlannedGrid plan_cases(GridSpec& spec, const PlanOptions& options, std::vector<s
                                                            spec.backend + " backend (available: " + join(have, ", ") + ")");
   }
 
-  PlannedGrid full = expand_grid(spec, [&](Collective c) { return strategies_of(spec.backend, c); });
+  // Without --strategy: every exact strategy of the backend (an inexact one such as LOWPRECISION only when named).
+  PlannedGrid full = expand_grid(spec, [&](Collective c) { return default_strategies_of(spec.backend, c); });
   PlannedGrid out;
   out.full_points = full.full_points;
   out.planned_points = full.planned_points;
@@ -101,8 +102,9 @@ PlannedGrid plan_cases(GridSpec& spec, const PlanOptions& options, std::vector<s
       continue;
     }
     if (!d->supports(c.fusion)) {
-      // No --strategy: "all of the backend" means the ones that have the fusion (the multimem kernels are NONE only).
-      if (spec.skip_unsupported || spec.strategies.empty()) {
+      // No --strategy: "all of the backend" means the ones that have the fusion (the multimem kernels are NONE only);
+      // --fusion all: every fusion each strategy has.
+      if (spec.skip_unsupported || spec.every_fusion || spec.strategies.empty()) {
         dropped.insert(c.strategy + " " + to_string(c.collective) + " lacks fusion " + to_string(c.fusion));
         continue;
       }
@@ -120,6 +122,10 @@ PlannedGrid plan_cases(GridSpec& spec, const PlanOptions& options, std::vector<s
       throw GridError(spec.option_for("dtypes"), spec.backend + " " + to_string(c.collective) + " " + c.strategy +
                                                      " does not support dtype " + c.dtype + " (supported: " +
                                                      join(d->dtypes, ", ") + ")");
+    }
+    if (c.fusion != FusionOp::None && c.tokens == 0 && spec.every_fusion) {
+      dropped.insert("fusion " + to_string(c.fusion) + " without --tokens/--hidden");
+      continue;
     }
     if (c.fusion != FusionOp::None && c.tokens == 0)
       throw GridError(spec.option_for("fusions"), "fusion " + to_string(c.fusion) +

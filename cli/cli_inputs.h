@@ -185,26 +185,31 @@ inline std::vector<fit::MeasurementFile> measurement_files(const std::vector<std
   return out;
 }
 
-// --system as predict and whatif read it: a machine the models file does not hold, or none named where it holds
-// several, is the user's to correct (a usage error listing its systems: model/model_set.h, resolve_system), not a
-// query without an answer. `requested` as given (empty) where the file holds one machine or none.
+// model/model_set.h's requested_system and require_held_strategy as usage errors (exit 2), for whatif.
 inline std::string system_option(const ModelSet& models, const std::string& requested) {
-  if (requested.empty() && models.systems().size() <= 1) return requested;
   try {
-    return resolve_system(models, requested);
+    return requested_system(models, requested);
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
 }
 
-// --strategy as predict and whatif read it: a strategy the models file has no model of (a misspelt one) is the
-// user's to correct, a usage error listing what it holds (`held`, ModelSet::strategies), as --system is; not a query
-// without an answer (predict) nor every collective kept as measured (whatif). `of_what` completes "is not ...".
-inline void require_held_strategy(const std::string& requested, const std::vector<std::string>& held,
-                                  const std::string& of_what) {
-  if (std::find(held.begin(), held.end(), requested) != held.end()) return;
-  throw UsageError("--strategy: '" + requested + "' is not " + of_what + " (strategies: " +
-                   (held.empty() ? std::string("none") : join(held, ", ")) + ")");
+inline void strategy_option(const std::string& requested, const std::vector<std::string>& held,
+                            const std::string& of_what) {
+  try {
+    require_held_strategy(requested, held, of_what);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+}
+
+// --nnodes against the GPU count option (`ranks_option`) as a usage error, before any input is read.
+inline void nodes_option(int nnodes, int nranks, const std::string& ranks_option) {
+  try {
+    require_nodes_within_ranks(nnodes, nranks, ranks_option);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
 }
 
 }  // namespace arfit::cli

@@ -68,8 +68,7 @@ void run_ingest(const IngestArgs& a) {
     }
   }
   // Both counts given: two options that cannot both hold (as predict and whatif say), not a row of a file.
-  if (a.nranks != 0 && a.nnodes > a.nranks)
-    throw UsageError("--nnodes " + std::to_string(a.nnodes) + " is more nodes than --nranks " + std::to_string(a.nranks) + " has GPUs");
+  nodes_option(a.nnodes, a.nranks, "--nranks");
   if (a.nranks != 0) opt.nranks = a.nranks;  // 0: not given (the validator refuses an explicit 0)
   if (a.nnodes != 0) opt.nnodes = a.nnodes;
   if (!a.system.empty()) opt.system = a.system;

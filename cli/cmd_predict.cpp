@@ -155,9 +155,7 @@ void run_predict(const PredictArgs& a) {
   request.nranks = a.nranks, request.nnodes = a.nnodes, request.sm = a.sm;
   request.first_split = a.splits.empty() ? std::string() : a.splits.front();
   request.shaped = !a.tokens.empty();
-  if (a.nranks > 0 && a.nnodes > a.nranks)  // before the models file is read, as every option check
-    throw UsageError("--nnodes " + std::to_string(a.nnodes) + " is more nodes than --nranks " + std::to_string(a.nranks) +
-                     " has GPUs");
+  nodes_option(a.nnodes, a.nranks, "--nranks");  // before the models file is read, as every option check
   const ModelSet set = ModelSet::load(a.models);
   // The system, strategy, dtype and GPU count the request means (model/predict_answer.h): what it names wrongly, or
   // leaves open where the file holds several, is the user's to correct (exit 2), not a query without an answer.

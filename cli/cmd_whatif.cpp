@@ -27,8 +27,7 @@ struct WhatIfArgs {
 
 void run_whatif(const WhatIfArgs& a) {
   if (a.tp <= 0) throw UsageError("--tp must be a positive rank count");
-  if (a.nnodes > a.tp)
-    throw UsageError("--nnodes " + std::to_string(a.nnodes) + " is more nodes than --tp " + std::to_string(a.tp) + " has GPUs");
+  nodes_option(a.nnodes, a.tp, "--tp");
   if (dtype_size(a.dtype) <= 0) throw UsageError("unknown --dtype '" + a.dtype + "'");
   if (a.prompt_len > 0 && a.batch_size <= 0) throw UsageError("--prompt-len needs --batch-size (prefill tokens = batch x prompt_len)");
   trace::RuleTable rules = a.rules.empty() ? trace::RuleTable::defaults() : trace::RuleTable::load_user(a.rules);
@@ -48,7 +47,7 @@ void run_whatif(const WhatIfArgs& a) {
   // collective "kept as measured" and look like an answer.
   const std::string system = system_option(models, a.system);
   if (!a.strategy.empty())
-    require_held_strategy(a.strategy, models.strategies(system, Collective::AllReduce),
+    strategy_option(a.strategy, models.strategies(system, Collective::AllReduce),
                           "an all-reduce strategy of " + a.models + (system.empty() ? std::string() : " for " + system));
   if (!a.out_csv.empty()) check_output_file(a.out_csv);  // refused now (e.g. the profile itself), not after predicting
 

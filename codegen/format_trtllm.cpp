@@ -21,6 +21,8 @@ int trtllm_fusion_op(FusionOp fusion) {
     case FusionOp::ResidualRmsNorm: return 1;
     case FusionOp::ResidualRmsNormQuantFp8: return 4;
     case FusionOp::ResidualRmsNormQuantNvfp4: return 5;
+    case FusionOp::ResidualRmsNormOutQuantFp8: return 6;
+    case FusionOp::ResidualRmsNormOutQuantNvfp4: return 7;
   }
   return -1;
 }

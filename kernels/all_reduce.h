@@ -1,4 +1,4 @@
-// Host API of the custom all-reduce kernels (one-shot, two-shot, fused residual + RMSNorm (+ e4m3)): launches
+// Host API of the custom all-reduce kernels (one-shot, two-shot, fused residual + RMSNorm (+ e4m3 / NVFP4)): launches
 // on a GPU (all_reduce, residual_rms_norm: arfit_kernels, CUDA builds) and the same kernels run on the CPU
 // (all_reduce_on_host, residual_rms_norm_on_host: arfit_kernels_host_exec, every build).
 // No CUDA headers here: streams are void* (cudaStream_t).
@@ -17,9 +17,10 @@ namespace arfit::kernels {
 
 class Team;
 
-// "ONESHOT" / "TWOSHOT" / "MULTIMEM_ONESHOT" / "MULTIMEM_TWOSHOT" (model/sample.h strategy names)
+// "ONESHOT" / "TWOSHOT" / "LOWPRECISION" / "MULTIMEM_ONESHOT" / "MULTIMEM_TWOSHOT" (model/sample.h strategy names)
 std::string to_string(AllReduceAlgorithm algorithm);
-// The fusion ops an algorithm's kernels are instantiated for (NONE only for the multimem ones).
+// The fusion ops an algorithm's kernels are instantiated for: all_fusion_ops() for ONESHOT and TWOSHOT, NONE only for
+// LOWPRECISION and the multimem ones.
 const std::vector<FusionOp>& all_reduce_fusions(AllReduceAlgorithm algorithm);
 
 // One local rank's buffers (device pointers, 16-byte aligned; fp8_out only to its e4m3 pack, fp8_pack_bytes(dtype):
@@ -32,7 +33,13 @@ struct AllReduceBuffers {
   const void* residual_in = nullptr;  // fused: count elements (same values on every rank)
   void* residual_out = nullptr;       // fused: count elements, residual_in + allreduce(x); may equal residual_in
   const void* gamma = nullptr;        // fused: hidden elements (same values on every rank)
-  void* fp8_out = nullptr;            // RESIDUAL_RMS_NORM_QUANT_FP8: count bytes, e4m3(output / fp8_scale)
+  // The quantised norm output. FP8 (..._QUANT_FP8, ..._OUT_QUANT_FP8): count bytes, e4m3(output / fp8_scale),
+  // aligned to fp8_pack_bytes(dtype). NVFP4 (..._QUANT_NVFP4, ..._OUT_QUANT_NVFP4): nvfp4_packed_bytes(count) bytes
+  // of e2m1 pairs, 8-byte aligned (kNvfp4PackBytes).
+  void* fp8_out = nullptr;
+  // NVFP4: nvfp4_scale_bytes(rows, hidden) bytes of e4m3 block scales in TensorRT-LLM's swizzled 128x4 layout
+  // (padding bytes are not written). Unused otherwise.
+  void* scale_out = nullptr;
 };
 
 struct AllReduceParams {
@@ -42,7 +49,8 @@ struct AllReduceParams {
   std::int64_t hidden = 0;  // row length for fused epilogues (count % hidden == 0, hidden % vector width == 0)
   float rms_eps = 1e-6f;     // > 0, a normal float
   float fp8_scale = 1.0f;   // e4m3 = saturate(output / fp8_scale), of the output as stored (rounded to dtype);
-                            // a normal, positive, finite float
+                            // a normal, positive, finite float. NVFP4: the per-tensor dequantisation scale, i.e.
+                            // TensorRT-LLM's global scale is 1 / fp8_scale (typically amax / (448 * 6))
   std::vector<AllReduceBuffers> buffers;  // one per local rank of the team
 };
 
@@ -56,7 +64,7 @@ struct TeamShape {
 // Rank counts the custom kernels are instantiated for (the descriptors' rank_counts).
 const std::vector<int>& custom_all_reduce_rank_counts();
 bool custom_all_reduce_supports_ranks(int nranks);
-// Fusion ops the custom kernels implement (NONE, RESIDUAL_RMS_NORM, RESIDUAL_RMS_NORM_QUANT_FP8).
+// Fusion ops the custom kernels implement: all of model/sample.h's all_fusion_ops().
 bool custom_all_reduce_supports_fusion(FusionOp fusion);
 
 // Throws KernelError naming the problem and its parameter: unsupported rank count, dtype/fusion pair, missing,
@@ -71,6 +79,11 @@ void validate_epilogue_scalars(const std::string& who, FusionOp fusion, double r
 // The same checks without buffers (for planning a grid before anything is allocated).
 void validate_all_reduce_shape(AllReduceAlgorithm algorithm, const TeamShape& team, DType dtype, FusionOp fusion,
                                std::int64_t count, std::int64_t hidden);
+
+// Blocks each rank launches for `params` with `threads` threads per block (kernels/device/partition.h; LOWPRECISION:
+// kernels/device/low_precision_layout.h), at most max_blocks_per_rank: the same on every rank for the same case.
+int all_reduce_blocks_per_rank(AllReduceAlgorithm algorithm, const AllReduceParams& params, int threads,
+                               int max_blocks_per_rank);
 
 // The by-value launch parameters of the kernels for `params` (one entry per local rank).
 AllReduceLaunch make_all_reduce_launch(const AllReduceParams& params);

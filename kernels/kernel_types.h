@@ -15,6 +15,9 @@ namespace arfit::kernels {
 enum class AllReduceAlgorithm {
   OneShot,  // every rank reads all peers' staged inputs and reduces the whole tensor (rank order 0..N-1)
   TwoShot,  // reduce-scatter into scratch, barrier, all-gather of the reduced slices
+  // Two-shot over e4m3 groups with fp32 multipliers (kernels/device/low_precision_kernels.h): not exact, its error is
+  // bounded (kernels/reference/check.h check_low_precision_outputs). NONE only.
+  LowPrecision,
   // NVLS (NVLink SHARP, sm_90+ with a multicast object bound to every rank's staging buffer; emulated on the CPU):
   MultimemOneShot,  // every rank multimem.ld_reduce's the whole tensor through the staging buffers' multicast address
   MultimemTwoShot,  // rank r multimem.ld_reduce's its slice and multimem.st's the sum into every rank's staging
@@ -46,6 +49,43 @@ inline constexpr int vector_width(DType dtype) { return kVectorBytes / (dtype ==
 // that its pack is this width), always at a multiple of the pack from the buffer's start. So fp8_out needs this
 // alignment, not 16: no path stores 16 e4m3 bytes at once.
 inline constexpr int fp8_pack_bytes(DType dtype) { return vector_width(dtype); }
+
+// ---- what a fused epilogue writes (FusionOp, model/sample.h) ----
+// The QUANT fusions write the quantised norm output and residual_out but not the norm output itself (TensorRT-LLM's
+// convention); RESIDUAL_RMS_NORM and the OUT_QUANT fusions write the norm output.
+inline constexpr bool fusion_is_fused(FusionOp f) { return f != FusionOp::None; }
+inline constexpr bool fusion_quantizes_fp8(FusionOp f) {
+  return f == FusionOp::ResidualRmsNormQuantFp8 || f == FusionOp::ResidualRmsNormOutQuantFp8;
+}
+inline constexpr bool fusion_quantizes_nvfp4(FusionOp f) {
+  return f == FusionOp::ResidualRmsNormQuantNvfp4 || f == FusionOp::ResidualRmsNormOutQuantNvfp4;
+}
+inline constexpr bool fusion_writes_norm_output(FusionOp f) {
+  return f == FusionOp::ResidualRmsNorm || f == FusionOp::ResidualRmsNormOutQuantFp8 ||
+         f == FusionOp::ResidualRmsNormOutQuantNvfp4;
+}
+
+// ---- NVFP4 (e2m1 values, one e4m3 scale per block of 16, one fp32 global scale) ----
+// Elements per block scale; a row (hidden) must be a whole number of blocks.
+inline constexpr int kNvfp4BlockElements = 16;
+// Packed e2m1 bytes of `count` elements (two per byte, element 2i in the low nibble).
+inline constexpr std::int64_t nvfp4_packed_bytes(std::int64_t count) { return count / 2; }
+// Bytes of the swizzled block-scale buffer of rows x hidden (TensorRT-LLM's 128x4 layout: rows padded to 128, the
+// hidden / 16 scale columns padded to 4). Only the scales of real rows and columns are written.
+inline constexpr std::int64_t nvfp4_scale_bytes(std::int64_t rows, std::int64_t hidden) {
+  return (rows + 127) / 128 * 128 * ((hidden / kNvfp4BlockElements + 3) / 4 * 4);
+}
+// The packed output of one block (16 e2m1 = 8 bytes) is one 8-byte store: quant_out's alignment for NVFP4.
+inline constexpr int kNvfp4PackBytes = kNvfp4BlockElements / 2;
+
+// Bytes of a fusion's quantised output (AllReduceBuffers::fp8_out: e4m3 or packed e2m1) and of its NVFP4 block
+// scales (scale_out) for `count` elements in rows of `hidden`; 0 when the fusion writes no such buffer.
+inline constexpr std::int64_t quant_out_bytes(FusionOp f, std::int64_t count) {
+  return fusion_quantizes_fp8(f) ? count : fusion_quantizes_nvfp4(f) ? nvfp4_packed_bytes(count) : 0;
+}
+inline constexpr std::int64_t scale_out_bytes(FusionOp f, std::int64_t count, std::int64_t hidden) {
+  return fusion_quantizes_nvfp4(f) && hidden > 0 ? nvfp4_scale_bytes(count / hidden, hidden) : 0;
+}
 
 // Largest team the signal structs have room for; the kernels are instantiated for 2, 4 and 8 ranks only.
 inline constexpr int kMaxRanks = 8;

@@ -103,6 +103,10 @@ struct StrategyDescriptor {
   std::vector<int> rank_counts;      // supported team sizes; empty = any
   bool uses_workspace = false;       // needs a registered workspace (a Team) sized for the case
   bool needs_nccl = false;           // needs StrategyContext::nccl_comm
+  // false: the result is within a stated error bound of the sum, not the rounding of it (LOWPRECISION's e4m3
+  // transport). Such a strategy is never a default: arbench measures it only when --strategy names it, and its
+  // samples carry its own strategy name, so no curve pools it with the exact ones.
+  bool exact = true;
   // Per-rank send/receive bytes for `count` elements of `elem` bytes on `nranks` ranks.
   std::function<ByteCounts(std::int64_t count, int elem, int nranks)> byte_counts;
 

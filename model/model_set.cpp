@@ -579,6 +579,18 @@ std::string resolve_system(const ModelSet& models, const std::string& requested)
   return systems[0];
 }
 
+std::string requested_system(const ModelSet& models, const std::string& requested) {
+  if (requested.empty() && models.systems().size() <= 1) return requested;
+  return resolve_system(models, requested);
+}
+
+void require_held_strategy(const std::string& requested, const std::vector<std::string>& held,
+                           const std::string& of_what) {
+  if (std::find(held.begin(), held.end(), requested) != held.end()) return;
+  throw std::invalid_argument("--strategy: '" + requested + "' is not " + of_what + " (strategies: " +
+                              (held.empty() ? std::string("none") : join(held, ", ")) + ")");
+}
+
 std::vector<std::string> same_size_dtypes(const std::string& dtype) {
   const std::string asked = canonical_dtype(dtype);
   const int size = dtype_size(asked);

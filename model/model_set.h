@@ -151,6 +151,17 @@ class ModelSet {
 // several (a usage error in every command that takes --system: predict, whatif, codegen, suggest).
 std::string resolve_system(const ModelSet& models, const std::string& requested);
 
+// --system as predict and whatif read it: resolve_system, except that an empty `requested` stays empty where the set
+// holds one machine or none (the query then names no machine and every group of the file may answer).
+std::string requested_system(const ModelSet& models, const std::string& requested);
+
+// --strategy as predict and whatif read it: a strategy the models file has no model of (a misspelt one) is the
+// user's to correct, not a query without an answer (predict) nor every collective kept as measured (whatif).
+// Throws std::invalid_argument "--strategy: 'X' is not OF_WHAT (strategies: HELD...)" unless `held` (what
+// ModelSet::strategies lists) holds `requested`.
+void require_held_strategy(const std::string& requested, const std::vector<std::string>& held,
+                           const std::string& of_what);
+
 // Element types of the same size as `dtype` (read any way canonical_dtype spells it), itself left out, in the
 // order a query without a model of `dtype` asks them: floating point first (bf16, fp16, fp32, fp8_e4m3, fp8_e5m2,
 // int8, uint8, int16, uint16, int32, uint32, fp64, int64, uint64). Empty for an unknown type. The one rule `arfit predict`, codegen

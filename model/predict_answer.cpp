@@ -11,22 +11,15 @@
 namespace arfit {
 namespace {
 
-// --system: a machine the file does not hold, or none named where it holds several, is the user's to correct
-// (resolve_system lists its systems), not a query without an answer.
-std::string requested_system(const ModelSet& set, const std::string& requested) {
-  if (requested.empty() && set.systems().size() <= 1) return requested;
-  return resolve_system(set, requested);
-}
-
-// --strategy: one the file has no model of (a misspelt one) is the user's to correct, where the file models the
-// collective at all (a file without it answers nothing, whatever the strategy).
-void require_held_strategy(const ModelSet& set, const PredictRequest& r, const PredictQuery& base) {
+// --strategy: checked where the file models the collective at all (a file without it answers nothing, whatever
+// the strategy).
+void require_strategy_of_collective(const ModelSet& set, const PredictRequest& r, const PredictQuery& base) {
   const Collective modelled = r.first_split.empty() ? base.collective : Collective::AllToAll;
   const std::vector<std::string> held = set.strategies(base.system, modelled);
-  if (held.empty() || std::find(held.begin(), held.end(), r.strategy) != held.end()) return;
-  throw std::invalid_argument("--strategy: '" + r.strategy + "' is not a strategy of " + r.models_name + " for " +
-                              to_string(modelled) + (base.system.empty() ? std::string() : " on " + base.system) +
-                              " (strategies: " + join(held, ", ") + ")");
+  if (held.empty()) return;
+  require_held_strategy(r.strategy, held,
+                        "a strategy of " + r.models_name + " for " + to_string(modelled) +
+                            (base.system.empty() ? std::string() : " on " + base.system));
 }
 
 // A --dtype of no known size that none of the file's groups has is a typo, not a type without a model.
@@ -57,9 +50,7 @@ int only_gpu_count(const ModelSet& set, const PredictRequest& r, PredictQuery as
 }  // namespace
 
 ResolvedPredict resolve_predict_request(const ModelSet& set, const PredictRequest& r) {
-  if (r.nranks > 0 && r.nnodes > r.nranks)
-    throw std::invalid_argument("--nnodes " + std::to_string(r.nnodes) + " is more nodes than --nranks " +
-                                std::to_string(r.nranks) + " has GPUs");
+  require_nodes_within_ranks(r.nnodes, r.nranks, "--nranks");
   ResolvedPredict out;
   PredictQuery& base = out.base;
   base.collective = parse_collective(r.collective);  // std::invalid_argument naming the value
@@ -70,7 +61,7 @@ ResolvedPredict resolve_predict_request(const ModelSet& set, const PredictReques
   base.nnodes = r.nnodes;
   base.sm = r.sm;
   base.system = requested_system(set, r.system);
-  require_held_strategy(set, r, base);
+  require_strategy_of_collective(set, r, base);
   require_known_dtype(set, r);
   if (!r.first_split.empty() && base.collective != Collective::AllToAllV && base.collective != Collective::AllToAll)
     throw std::invalid_argument("--splits is an all-to-allv split: it needs --collective alltoallv (or alltoall), not " +

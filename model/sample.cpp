@@ -44,6 +44,8 @@ std::string to_string(FusionOp f) {
     case FusionOp::ResidualRmsNorm: return "RESIDUAL_RMS_NORM";
     case FusionOp::ResidualRmsNormQuantFp8: return "RESIDUAL_RMS_NORM_QUANT_FP8";
     case FusionOp::ResidualRmsNormQuantNvfp4: return "RESIDUAL_RMS_NORM_QUANT_NVFP4";
+    case FusionOp::ResidualRmsNormOutQuantFp8: return "RESIDUAL_RMS_NORM_OUT_QUANT_FP8";
+    case FusionOp::ResidualRmsNormOutQuantNvfp4: return "RESIDUAL_RMS_NORM_OUT_QUANT_NVFP4";
   }
   return "?";
 }
@@ -59,6 +61,16 @@ const std::vector<Collective>& all_collectives() {
 const std::vector<FusionOp>& all_fusions() {
   static const std::vector<FusionOp> v = {FusionOp::None, FusionOp::ResidualRmsNorm, FusionOp::ResidualRmsNormQuantFp8,
                                           FusionOp::ResidualRmsNormQuantNvfp4};
+  return v;
+}
+
+const std::vector<FusionOp>& all_fusion_ops() {
+  static const std::vector<FusionOp> v = {FusionOp::None,
+                                          FusionOp::ResidualRmsNorm,
+                                          FusionOp::ResidualRmsNormQuantFp8,
+                                          FusionOp::ResidualRmsNormQuantNvfp4,
+                                          FusionOp::ResidualRmsNormOutQuantFp8,
+                                          FusionOp::ResidualRmsNormOutQuantNvfp4};
   return v;
 }
 
@@ -88,17 +100,20 @@ Collective parse_collective(const std::string& s) {
 std::optional<FusionOp> try_parse_fusion(const std::string& s) {
   const std::string k = squash(s);
   if (k.empty() || k == "none" || k == "nofusion") return FusionOp::None;
-  for (FusionOp f : all_fusions())
+  for (FusionOp f : all_fusion_ops())
     if (k == squash(to_string(f))) return f;
   if (k == "residualrmsnormfp8" || k == "residualrmsnormquantfp8") return FusionOp::ResidualRmsNormQuantFp8;
   if (k == "residualrmsnormnvfp4" || k == "residualrmsnormquantnvfp4") return FusionOp::ResidualRmsNormQuantNvfp4;
+  if (k == "residualrmsnormoutfp8") return FusionOp::ResidualRmsNormOutQuantFp8;
+  if (k == "residualrmsnormoutnvfp4") return FusionOp::ResidualRmsNormOutQuantNvfp4;
   return std::nullopt;
 }
 
 FusionOp parse_fusion(const std::string& s) {
   if (auto f = try_parse_fusion(s)) return *f;
   throw std::invalid_argument("unknown fusion op '" + s +
-                              "' (known: NONE, RESIDUAL_RMS_NORM, RESIDUAL_RMS_NORM_QUANT_FP8, RESIDUAL_RMS_NORM_QUANT_NVFP4)");
+                              "' (known: NONE, RESIDUAL_RMS_NORM, RESIDUAL_RMS_NORM_QUANT_FP8, RESIDUAL_RMS_NORM_QUANT_NVFP4, "
+                              "RESIDUAL_RMS_NORM_OUT_QUANT_FP8, RESIDUAL_RMS_NORM_OUT_QUANT_NVFP4)");
 }
 
 std::string canonical_dtype(const std::string& dtype) {
@@ -171,6 +186,12 @@ std::optional<SampleBoundProblem> sample_bound_problem(const Sample& s) {
     return SampleBoundProblem{"time_us", "time " + number(s.time_us) + " us is outside [" + number(kMinSampleTimeUs) + ", " +
                                              number(kMaxSampleTimeUs) + "] us"};
   return std::nullopt;
+}
+
+void require_nodes_within_ranks(int nnodes, int nranks, const std::string& ranks_option) {
+  if (nranks == 0 || nnodes <= nranks) return;
+  throw std::invalid_argument("--nnodes " + std::to_string(nnodes) + " is more nodes than " + ranks_option + " " +
+                              std::to_string(nranks) + " has GPUs");
 }
 
 }  // namespace arfit

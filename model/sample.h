@@ -14,8 +14,19 @@ namespace arfit {
 // whole buffer (nranks x the per-rank count), as nccl-tests' size column gives it.
 enum class Collective { AllReduce, AllGather, ReduceScatter, AllToAll, AllToAllV, Broadcast, Reduce, SendRecv, Gather, Scatter };
 
-// Fusion ops in TensorRT-LLM's order (the order of the codegen table's fusion axis).
-enum class FusionOp { None, ResidualRmsNorm, ResidualRmsNormQuantFp8, ResidualRmsNormQuantNvfp4 };
+// Fusion ops in TensorRT-LLM's order (the order of the codegen table's fusion axis: the first four), then the
+// OUT_QUANT variants, which also write the unquantised norm output. TensorRT-LLM's AllReduceFusionOp numbers them
+// NONE 0, RESIDUAL_RMS_NORM 1, ..._QUANT_FP8 4, ..._QUANT_NVFP4 5, ..._OUT_QUANT_FP8 6, ..._OUT_QUANT_NVFP4 7
+// (codegen/format_trtllm.cpp); its strategy table has rows for the first four only and looks the OUT_QUANT ones up
+// in the QUANT rows.
+enum class FusionOp {
+  None,
+  ResidualRmsNorm,
+  ResidualRmsNormQuantFp8,
+  ResidualRmsNormQuantNvfp4,
+  ResidualRmsNormOutQuantFp8,
+  ResidualRmsNormOutQuantNvfp4,
+};
 
 // Canonical names ("allreduce", "NONE", ...); parse accepts common aliases
 // ("all_reduce", "AllReduce", "RESIDUAL_RMS_NORM", ...). Both throw std::invalid_argument on unknowns.
@@ -27,13 +38,18 @@ std::optional<Collective> try_parse_collective(const std::string& s);
 std::optional<FusionOp> try_parse_fusion(const std::string& s);
 const std::vector<Collective>& all_collectives();
 std::string known_collectives();  // "allreduce, allgather, ...": all_collectives' names, for messages
+// The codegen table's fusion axis: NONE, RESIDUAL_RMS_NORM, ..._QUANT_FP8, ..._QUANT_NVFP4 (TensorRT-LLM's table).
 const std::vector<FusionOp>& all_fusions();
+// Every fusion op: all_fusions() and the OUT_QUANT variants (what a sample or arbench may name).
+const std::vector<FusionOp>& all_fusion_ops();
 
 // Known strategy names; strategies are open-ended strings, these are the ones codegen numbers.
 namespace strategy {
 inline constexpr const char* kNccl = "NCCL";
 inline constexpr const char* kOneShot = "ONESHOT";
 inline constexpr const char* kTwoShot = "TWOSHOT";
+// Quantised transport (e4m3, TensorRT-LLM AllReduceStrategy.LOWPRECISION): not exact, never pooled with the others.
+inline constexpr const char* kLowPrecision = "LOWPRECISION";
 inline constexpr const char* kNcclSymmetric = "NCCL_SYMMETRIC";
 // NVLS all-reduces over a multicast object (kernels/strategies/strategy_multimem_*.cpp): PyTorch symmetric memory's
 // multimem_one_shot_all_reduce / multimem_all_reduce_ (vLLM runs them above its custom all-reduce bound).
@@ -100,6 +116,11 @@ double dlrm_element_bytes(const std::string& dtype);
 // ever answer it): "OPTION: WHAT is B bytes, above 1e+18, the largest size arfit models", WHAT as the user gave
 // it ("size '2e18'", "1099511627776 x 1099511627776 x bf16"); "" within the bound. One message for every option.
 std::string byte_bound_problem(const std::string& option, const std::string& what, double bytes);
+
+// Two counts an option pair gives that cannot both hold: `nnodes` nodes for `nranks` GPUs (more nodes than GPUs).
+// Throws std::invalid_argument "--nnodes N is more nodes than RANKS_OPTION M has GPUs" (ingest, predict and the
+// Python package with --nranks, whatif with --tp); nothing when `nranks` is 0, not given.
+void require_nodes_within_ranks(int nnodes, int nranks, const std::string& ranks_option);
 
 // A value of `s` beyond those bounds (or more nodes than ranks): the field and why, for the reader's message.
 struct SampleBoundProblem {

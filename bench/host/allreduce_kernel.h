@@ -23,6 +23,7 @@ class KernelAllReduce : public HostAllReduceBase<T> {
     params_.count = c.count;
     params_.hidden = c.hidden;
     params_.rms_eps = kRmsEps;
+    params_.fp8_scale = kHostFp8Scale;
     params_.buffers.resize(1);
   }
 
@@ -36,9 +37,12 @@ class KernelAllReduce : public HostAllReduceBase<T> {
     buffers.input = this->input(b);
     buffers.output = this->output();
     if (this->case_.fusion != FusionOp::None) {
-      buffers.residual_in = this->residual();
-      buffers.residual_out = this->residual_out();
-      buffers.gamma = this->gamma();
+      const kernels::AllReduceBuffers epilogue = this->epilogue_buffers();
+      buffers.residual_in = epilogue.residual_in;
+      buffers.residual_out = epilogue.residual_out;
+      buffers.gamma = epilogue.gamma;
+      buffers.fp8_out = epilogue.fp8_out;
+      buffers.scale_out = epilogue.scale_out;
     }
     kernels::device::host::LaunchOptions options;
     options.external_abort = this->ctx_.abort;  // the watchdog ends a barrier wait whose peer never comes

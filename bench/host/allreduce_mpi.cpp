@@ -24,12 +24,9 @@ class MpiAllReduce : public HostAllReduceBase<T> {
     MPI_Allreduce(this->input(b), dst, static_cast<int>(c.count), mpi_type<T>(), mpi_sum<T>(), this->ctx_.comm);
     if (fused) {
       // The GPU's unfused epilogue kernel (the one that follows ncclAllReduce), built for the CPU.
-      kernels::AllReduceBuffers b;
-      b.residual_in = this->residual();
-      b.residual_out = this->residual_out();
-      b.gamma = this->gamma();
+      kernels::AllReduceBuffers b = this->epilogue_buffers();
       b.output = this->output();
-      kernels::residual_rms_norm_on_host(dtype_of<T>(), c.fusion, c.count, c.hidden, kRmsEps, 1.0f, dst, b, 1);
+      kernels::residual_rms_norm_on_host(dtype_of<T>(), c.fusion, c.count, c.hidden, kRmsEps, kHostFp8Scale, dst, b, 1);
     }
     return RunStatus::Ok;
   }
@@ -46,7 +43,7 @@ const Descriptor& allreduce_mpi_descriptor() {
     x.backend = "host";
     x.collective = Collective::AllReduce;
     x.strategy = "MPI";
-    x.fusions = {FusionOp::None, FusionOp::ResidualRmsNorm};
+    x.fusions = all_fusion_ops();  // the unfused epilogue kernel implements every fusion
     x.dtypes = host_dtypes();
     x.byte_counts = [](std::int64_t count, int elem, int) { return ByteCounts{count * elem, count * elem}; };
     // The epilogue is the kernels' residual + RMSNorm pass: its shape rules (hidden a multiple of one 16-byte
@@ -55,7 +52,8 @@ const Descriptor& allreduce_mpi_descriptor() {
       if (auto issue = validate_mpi_count(c, limits)) return issue;
       if (c.fusion == FusionOp::None) return std::nullopt;
       try {
-        kernels::validate_residual_rms_norm_shape(kernels::parse_dtype(c.dtype), c.fusion, c.count, c.hidden, kRmsEps, 1.0f);
+        kernels::validate_residual_rms_norm_shape(kernels::parse_dtype(c.dtype), c.fusion, c.count, c.hidden, kRmsEps,
+                                                  kHostFp8Scale);
       } catch (const kernels::KernelError& e) {
         return CaseIssue{option_for(e.parameter(), c), c.describe() + ": " + e.what()};
       }

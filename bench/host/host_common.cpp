@@ -6,6 +6,7 @@
 #include <new>
 #include <stdexcept>
 
+#include "kernels/reference/check.h"
 #include "kernels/team.h"
 
 namespace arfit::bench::host {
@@ -189,7 +190,8 @@ MPI_Op mpi_sum<fp16>() {
 // ---------------------------------------------------------------- reference check
 
 template <typename T>
-std::int64_t count_allreduce_wrong(const Case& c, int nranks, const T* out, const T* residual_out) {
+std::int64_t count_allreduce_wrong(const Case& c, int nranks, const T* out, const T* residual_out, const void* quant,
+                                   const void* scales) {
   auto close = [](double got, double want) { return std::abs(got - want) <= tolerance<T>() * (1.0 + std::abs(want)); };
   std::int64_t wrong = 0;
   auto sum_at = [&](std::int64_t i) {
@@ -201,6 +203,13 @@ std::int64_t count_allreduce_wrong(const Case& c, int nranks, const T* out, cons
     for (std::int64_t i = 0; i < c.count; ++i)
       if (!close(to_float(out[i]), sum_at(i))) ++wrong;
     return wrong;
+  }
+  const bool writes_output = kernels::fusion_writes_norm_output(c.fusion);
+  const auto quant_bytes = static_cast<std::size_t>(kernels::quant_out_bytes(c.fusion, c.count));
+  std::vector<double> norm, slack;  // the reference norm output and its tolerance, for the quantised output
+  if (quant_bytes > 0) {
+    norm.resize(static_cast<std::size_t>(c.count));
+    slack.resize(static_cast<std::size_t>(c.count));
   }
   std::vector<double> v(static_cast<std::size_t>(c.hidden));
   for (std::int64_t t = 0; t < c.tokens; ++t) {
@@ -214,15 +223,27 @@ std::int64_t count_allreduce_wrong(const Case& c, int nranks, const T* out, cons
     for (std::int64_t h = 0; h < c.hidden; ++h) {
       const std::int64_t i = t * c.hidden + h;
       const double want = v[h] * scale * gamma_value(h);
-      if (!close(to_float(out[i]), want) || !close(to_float(residual_out[i]), v[h])) ++wrong;
+      if ((writes_output && !close(to_float(out[i]), want)) || !close(to_float(residual_out[i]), v[h])) ++wrong;
+      if (quant_bytes > 0) {
+        norm[static_cast<std::size_t>(i)] = want;
+        slack[static_cast<std::size_t>(i)] = tolerance<T>() * (1.0 + std::abs(want));
+      }
     }
+  }
+  if (quant_bytes > 0) {
+    const auto* q = static_cast<const unsigned char*>(quant);
+    const auto scale_bytes = static_cast<std::size_t>(kernels::scale_out_bytes(c.fusion, c.count, c.hidden));
+    const auto* s = static_cast<const unsigned char*>(scales);
+    wrong += kernels::count_quantized_wrong(c.fusion, c.hidden, kHostFp8Scale, norm, slack,
+                                            std::vector<unsigned char>(q, q + quant_bytes),
+                                            s ? std::vector<unsigned char>(s, s + scale_bytes) : std::vector<unsigned char>{});
   }
   return wrong;
 }
 
-template std::int64_t count_allreduce_wrong<float>(const Case&, int, const float*, const float*);
-template std::int64_t count_allreduce_wrong<bf16>(const Case&, int, const bf16*, const bf16*);
-template std::int64_t count_allreduce_wrong<fp16>(const Case&, int, const fp16*, const fp16*);
+template std::int64_t count_allreduce_wrong<float>(const Case&, int, const float*, const float*, const void*, const void*);
+template std::int64_t count_allreduce_wrong<bf16>(const Case&, int, const bf16*, const bf16*, const void*, const void*);
+template std::int64_t count_allreduce_wrong<fp16>(const Case&, int, const fp16*, const fp16*, const void*, const void*);
 
 }  // namespace arfit::bench::host
 

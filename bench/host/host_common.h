@@ -77,6 +77,9 @@ inline float residual_value(std::int64_t index) { return input_value(1000, 7, in
 // Gamma of the RMSNorm: 1 +- k/16, exact in every dtype.
 inline float gamma_value(std::int64_t h) { return 1.0f + static_cast<float>(static_cast<int>(h % 9) - 4) / 16.0f; }
 inline constexpr float kRmsEps = 1e-6f;
+// The quantising fusions' per-tensor scale (fp8_scale: e4m3 = out / 1; NVFP4 global scale 1): the epilogue outputs
+// stay well inside e4m3's range.
+inline constexpr float kHostFp8Scale = 1.0f;
 
 // ---------------------------------------------------------------- aligned storage
 using kernels::PageAlignedBuffer;
@@ -157,6 +160,11 @@ class HostOpBase : public CollectiveOp {
       for (std::size_t i = 0; i < n; ++i) residual()[i] = from_float<T>(residual_value(static_cast<std::int64_t>(i)));
       for (std::int64_t h = 0; h < c.hidden; ++h) gamma()[h] = from_float<T>(gamma_value(h));
       std::memset(residual_out_.data(), 0, n * sizeof(T));
+      // The quantised norm (e4m3 or packed e2m1) and the NVFP4 block scales, when the fusion writes them.
+      const auto quant_bytes = static_cast<std::size_t>(kernels::quant_out_bytes(c.fusion, c.count));
+      const auto scale_bytes = static_cast<std::size_t>(kernels::scale_out_bytes(c.fusion, c.count, c.hidden));
+      if (quant_bytes > 0) quant_out_ = PageAlignedBuffer(quant_bytes);
+      if (scale_bytes > 0) scale_out_ = PageAlignedBuffer(scale_bytes);
     }
     std::memset(output_.data(), 0, output_.size());
     setup();
@@ -166,6 +174,8 @@ class HostOpBase : public CollectiveOp {
     // Poison: 0xFF bytes are NaN in every float type, so an unwritten element can never pass.
     std::memset(output_.data(), 0xFF, output_.size());
     if (residual_out_.data()) std::memset(residual_out_.data(), 0xFF, residual_out_.size());
+    if (quant_out_.data()) std::memset(quant_out_.data(), 0xFF, quant_out_.size());
+    if (scale_out_.data()) std::memset(scale_out_.data(), 0xFF, scale_out_.size());
     fill_input(0);
     RunStatus s = run(0);
     if (s != RunStatus::Ok) return s;
@@ -188,6 +198,18 @@ class HostOpBase : public CollectiveOp {
   T* residual() const { return static_cast<T*>(residual_.data()); }
   T* residual_out() const { return static_cast<T*>(residual_out_.data()); }
   T* gamma() const { return static_cast<T*>(gamma_.data()); }
+  void* quant_out() const { return quant_out_.data(); }  // null unless the fusion quantises
+  void* scale_out() const { return scale_out_.data(); }  // null unless NVFP4
+  // The fused epilogue's buffers of this rank (all but input and output, which the caller sets).
+  kernels::AllReduceBuffers epilogue_buffers() const {
+    kernels::AllReduceBuffers b;
+    b.residual_in = residual();
+    b.residual_out = residual_out();
+    b.gamma = gamma();
+    b.fp8_out = quant_out();
+    b.scale_out = scale_out();
+    return b;
+  }
   bool withhold() const { return ctx_.inject == RunContext::Inject::kWithhold; }
 
   static bool close(double got, double want) {
@@ -198,7 +220,7 @@ class HostOpBase : public CollectiveOp {
   RunContext ctx_;
   std::int64_t in_count_ = 0, out_count_ = 0;
   std::size_t stride_ = 0;
-  PageAlignedBuffer inputs_, output_, residual_, residual_out_, gamma_;
+  PageAlignedBuffer inputs_, output_, residual_, residual_out_, gamma_, quant_out_, scale_out_;
 };
 
 // Shared by the three all-reduce strategies: the reference check of the (possibly fused) result.
@@ -209,13 +231,17 @@ class HostAllReduceBase : public HostOpBase<T> {
 };
 
 // Counts wrong elements of an all-reduce output (and the fused epilogue's outputs) against a double
-// reference computed from input_value; shared with tests.
+// reference computed from input_value; shared with tests. The norm output is checked only where the fusion writes it
+// (not the QUANT fusions); the quantised output (quant, scales: null unless the fusion writes them) by
+// kernels::count_quantized_wrong against the reference norm, fp8 scale 1 (kHostFp8Scale).
 template <typename T>
-std::int64_t count_allreduce_wrong(const Case& c, int nranks, const T* out, const T* residual_out);
+std::int64_t count_allreduce_wrong(const Case& c, int nranks, const T* out, const T* residual_out,
+                                   const void* quant = nullptr, const void* scales = nullptr);
 
 template <typename T>
 std::int64_t HostAllReduceBase<T>::count_wrong() const {
-  return count_allreduce_wrong<T>(this->case_, this->ctx_.nranks, this->output(), this->residual_out());
+  return count_allreduce_wrong<T>(this->case_, this->ctx_.nranks, this->output(), this->residual_out(),
+                                  this->quant_out(), this->scale_out());
 }
 
 // Instantiates Op<T> for the case's dtype.

@@ -32,11 +32,7 @@ Descriptor kernel_allreduce_descriptor(kernels::AllReduceAlgorithm algorithm) {
   x.backend = "host";
   x.collective = Collective::AllReduce;
   x.strategy = kernels::to_string(algorithm);
-  // The host backend's epilogue set (no FP8 output), narrowed to what the algorithm's kernels are instantiated for.
-  for (FusionOp f : {FusionOp::None, FusionOp::ResidualRmsNorm}) {
-    const auto& compiled = kernels::all_reduce_fusions(algorithm);
-    if (std::find(compiled.begin(), compiled.end(), f) != compiled.end()) x.fusions.push_back(f);
-  }
+  x.fusions = kernels::all_reduce_fusions(algorithm);  // every epilogue the algorithm's kernels instantiate
   x.dtypes = host_dtypes();
   x.rank_counts = kernels::custom_all_reduce_rank_counts();
   x.uses_workspace = true;

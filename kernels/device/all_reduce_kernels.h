@@ -1,4 +1,4 @@
-// The custom all-reduce kernels: the cross-rank barrier, the fused residual + RMSNorm (+ e4m3) epilogue, and
+// The custom all-reduce kernels: the cross-rank barrier, the fused residual + RMSNorm (+ e4m3 / NVFP4) epilogue, and
 // the one-shot / two-shot kernels templated on element type, rank count, fusion op and threads per block.
 //
 // The same bodies compile for the GPU (the per-(algorithm, dtype) .cu files, 512 threads per block) and as
@@ -32,8 +32,9 @@
 #define ARFIT_MUTATION_SKIP_REDUCE_BARRIER 2   // two-shot gathers the slices before their owners reduced them
 #define ARFIT_MUTATION_WRONG_ROW_OWNER 3       // two-shot gathers the last row from the wrong rank
 #define ARFIT_MUTATION_WRONG_CHUNK_OWNER 4     // two-shot gathers the last chunk from the wrong rank
-#define ARFIT_MUTATION_MULTIMEM_SKIP_PUBLISH_BARRIER 5  // multimem one-shot ld_reduces staging nobody waited for
-#define ARFIT_MUTATION_MULTIMEM_SKIP_STORE_BARRIER 6    // multimem two-shot copies its staging before the owners' st
+#define ARFIT_MUTATION_NVFP4_WRONG_SCALE_COLUMN 5  // NVFP4 stores each block's scale in the next block's column
+#define ARFIT_MUTATION_MULTIMEM_SKIP_PUBLISH_BARRIER 6  // multimem one-shot ld_reduces staging nobody waited for
+#define ARFIT_MUTATION_MULTIMEM_SKIP_STORE_BARRIER 7    // multimem two-shot copies its staging before the owners' st
 #ifndef ARFIT_MUTATION
 #define ARFIT_MUTATION 0
 #endif
@@ -108,55 +109,149 @@ ARFIT_DEVICE void compensated_add(float& sum, float& carry, float value) {
   sum = next;
 }
 
+// What a fusion op's epilogue writes (kernels/kernel_types.h has the same rules for host code).
+template <FusionOp kFusion>
+struct Epilogue {
+  static constexpr bool kFp8 =
+      kFusion == FusionOp::ResidualRmsNormQuantFp8 || kFusion == FusionOp::ResidualRmsNormOutQuantFp8;
+  static constexpr bool kNvfp4 =
+      kFusion == FusionOp::ResidualRmsNormQuantNvfp4 || kFusion == FusionOp::ResidualRmsNormOutQuantNvfp4;
+  // The QUANT fusions write only the quantised norm (and residual_out); RESIDUAL_RMS_NORM and OUT_QUANT the norm too.
+  static constexpr bool kWritesOutput = kFusion == FusionOp::ResidualRmsNorm ||
+                                        kFusion == FusionOp::ResidualRmsNormOutQuantFp8 ||
+                                        kFusion == FusionOp::ResidualRmsNormOutQuantNvfp4;
+};
+
+// Byte offset of the scale of (row, column) in TensorRT-LLM's swizzled 128x4 block-scale layout
+// (get_sf_out_offset_128x4, cpp/tensorrt_llm/kernels/quantization.cuh): tiles of 128 rows x 4 scale columns, 512
+// bytes each, row-tile major; inside a tile, row r sits at (r % 32) * 16 + (r / 32) * 4 and the column at % 4.
+// `columns` = hidden / 16; kernel_types.h's nvfp4_scale_bytes is the padded buffer size.
+ARFIT_DEVICE std::int64_t nvfp4_scale_offset(std::int64_t row, std::int64_t column, std::int64_t columns) {
+  const std::int64_t column_tiles = (columns + 3) / 4;
+  return (row / 128) * column_tiles * 512 + (column / 4) * 512 + (row % 32) * 16 + ((row % 128) / 32) * 4 +
+         column % 4;
+}
+
+// NVFP4 of one block of 16 values (the norm output as stored, rounded to T), as TensorRT-LLM's
+// cvt_warp_fp16_to_fp4 computes it with exact reciprocals instead of rcp.approx (so the host and every GPU give the
+// same bits): scale = e4m3(global * (amax / 6)); each value becomes e2m1(v / (scale / global)), element 2i in the
+// low nibble of byte i. A block of zeros has scale 0 and all-zero codes. Returns the scale byte, fills packed[0..1].
+ARFIT_DEVICE std::uint8_t nvfp4_quantize_block(const float* values, float global_scale, std::uint32_t* packed) {
+  float amax = 0.0f;
+  ARFIT_UNROLL
+  for (int k = 0; k < kNvfp4BlockElements; ++k) {
+    const float a = values[k] < 0.0f ? -values[k] : values[k];
+    amax = a > amax ? a : amax;
+  }
+  const std::uint8_t scale = e4m3_from_float(global_scale * (amax * (1.0f / 6.0f)));
+  const float block_scale = e4m3_to_float(scale);
+  const float to_e2m1 = block_scale != 0.0f ? 1.0f / (block_scale * (1.0f / global_scale)) : 0.0f;
+  packed[0] = 0;
+  packed[1] = 0;
+  ARFIT_UNROLL
+  for (int k = 0; k < kNvfp4BlockElements; ++k) packed[k / 8] |= e2m1_from_float(values[k] * to_e2m1) << (4 * (k % 8));
+  return scale;
+}
+
+// Where one row's epilogue results go; what the fusion does not write is never touched (may be null).
+template <typename T>
+struct RowOutputs {
+  T* residual_out;
+  T* output;              // the norm output (RESIDUAL_RMS_NORM, OUT_QUANT)
+  std::uint8_t* quant;    // this row's e4m3 bytes (FP8: hidden) or packed e2m1 (NVFP4: hidden / 2)
+  std::uint8_t* scales;   // NVFP4: the block-scale buffer (the whole tensor's, not the row's)
+  std::int64_t row;       // NVFP4: the row's index in `scales`
+  bool swizzled;          // NVFP4: scales in the 128x4 layout (user buffers) or row-major (two-shot scratch)
+};
+
+// The norm output of vector j of a row: rounded to T (returned packed) and, as stored, widened into y[0..W).
+template <typename T>
+ARFIT_DEVICE Vec16 normed_vector(const T* residual_out, const T* gamma, std::int64_t j, float inv_rms, float* y) {
+  constexpr int W = VectorWidth<T>::value;
+  float r[W] = {};
+  accumulate<T>(load_16(residual_out + j * W), r);  // this thread's own store of the first pass (program order)
+  float g[W] = {};
+  accumulate<T>(load_16_read_only(gamma + j * W), g);
+  float normed[W];
+  ARFIT_UNROLL
+  for (int k = 0; k < W; ++k) normed[k] = r[k] * inv_rms * g[k];
+  const Vec16 rounded = pack<T>(normed);
+  ARFIT_UNROLL
+  for (int k = 0; k < W; ++k) y[k] = 0.0f;
+  accumulate<T>(rounded, y);
+  return rounded;
+}
+
 // One row of residual_out = reduced + residual_in; output = residual_out * rsqrt(mean(residual_out^2) + eps)
-// * gamma; e4m3 = saturate(output * fp8_inv_scale). `load_reduced(j, acc)` adds the all-reduced fp32 values
+// * gamma; then, by fusion: e4m3 = saturate(output * fp8_inv_scale), or NVFP4 of output per block of 16 with
+// global scale quant_scale (nvfp4_quantize_block). `load_reduced(j, acc)` adds the all-reduced fp32 values
 // of vector j of the row into acc. Order of operations (the host backend runs this same code):
 //  * the norm is taken over residual_out as stored (rounded to T), so the returned residual and the
 //    normalised output agree;
-//  * the e4m3 output quantises `output` as stored (rounded to T), as an engine that keeps the T output and
-//    quantises it would: fp8 == e4m3(float(output) * fp8_inv_scale) bit for bit.
-// Every thread of the block must call it (block_sum).
-template <typename T, bool kQuantFp8, int kThreads, typename LoadReduced>
+//  * the quantised output quantises `output` as stored (rounded to T), as an engine that keeps the T output and
+//    quantises it would (TensorRT-LLM quantises its T-typed norm vector): fp8 == e4m3(float(output) * fp8_inv_scale)
+//    bit for bit, whether or not the fusion also writes `output`.
+// A thread handles whole units of vectors in both passes (one vector, or the 16 elements of an NVFP4 block), so the
+// second pass reads only its own stores of the first. Every thread of the block must call it (block_sum).
+template <typename T, FusionOp kFusion, int kThreads, typename LoadReduced>
 ARFIT_DEVICE void residual_rms_norm_row(LoadReduced load_reduced, const T* residual_in, const T* gamma,
-                                        T* residual_out, T* output, std::uint8_t* fp8_out,
-                                        std::int64_t vectors_per_row, std::int64_t hidden, float eps,
-                                        float fp8_inv_scale) {
+                                        const RowOutputs<T>& out, std::int64_t vectors_per_row, std::int64_t hidden,
+                                        float eps, float quant_scale) {
   constexpr int W = VectorWidth<T>::value;
+  using E = Epilogue<kFusion>;
+  constexpr int kUnit = E::kNvfp4 ? kNvfp4BlockElements / W : 1;  // vectors per unit
+  const std::int64_t units = vectors_per_row / kUnit;
   float sum_squares = 0;
   float sum_squares_carry = 0;
-  for (std::int64_t j = thread_index(); j < vectors_per_row; j += kThreads) {
-    float acc[W] = {};
-    load_reduced(j, acc);
-    accumulate<T>(load_16(residual_in + j * W), acc);  // coherent: residual_in may alias residual_out
-    const Vec16 rounded = pack<T>(acc);
-    store_16(residual_out + j * W, rounded);
-    float r[W] = {};
-    accumulate<T>(rounded, r);
-    float vector_squares = 0;  // W terms: a plain sum is accurate enough; the long run over vectors is compensated
-    ARFIT_UNROLL
-    for (int k = 0; k < W; ++k) vector_squares += r[k] * r[k];
-    compensated_add(sum_squares, sum_squares_carry, vector_squares);
+  for (std::int64_t u = thread_index(); u < units; u += kThreads) {
+    for (int v = 0; v < kUnit; ++v) {
+      const std::int64_t j = u * kUnit + v;
+      float acc[W] = {};
+      load_reduced(j, acc);
+      accumulate<T>(load_16(residual_in + j * W), acc);  // coherent: residual_in may alias residual_out
+      const Vec16 rounded = pack<T>(acc);
+      store_16(out.residual_out + j * W, rounded);
+      float r[W] = {};
+      accumulate<T>(rounded, r);
+      float vector_squares = 0;  // W terms: a plain sum is accurate enough; the long run over vectors is compensated
+      ARFIT_UNROLL
+      for (int k = 0; k < W; ++k) vector_squares += r[k] * r[k];
+      compensated_add(sum_squares, sum_squares_carry, vector_squares);
+    }
   }
   const float inv_rms = reciprocal_sqrt(block_sum<kThreads>(sum_squares) / static_cast<float>(hidden) + eps);
-  for (std::int64_t j = thread_index(); j < vectors_per_row; j += kThreads) {
-    float r[W] = {};
-    accumulate<T>(load_16(residual_out + j * W), r);  // this thread's own store above (program order)
-    float g[W] = {};
-    accumulate<T>(load_16_read_only(gamma + j * W), g);
-    float y[W];
-    ARFIT_UNROLL
-    for (int k = 0; k < W; ++k) y[k] = r[k] * inv_rms * g[k];
-    const Vec16 rounded = pack<T>(y);
-    store_16(output + j * W, rounded);
-    if constexpr (kQuantFp8) {
-      float stored[W] = {};
-      accumulate<T>(rounded, stored);
-      store_e4m3<W>(fp8_out + j * W, stored, fp8_inv_scale);
+  const std::int64_t scale_columns = hidden / kNvfp4BlockElements;
+  for (std::int64_t u = thread_index(); u < units; u += kThreads) {
+    float y[kUnit * W];
+    for (int v = 0; v < kUnit; ++v) {
+      const std::int64_t j = u * kUnit + v;
+      const Vec16 rounded = normed_vector<T>(out.residual_out, gamma, j, inv_rms, y + v * W);
+      if constexpr (E::kWritesOutput) store_16(out.output + j * W, rounded);
+      if constexpr (E::kFp8) store_e4m3<W>(out.quant + j * W, y + v * W, quant_scale);
+    }
+    if constexpr (E::kNvfp4) {
+      std::uint32_t packed[2];
+      const std::uint8_t scale = nvfp4_quantize_block(y, quant_scale, packed);
+      store_8(out.quant + u * kNvfp4PackBytes, packed[0], packed[1]);
+      std::int64_t column = u;
+      if constexpr (ARFIT_MUTATION == ARFIT_MUTATION_NVFP4_WRONG_SCALE_COLUMN) column = (u + 1) % scale_columns;
+      store_byte(out.scales + (out.swizzled ? nvfp4_scale_offset(out.row, column, scale_columns)
+                                            : out.row * scale_columns + column),
+                 scale);
     }
   }
 }
 
 // ---------------- kernels ----------------
+
+// The first quantised byte of the row that starts at element `base`: one byte per element (FP8), one per two
+// (NVFP4); null when the fusion quantises nothing.
+template <FusionOp kFusion>
+ARFIT_DEVICE std::uint8_t* quant_row(std::uint8_t* quant, std::int64_t base) {
+  if constexpr (Epilogue<kFusion>::kFp8) return quant + base;
+  if constexpr (Epilogue<kFusion>::kNvfp4) return quant + base / 2;
+  return nullptr;
+}
 
 // Which rank and which of its blocks this CTA is (one launch may cover all ranks of a virtual node).
 struct BlockRole {
@@ -290,19 +385,20 @@ ARFIT_KERNEL(kThreads) one_shot_all_reduce_kernel(const TeamPointers team, const
       }
     }
   } else {
-    constexpr bool kQuantFp8 = kFusion == FusionOp::ResidualRmsNormQuantFp8;
     const std::int64_t rows = args.count / args.hidden;
     const std::int64_t vectors_per_row = args.hidden / W;
     const T* const residual_in = static_cast<const T*>(args.residual_in[me.local]);
     T* const residual_out = static_cast<T*>(args.residual_out[me.local]);
     const T* const gamma = static_cast<const T*>(args.gamma[me.local]);
-    auto* const fp8_out = static_cast<std::uint8_t*>(args.fp8_out[me.local]);
+    auto* const quant_out = static_cast<std::uint8_t*>(args.fp8_out[me.local]);
+    auto* const scale_out = static_cast<std::uint8_t*>(args.scale_out[me.local]);
     for (std::int64_t row = me.block; row < rows; row += blocks_per_rank) {
       const std::int64_t base = row * args.hidden;
       auto load_reduced = [&](std::int64_t j, float* acc) { reduce_peers<T, kRanks>(team.staging, base + j * W, acc); };
-      residual_rms_norm_row<T, kQuantFp8, kThreads>(load_reduced, residual_in + base, gamma, residual_out + base,
-                                                    v.output + base, kQuantFp8 ? fp8_out + base : nullptr,
-                                                    vectors_per_row, args.hidden, args.rms_eps, args.fp8_inv_scale);
+      const RowOutputs<T> out{residual_out + base, v.output + base, quant_row<kFusion>(quant_out, base), scale_out,
+                              row, true};
+      residual_rms_norm_row<T, kFusion, kThreads>(load_reduced, residual_in + base, gamma, out, vectors_per_row,
+                                                  args.hidden, args.rms_eps, args.fp8_inv_scale);
     }
   }
   // Write-after-read guard: no rank's next launch overwrites its staging while a peer still reads it.
@@ -313,7 +409,7 @@ ARFIT_KERNEL(kThreads) one_shot_all_reduce_kernel(const TeamPointers team, const
 // Two-shot: publish, barrier, reduce-scatter (rank r reduces its slice from all peers into its scratch),
 // barrier, all-gather (every rank copies slice s from rank s's scratch), barrier.
 // Fused epilogues run on the slice owner (rows are the slice unit), which writes output, new residual and
-// e4m3 into scratch slots 0, 1, 2; the all-gather copies all three.
+// the quantised bytes (and NVFP4 scales) into scratch slots 0, 1, 2; the all-gather copies what the fusion writes.
 template <typename T, int kRanks, FusionOp kFusion, int kThreads>
 ARFIT_KERNEL(kThreads) two_shot_all_reduce_kernel(const TeamPointers team, const AllReduceLaunch args) {
   constexpr int W = VectorWidth<T>::value;
@@ -364,13 +460,18 @@ ARFIT_KERNEL(kThreads) two_shot_all_reduce_kernel(const TeamPointers team, const
       for (std::int64_t j = vectors * W + thread_index(); j < args.count; j += kThreads) output[j] = tail[j];
     }
   } else {
-    constexpr bool kQuantFp8 = kFusion == FusionOp::ResidualRmsNormQuantFp8;
+    using E = Epilogue<kFusion>;
     const std::int64_t rows = args.count / args.hidden;
     const std::int64_t vectors_per_row = args.hidden / W;
     const std::int64_t rows_per_rank = partition::units_per_rank(rows, kRanks);
+    const std::int64_t scale_columns = args.hidden / kNvfp4BlockElements;
 
-    // Scratch slots of every rank: [0] normalised output, [1] new residual (both T), [2] e4m3 bytes.
+    // Scratch slots of every rank: [0] normalised output, [1] new residual (both T), [2] the quantised bytes (FP8:
+    // count; NVFP4: count / 2 packed, then the count / 16 block scales row-major, swizzled only on the way out).
     auto slot = [&](int rank, int s) { return static_cast<char*>(team.scratch[rank]) + s * team.max_bytes; };
+    auto scratch_scales = [&](int rank) {
+      return reinterpret_cast<std::uint8_t*>(slot(rank, 2)) + args.count / 2;  // after the packed e2m1
+    };
     const T* const residual_in = static_cast<const T*>(args.residual_in[me.local]);
     const T* const gamma = static_cast<const T*>(args.gamma[me.local]);
     const partition::Range mine = partition::owned_units(me.rank, rows, rows_per_rank);
@@ -378,16 +479,18 @@ ARFIT_KERNEL(kThreads) two_shot_all_reduce_kernel(const TeamPointers team, const
          row += blocks_per_rank) {
       const std::int64_t base = row * args.hidden;
       auto load_reduced = [&](std::int64_t j, float* acc) { reduce_peers<T, kRanks>(team.staging, base + j * W, acc); };
-      residual_rms_norm_row<T, kQuantFp8, kThreads>(
-          load_reduced, residual_in + base, gamma, reinterpret_cast<T*>(slot(me.rank, 1)) + base,
-          reinterpret_cast<T*>(slot(me.rank, 0)) + base,
-          kQuantFp8 ? reinterpret_cast<std::uint8_t*>(slot(me.rank, 2)) + base : nullptr, vectors_per_row,
-          args.hidden, args.rms_eps, args.fp8_inv_scale);
+      const RowOutputs<T> out{reinterpret_cast<T*>(slot(me.rank, 1)) + base,
+                              reinterpret_cast<T*>(slot(me.rank, 0)) + base,
+                              quant_row<kFusion>(reinterpret_cast<std::uint8_t*>(slot(me.rank, 2)), base),
+                              scratch_scales(me.rank), row, false};
+      residual_rms_norm_row<T, kFusion, kThreads>(load_reduced, residual_in + base, gamma, out, vectors_per_row,
+                                                  args.hidden, args.rms_eps, args.fp8_inv_scale);
     }
     if (!team_barrier_unless<kRanks, kThreads>(kSkipReduceBarrier, team, me.rank, me.block, epoch + 2)) return;
 
     T* const residual_out = static_cast<T*>(args.residual_out[me.local]);
-    auto* const fp8_out = static_cast<std::uint8_t*>(args.fp8_out[me.local]);
+    auto* const quant_out = static_cast<std::uint8_t*>(args.fp8_out[me.local]);
+    auto* const scale_out = static_cast<std::uint8_t*>(args.scale_out[me.local]);
     for (std::int64_t row = me.block; row < rows; row += blocks_per_rank) {
       int owner = partition::owner_of(row, rows_per_rank);
       if constexpr (ARFIT_MUTATION == ARFIT_MUTATION_WRONG_ROW_OWNER) {
@@ -396,11 +499,18 @@ ARFIT_KERNEL(kThreads) two_shot_all_reduce_kernel(const TeamPointers team, const
       const std::int64_t base = row * args.hidden;
       const T* const owner_output = reinterpret_cast<const T*>(slot(owner, 0)) + base;
       const T* const owner_residual = reinterpret_cast<const T*>(slot(owner, 1)) + base;
+      const std::uint8_t* const owner_quant = quant_row<kFusion>(reinterpret_cast<std::uint8_t*>(slot(owner, 2)), base);
       for (std::int64_t j = thread_index(); j < vectors_per_row; j += kThreads) {
-        store_16(output + base + j * W, load_16(owner_output + j * W));
+        if constexpr (E::kWritesOutput) store_16(output + base + j * W, load_16(owner_output + j * W));
         store_16(residual_out + base + j * W, load_16(owner_residual + j * W));
-        if constexpr (kQuantFp8) {
-          copy_e4m3<W>(fp8_out + base + j * W, reinterpret_cast<const std::uint8_t*>(slot(owner, 2)) + base + j * W);
+        if constexpr (E::kFp8) copy_e4m3<W>(quant_out + base + j * W, owner_quant + j * W);
+      }
+      if constexpr (E::kNvfp4) {
+        const std::uint8_t* const owner_scales = scratch_scales(owner) + row * scale_columns;
+        for (std::int64_t b = thread_index(); b < scale_columns; b += kThreads) {
+          copy_e4m3<kNvfp4PackBytes>(quant_row<kFusion>(quant_out, base) + b * kNvfp4PackBytes,
+                                     owner_quant + b * kNvfp4PackBytes);
+          store_byte(scale_out + nvfp4_scale_offset(row, b, scale_columns), load_byte(owner_scales + b));
         }
       }
     }
@@ -495,19 +605,20 @@ ARFIT_KERNEL(kThreads) multimem_two_shot_all_reduce_kernel(const TeamPointers te
 }
 
 // The unfused epilogue (after an NCCL all-reduce, or bench/host's MPI_Allreduce): one block per row,
-// grid-stride over rows.
-template <typename T, bool kQuantFp8, int kThreads>
+// grid-stride over rows. quant_out / scale_out as AllReduceBuffers' fp8_out / scale_out.
+template <typename T, FusionOp kFusion, int kThreads>
 ARFIT_KERNEL(kThreads) residual_rms_norm_kernel(const T* reduced, const T* residual_in, T* residual_out, const T* gamma,
-                                                T* output, std::uint8_t* fp8_out, std::int64_t rows, std::int64_t hidden,
-                                                float eps, float fp8_inv_scale) {
+                                                T* output, std::uint8_t* quant_out, std::uint8_t* scale_out,
+                                                std::int64_t rows, std::int64_t hidden, float eps, float quant_scale) {
   constexpr int W = VectorWidth<T>::value;
   const std::int64_t vectors_per_row = hidden / W;
   for (std::int64_t row = block_index(); row < rows; row += grid_blocks()) {
     const std::int64_t base = row * hidden;
     auto load_reduced = [&](std::int64_t j, float* acc) { accumulate<T>(load_16(reduced + base + j * W), acc); };
-    residual_rms_norm_row<T, kQuantFp8, kThreads>(load_reduced, residual_in + base, gamma, residual_out + base,
-                                                  output + base, kQuantFp8 ? fp8_out + base : nullptr, vectors_per_row,
-                                                  hidden, eps, fp8_inv_scale);
+    const RowOutputs<T> out{residual_out + base, output + base, quant_row<kFusion>(quant_out, base), scale_out, row,
+                            true};
+    residual_rms_norm_row<T, kFusion, kThreads>(load_reduced, residual_in + base, gamma, out, vectors_per_row, hidden,
+                                                eps, quant_scale);
   }
 }
 
@@ -523,6 +634,7 @@ constexpr auto all_reduce_kernel() {
     static_assert(kFusion == FusionOp::None, "the multimem kernels have no fused epilogue");
     return &multimem_one_shot_all_reduce_kernel<T, kRanks, kThreads>;
   } else {
+    static_assert(kAlgorithm == AllReduceAlgorithm::MultimemTwoShot, "LOWPRECISION has its own launchers");
     static_assert(kFusion == FusionOp::None, "the multimem kernels have no fused epilogue");
     return &multimem_two_shot_all_reduce_kernel<T, kRanks, kThreads>;
   }
@@ -533,7 +645,8 @@ constexpr auto all_reduce_kernel() {
 template <AllReduceAlgorithm kAlgorithm, FusionOp kFusion>
 inline constexpr bool kHasAllReduceKernel = !is_multimem(kAlgorithm) || kFusion == FusionOp::None;
 
-// Calls launch(std::integral_constant<AllReduceAlgorithm, A>) with `algorithm` as a compile-time value.
+// Calls launch(std::integral_constant<AllReduceAlgorithm, A>) with `algorithm` as a compile-time value; nothing for
+// LOWPRECISION, whose kernel (low_precision_kernels.h) is launched by its own launchers.
 template <typename Launch>
 inline void dispatch_algorithm(AllReduceAlgorithm algorithm, const Launch& launch) {
   switch (algorithm) {
@@ -549,6 +662,29 @@ inline void dispatch_algorithm(AllReduceAlgorithm algorithm, const Launch& launc
     case AllReduceAlgorithm::MultimemTwoShot:
       launch(std::integral_constant<AllReduceAlgorithm, AllReduceAlgorithm::MultimemTwoShot>{});
       break;
+    case AllReduceAlgorithm::LowPrecision: break;
+  }
+}
+
+// Dispatch over the fusion op: calls launch(std::integral_constant<FusionOp, F>) with `fusion` as a compile-time
+// value (every op of model/sample.h's all_fusion_ops()).
+template <typename Launch>
+inline void dispatch_fusion(FusionOp fusion, const Launch& launch) {
+  switch (fusion) {
+    case FusionOp::None: launch(std::integral_constant<FusionOp, FusionOp::None>{}); break;
+    case FusionOp::ResidualRmsNorm: launch(std::integral_constant<FusionOp, FusionOp::ResidualRmsNorm>{}); break;
+    case FusionOp::ResidualRmsNormQuantFp8:
+      launch(std::integral_constant<FusionOp, FusionOp::ResidualRmsNormQuantFp8>{});
+      break;
+    case FusionOp::ResidualRmsNormQuantNvfp4:
+      launch(std::integral_constant<FusionOp, FusionOp::ResidualRmsNormQuantNvfp4>{});
+      break;
+    case FusionOp::ResidualRmsNormOutQuantFp8:
+      launch(std::integral_constant<FusionOp, FusionOp::ResidualRmsNormOutQuantFp8>{});
+      break;
+    case FusionOp::ResidualRmsNormOutQuantNvfp4:
+      launch(std::integral_constant<FusionOp, FusionOp::ResidualRmsNormOutQuantNvfp4>{});
+      break;
   }
 }
 
@@ -557,16 +693,7 @@ inline void dispatch_algorithm(AllReduceAlgorithm algorithm, const Launch& launc
 // fusion op as compile-time values. Other values were rejected by validate_all_reduce before we get here.
 template <typename Launch>
 inline void dispatch_ranks_and_fusion(int nranks, FusionOp fusion, const Launch& launch) {
-  auto with_ranks = [&](auto ranks) {
-    switch (fusion) {
-      case FusionOp::None: launch(ranks, std::integral_constant<FusionOp, FusionOp::None>{}); break;
-      case FusionOp::ResidualRmsNorm: launch(ranks, std::integral_constant<FusionOp, FusionOp::ResidualRmsNorm>{}); break;
-      case FusionOp::ResidualRmsNormQuantFp8:
-        launch(ranks, std::integral_constant<FusionOp, FusionOp::ResidualRmsNormQuantFp8>{});
-        break;
-      default: break;
-    }
-  };
+  auto with_ranks = [&](auto ranks) { dispatch_fusion(fusion, [&](auto op) { launch(ranks, op); }); };
   switch (nranks) {
     case 2: with_ranks(std::integral_constant<int, 2>{}); break;
     case 4: with_ranks(std::integral_constant<int, 4>{}); break;

@@ -23,6 +23,7 @@ namespace {
   }
 ARFIT_ALGORITHM_LAUNCHERS(OneShotLaunchers, one_shot);
 ARFIT_ALGORITHM_LAUNCHERS(TwoShotLaunchers, two_shot);
+ARFIT_ALGORITHM_LAUNCHERS(LowPrecisionLaunchers, low_precision);
 ARFIT_ALGORITHM_LAUNCHERS(MultimemOneShotLaunchers, multimem_one_shot);
 ARFIT_ALGORITHM_LAUNCHERS(MultimemTwoShotLaunchers, multimem_two_shot);
 #undef ARFIT_ALGORITHM_LAUNCHERS
@@ -42,8 +43,8 @@ void launch_for_dtype(DType dtype, FusionOp fusion, const TeamPointers& table, c
 void all_reduce(AllReduceAlgorithm algorithm, Team& team, const AllReduceParams& p, void* stream) {
   validate_all_reduce(algorithm, team.shape(), p);
   const AllReduceLaunch args = make_all_reduce_launch(p);
-  const int blocks = partition::blocks_per_rank_for(p.fusion, p.count, p.hidden, vector_width(p.dtype),
-                                                    device::kCudaThreadsPerBlock, team.max_blocks_per_rank());
+  const int blocks =
+      all_reduce_blocks_per_rank(algorithm, p, device::kCudaThreadsPerBlock, team.max_blocks_per_rank());
   const TeamPointers table = team.pointers(blocks);
   if (is_multimem(algorithm)) validate_multicast_team(algorithm, team.device(), table);
   const int grid = blocks * team.local_ranks();
@@ -52,6 +53,9 @@ void all_reduce(AllReduceAlgorithm algorithm, Team& team, const AllReduceParams&
   switch (algorithm) {
     case AllReduceAlgorithm::OneShot: launch_for_dtype<OneShotLaunchers>(p.dtype, p.fusion, table, args, grid, s); break;
     case AllReduceAlgorithm::TwoShot: launch_for_dtype<TwoShotLaunchers>(p.dtype, p.fusion, table, args, grid, s); break;
+    case AllReduceAlgorithm::LowPrecision:
+      launch_for_dtype<LowPrecisionLaunchers>(p.dtype, p.fusion, table, args, grid, s);
+      break;
     case AllReduceAlgorithm::MultimemOneShot:
       launch_for_dtype<MultimemOneShotLaunchers>(p.dtype, p.fusion, table, args, grid, s);
       break;
@@ -98,7 +102,7 @@ void validate_multicast_team(AllReduceAlgorithm algorithm, int device, const Tea
 
 int device::min_active_blocks_per_sm() {
   int least = 1 << 30;
-  for (FusionOp fusion : {FusionOp::None, FusionOp::ResidualRmsNorm, FusionOp::ResidualRmsNormQuantFp8}) {
+  for (FusionOp fusion : all_fusion_ops()) {
     for (int n : {2, 4, 8}) {
       for (int blocks : {device::active_blocks_per_sm_one_shot_bf16(fusion, n),
                          device::active_blocks_per_sm_one_shot_fp16(fusion, n),
@@ -117,6 +121,13 @@ int device::min_active_blocks_per_sm() {
       }
     }
   }
+  for (int n : {2, 4, 8}) {  // LOWPRECISION: NONE only
+    for (int blocks : {device::active_blocks_per_sm_low_precision_bf16(FusionOp::None, n),
+                       device::active_blocks_per_sm_low_precision_fp16(FusionOp::None, n),
+                       device::active_blocks_per_sm_low_precision_fp32(FusionOp::None, n)}) {
+      least = std::min(least, blocks);
+    }
+  }
   return least;
 }
 
@@ -128,9 +139,9 @@ void residual_rms_norm(DType dtype, FusionOp fusion, std::int64_t count, std::in
   ARFIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const std::int64_t rows = count / hidden;
   const int grid = static_cast<int>(std::min<std::int64_t>(rows, 4LL * sms));
-  device::launch_residual_rms_norm(dtype, fusion == FusionOp::ResidualRmsNormQuantFp8, reduced, b.residual_in,
-                                   b.residual_out, b.gamma, b.output, b.fp8_out, rows, hidden, rms_eps,
-                                   1.0f / fp8_scale, grid, static_cast<cudaStream_t>(stream));
+  device::launch_residual_rms_norm(dtype, fusion, reduced, b.residual_in, b.residual_out, b.gamma, b.output, b.fp8_out,
+                                   b.scale_out, rows, hidden, rms_eps, 1.0f / fp8_scale, grid,
+                                   static_cast<cudaStream_t>(stream));
   ARFIT_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "kernels/all_reduce.h"
+#include "kernels/device/low_precision_layout.h"
 
 namespace arfit::kernels {
 namespace {
@@ -25,6 +26,22 @@ Alignment fp8_alignment(DType dtype) {
   const int pack = fp8_pack_bytes(dtype);
   return {pack, "the kernels store e4m3 in packs of " + std::to_string(pack) + " bytes, one per " + to_string(dtype) +
                     " element of a 16-byte vector"};
+}
+
+// NVFP4 packs one block of 16 elements into 8 bytes with one 8-byte store (store_8 in primitives.h).
+Alignment nvfp4_alignment() {
+  return {kNvfp4PackBytes, "the kernels store packed e2m1 in 8-byte packs, one per block of 16 elements"};
+}
+Alignment byte_alignment() { return {1, "bytes"}; }
+
+// Whether a fused row shape suits the fusion beyond the vector width: NVFP4 quantises whole blocks of 16 elements.
+void require_nvfp4_blocks(const std::string& who, FusionOp fusion, std::int64_t hidden) {
+  if (fusion_quantizes_nvfp4(fusion) && hidden % kNvfp4BlockElements != 0) {
+    throw KernelError(who + ": fusion " + to_string(fusion) + " needs hidden to be a multiple of " +
+                          std::to_string(kNvfp4BlockElements) + " (one e4m3 scale per block of 16 elements), got " +
+                          std::to_string(hidden),
+                      KernelParam::Hidden);
+  }
 }
 
 void require_pointer(const void* p, const char* what, int local_rank, const Alignment& alignment) {
@@ -120,16 +137,25 @@ std::string to_string(AllReduceAlgorithm algorithm) {
     case AllReduceAlgorithm::TwoShot: return strategy::kTwoShot;
     case AllReduceAlgorithm::MultimemOneShot: return strategy::kMultimemOneShot;
     case AllReduceAlgorithm::MultimemTwoShot: return strategy::kMultimemTwoShot;
+    case AllReduceAlgorithm::LowPrecision: return strategy::kLowPrecision;
   }
-  return "?";
+  return strategy::kTwoShot;
 }
 
 const std::vector<FusionOp>& all_reduce_fusions(AllReduceAlgorithm algorithm) {
-  static const std::vector<FusionOp> custom = {FusionOp::None, FusionOp::ResidualRmsNorm,
-                                               FusionOp::ResidualRmsNormQuantFp8};
-  // The multimem kernels have no fused epilogue (yet): the instantiations exist for NONE only.
-  static const std::vector<FusionOp> multimem = {FusionOp::None};
-  return is_multimem(algorithm) ? multimem : custom;
+  static const std::vector<FusionOp> unicast = all_fusion_ops();  // one-/two-shot: every epilogue (dispatch_fusion)
+  // The multimem kernels have no fused epilogue (yet) and LOWPRECISION quantises the transport only: NONE.
+  static const std::vector<FusionOp> none_only = {FusionOp::None};
+  return algorithm == AllReduceAlgorithm::OneShot || algorithm == AllReduceAlgorithm::TwoShot ? unicast : none_only;
+}
+
+int all_reduce_blocks_per_rank(AllReduceAlgorithm algorithm, const AllReduceParams& p, int threads,
+                               int max_blocks_per_rank) {
+  if (algorithm == AllReduceAlgorithm::LowPrecision) {
+    return low_precision::blocks_per_rank(p.count, threads, max_blocks_per_rank);
+  }
+  return partition::blocks_per_rank_for(p.fusion, p.count, p.hidden, vector_width(p.dtype), threads,
+                                        max_blocks_per_rank);
 }
 
 const std::vector<int>& custom_all_reduce_rank_counts() {
@@ -143,7 +169,8 @@ bool custom_all_reduce_supports_ranks(int nranks) {
 }
 
 bool custom_all_reduce_supports_fusion(FusionOp fusion) {
-  return fusion == FusionOp::None || fusion == FusionOp::ResidualRmsNorm || fusion == FusionOp::ResidualRmsNormQuantFp8;
+  const std::vector<FusionOp>& all = all_fusion_ops();  // dispatch_ranks_and_fusion instantiates every one
+  return std::find(all.begin(), all.end(), fusion) != all.end();
 }
 
 void validate_all_reduce_shape(AllReduceAlgorithm algorithm, const TeamShape& team, DType dtype, FusionOp fusion,
@@ -159,9 +186,16 @@ void validate_all_reduce_shape(AllReduceAlgorithm algorithm, const TeamShape& te
                           " ranks (virtual node), not " + std::to_string(team.local_ranks),
                       KernelParam::LocalRanks);
   }
+  if (algorithm == AllReduceAlgorithm::LowPrecision && fusion != FusionOp::None) {
+    throw KernelError(who + ": fusion " + to_string(fusion) + " is not implemented (LOWPRECISION quantises the "
+                            "transport only; supported fusions: NONE)",
+                      KernelParam::Fusion);
+  }
   if (!custom_all_reduce_supports_fusion(fusion)) {
     throw KernelError(who + ": fusion " + to_string(fusion) + " with dtype " + to_string(dtype) +
-                          " is not implemented (supported fusions: NONE, RESIDUAL_RMS_NORM, RESIDUAL_RMS_NORM_QUANT_FP8)",
+                          " is not implemented (supported fusions: NONE, RESIDUAL_RMS_NORM, RESIDUAL_RMS_NORM_QUANT_FP8, "
+                          "RESIDUAL_RMS_NORM_QUANT_NVFP4, RESIDUAL_RMS_NORM_OUT_QUANT_FP8, "
+                          "RESIDUAL_RMS_NORM_OUT_QUANT_NVFP4)",
                       KernelParam::Fusion);
   }
   if (is_multimem(algorithm) && fusion != FusionOp::None) {
@@ -180,6 +214,14 @@ void validate_all_reduce_shape(AllReduceAlgorithm algorithm, const TeamShape& te
                           std::to_string(team.max_bytes) + " bytes per rank (create the team with a larger max_bytes)",
                       KernelParam::Workspace);
   }
+  // LOWPRECISION stages e4m3 groups and their multipliers: even a one-element message needs one whole 68-byte group.
+  if (algorithm == AllReduceAlgorithm::LowPrecision && low_precision::workspace_bytes(count) > team.max_bytes) {
+    throw KernelError(who + ": message of " + std::to_string(count) + " elements needs " +
+                          std::to_string(low_precision::workspace_bytes(count)) +
+                          " bytes of quantised staging, above the team's workspace limit of " +
+                          std::to_string(team.max_bytes) + " bytes per rank",
+                      KernelParam::Workspace);
+  }
   if (is_fused(fusion)) {
     const int width = vector_width(dtype);
     if (hidden <= 0) {
@@ -193,11 +235,24 @@ void validate_all_reduce_shape(AllReduceAlgorithm algorithm, const TeamShape& te
                             std::to_string(hidden),
                         KernelParam::Hidden);
     }
+    require_nvfp4_blocks(who, fusion, hidden);
     if (count % hidden != 0) {
       throw KernelError(who + ": element count " + std::to_string(count) + " is not a whole number of rows of hidden " +
                             std::to_string(hidden),
                         KernelParam::Count);
     }
+  }
+}
+
+// The quantised outputs of a fusion (fp8_out, scale_out) as extents, through `add(name, pointer, bytes, alignment)`.
+template <typename Add>
+void add_quant_extents(FusionOp fusion, DType dtype, std::int64_t count, std::int64_t hidden,
+                       const AllReduceBuffers& b, const Add& add) {
+  if (fusion_quantizes_fp8(fusion)) add("fp8_out", b.fp8_out, static_cast<std::uintptr_t>(count), fp8_alignment(dtype));
+  if (fusion_quantizes_nvfp4(fusion)) {
+    add("fp8_out", b.fp8_out, static_cast<std::uintptr_t>(nvfp4_packed_bytes(count)), nvfp4_alignment());
+    add("scale_out", b.scale_out, static_cast<std::uintptr_t>(nvfp4_scale_bytes(count / hidden, hidden)),
+        byte_alignment());
   }
 }
 
@@ -226,9 +281,10 @@ void validate_all_reduce(AllReduceAlgorithm algorithm, const TeamShape& team, co
       add(k, "residual_out", b.residual_out, bytes, true);
       add(k, "gamma", b.gamma, static_cast<std::uintptr_t>(p.hidden * dtype_bytes(p.dtype)), false);
     }
-    if (p.fusion == FusionOp::ResidualRmsNormQuantFp8) {
-      add(k, "fp8_out", b.fp8_out, static_cast<std::uintptr_t>(p.count), true, fp8_alignment(p.dtype));
-    }
+    add_quant_extents(p.fusion, p.dtype, p.count, p.hidden, b,
+                      [&](const char* name, const void* ptr, std::uintptr_t length, const Alignment& alignment) {
+                        add(k, name, ptr, length, true, alignment);
+                      });
   }
   require_no_overlap(who, extents);
   validate_epilogue_scalars(who, p.fusion, p.rms_eps, p.fp8_scale);
@@ -236,15 +292,15 @@ void validate_all_reduce(AllReduceAlgorithm algorithm, const TeamShape& team, co
 
 void validate_epilogue_scalars(const std::string& who, FusionOp fusion, double rms_eps, float fp8_scale) {
   if (is_fused(fusion)) validate_rms_eps(who, rms_eps);
-  if (fusion == FusionOp::ResidualRmsNormQuantFp8) validate_fp8_scale(who, fp8_scale);
+  if (fusion_quantizes_fp8(fusion) || fusion_quantizes_nvfp4(fusion)) validate_fp8_scale(who, fp8_scale);
 }
 
 void validate_residual_rms_norm_shape(DType dtype, FusionOp fusion, std::int64_t count, std::int64_t hidden,
                                       double rms_eps, float fp8_scale) {
   const std::string who = "residual_rms_norm";
-  if (fusion != FusionOp::ResidualRmsNorm && fusion != FusionOp::ResidualRmsNormQuantFp8) {
+  if (!is_fused(fusion)) {
     throw KernelError(who + ": fusion " + to_string(fusion) + " with dtype " + to_string(dtype) +
-                          " is not implemented (supported: RESIDUAL_RMS_NORM, RESIDUAL_RMS_NORM_QUANT_FP8)",
+                          " is not an epilogue (supported: every fusion but NONE)",
                       KernelParam::Fusion);
   }
   const int width = vector_width(dtype);
@@ -259,6 +315,7 @@ void validate_residual_rms_norm_shape(DType dtype, FusionOp fusion, std::int64_t
                           " and count a whole number of rows",
                       hidden <= 0 || hidden % width != 0 ? KernelParam::Hidden : KernelParam::Count);
   }
+  require_nvfp4_blocks(who, fusion, hidden);
   validate_epilogue_scalars(who, fusion, rms_eps, fp8_scale);
 }
 
@@ -278,9 +335,10 @@ void validate_residual_rms_norm(DType dtype, FusionOp fusion, std::int64_t count
   add("residual_out", b.residual_out, bytes, true);
   add("gamma", b.gamma, static_cast<std::uintptr_t>(hidden * dtype_bytes(dtype)), false);
   add("output", b.output, bytes, true);
-  if (fusion == FusionOp::ResidualRmsNormQuantFp8) {
-    add("fp8_out", b.fp8_out, static_cast<std::uintptr_t>(count), true, fp8_alignment(dtype));
-  }
+  add_quant_extents(fusion, dtype, count, hidden, b,
+                    [&](const char* name, const void* ptr, std::uintptr_t length, const Alignment& alignment) {
+                      add(name, ptr, length, true, alignment);
+                    });
   require_no_overlap("residual_rms_norm", extents);
 }
 
@@ -298,6 +356,7 @@ AllReduceLaunch make_all_reduce_launch(const AllReduceParams& p) {
     args.residual_out[k] = b.residual_out;
     args.gamma[k] = b.gamma;
     args.fp8_out[k] = b.fp8_out;
+    args.scale_out[k] = b.scale_out;
     // In place: the input is written during the launch, so the read-only load path is not allowed.
     if (b.input == b.output) args.input_may_alias = 1;
   }

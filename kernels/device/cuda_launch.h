@@ -6,6 +6,7 @@
 #include "kernels/device/all_reduce_kernels.h"
 #include "kernels/device/cuda_check.h"
 #include "kernels/device/launchers.h"
+#include "kernels/device/low_precision_kernels.h"
 
 namespace arfit::kernels::device {
 
@@ -36,7 +37,37 @@ int active_blocks_per_sm_typed(FusionOp fusion, int nranks) {
   return blocks;
 }
 
+// LOWPRECISION (no fusion: validate_all_reduce refused any other than NONE).
+template <typename T>
+void launch_low_precision_typed(const TeamPointers& team, const AllReduceLaunch& args, int grid, cudaStream_t stream) {
+  dispatch_ranks(team.nranks, [&](auto ranks) {
+    low_precision_all_reduce_kernel<T, decltype(ranks)::value, kCudaThreadsPerBlock>
+        <<<grid, kCudaThreadsPerBlock, 0, stream>>>(team, args);
+  });
+}
+
+template <typename T>
+int active_blocks_per_sm_low_precision_typed(int nranks) {
+  int blocks = 0;
+  dispatch_ranks(nranks, [&](auto ranks) {
+    const auto kernel = &low_precision_all_reduce_kernel<T, decltype(ranks)::value, kCudaThreadsPerBlock>;
+    ARFIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kCudaThreadsPerBlock, 0));
+  });
+  return blocks;
+}
+
 }  // namespace arfit::kernels::device
+
+#define ARFIT_DEFINE_LOW_PRECISION_LAUNCHER(dtype, element)                                                  \
+  namespace arfit::kernels::device {                                                                          \
+  void launch_low_precision_##dtype(FusionOp, const TeamPointers& team, const AllReduceLaunch& args, int grid, \
+                                    cudaStream_t stream) {                                                    \
+    launch_low_precision_typed<element>(team, args, grid, stream);                                            \
+  }                                                                                                           \
+  int active_blocks_per_sm_low_precision_##dtype(FusionOp, int nranks) {                                      \
+    return active_blocks_per_sm_low_precision_typed<element>(nranks);                                         \
+  }                                                                                                           \
+  }
 
 #define ARFIT_DEFINE_ALL_REDUCE_LAUNCHER(algorithm, enumerator, dtype, element)                                 \
   namespace arfit::kernels::device {                                                                            \

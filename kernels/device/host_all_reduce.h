@@ -5,6 +5,7 @@
 
 #include "kernels/all_reduce.h"
 #include "kernels/device/all_reduce_kernels.h"
+#include "kernels/device/low_precision_kernels.h"
 
 namespace arfit::kernels::device {
 
@@ -38,27 +39,31 @@ void launch_all_reduce_on_host(AllReduceAlgorithm algorithm, DType dtype, Fusion
       });
     });
   };
-  dispatch_algorithm(algorithm, with_algorithm);
+  if (algorithm == AllReduceAlgorithm::LowPrecision) {  // no fusion to dispatch (validated NONE)
+    with_host_element(dtype, [&](auto element) {
+      dispatch_ranks(team.nranks, [&](auto ranks) {
+        const auto kernel = &low_precision_all_reduce_kernel<decltype(element), decltype(ranks)::value, kThreads>;
+        host::launch(grid, kThreads, options, [&] { kernel(team, args); });
+      });
+    });
+  } else {
+    dispatch_algorithm(algorithm, with_algorithm);  // ONESHOT, TWOSHOT, MULTIMEM_ONESHOT, MULTIMEM_TWOSHOT
+  }
 }
 
 template <int kThreads>
-void launch_residual_rms_norm_on_host(DType dtype, bool quant_fp8, const void* reduced, const AllReduceBuffers& b,
-                                      std::int64_t rows, std::int64_t hidden, float eps, float fp8_inv_scale) {
+void launch_residual_rms_norm_on_host(DType dtype, FusionOp fusion, const void* reduced, const AllReduceBuffers& b,
+                                      std::int64_t rows, std::int64_t hidden, float eps, float quant_scale) {
   with_host_element(dtype, [&](auto element) {
     using T = decltype(element);
-    auto run = [&](auto quant) {
+    dispatch_fusion(fusion, [&](auto op) {
       host::launch(1, kThreads, {}, [&] {
-        residual_rms_norm_kernel<T, decltype(quant)::value, kThreads>(
+        residual_rms_norm_kernel<T, decltype(op)::value, kThreads>(
             static_cast<const T*>(reduced), static_cast<const T*>(b.residual_in), static_cast<T*>(b.residual_out),
-            static_cast<const T*>(b.gamma), static_cast<T*>(b.output), static_cast<std::uint8_t*>(b.fp8_out), rows,
-            hidden, eps, fp8_inv_scale);
+            static_cast<const T*>(b.gamma), static_cast<T*>(b.output), static_cast<std::uint8_t*>(b.fp8_out),
+            static_cast<std::uint8_t*>(b.scale_out), rows, hidden, eps, quant_scale);
       });
-    };
-    if (quant_fp8) {
-      run(std::true_type{});
-    } else {
-      run(std::false_type{});
-    }
+    });
   });
 }
 
@@ -69,6 +74,6 @@ void launch_residual_rms_norm_on_host(DType dtype, bool quant_fp8, const void* r
   namespace arfit::kernels::device {                                                                                 \
   template void launch_all_reduce_on_host<threads>(AllReduceAlgorithm, DType, FusionOp, const TeamPointers&,         \
                                                    const AllReduceLaunch&, const host::LaunchOptions&);              \
-  template void launch_residual_rms_norm_on_host<threads>(DType, bool, const void*, const AllReduceBuffers&,         \
+  template void launch_residual_rms_norm_on_host<threads>(DType, FusionOp, const void*, const AllReduceBuffers&,         \
                                                           std::int64_t, std::int64_t, float, float);                 \
   }

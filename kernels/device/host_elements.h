@@ -95,4 +95,14 @@ inline std::uint8_t float_to_e4m3_satfinite(float f) {
   return static_cast<std::uint8_t>(sign | (code > 0x7eu ? 0x7eu : code));  // 0x7e = 448
 }
 
+// The value of an e4m3 byte (0x7f / 0xff are NaN): exact in float.
+inline float e4m3_to_float(std::uint8_t bits) {
+  const std::uint32_t exponent = (bits >> 3) & 0xfu;
+  const std::uint32_t mantissa = bits & 0x7u;
+  if (exponent == 15 && mantissa == 7) return bits_float(0x7fc00000u);
+  const float magnitude = exponent == 0 ? static_cast<float>(mantissa) * 0.001953125f  // subnormal: mantissa * 2^-9
+                                        : bits_float(((exponent + 120u) << 23) | (mantissa << 20));
+  return (bits & 0x80u) ? -magnitude : magnitude;
+}
+
 }  // namespace arfit::kernels::device::host

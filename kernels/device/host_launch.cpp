@@ -11,7 +11,7 @@ template <int kThreads>
 void launch_all_reduce_on_host(AllReduceAlgorithm, DType, FusionOp, const TeamPointers&, const AllReduceLaunch&,
                                const host::LaunchOptions&);
 template <int kThreads>
-void launch_residual_rms_norm_on_host(DType, bool, const void*, const AllReduceBuffers&, std::int64_t, std::int64_t,
+void launch_residual_rms_norm_on_host(DType, FusionOp, const void*, const AllReduceBuffers&, std::int64_t, std::int64_t,
                                       float, float);
 extern template void launch_all_reduce_on_host<1>(AllReduceAlgorithm, DType, FusionOp, const TeamPointers&,
                                                   const AllReduceLaunch&, const host::LaunchOptions&);
@@ -19,11 +19,11 @@ extern template void launch_all_reduce_on_host<32>(AllReduceAlgorithm, DType, Fu
                                                    const AllReduceLaunch&, const host::LaunchOptions&);
 extern template void launch_all_reduce_on_host<64>(AllReduceAlgorithm, DType, FusionOp, const TeamPointers&,
                                                    const AllReduceLaunch&, const host::LaunchOptions&);
-extern template void launch_residual_rms_norm_on_host<1>(DType, bool, const void*, const AllReduceBuffers&, std::int64_t,
+extern template void launch_residual_rms_norm_on_host<1>(DType, FusionOp, const void*, const AllReduceBuffers&, std::int64_t,
                                                          std::int64_t, float, float);
-extern template void launch_residual_rms_norm_on_host<32>(DType, bool, const void*, const AllReduceBuffers&,
+extern template void launch_residual_rms_norm_on_host<32>(DType, FusionOp, const void*, const AllReduceBuffers&,
                                                           std::int64_t, std::int64_t, float, float);
-extern template void launch_residual_rms_norm_on_host<64>(DType, bool, const void*, const AllReduceBuffers&,
+extern template void launch_residual_rms_norm_on_host<64>(DType, FusionOp, const void*, const AllReduceBuffers&,
                                                           std::int64_t, std::int64_t, float, float);
 
 }  // namespace device
@@ -55,8 +55,7 @@ bool all_reduce_on_host(AllReduceAlgorithm algorithm, const HostTeamView& team, 
   // raised, so an external abort still ends the launch. The launch is synchronous: the word outlives it.
   std::uint32_t never_raised = 0;
   if (!table.abort_flag && options.external_abort) table.abort_flag = &never_raised;
-  table.blocks_per_rank = partition::blocks_per_rank_for(p.fusion, p.count, p.hidden, vector_width(p.dtype),
-                                                         threads_per_block, team.max_blocks_per_rank());
+  table.blocks_per_rank = all_reduce_blocks_per_rank(algorithm, p, threads_per_block, team.max_blocks_per_rank());
   switch (threads_per_block) {
     case 1: device::launch_all_reduce_on_host<1>(algorithm, p.dtype, p.fusion, table, args, options); break;
     case 32: device::launch_all_reduce_on_host<32>(algorithm, p.dtype, p.fusion, table, args, options); break;
@@ -69,12 +68,11 @@ void residual_rms_norm_on_host(DType dtype, FusionOp fusion, std::int64_t count,
                                float fp8_scale, const void* reduced, const AllReduceBuffers& b, int threads_per_block) {
   require_host_threads(threads_per_block);
   validate_residual_rms_norm(dtype, fusion, count, hidden, rms_eps, fp8_scale, reduced, b);
-  const bool fp8 = fusion == FusionOp::ResidualRmsNormQuantFp8;
   const std::int64_t rows = count / hidden;
   switch (threads_per_block) {
-    case 1: device::launch_residual_rms_norm_on_host<1>(dtype, fp8, reduced, b, rows, hidden, rms_eps, 1.0f / fp8_scale); break;
-    case 32: device::launch_residual_rms_norm_on_host<32>(dtype, fp8, reduced, b, rows, hidden, rms_eps, 1.0f / fp8_scale); break;
-    default: device::launch_residual_rms_norm_on_host<64>(dtype, fp8, reduced, b, rows, hidden, rms_eps, 1.0f / fp8_scale); break;
+    case 1: device::launch_residual_rms_norm_on_host<1>(dtype, fusion, reduced, b, rows, hidden, rms_eps, 1.0f / fp8_scale); break;
+    case 32: device::launch_residual_rms_norm_on_host<32>(dtype, fusion, reduced, b, rows, hidden, rms_eps, 1.0f / fp8_scale); break;
+    default: device::launch_residual_rms_norm_on_host<64>(dtype, fusion, reduced, b, rows, hidden, rms_eps, 1.0f / fp8_scale); break;
   }
 }
 

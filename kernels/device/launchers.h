@@ -34,15 +34,21 @@ ARFIT_DECLARE_ALL_REDUCE_LAUNCHER(multimem_one_shot, fp32);
 ARFIT_DECLARE_ALL_REDUCE_LAUNCHER(multimem_two_shot, bf16);
 ARFIT_DECLARE_ALL_REDUCE_LAUNCHER(multimem_two_shot, fp16);
 ARFIT_DECLARE_ALL_REDUCE_LAUNCHER(multimem_two_shot, fp32);
+ARFIT_DECLARE_ALL_REDUCE_LAUNCHER(low_precision, bf16);  // `fusion` is NONE (validated)
+ARFIT_DECLARE_ALL_REDUCE_LAUNCHER(low_precision, fp16);
+ARFIT_DECLARE_ALL_REDUCE_LAUNCHER(low_precision, fp32);
 #undef ARFIT_DECLARE_ALL_REDUCE_LAUNCHER
 
 // The fewest blocks per SM any all-reduce kernel instantiation can keep resident (the co-residency the
 // barriers need is computed from it: kernels/team.h co_resident_blocks_per_rank).
 int min_active_blocks_per_sm();
 
-// The unfused residual + RMSNorm (+ e4m3) epilogue kernel, one per dtype.
-void launch_residual_rms_norm(DType dtype, bool quant_fp8, const void* reduced, const void* residual_in,
-                              void* residual_out, const void* gamma, void* output, void* fp8_out, std::int64_t rows,
-                              std::int64_t hidden, float eps, float fp8_inv_scale, int grid, cudaStream_t stream);
+// The unfused residual + RMSNorm (+ e4m3 / NVFP4) epilogue kernel, one per dtype.
+// quant_out / scale_out: AllReduceBuffers' fp8_out / scale_out (what `fusion` quantises into); quant_scale is the
+// kernels' fp8_inv_scale (1 / fp8_scale).
+void launch_residual_rms_norm(DType dtype, FusionOp fusion, const void* reduced, const void* residual_in,
+                              void* residual_out, const void* gamma, void* output, void* quant_out, void* scale_out,
+                              std::int64_t rows, std::int64_t hidden, float eps, float quant_scale, int grid,
+                              cudaStream_t stream);
 
 }  // namespace arfit::kernels::device

@@ -10,7 +10,7 @@
 //   memory         Vec16, load_16, load_16_read_only, store_16 (16-byte packed), store_e4m3 / copy_e4m3
 //   flags          store_release_system, load_acquire_system, load_relaxed_system (32-bit flag words)
 //   progress       spin_pause() (inside a flag wait), kSpinsPerPoll, timer_ns(), trap()
-//   elements       bf16_t, fp16_t, to_float<T>, from_float<T>, reciprocal_sqrt
+//   elements       bf16_t, fp16_t, to_float<T>, from_float<T>, reciprocal_sqrt, e4m3_from_float, e4m3_to_float
 //   multicast      MulticastSpan, multicast_staging(team), multimem_ld_reduce_16<T, kRanks>, multimem_st_16<T, kRanks>,
 //                  multicast_alias_fence() (NVLS, sm_90+; on the host the multicast address is the set of peer
 //                  staging buffers: ld_reduce loads every peer's vector and adds in fp32 in rank order, st stores to
@@ -148,6 +148,28 @@ ARFIT_DEVICE void copy_e4m3(std::uint8_t* dst, const std::uint8_t* src) {
   }
 }
 
+// One e4m3 byte of x (round to nearest even, saturating to +-448; NaN stays NaN): the NVFP4 block scales and
+// LOWPRECISION's quantised transport.
+ARFIT_DEVICE std::uint8_t e4m3_from_float(float x) {
+  return static_cast<std::uint8_t>(__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3));
+}
+
+// 8 bytes (two words, `lo` first) with one weak store: the packed e2m1 of one NVFP4 block.
+ARFIT_DEVICE void store_8(void* p, std::uint32_t lo, std::uint32_t hi) {
+  asm volatile("st.global.v2.u32 [%0], {%1, %2};" ::"l"(p), "r"(lo), "r"(hi) : "memory");
+}
+
+// One byte, weak (an NVFP4 block scale); the coherent load reads a peer's scratch after the barrier, `volatile` +
+// "memory" keep both on their side of it as load_16 / store_16 do.
+ARFIT_DEVICE void store_byte(void* p, std::uint8_t v) {
+  asm volatile("st.global.u8 [%0], %1;" ::"l"(p), "h"(static_cast<unsigned short>(v)) : "memory");
+}
+ARFIT_DEVICE std::uint8_t load_byte(const void* p) {
+  unsigned short v;
+  asm volatile("ld.global.u8 %0, [%1];" : "=h"(v) : "l"(p) : "memory");
+  return static_cast<std::uint8_t>(v);
+}
+
 // Release at system scope: a peer (another GPU over NVLink/PCIe, or this GPU in virtual mode) that acquires
 // this flag sees every write the releasing thread observed before it (cumulative over the CTA barrier).
 ARFIT_DEVICE void store_release_system(std::uint32_t* flag, std::uint32_t value) {
@@ -269,6 +291,15 @@ template <int W>
 ARFIT_DEVICE void copy_e4m3(std::uint8_t* dst, const std::uint8_t* src) {
   std::memcpy(dst, src, W);
 }
+
+ARFIT_DEVICE std::uint8_t e4m3_from_float(float x) { return host::float_to_e4m3_satfinite(x); }
+
+ARFIT_DEVICE void store_8(void* p, std::uint32_t lo, std::uint32_t hi) {
+  const std::uint32_t words[2] = {lo, hi};
+  std::memcpy(p, words, sizeof words);
+}
+ARFIT_DEVICE void store_byte(void* p, std::uint8_t v) { *static_cast<std::uint8_t*>(p) = v; }
+ARFIT_DEVICE std::uint8_t load_byte(const void* p) { return *static_cast<const std::uint8_t*>(p); }
 
 // The device's st.release.sys: a release store on the flag word (C++17 has no std::atomic_ref, so the GCC
 // __atomic builtins on the plain word; the same 32-bit word the GPU accesses, layout unchanged). An acquire
@@ -463,6 +494,35 @@ ARFIT_DEVICE void multimem_st_16(const MulticastSpan& mc, std::int64_t element, 
 ARFIT_DEVICE void multicast_alias_fence() {}
 
 #endif
+
+// The value of an e4m3 byte (bias 7, 3 mantissa bits; the kernels only decode bytes e4m3_from_float made from finite
+// values, so never NaN; equal to __nv_cvt_fp8_to_halfraw's value for every such byte, the tests check all 256 codes). Exact on both targets: (8 + m) * 2^e / 1024 and m / 512 are exact in fp32.
+ARFIT_DEVICE float e4m3_to_float(std::uint8_t bits) {
+  const int exponent = (bits >> 3) & 0xf;
+  const int mantissa = bits & 0x7;
+  const float magnitude = exponent == 0 ? static_cast<float>(mantissa) * (1.0f / 512)
+                                        : static_cast<float>((8 + mantissa) << exponent) * (1.0f / 1024);
+  return (bits & 0x80) ? -magnitude : magnitude;
+}
+
+// e2m1 code (sign bit 0x8, magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6) of x, round to nearest even and saturating at 6,
+// as sm_100's cvt.rn.satfinite.e2m1x2.f32 rounds; NaN gives 6 (0x7). Software on every target (sm_80/90 have no
+// e2m1 conversion) so the GPU and the host produce the same bits. Ties go to the even code: 0.25 -> 0, 0.75 -> 1,
+// 1.25 -> 1, 1.75 -> 2, 2.5 -> 2, 3.5 -> 4, 5 -> 4.
+ARFIT_DEVICE std::uint32_t e2m1_from_float(float x) {
+  const std::uint32_t sign = x < 0.0f ? 0x8u : 0u;
+  const float a = x < 0.0f ? -x : x;
+  std::uint32_t code;
+  if (a <= 0.25f) code = 0;
+  else if (a < 0.75f) code = 1;
+  else if (a <= 1.25f) code = 2;
+  else if (a < 1.75f) code = 3;
+  else if (a <= 2.5f) code = 4;
+  else if (a < 3.5f) code = 5;
+  else if (a <= 5.0f) code = 6;
+  else code = 7;  // above 5, and NaN (every comparison false)
+  return sign | code;
+}
 
 // The host validation asks fp8_out for fp8_pack_bytes(dtype) alignment (kernels/kernel_types.h): that must be the
 // W bytes store_e4m3<W> / copy_e4m3<W> write at once for each element type.

@@ -1,6 +1,7 @@
 #include "kernels/reference/reference.h"
 #include "model/splitmix64.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -98,6 +99,35 @@ std::uint8_t float_to_e4m3_bits_satfinite(float value) {
   return static_cast<std::uint8_t>(sign | encode_magnitude(r, 3, 7, -6));
 }
 
+double e2m1_bits_to_double(std::uint8_t code) {
+  static const double magnitudes[8] = {0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0};
+  const double m = magnitudes[code & 0x7];
+  return (code & 0x8) ? -m : m;
+}
+
+std::uint8_t float_to_e2m1_bits(double value) {
+  if (std::isnan(value)) return 0x7;
+  const std::uint8_t sign = value < 0 ? 0x8 : 0;
+  const double a = std::fabs(value);
+  // Nearest of the eight magnitudes; on a tie the even code (the smaller one's code when it is even).
+  std::uint8_t best = 0;
+  for (std::uint8_t code = 1; code < 8; ++code) {
+    const double d = std::fabs(e2m1_bits_to_double(code) - a);
+    const double best_d = std::fabs(e2m1_bits_to_double(best) - a);
+    if (d < best_d || (d == best_d && code % 2 == 0)) best = code;
+  }
+  return static_cast<std::uint8_t>(sign | best);
+}
+
+std::int64_t nvfp4_swizzled_scale_offset(std::int64_t row, std::int64_t column, std::int64_t columns) {
+  // Layout [row tile (128 rows)][column tile (4 columns)][row % 32][(row % 128) / 32][column % 4], all row-major.
+  const std::int64_t column_tiles = (columns + 3) / 4;
+  const std::int64_t row_tile = row / 128, column_tile = column / 4;
+  const std::int64_t tile_bytes = 32 * 4 * 4;
+  const std::int64_t in_tile = ((row % 32) * 4 + (row % 128) / 32) * 4 + column % 4;
+  return (row_tile * column_tiles + column_tile) * tile_bytes + in_tile;
+}
+
 double element_at(DType dtype, const void* buffer, std::int64_t i) {
   switch (dtype) {
     case DType::BF16: return bf16_bits_to_float(static_cast<const std::uint16_t*>(buffer)[i]);
@@ -116,6 +146,13 @@ void set_element(DType dtype, void* buffer, std::int64_t i, double value) {
 }
 
 double seeded_value(std::uint64_t seed, InputRole role, int rank, std::int64_t i) {
+  if (role == InputRole::GroupRangedData) {
+    std::uint64_t g = splitmix64(seed ^ 0x6c6f7770726563ULL);  // "lowprec"
+    g = splitmix64(g ^ (static_cast<std::uint64_t>(rank) + 1) * 0xc2b2ae3d27d4eb4fULL);
+    g = splitmix64(g ^ static_cast<std::uint64_t>(i / 64));
+    const int exponent = static_cast<int>(g % 9) - 4;  // exact in bf16, fp16 (0.25 * 2^-4 is normal) and fp32
+    return std::ldexp(seeded_value(seed, InputRole::Data, rank, i), exponent);
+  }
   std::uint64_t h = splitmix64(seed);
   h = splitmix64(h ^ (static_cast<std::uint64_t>(role) + 1) * 0x100000001b3ULL);
   h = splitmix64(h ^ (static_cast<std::uint64_t>(rank) + 1) * 0xc2b2ae3d27d4eb4fULL);
@@ -179,6 +216,75 @@ NormReference reference_residual_rms_norm(const ReducedReference& reduced, DType
     }
   }
   return n;
+}
+
+namespace {
+
+constexpr double kFp32Unit = 0x1p-24;      // fp32 unit roundoff
+constexpr double kE4m3Relative = 0x1p-4;   // half an e4m3 step of a normal value (3 mantissa bits), relative
+constexpr double kE4m3Absolute = 0x1p-10;  // half the e4m3 subnormal step 2^-9
+constexpr int kGroup = 64;                 // kLowPrecisionGroupElements (kernels/device/low_precision_layout.h)
+
+// The kernel's fp32 multiplier of a group whose largest magnitude is `largest` (group_multiplier), as its inverse:
+// the value of one e4m3 unit. 0 for an all-zero group.
+double multiplier_inverse(double largest) {
+  if (!(largest > 0)) return 0;
+  const float multiplier = std::fmin(448.0f / static_cast<float>(largest), 0x1p126f);
+  return 1.0 / static_cast<double>(multiplier);
+}
+
+// Bound on |dequantise(quantise(v)) - v| for a value of magnitude `magnitude` in a group whose multiplier's
+// inverse is `unit` (e4m3 rounding of v * m, plus the fp32 roundings of the product and of the division).
+double quantisation_error(double magnitude, double unit) {
+  if (unit == 0) return 0;  // all-zero group: its bytes and values are exactly 0
+  return (1 + 4 * kFp32Unit) * (kE4m3Relative * magnitude + kE4m3Absolute * unit) + 2 * kFp32Unit * magnitude;
+}
+
+// Unit roundoff and absolute subnormal half-step of the output type.
+double output_unit(DType dtype) { return dtype == DType::BF16 ? 0x1p-8 : dtype == DType::FP16 ? 0x1p-11 : kFp32Unit; }
+double output_floor(DType dtype) { return dtype == DType::FP16 ? 0x1p-25 : dtype == DType::BF16 ? 0x1p-134 : 0x1p-150; }
+
+}  // namespace
+
+LowPrecisionReference reference_low_precision_all_reduce(DType dtype, const std::vector<const void*>& inputs,
+                                                         std::int64_t count) {
+  const auto n = static_cast<std::size_t>(count);
+  const double nranks = static_cast<double>(inputs.size());
+  LowPrecisionReference r;
+  r.sum.assign(n, 0.0);
+  r.bound.assign(n, 0.0);
+  std::vector<double> stage1(n, 0.0), magnitude(n, 0.0);  // E1 (quantised contributions + fp32 sum), sum of |d_r|
+  for (std::int64_t begin = 0; begin < count; begin += kGroup) {
+    const std::int64_t end = std::min(count, begin + kGroup);
+    for (const void* in : inputs) {
+      double largest = 0;
+      for (std::int64_t i = begin; i < end; ++i) largest = std::max(largest, std::fabs(element_at(dtype, in, i)));
+      const double unit = multiplier_inverse(largest);
+      for (std::int64_t i = begin; i < end; ++i) {
+        const auto k = static_cast<std::size_t>(i);
+        const double x = element_at(dtype, in, i);
+        const double e = quantisation_error(std::fabs(x), unit);
+        r.sum[k] += x;
+        stage1[k] += e;
+        magnitude[k] += std::fabs(x) + e;
+      }
+    }
+    // Stage 2: the fp32 sums (each within stage1 of the exact sum) quantised again with their group's multiplier.
+    double largest_sum = 0;
+    for (std::int64_t i = begin; i < end; ++i) {
+      const auto k = static_cast<std::size_t>(i);
+      stage1[k] += nranks * kFp32Unit * magnitude[k];
+      largest_sum = std::max(largest_sum, std::fabs(r.sum[k]) + stage1[k]);
+    }
+    const double unit = std::max(largest_sum / 448.0, 0x1p-126);
+    for (std::int64_t i = begin; i < end; ++i) {
+      const auto k = static_cast<std::size_t>(i);
+      const double reduced = std::fabs(r.sum[k]) + stage1[k];
+      const double stage2 = quantisation_error(reduced, unit);
+      r.bound[k] = stage1[k] + stage2 + output_unit(dtype) * (reduced + stage2) + output_floor(dtype);
+    }
+  }
+  return r;
 }
 
 double relative_tolerance(DType dtype) {

@@ -16,7 +16,7 @@ struct CustomAllReduceState : StrategyState {
   StrategyContext ctx;
   StrategyCase c;
   // Per local rank.
-  std::vector<DeviceBuffer> input, output, residual_in, residual_out, gamma, fp8_out;
+  std::vector<DeviceBuffer> input, output, residual_in, residual_out, gamma, fp8_out, scale_out;
   AllReduceParams params;
 };
 
@@ -27,13 +27,14 @@ void load_inputs(CustomAllReduceState& s) {
   for (int k = 0; k < s.ctx.local_ranks; ++k) {
     const int rank = s.ctx.first_rank + k;
     const auto kk = static_cast<std::size_t>(k);
-    upload_seeded(s.input[kk], c.dtype, c.count, s.ctx.seed, InputRole::Data, rank);
+    upload_seeded(s.input[kk], c.dtype, c.count, s.ctx.seed, data_role(to_string(s.algorithm)), rank);
     if (!c.in_place) s.output[kk].fill(kPoisonByte);
     if (fused(c)) {
       upload_seeded(s.residual_in[kk], c.dtype, c.count, s.ctx.seed, InputRole::Residual, kReplicatedRank);
       upload_seeded(s.gamma[kk], c.dtype, c.hidden, s.ctx.seed, InputRole::Gamma, kReplicatedRank);
       s.residual_out[kk].fill(kPoisonByte);
-      if (c.fusion == FusionOp::ResidualRmsNormQuantFp8) s.fp8_out[kk].fill(kPoisonByte);
+      if (quant_out_bytes(c.fusion, c.count) > 0) s.fp8_out[kk].fill(kPoisonByte);
+      if (scale_out_bytes(c.fusion, c.count, c.hidden) > 0) s.scale_out[kk].fill(kPoisonByte);
     }
   }
 }
@@ -99,9 +100,13 @@ std::unique_ptr<StrategyState> init_custom_all_reduce(AllReduceAlgorithm algorit
       b.residual_in = s->residual_in.back().get();
       b.residual_out = s->residual_out.back().get();
       b.gamma = s->gamma.back().get();
-      if (c.fusion == FusionOp::ResidualRmsNormQuantFp8) {
-        s->fp8_out.emplace_back(static_cast<std::size_t>(c.count));
+      if (quant_out_bytes(c.fusion, c.count) > 0) {
+        s->fp8_out.emplace_back(static_cast<std::size_t>(quant_out_bytes(c.fusion, c.count)));
         b.fp8_out = s->fp8_out.back().get();
+      }
+      if (scale_out_bytes(c.fusion, c.count, c.hidden) > 0) {
+        s->scale_out.emplace_back(static_cast<std::size_t>(scale_out_bytes(c.fusion, c.count, c.hidden)));
+        b.scale_out = s->scale_out.back().get();
       }
     }
     s->params.buffers.push_back(b);
@@ -139,13 +144,20 @@ CheckResult check_custom_all_reduce(StrategyState& state) {
     o.rank = s.ctx.first_rank + k;
     o.output = download(c.in_place ? s.input[kk] : s.output[kk], bytes);
     if (fused(c)) o.residual_out = download(s.residual_out[kk], bytes);
-    if (c.fusion == FusionOp::ResidualRmsNormQuantFp8) o.fp8_out = download(s.fp8_out[kk], static_cast<std::size_t>(c.count));
+    if (quant_out_bytes(c.fusion, c.count) > 0) {
+      o.fp8_out = download(s.fp8_out[kk], static_cast<std::size_t>(quant_out_bytes(c.fusion, c.count)));
+    }
+    if (scale_out_bytes(c.fusion, c.count, c.hidden) > 0) {
+      o.scale_out = download(s.scale_out[kk], static_cast<std::size_t>(scale_out_bytes(c.fusion, c.count, c.hidden)));
+    }
     outputs.push_back(std::move(o));
   }
+  AllReduceExpectation expectation = expectation_for(c, s.ctx.seed);
+  expectation.low_precision = s.algorithm == AllReduceAlgorithm::LowPrecision;  // its bound, not the tolerance
   // Except the multimem one-shot on a GPU: the switch's ld_reduce has no fixed order across ranks (PyTorch's note
   // [multimem_one_shot_all_reduce]); each rank's result is still checked against the reference.
   const bool identical = s.algorithm != AllReduceAlgorithm::MultimemOneShot;
-  CheckResult result = check_all_reduce_outputs(expectation_for(c, s.ctx.seed), outputs, identical);
+  CheckResult result = check_all_reduce_outputs(expectation, outputs, identical);
   return result;
 }
 
@@ -158,7 +170,7 @@ StrategyDescriptor custom_all_reduce_descriptor(AllReduceAlgorithm algorithm) {
   d.backend = "custom";
   d.collective = Collective::AllReduce;
   d.strategy = to_string(algorithm);
-  d.fusions = all_reduce_fusions(algorithm);
+  d.fusions = all_reduce_fusions(algorithm);  // the epilogues the algorithm's kernels instantiate
   d.dtypes = {"bf16", "fp16", "fp32"};
   d.rank_counts = custom_all_reduce_rank_counts();
   d.uses_workspace = true;

@@ -20,13 +20,14 @@ using detail::DeviceBuffer;
 struct NcclAllReduceState : StrategyState {
   StrategyContext ctx;
   StrategyCase c;
-  DeviceBuffer input, output, reduced, residual_in, residual_out, gamma, fp8_out;
+  DeviceBuffer input, output, reduced, residual_in, residual_out, gamma, fp8_out, scale_out;
   AllReduceBuffers buffers;
 };
 
 bool fused(const StrategyCase& c) { return c.fusion != FusionOp::None; }
 
-const std::vector<FusionOp> kFusions{FusionOp::None, FusionOp::ResidualRmsNorm, FusionOp::ResidualRmsNormQuantFp8};
+// Every fusion: the unfused epilogue kernel (residual_rms_norm) implements each one after the all-reduce.
+const std::vector<FusionOp> kFusions = all_fusion_ops();
 
 // What does not depend on the communicator: count, and for the fused epilogue the row shape and scalars.
 void validate_shape(const StrategyCase& c) {
@@ -59,7 +60,8 @@ void load_inputs(NcclAllReduceState& s) {
     detail::upload_seeded(s.residual_in, c.dtype, c.count, s.ctx.seed, InputRole::Residual, 0);
     detail::upload_seeded(s.gamma, c.dtype, c.hidden, s.ctx.seed, InputRole::Gamma, 0);
     s.residual_out.fill(detail::kPoisonByte);
-    if (c.fusion == FusionOp::ResidualRmsNormQuantFp8) s.fp8_out.fill(detail::kPoisonByte);
+    if (quant_out_bytes(c.fusion, c.count) > 0) s.fp8_out.fill(detail::kPoisonByte);
+    if (scale_out_bytes(c.fusion, c.count, c.hidden) > 0) s.scale_out.fill(detail::kPoisonByte);
   }
 }
 
@@ -82,9 +84,13 @@ std::unique_ptr<StrategyState> init(const StrategyContext& ctx, const StrategyCa
     s->buffers.residual_in = s->residual_in.get();
     s->buffers.residual_out = s->residual_out.get();
     s->buffers.gamma = s->gamma.get();
-    if (c.fusion == FusionOp::ResidualRmsNormQuantFp8) {
-      s->fp8_out = DeviceBuffer(static_cast<std::size_t>(c.count));
+    if (quant_out_bytes(c.fusion, c.count) > 0) {
+      s->fp8_out = DeviceBuffer(static_cast<std::size_t>(quant_out_bytes(c.fusion, c.count)));
       s->buffers.fp8_out = s->fp8_out.get();
+    }
+    if (scale_out_bytes(c.fusion, c.count, c.hidden) > 0) {
+      s->scale_out = DeviceBuffer(static_cast<std::size_t>(scale_out_bytes(c.fusion, c.count, c.hidden)));
+      s->buffers.scale_out = s->scale_out.get();
     }
   }
   load_inputs(*s);
@@ -118,7 +124,12 @@ CheckResult check(StrategyState& state) {
   o.rank = s.ctx.first_rank;
   o.output = detail::download(c.in_place ? s.input : s.output, bytes);
   if (fused(c)) o.residual_out = detail::download(s.residual_out, bytes);
-  if (c.fusion == FusionOp::ResidualRmsNormQuantFp8) o.fp8_out = detail::download(s.fp8_out, static_cast<std::size_t>(c.count));
+  if (quant_out_bytes(c.fusion, c.count) > 0) {
+    o.fp8_out = detail::download(s.fp8_out, static_cast<std::size_t>(quant_out_bytes(c.fusion, c.count)));
+  }
+  if (scale_out_bytes(c.fusion, c.count, c.hidden) > 0) {
+    o.scale_out = detail::download(s.scale_out, static_cast<std::size_t>(scale_out_bytes(c.fusion, c.count, c.hidden)));
+  }
   AllReduceExpectation e = expectation_for(c, s.ctx.seed);
   // NCCL rounds to the element type after every reduction step (ring/tree), up to nranks - 1 roundings.
   e.tolerance_factor = std::max(1, c.nranks - 1);

@@ -7,6 +7,7 @@ extern const StrategyDescriptor one_shot_all_reduce_strategy;
 extern const StrategyDescriptor two_shot_all_reduce_strategy;
 extern const StrategyDescriptor multimem_one_shot_all_reduce_strategy;
 extern const StrategyDescriptor multimem_two_shot_all_reduce_strategy;
+extern const StrategyDescriptor low_precision_all_reduce_strategy;
 #ifdef ARFIT_HAVE_NCCL
 extern const StrategyDescriptor nccl_all_reduce_strategy;
 extern const StrategyDescriptor nccl_symmetric_all_reduce_strategy;
@@ -22,6 +23,7 @@ const std::vector<const StrategyDescriptor*>& all_strategies() {
       &two_shot_all_reduce_strategy,
       &multimem_one_shot_all_reduce_strategy,
       &multimem_two_shot_all_reduce_strategy,
+      &low_precision_all_reduce_strategy,
 #ifdef ARFIT_HAVE_NCCL
       &nccl_all_reduce_strategy,
       &nccl_symmetric_all_reduce_strategy,

@@ -99,16 +99,18 @@ struct AllReduceLaunch {
   const void* residual_in[kMaxRanks];
   void* residual_out[kMaxRanks];
   const void* gamma[kMaxRanks];
-  void* fp8_out[kMaxRanks];
+  void* fp8_out[kMaxRanks];    // the quantised output: e4m3 bytes (FP8) or packed e2m1 (NVFP4)
+  void* scale_out[kMaxRanks];  // NVFP4: the e4m3 block scales, swizzled (nvfp4_scale_offset); unused otherwise
   std::int64_t count;         // elements
   std::int64_t hidden;        // row length (fused epilogues); 0 otherwise
   float rms_eps;
-  float fp8_inv_scale;        // e4m3 = saturate(normed * fp8_inv_scale)
+  float fp8_inv_scale;        // FP8: e4m3 = saturate(normed * fp8_inv_scale); NVFP4: the global scale (see
+                              // nvfp4_quantize_block)
   std::int32_t input_may_alias;  // 1 when some rank's input is written during the launch (in place)
   std::int32_t reserved;
 };
 static_assert(std::is_trivially_copyable_v<AllReduceLaunch> && std::is_standard_layout_v<AllReduceLaunch>);
-static_assert(offsetof(AllReduceLaunch, count) == 6 * kMaxRanks * sizeof(void*));
-static_assert(sizeof(AllReduceLaunch) == 6 * kMaxRanks * 8 + 2 * 8 + 4 * 4);
+static_assert(offsetof(AllReduceLaunch, count) == 7 * kMaxRanks * sizeof(void*));
+static_assert(sizeof(AllReduceLaunch) == 7 * kMaxRanks * 8 + 2 * 8 + 4 * 4);
 
 }  // namespace arfit::kernels

@@ -170,7 +170,11 @@ TEST(BenchGrid, BadCommandLinesNameTheOffendingOption) {
   EXPECT_EQ(offending_option(with({"--tp", "4"})), "--tp");                      // TP larger than the world
   EXPECT_EQ(offending_option(with({"--backend", "bogus"})), "--backend");
   EXPECT_EQ(offending_option(with({"--strategy", "NCCL"})), "--strategy");       // not a host strategy
-  EXPECT_EQ(offending_option(with({"--fusion", "RESIDUAL_RMS_NORM_QUANT_NVFP4"})), "--fusion");
+  EXPECT_EQ(offending_option(with({"--fusion", "RESIDUAL_RMS_NORM_QUANT_NVFP4"})), "");  // every host strategy has it
+  EXPECT_EQ(offending_option(with({"--fusion", "all"})), "");
+  // NVFP4 quantises whole blocks of 16: hidden 200 (25 bf16 vectors) is refused naming --hidden.
+  EXPECT_EQ(offending_option({"--tokens", "1", "--hidden", "200", "--fusion", "RESIDUAL_RMS_NORM_OUT_QUANT_NVFP4", "-o", "x.csv"}),
+            "--hidden");
   EXPECT_EQ(offending_option(with({"--fusion", "SOMETHING"})), "--fusion");
   EXPECT_EQ(offending_option(with({"--dtype", "int3"})), "--dtype");
   EXPECT_EQ(offending_option(with({"--plan", "lattice:x"})), "--plan");
@@ -232,15 +236,24 @@ TEST(BenchGrid, CudaGraphOptionIsValidatedBeforeAnythingRuns) {
   EXPECT_NE(h.help_text.find("--cuda-graph"), std::string::npos);
 }
 
-TEST(BenchGrid, PresetDropsUnsupportedFusionsWithANotice) {
+// Every host all-reduce strategy implements every fusion (the NVFP4 and OUT_QUANT epilogues included): the trtllm
+// preset's four fusions all plan. --fusion all is every fusion each strategy supports; with byte sizes (no rows) the
+// fused ones are dropped with a notice instead of failing.
+TEST(BenchGrid, PresetAndFusionAllPlanEveryFusionTheStrategiesSupport) {
   Options o = parse({"--preset", "trtllm", "--tp", "2", "--tokens", "1,2", "--hidden", "128", "-o", "x"});
   PlanOptions po;
   po.limits.world = 2;
   po.limits.workspace = o.workspace;
   std::vector<std::string> notes;
   PlannedGrid g = plan_cases(o.spec, po, &notes);
-  EXPECT_EQ(g.cases.size(), 2u * 3u * 2u);  // 2 tokens x 3 host strategies x {NONE, RESIDUAL_RMS_NORM}
-  EXPECT_FALSE(notes.empty());
+  EXPECT_EQ(g.cases.size(), 2u * 3u * 4u);  // 2 tokens x 3 host strategies x the preset's 4 fusions
+  Options all = parse({"--fusion", "all", "--tp", "2", "--tokens", "1", "--hidden", "128", "-o", "x"});
+  EXPECT_EQ(plan_cases(all.spec, po, &notes).cases.size(), 3u * all_fusion_ops().size());
+  notes.clear();
+  Options bytes = parse({"--fusion", "all", "--tp", "2", "--bytes", "1K", "-o", "x"});
+  EXPECT_EQ(plan_cases(bytes.spec, po, &notes).cases.size(), 3u);  // NONE only: byte sizes have no rows
+  ASSERT_FALSE(notes.empty());
+  EXPECT_NE(notes[0].find("without --tokens/--hidden"), std::string::npos) << notes[0];
 }
 
 // The MPI strategy's fused epilogue is the kernels' residual + RMSNorm pass: a hidden size that is not a whole
@@ -519,4 +532,40 @@ TEST(BenchGrid, SizesBeyondTheAddressSpaceLimitAreRefusedNamingTheSizeOption) {
   unlimited.limits.world = 2;
   unlimited.limits.workspace = o.workspace;
   EXPECT_EQ(plan_cases(o.spec, unlimited, nullptr).cases.size(), 1u);
+}
+
+namespace {
+
+// The strategies of the cases a command line plans on 2 ranks.
+std::set<std::string> planned_strategies(std::vector<std::string> args) {
+  Options o = arfit::bench::testing::parse(std::move(args));
+  PlanOptions po;
+  po.limits.world = 2;
+  po.limits.workspace = o.workspace;
+  std::set<std::string> s;
+  for (const Case& c : plan_cases(o.spec, po, nullptr).cases) s.insert(c.strategy);
+  return s;
+}
+
+}  // namespace
+
+// LOWPRECISION (e4m3 transport, not exact) is never a default strategy: a grid measures it only when --strategy
+// names it, so an existing host run neither gains inexact rows nor fails on its fused cases; named, its unsupported
+// fusions are refused naming --fusion.
+TEST(BenchGrid, LowPrecisionIsMeasuredOnlyWhenNamed) {
+  const std::vector<std::string> sizes = {"--backend", "host", "--bytes", "1K,64K", "-o", "x.csv"};
+  auto with = [&](std::vector<std::string> extra) {
+    auto v = sizes;
+    v.insert(v.end(), extra.begin(), extra.end());
+    return v;
+  };
+  EXPECT_EQ(planned_strategies(sizes), (std::set<std::string>{"MPI", "ONESHOT", "TWOSHOT"}));
+  EXPECT_EQ(planned_strategies(with({"--strategy", "LOWPRECISION,ONESHOT"})),
+            (std::set<std::string>{"LOWPRECISION", "ONESHOT"}));
+  EXPECT_EQ(offending_option({"--backend", "host", "--tokens", "1,8", "--hidden", "256", "--fusion",
+                              "NONE,RESIDUAL_RMS_NORM", "-o", "x"}),
+            "");  // every default strategy has the fusion
+  EXPECT_EQ(offending_option({"--backend", "host", "--strategy", "LOWPRECISION", "--tokens", "1,8", "--hidden", "256",
+                              "--fusion", "RESIDUAL_RMS_NORM", "-o", "x"}),
+            "--fusion");
 }

@@ -59,7 +59,7 @@ std::string HostCase::describe() const {
 namespace {
 
 struct RankBuffers {
-  PageAlignedBuffer input, output, residual_in, residual_out, gamma, fp8_out;
+  PageAlignedBuffer input, output, residual_in, residual_out, gamma, fp8_out, scale_out;
 };
 
 bool output_in_place(Placement p) { return p == Placement::InPlace || p == Placement::BothInPlace; }
@@ -71,11 +71,26 @@ std::vector<unsigned char> copy(const PageAlignedBuffer& b, std::size_t bytes) {
   return std::vector<unsigned char>(p, p + bytes);
 }
 
+// Comparisons check_all_reduce_outputs makes per rank: one per element of each written output, two per quantised
+// element (and NVFP4 block scale) when the norm output is written (reference and bit-exact consistency with it).
+std::int64_t comparisons_per_rank(FusionOp fusion, std::int64_t count) {
+  if (fusion == FusionOp::None) return count;
+  const int twice = fusion_writes_norm_output(fusion) ? 2 : 1;
+  std::int64_t n = count * (fusion_writes_norm_output(fusion) ? 2 : 1);  // residual_out (+ output)
+  if (fusion_quantizes_fp8(fusion)) n += twice * count;
+  if (fusion_quantizes_nvfp4(fusion)) n += twice * (count + count / kNvfp4BlockElements);
+  return n;
+}
+
 }  // namespace
 
 void run_and_check(HostTeam& team, const HostCase& c, int launches, std::uint64_t seed) {
   const bool fused = c.fusion != FusionOp::None;
-  const bool fp8 = c.fusion == FusionOp::ResidualRmsNormQuantFp8;
+  const bool fp8 = fusion_quantizes_fp8(c.fusion);
+  const bool nvfp4 = fusion_quantizes_nvfp4(c.fusion);
+  // Bytes of the quantised output (e4m3 or packed e2m1) and of the NVFP4 block scales.
+  const auto quant_bytes = static_cast<std::size_t>(fp8 ? c.count : nvfp4 ? nvfp4_packed_bytes(c.count) : 0);
+  const auto scale_bytes = static_cast<std::size_t>(nvfp4 ? nvfp4_scale_bytes(c.count / c.hidden, c.hidden) : 0);
   const auto bytes = static_cast<std::size_t>(c.count * dtype_bytes(c.dtype));
   std::vector<RankBuffers> ranks(static_cast<std::size_t>(c.nranks));
   AllReduceParams p;
@@ -98,9 +113,13 @@ void run_and_check(HostTeam& team, const HostCase& c, int launches, std::uint64_
       b.residual_in = r.residual_in.data();
       b.residual_out = residual_in_place(c.placement) ? r.residual_in.data() : r.residual_out.data();
       b.gamma = r.gamma.data();
-      if (fp8) {
-        r.fp8_out = PageAlignedBuffer(static_cast<std::size_t>(c.count));
+      if (fp8 || nvfp4) {
+        r.fp8_out = PageAlignedBuffer(quant_bytes);
         b.fp8_out = r.fp8_out.data();
+      }
+      if (nvfp4) {
+        r.scale_out = PageAlignedBuffer(scale_bytes);
+        b.scale_out = r.scale_out.data();
       }
     }
     p.buffers.push_back(b);
@@ -110,13 +129,14 @@ void run_and_check(HostTeam& team, const HostCase& c, int launches, std::uint64_
     const std::uint64_t data_seed = seed + static_cast<std::uint64_t>(launch);
     for (int k = 0; k < c.nranks; ++k) {
       RankBuffers& r = ranks[static_cast<std::size_t>(k)];
-      fill(r.input, detail::seeded_host(c.dtype, c.count, data_seed, InputRole::Data, k));
+      fill(r.input, detail::seeded_host(c.dtype, c.count, data_seed, data_role(to_string(c.algorithm)), k));
       if (!output_in_place(c.placement)) std::memset(r.output.data(), detail::kPoisonByte, bytes);
       if (fused) {
         fill(r.residual_in, detail::seeded_host(c.dtype, c.count, data_seed, InputRole::Residual, kReplicatedRank));
         fill(r.gamma, detail::seeded_host(c.dtype, c.hidden, data_seed, InputRole::Gamma, kReplicatedRank));
         if (!residual_in_place(c.placement)) std::memset(r.residual_out.data(), detail::kPoisonByte, bytes);
-        if (fp8) std::memset(r.fp8_out.data(), detail::kPoisonByte, static_cast<std::size_t>(c.count));
+        if (fp8 || nvfp4) std::memset(r.fp8_out.data(), detail::kPoisonByte, quant_bytes);
+        if (nvfp4) std::memset(r.scale_out.data(), detail::kPoisonByte, scale_bytes);
       }
     }
     device::host::LaunchOptions options;
@@ -138,11 +158,14 @@ void run_and_check(HostTeam& team, const HostCase& c, int launches, std::uint64_
       o.rank = k;
       o.output = copy(output_in_place(c.placement) ? r.input : r.output, bytes);
       if (fused) o.residual_out = copy(residual_in_place(c.placement) ? r.residual_in : r.residual_out, bytes);
-      if (fp8) o.fp8_out = copy(r.fp8_out, static_cast<std::size_t>(c.count));
+      if (fp8 || nvfp4) o.fp8_out = copy(r.fp8_out, quant_bytes);
+      if (nvfp4) o.scale_out = copy(r.scale_out, scale_bytes);
       outputs.push_back(std::move(o));
     }
-    const CheckResult r = check_all_reduce_outputs(expectation_for(c, data_seed), outputs, /*identical=*/true);
-    const std::int64_t per_rank = c.count * (fp8 ? 4 : fused ? 2 : 1);  // fp8 bytes are checked twice
+    AllReduceExpectation expectation = expectation_for(c, data_seed);
+    expectation.low_precision = c.algorithm == AllReduceAlgorithm::LowPrecision;  // the bound, not the tolerance
+    const CheckResult r = check_all_reduce_outputs(expectation, outputs, /*identical=*/true);
+    const std::int64_t per_rank = comparisons_per_rank(c.fusion, c.count);
     EXPECT_EQ(r.checked, per_rank * c.nranks) << c.describe();
     EXPECT_EQ(r.wrong, 0) << c.describe() << " launch " << launch << ": " << r.wrong << " wrong elements, first "
                           << r.first_wrong;

@@ -77,7 +77,8 @@ int main(int argc, char** argv) {
           for (int i = 0; i < 5; ++i) s.run(*state, nullptr);
           report(rank, std::string(name) + " " + to_string(dtype) + " " + std::to_string(bytes) + " B", s.check(*state));
         }
-        for (FusionOp fusion : {FusionOp::ResidualRmsNorm, FusionOp::ResidualRmsNormQuantFp8}) {
+        for (FusionOp fusion : all_fusion_ops()) {
+          if (fusion == FusionOp::None) continue;
           StrategyCase c;
           c.dtype = dtype;
           c.nranks = size;

@@ -5,6 +5,7 @@
 // FP8 check catches a kernel quantising the wrong value.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -14,6 +15,7 @@
 #include <random>
 #include <thread>
 
+#include "kernels/device/all_reduce_kernels.h"
 #include "kernels/device/host_elements.h"
 #include "kernels/device/primitives.h"
 #include "kernels/team.h"
@@ -293,7 +295,7 @@ TEST(KernelsHostFp8, TheCheckRejectsQuantisingTheUnroundedOutput) {
   HostTeam team(2, 1 << 20, 1);
   HostCase c;
   c.dtype = DType::BF16;
-  c.fusion = FusionOp::ResidualRmsNormQuantFp8;
+  c.fusion = FusionOp::ResidualRmsNormOutQuantFp8;  // the norm output is written: its e4m3 is checked bit for bit
   c.count = 64 * 256;
   c.hidden = 256;
   c.fp8_scale = 0.5f;
@@ -323,6 +325,96 @@ TEST(KernelsHostFp8, TheCheckRejectsQuantisingTheUnroundedOutput) {
   const CheckResult r = check_all_reduce_outputs(e, {o}, false);
   EXPECT_GT(r.wrong, 0) << "quantising the unrounded output went unnoticed";
   EXPECT_NE(r.first_wrong.find("e4m3 of the stored output"), std::string::npos) << r.first_wrong;
+}
+
+// ---------------------------------------------------------------- NVFP4 building blocks
+
+// The kernels' e2m1 / e4m3 helpers and scale layout (kernels/device) against the reference's independent ones.
+TEST(KernelsHostNvfp4, DeviceConversionsAndLayoutMatchTheReference) {
+  // Every e2m1 boundary, its neighbours, ties, saturation, both signs.
+  for (int k = -32000; k <= 32000; ++k) {
+    const float x = static_cast<float>(k) / 4096.0f;  // steps of 2^-12 over [-7.8, 7.8]: ties land exactly
+    EXPECT_EQ(device::e2m1_from_float(x), float_to_e2m1_bits(x)) << x;
+  }
+  EXPECT_EQ(device::e2m1_from_float(0.75f), 0x2u);  // ties to the even code: 0.75 -> 1.0
+  EXPECT_EQ(device::e2m1_from_float(5.0f), 0x6u);   // 5 -> 4
+  EXPECT_EQ(device::e2m1_from_float(-100.0f), 0xfu);
+  for (int code = 0; code < 256; ++code) {
+    if ((code & 0x7f) == 0x7f) continue;  // NaN
+    EXPECT_EQ(device::e4m3_to_float(static_cast<std::uint8_t>(code)), e4m3_bits_to_float(static_cast<std::uint8_t>(code)))
+        << code;
+  }
+  for (std::int64_t columns : {1, 4, 5, 9, 256}) {
+    for (std::int64_t row = 0; row < 300; row += 7) {
+      for (std::int64_t column = 0; column < columns; ++column) {
+        EXPECT_EQ(device::nvfp4_scale_offset(row, column, columns), nvfp4_swizzled_scale_offset(row, column, columns));
+      }
+    }
+  }
+  // A block of 16: scale e4m3(global * amax / 6), codes of v / (scale / global).
+  float values[16];
+  for (int k = 0; k < 16; ++k) values[k] = static_cast<float>(k - 8) * 0.375f;  // amax 3
+  std::uint32_t packed[2];
+  const std::uint8_t scale = device::nvfp4_quantize_block(values, 2.0f, packed);
+  EXPECT_EQ(e4m3_bits_to_float(scale), 1.0f);                       // 2 * 3 / 6
+  EXPECT_EQ(packed[0] & 0xf, float_to_e2m1_bits(-3.0 * 2.0));       // element 0: -3 * 2 / 1 -> -6
+  EXPECT_EQ((packed[1] >> 28) & 0xf, float_to_e2m1_bits(7 * 0.375 * 2.0));  // element 15 in the high nibble
+}
+
+// The unfused epilogue (after NCCL / MPI_Allreduce) implements every quantising fusion with the same row routine:
+// its outputs pass the same check as the fused kernels' (the reduced input rounded to the dtype first, as NCCL's is).
+TEST(KernelsHostNvfp4, TheUnfusedEpilogueQuantisesEveryFusion) {
+  constexpr int kRanks = 2;
+  for (DType dtype : {DType::BF16, DType::FP16, DType::FP32}) {
+    for (FusionOp fusion : all_fusion_ops()) {
+      if (fusion == FusionOp::None) continue;
+      const std::int64_t hidden = 80, count = 130 * hidden;  // past one 128-row scale tile, 5 scale columns
+      const auto bytes = static_cast<std::size_t>(count * dtype_bytes(dtype));
+      std::vector<unsigned char> reduced(bytes), output(bytes, 0xff), residual_out(bytes, 0xff);
+      std::vector<unsigned char> quant(static_cast<std::size_t>(std::max<std::int64_t>(1, quant_out_bytes(fusion, count))), 0xff);
+      std::vector<unsigned char> scales(static_cast<std::size_t>(std::max<std::int64_t>(1, scale_out_bytes(fusion, count, hidden))), 0xff);
+      std::vector<std::vector<unsigned char>> inputs;
+      std::vector<const void*> pointers;
+      for (int r = 0; r < kRanks; ++r) {
+        inputs.push_back(detail::seeded_host(dtype, count, 5, InputRole::Data, r));
+        pointers.push_back(inputs.back().data());
+      }
+      const ReducedReference sum = reference_all_reduce(dtype, pointers, count);
+      for (std::int64_t i = 0; i < count; ++i) set_element(dtype, reduced.data(), i, sum.sum[static_cast<std::size_t>(i)]);
+      const auto residual = detail::seeded_host(dtype, count, 5, InputRole::Residual, kReplicatedRank);
+      const auto gamma = detail::seeded_host(dtype, hidden, 5, InputRole::Gamma, kReplicatedRank);
+      AllReduceBuffers b;
+      b.residual_in = residual.data();
+      b.residual_out = residual_out.data();
+      b.gamma = gamma.data();
+      b.output = output.data();
+      b.fp8_out = quant.data();
+      b.scale_out = scales.data();
+      residual_rms_norm_on_host(dtype, fusion, count, hidden, 1e-6f, 0.125f, reduced.data(), b, 32);
+      AllReduceExpectation e;
+      e.dtype = dtype;
+      e.fusion = fusion;
+      e.nranks = kRanks;
+      e.count = count;
+      e.hidden = hidden;
+      e.rms_eps = 1e-6f;
+      e.fp8_scale = 0.125f;
+      e.seed = 5;
+      e.tolerance_factor = 2;  // the reduced input was rounded once more
+      RankOutputs o;
+      o.output = output;
+      o.residual_out = residual_out;
+      o.fp8_out = quant;
+      o.scale_out = scales;
+      const CheckResult r = check_all_reduce_outputs(e, {o}, false);
+      EXPECT_EQ(r.wrong, 0) << to_string(dtype) << " " << to_string(fusion) << ": " << r.first_wrong;
+      EXPECT_GE(r.checked, count) << to_string(dtype) << " " << to_string(fusion);
+      if (!fusion_writes_norm_output(fusion)) {  // the QUANT ops leave the norm output untouched
+        EXPECT_TRUE(std::all_of(output.begin(), output.end(), [](unsigned char x) { return x == 0xff; }))
+            << to_string(fusion);
+      }
+    }
+  }
 }
 
 // ---------------------------------------------------------------- team rules

@@ -1,7 +1,11 @@
 // The GPU test matrix, run on the CPU through the host build of the very same kernel bodies (ctest label
-// kernels-host): one-shot and two-shot x 2, 4, 8 ranks x bf16, fp16, fp32 x NONE, RESIDUAL_RMS_NORM,
-// RESIDUAL_RMS_NORM_QUANT_FP8 x one block / several blocks per rank, and the multimem one-shot and two-shot (NONE;
-// the multicast address emulated over the peers' staging buffers) x the same ranks, dtypes and blocks. Each case walks message sizes from 16 B to
+// kernels-host): one-shot and two-shot x 2, 4, 8 ranks x bf16, fp16, fp32 x every fusion op (NONE,
+// RESIDUAL_RMS_NORM, the QUANT and OUT_QUANT fusions for FP8 and NVFP4) x one block / several blocks per rank,
+// LOWPRECISION (NONE only, checked against its error bound on group-ranged inputs) and the multimem one-shot and
+// two-shot (NONE only; the multicast address emulated over the peers' staging buffers) x 2, 4, 8 ranks x bf16, fp16,
+// fp32 x one / several blocks.
+// The quantising fusions other than QUANT_FP8 walk the small fused shapes only (the epilogue's arithmetic does not
+// depend on size beyond a row; the large shapes exercise the barriers and partition the others already cover). Each case walks message sizes from 16 B to
 // a few MiB (counts that are not multiples of the vector width or of the rank count; rows fewer than ranks),
 // out of place, in place and fused in place, with several consecutive launches on one team (the barrier epochs
 // carry over from launch to launch and from size to size), block start order, start delays and the order of
@@ -42,11 +46,12 @@ std::string case_name(const ::testing::TestParamInfo<MatrixCase>& info) {
 
 std::vector<MatrixCase> matrix() {
   std::vector<MatrixCase> cases;
-  for (auto algorithm : {AllReduceAlgorithm::OneShot, AllReduceAlgorithm::TwoShot, AllReduceAlgorithm::MultimemOneShot,
-                         AllReduceAlgorithm::MultimemTwoShot})
+  // LOWPRECISION: NONE only, against its own error bound (kernels/reference/reference.h).
+  for (auto algorithm : {AllReduceAlgorithm::OneShot, AllReduceAlgorithm::TwoShot, AllReduceAlgorithm::LowPrecision,
+                         AllReduceAlgorithm::MultimemOneShot, AllReduceAlgorithm::MultimemTwoShot})
     for (int n : {2, 4, 8})
       for (DType d : {DType::BF16, DType::FP16, DType::FP32})
-        for (FusionOp f : all_reduce_fusions(algorithm))  // the multimem kernels: NONE only
+        for (FusionOp f : all_reduce_fusions(algorithm))  // LOWPRECISION and the multimem kernels: NONE only
           for (bool several : {false, true}) cases.push_back({algorithm, n, d, f, several});
   return cases;
 }
@@ -61,9 +66,11 @@ struct Step {
 
 // Unfused sizes in bytes: 16 B (one vector) up to 3 MiB; most are neither a multiple of 16 B (the scalar tail)
 // nor of the rank count times 16 B (uneven slices), and several chunks per block at the large end.
-// The multimem cases stop at 1 MiB + 36: above it the same loops only run longer (CI budget; the unicast cases
-// cover the 3 MiB step).
-std::vector<Step> unfused_steps(DType dtype, bool multimem) {
+// LOWPRECISION stops at 1 MiB + 36: its per-element work on the host (e4m3 conversions, two quantisations) makes the
+// 3 MiB step cost more than the rest of its case together, and 1 MiB already gives every rank several chunks per block.
+// The multimem cases stop there too: above it the same loops only run longer (CI budget; the unicast cases cover the
+// 3 MiB step).
+std::vector<Step> unfused_steps(DType dtype, AllReduceAlgorithm algorithm) {
   const int element = dtype_bytes(dtype);
   std::vector<Step> steps;
   const std::int64_t sizes[] = {16, 20, 52, 1000, 4100, 64 * kKiB + 12, kMiB + 36, 3 * kMiB + 4};
@@ -72,7 +79,7 @@ std::vector<Step> unfused_steps(DType dtype, bool multimem) {
   int k = 0;
   for (std::int64_t bytes : sizes) {
     if (quick_mode() && bytes > 64 * kKiB + 12) continue;
-    if (multimem && bytes > kMiB + 36) continue;
+    if ((algorithm == AllReduceAlgorithm::LowPrecision || is_multimem(algorithm)) && bytes > kMiB + 36) continue;
     steps.push_back({bytes / element, 0, placements[k % 2], threads[k % 3]});
     ++k;
   }
@@ -80,22 +87,28 @@ std::vector<Step> unfused_steps(DType dtype, bool multimem) {
 }
 
 // Fused shapes (rows x hidden): a single row (fewer rows than ranks), row counts that do not divide by the rank
-// count, one-vector rows, rows longer than a block's threads, up to 2 MiB; every placement.
-std::vector<Step> fused_steps(DType dtype) {
+// count, one-vector rows, rows longer than a block's threads, more rows than one tile of the NVFP4 scale layout, up
+// to 2 MiB; every placement.
+std::vector<Step> fused_steps(DType dtype, FusionOp fusion) {
   const int width = vector_width(dtype);
+  // NVFP4 quantises blocks of 16: its rows are whole blocks. The newer quantising fusions skip the shapes above 64 KiB.
+  const int row_unit = fusion_quantizes_nvfp4(fusion) ? kNvfp4BlockElements : width;
+  const bool small_only = quick_mode() || fusion_quantizes_nvfp4(fusion) || fusion == FusionOp::ResidualRmsNormOutQuantFp8;
   struct Shape {
     std::int64_t rows, hidden;
   };
   const Shape shapes[] = {{1, 8 * width},  {3, width},       {7, 40 * width}, {5, 1024},
-                          {13, 136},       {64, 2048},       {9, 4096 + 8 * width}, {128, 4096}};
+                          {13, 136},       {64, 2048},       {9, 4096 + 8 * width}, {128, 4096},
+                          // past one 128-row tile of the NVFP4 scale layout, 5 scale columns (not a multiple of 4)
+                          {130, 80}};
   const Placement placements[] = {Placement::OutOfPlace, Placement::FusedInPlace, Placement::InPlace,
                                   Placement::BothInPlace};
   const int threads[] = {32, 64, 1};
   std::vector<Step> steps;
   int k = 0;
   for (const Shape& s : shapes) {
-    if (s.hidden % width != 0) continue;
-    if (quick_mode() && s.rows * s.hidden * dtype_bytes(dtype) > 64 * kKiB) continue;
+    if (s.hidden % row_unit != 0) continue;
+    if (small_only && s.rows * s.hidden * dtype_bytes(dtype) > 64 * kKiB) continue;
     steps.push_back({s.rows * s.hidden, s.hidden, placements[k % 4], threads[k % 3]});
     ++k;
   }
@@ -106,9 +119,10 @@ class KernelsHost : public ::testing::TestWithParam<MatrixCase> {};
 
 TEST_P(KernelsHost, MatchesReferenceAcrossSizesPlacementsAndLaunches) {
   const MatrixCase m = GetParam();
-  const std::vector<Step> steps = m.fusion == FusionOp::None ? unfused_steps(m.dtype, is_multimem(m.algorithm)) : fused_steps(m.dtype);
+  const std::vector<Step> steps = m.fusion == FusionOp::None ? unfused_steps(m.dtype, m.algorithm) : fused_steps(m.dtype, m.fusion);
   std::int64_t largest = 0;
   for (const Step& s : steps) largest = std::max(largest, s.count * dtype_bytes(m.dtype));
+  largest = std::max<std::int64_t>(largest, 128);  // LOWPRECISION stages at least one 68-byte group
   // One team for the whole case: every launch continues the epochs of the launches before it. Several blocks:
   // at most 3 per rank (not a divisor of most chunk and row counts).
   HostTeam team(m.nranks, largest, m.several_blocks ? 3 : 1);

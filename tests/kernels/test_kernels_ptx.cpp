@@ -1,7 +1,7 @@
 // The one-shot kernel's PTX (nvcc --ptx, produced by the build: kernels/CMakeLists.txt target
 // arfit_kernels_ptx) must move data in 16-byte vectors: ld.global.nc.v4 for the read-only input,
 // ld.global.v4 for the peers' staging buffers, st.global.v4 for staging and output; and it must contain the
-// release/acquire barrier. Checked for every instantiation (2/4/8 ranks x 3 fusion ops).
+// release/acquire barrier. Checked for every instantiation (2/4/8 ranks x the 6 fusion ops: NONE, RESIDUAL_RMS_NORM, the QUANT and OUT_QUANT ops for FP8 and NVFP4).
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -48,7 +48,7 @@ TEST(KernelPtx, OneShotKernelUses128BitLoadsAndStores) {
     EXPECT_NE(e.body.find("st.release.sys.global.u32"), std::string::npos) << e.name << ": no release flag store";
     EXPECT_NE(e.body.find("ld.acquire.sys.global.u32"), std::string::npos) << e.name << ": no acquire flag load";
   }
-  EXPECT_EQ(one_shot_entries, 9) << "expected 3 rank counts x 3 fusion ops";
+  EXPECT_EQ(one_shot_entries, 18) << "expected 3 rank counts x 6 fusion ops";
 }
 
 }  // namespace

@@ -154,5 +154,37 @@ TEST(KernelReference, ElementAccessRoundsToTheDtype) {
   EXPECT_EQ(f[0], 0.1f);
 }
 
+// e2m1: the eight magnitudes, ties to the even code, saturation, the sign of small negatives; the 128x4 layout's
+// hand-computed offsets (TensorRT-LLM's get_sf_out_offset_128x4).
+TEST(KernelReference, E2m1AndTheSwizzledScaleLayout) {
+  const double magnitudes[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
+  for (std::uint8_t code = 0; code < 16; ++code) {
+    EXPECT_EQ(e2m1_bits_to_double(code), (code & 8 ? -1 : 1) * magnitudes[code & 7]);
+    if (code != 8) {
+      EXPECT_EQ(float_to_e2m1_bits(e2m1_bits_to_double(code)), code);
+    }
+  }
+  EXPECT_EQ(float_to_e2m1_bits(0.25), 0);
+  EXPECT_EQ(float_to_e2m1_bits(0.26), 1);
+  EXPECT_EQ(float_to_e2m1_bits(0.75), 2);
+  EXPECT_EQ(float_to_e2m1_bits(1.25), 2);
+  EXPECT_EQ(float_to_e2m1_bits(1.75), 4);
+  EXPECT_EQ(float_to_e2m1_bits(2.5), 4);
+  EXPECT_EQ(float_to_e2m1_bits(3.5), 6);
+  EXPECT_EQ(float_to_e2m1_bits(5.0), 6);
+  EXPECT_EQ(float_to_e2m1_bits(5.01), 7);
+  EXPECT_EQ(float_to_e2m1_bits(1e9), 7);
+  EXPECT_EQ(float_to_e2m1_bits(-0.1), 8);
+  EXPECT_EQ(float_to_e2m1_bits(-2.9), 0xd);
+  EXPECT_EQ(nvfp4_swizzled_scale_offset(0, 0, 8), 0);
+  EXPECT_EQ(nvfp4_swizzled_scale_offset(0, 3, 8), 3);
+  EXPECT_EQ(nvfp4_swizzled_scale_offset(1, 0, 8), 16);
+  EXPECT_EQ(nvfp4_swizzled_scale_offset(32, 0, 8), 4);
+  EXPECT_EQ(nvfp4_swizzled_scale_offset(33, 1, 8), 16 + 4 + 1);
+  EXPECT_EQ(nvfp4_swizzled_scale_offset(0, 4, 8), 512);
+  EXPECT_EQ(nvfp4_swizzled_scale_offset(128, 0, 8), 1024);  // two 512-byte column tiles per 128-row tile
+  EXPECT_EQ(nvfp4_swizzled_scale_offset(128, 0, 5), 1024);  // 5 columns pad to 8
+}
+
 }  // namespace
 }  // namespace arfit::kernels

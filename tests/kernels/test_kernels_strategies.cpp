@@ -35,6 +35,7 @@ KernelParam case_error(const StrategyDescriptor& s, const StrategyCase& c, const
 TEST(KernelStrategies, RegistryListsEveryStrategyWithCompleteDescriptors) {
   ASSERT_NE(find_strategy("ONESHOT", Collective::AllReduce), nullptr);
   ASSERT_NE(find_strategy("TWOSHOT", Collective::AllReduce), nullptr);
+  ASSERT_NE(find_strategy("LOWPRECISION", Collective::AllReduce), nullptr);
   EXPECT_EQ(find_strategy("ONESHOT", Collective::AllGather), nullptr);
   EXPECT_EQ(find_strategy("NOPE", Collective::AllReduce), nullptr);
 #ifdef ARFIT_HAVE_NCCL
@@ -43,9 +44,9 @@ TEST(KernelStrategies, RegistryListsEveryStrategyWithCompleteDescriptors) {
     EXPECT_NE(find_strategy("NCCL", c), nullptr) << to_string(c);
   }
   ASSERT_NE(find_strategy("NCCL_SYMMETRIC", Collective::AllReduce), nullptr);
-  EXPECT_EQ(all_strategies().size(), 10u);
+  EXPECT_EQ(all_strategies().size(), 11u);
 #else
-  EXPECT_EQ(all_strategies().size(), 4u);
+  EXPECT_EQ(all_strategies().size(), 5u);
 #endif
   for (const StrategyDescriptor* s : all_strategies()) {
     EXPECT_TRUE(s->validate_case && s->validate_context && s->workspace && s->byte_counts && s->init && s->run && s->check)
@@ -101,7 +102,7 @@ TEST(KernelStrategies, CustomDescriptorsAdvertiseWhatTheKernelsImplement) {
   const StrategyDescriptor& one = *find_strategy("ONESHOT", Collective::AllReduce);
   EXPECT_EQ(one.rank_counts, (std::vector<int>{2, 4, 8}));
   EXPECT_EQ(one.dtypes.size(), 3u);
-  EXPECT_EQ(one.fusions, (std::vector<FusionOp>{FusionOp::None, FusionOp::ResidualRmsNorm, FusionOp::ResidualRmsNormQuantFp8}));
+  EXPECT_EQ(one.fusions, all_fusion_ops());  // every epilogue, NVFP4 and the OUT_QUANT ops included
   StrategyCase c;
   c.dtype = DType::BF16;
   c.nranks = 8;
@@ -109,6 +110,31 @@ TEST(KernelStrategies, CustomDescriptorsAdvertiseWhatTheKernelsImplement) {
   EXPECT_EQ(one.byte_counts(c.count, 2, 8).send_bytes, 2000);
   EXPECT_EQ(one.byte_counts(c.count, 2, 8).recv_bytes, 2000);
   EXPECT_EQ(one.workspace(c), 2000);
+}
+
+TEST(KernelStrategies, LowPrecisionDescriptorIsNoneOnlyAndStagesTheQuantisedMessage) {
+  const StrategyDescriptor& low = *find_strategy("LOWPRECISION", Collective::AllReduce);
+  EXPECT_EQ(low.backend, "custom");
+  EXPECT_EQ(low.fusions, (std::vector<FusionOp>{FusionOp::None}));
+  EXPECT_EQ(low.rank_counts, (std::vector<int>{2, 4, 8}));
+  StrategyCase c;
+  c.dtype = DType::BF16;
+  c.nranks = 4;
+  c.count = 1000;
+  EXPECT_EQ(low.workspace(c), 2000);  // the message: its quantised form (16 groups: 1088 bytes) is smaller
+  c.count = 3;
+  EXPECT_EQ(low.workspace(c), 68);  // one group of e4m3 bytes and its multiplier, more than the 6-byte message
+  StrategyLimits limits;
+  limits.workspace = 1 << 20;
+  c.count = 1024;
+  c.fusion = FusionOp::ResidualRmsNorm;
+  c.hidden = 512;
+  try {
+    low.validate_case(c, limits);
+    ADD_FAILURE() << "LOWPRECISION accepted RESIDUAL_RMS_NORM";
+  } catch (const KernelError& e) {
+    EXPECT_EQ(e.parameter(), KernelParam::Fusion) << e.what();
+  }
 }
 
 // Plan-time validation names the parameter at fault (bench maps it to its option; no message parsing).
@@ -144,9 +170,12 @@ TEST(KernelStrategies, PlanTimeValidationNamesTheParameter) {
   c.fusion = FusionOp::ResidualRmsNormQuantFp8;
   c.fp8_scale = 1e-40f;  // subnormal
   EXPECT_EQ(case_error(two, c, limits), KernelParam::Fp8Scale);
+  c.fusion = FusionOp::ResidualRmsNormQuantNvfp4;  // the NVFP4 global scale is 1 / fp8_scale: the same rule
+  EXPECT_EQ(case_error(two, c, limits), KernelParam::Fp8Scale);
   c.fp8_scale = 1.0f;
-  c.fusion = FusionOp::ResidualRmsNormQuantNvfp4;
-  EXPECT_EQ(case_error(two, c, limits), KernelParam::Fusion);
+  c.hidden = 24;  // a whole number of bf16 vectors, not of 16-element NVFP4 blocks
+  c.count = 24 * 8;
+  EXPECT_EQ(case_error(two, c, limits), KernelParam::Hidden);
 #ifdef ARFIT_HAVE_NCCL
   limits.virtual_ranks = true;
   StrategyCase n;
@@ -184,11 +213,14 @@ TEST(KernelStrategies, NcclDescriptorsValidateBeforeTouchingNccl) {
   ctx.local_ranks = 4;
   EXPECT_NE(validation_error(ar, ctx, c).find("one rank per process"), std::string::npos);
   ctx.local_ranks = 1;
-  c.fusion = FusionOp::ResidualRmsNormQuantNvfp4;
+  c.fusion = FusionOp::ResidualRmsNormQuantNvfp4;  // the unfused epilogue kernel implements every fusion
   c.hidden = 256;
-  EXPECT_NE(validation_error(ar, ctx, c).find("fusion RESIDUAL_RMS_NORM_QUANT_NVFP4 with dtype bf16 is not supported"),
-            std::string::npos)
+  EXPECT_EQ(validation_error(ar, ctx, c), "");
+  c.hidden = 24;
+  c.count = 24 * 8;
+  EXPECT_NE(validation_error(ar, ctx, c).find("needs hidden to be a multiple of 16"), std::string::npos)
       << validation_error(ar, ctx, c);
+  c.count = 1024;
   c.fusion = FusionOp::ResidualRmsNorm;
   c.hidden = 250;
   EXPECT_NE(validation_error(ar, ctx, c).find("hidden a multiple of 8"), std::string::npos) << validation_error(ar, ctx, c);

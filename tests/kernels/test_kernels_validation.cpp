@@ -24,6 +24,7 @@ AllReduceBuffers aligned_buffers(std::uintptr_t base) {
   b.residual_out = mutable_address(base + 0x300000);
   b.gamma = address(base + 0x400000);
   b.fp8_out = mutable_address(base + 0x500000);
+  b.scale_out = mutable_address(base + 0x600000);
   return b;
 }
 
@@ -207,15 +208,28 @@ TEST(KernelValidation, TeamWorkspaceMustFitIn64Bits) {
   EXPECT_THROW(HostTeam(2, std::int64_t{1} << 62, 1), KernelError);  // refused before it allocates anything
 }
 
-TEST(KernelValidation, RejectsUnsupportedFusionDtypePairs) {
-  for (DType dtype : {DType::BF16, DType::FP16, DType::FP32}) {
-    const std::string e = error_of(AllReduceAlgorithm::TwoShot, {4, 1, kMiB},
-                                   params(dtype, FusionOp::ResidualRmsNormQuantNvfp4, 1024, 256, 1));
-    EXPECT_NE(e.find("fusion RESIDUAL_RMS_NORM_QUANT_NVFP4 with dtype " + to_string(dtype) + " is not implemented"),
-              std::string::npos)
-        << e;
+// Every fusion op is implemented for every dtype; NVFP4 needs rows of whole 16-element blocks (hidden 24 is a whole
+// number of bf16 vectors but not of blocks), its packed output 8-byte aligned and a scale buffer.
+TEST(KernelValidation, Nvfp4NeedsWholeBlocksAndItsBuffers) {
+  for (FusionOp fusion : all_fusion_ops()) EXPECT_TRUE(custom_all_reduce_supports_fusion(fusion)) << to_string(fusion);
+  for (FusionOp fusion : {FusionOp::ResidualRmsNormQuantNvfp4, FusionOp::ResidualRmsNormOutQuantNvfp4}) {
+    for (DType dtype : {DType::BF16, DType::FP16, DType::FP32}) {
+      EXPECT_EQ(error_of(AllReduceAlgorithm::TwoShot, {4, 1, kMiB}, params(dtype, fusion, 1024, 256, 1)), "");
+      const std::string e = error_of(AllReduceAlgorithm::OneShot, {4, 1, kMiB}, params(dtype, fusion, 960, 24, 1));
+      EXPECT_NE(e.find("needs hidden to be a multiple of 16"), std::string::npos) << e;
+      EXPECT_EQ(parameter_of(AllReduceAlgorithm::OneShot, {4, 1, kMiB}, params(dtype, fusion, 960, 24, 1)),
+                KernelParam::Hidden);
+    }
+    AllReduceParams p = params(DType::BF16, fusion, 1024, 256, 1);
+    p.buffers[0].fp8_out = mutable_address(0x10500004);  // 4-byte aligned: not one 8-byte pack
+    EXPECT_NE(error_of(AllReduceAlgorithm::OneShot, {2, 1, kMiB}, p).find("fp8_out pointer"), std::string::npos);
+    p = params(DType::BF16, fusion, 1024, 256, 1);
+    p.buffers[0].scale_out = nullptr;
+    EXPECT_NE(error_of(AllReduceAlgorithm::OneShot, {2, 1, kMiB}, p).find("scale_out pointer is null"), std::string::npos);
   }
-  EXPECT_FALSE(custom_all_reduce_supports_fusion(FusionOp::ResidualRmsNormQuantNvfp4));
+  // The swizzled scale buffer of 1024 / 256 = 4 rows of 16 scales: rows padded to 128, columns to a multiple of 4.
+  EXPECT_EQ(nvfp4_scale_bytes(4, 256), 128 * 16);
+  EXPECT_EQ(nvfp4_scale_bytes(130, 80), 256 * 8);
   // Element types outside bf16/fp16/fp32 are rejected by name.
   for (const char* name : {"fp8", "int8", "fp64", "nonsense"}) {
     try {
@@ -385,8 +399,8 @@ TEST(KernelValidation, ErrorsNameTheirParameter) {
   EXPECT_EQ(parameter_of(AllReduceAlgorithm::OneShot, {4, 3, kMiB}, params(DType::BF16, FusionOp::None, 64, 0, 3)),
             KernelParam::LocalRanks);
   EXPECT_EQ(parameter_of(AllReduceAlgorithm::OneShot, {2, 1, kMiB},
-                         params(DType::BF16, FusionOp::ResidualRmsNormQuantNvfp4, 1024, 256, 1)),
-            KernelParam::Fusion);
+                         params(DType::BF16, FusionOp::ResidualRmsNormQuantNvfp4, 1024, 24, 1)),
+            KernelParam::Hidden);
   EXPECT_EQ(parameter_of(AllReduceAlgorithm::OneShot, {2, 1, kMiB}, params(DType::BF16, FusionOp::None, 0, 0, 1)),
             KernelParam::Count);
   EXPECT_EQ(parameter_of(AllReduceAlgorithm::OneShot, {2, 1, 1024}, params(DType::BF16, FusionOp::None, 4096, 0, 1)),
@@ -408,7 +422,9 @@ TEST(KernelValidation, UnfusedEpilogueChecksItsInputs) {
   const float eps = 1e-6f;
   EXPECT_NO_THROW(validate_residual_rms_norm(DType::BF16, FusionOp::ResidualRmsNorm, 1024, 256, eps, 1.0f, address(0x50000000), b));
   EXPECT_THROW(validate_residual_rms_norm(DType::BF16, FusionOp::None, 1024, 256, eps, 1.0f, address(0x50000000), b), KernelError);
-  EXPECT_THROW(validate_residual_rms_norm(DType::BF16, FusionOp::ResidualRmsNormQuantNvfp4, 1024, 256, eps, 1.0f,
+  EXPECT_NO_THROW(validate_residual_rms_norm(DType::BF16, FusionOp::ResidualRmsNormQuantNvfp4, 1024, 256, eps, 1.0f,
+                                             address(0x50000000), b));
+  EXPECT_THROW(validate_residual_rms_norm(DType::BF16, FusionOp::ResidualRmsNormOutQuantNvfp4, 960, 24, eps, 1.0f,
                                           address(0x50000000), b),
                KernelError);
   EXPECT_THROW(validate_residual_rms_norm(DType::BF16, FusionOp::ResidualRmsNorm, 1024, 256, eps, 1.0f, address(0x50000004), b),
