@@ -30,6 +30,7 @@ const std::vector<const Descriptor*>& all_descriptors() {
   static const std::vector<const Descriptor*> v = [] {
     std::vector<const Descriptor*> d = {
         &host::allreduce_mpi_descriptor(),     &host::allreduce_oneshot_descriptor(), &host::allreduce_twoshot_descriptor(),
+        &host::allreduce_multimem_oneshot_descriptor(), &host::allreduce_multimem_twoshot_descriptor(),
         &host::allgather_mpi_descriptor(),     &host::reducescatter_mpi_descriptor(), &host::alltoall_mpi_descriptor(),
         &host::alltoallv_mpi_descriptor(),     &host::allreduce_low_precision_descriptor(),
     };

@@ -66,7 +66,10 @@ void add_grid_options(CLI::App& app, RawOptions& raw) {
   app.add_option("--preset", raw.preset_name, "Start from a preset grid: trtllm, nccl-tests, host-main, host-alltoallv");
   app.add_option("--spec", raw.spec_file, "JSON grid spec file (keys as the flags below; see docs/bench.md)");
   app.add_option("--collective", raw.collectives, "Collectives, comma-separated: allreduce,allgather,reducescatter,alltoall,alltoallv (default allreduce)");
-  app.add_option("--strategy", raw.strategies, "Strategies (host: MPI, ONESHOT, TWOSHOT, LOWPRECISION; nccl: NCCL; custom: ONESHOT, TWOSHOT, LOWPRECISION); LOWPRECISION is e4m3 transport, not exact: measured only when named, its samples are their own strategy; default: all exact strategies of the backend");
+  app.add_option("--strategy", raw.strategies, "Strategies (host: MPI, ONESHOT, TWOSHOT, LOWPRECISION, MULTIMEM_ONESHOT, "
+                 "MULTIMEM_TWOSHOT; nccl: NCCL, NCCL_SYMMETRIC; custom: ONESHOT, TWOSHOT, LOWPRECISION, MULTIMEM_ONESHOT, "
+                 "MULTIMEM_TWOSHOT); LOWPRECISION is e4m3 transport, not exact: measured only when named, its samples are "
+                 "their own strategy; the multimem ones are NONE only; default: all exact strategies of the backend");
   app.add_option("--fusion", raw.fusions, "Fusion ops: NONE, RESIDUAL_RMS_NORM, RESIDUAL_RMS_NORM_QUANT_FP8, RESIDUAL_RMS_NORM_QUANT_NVFP4, "
                  "RESIDUAL_RMS_NORM_OUT_QUANT_FP8, RESIDUAL_RMS_NORM_OUT_QUANT_NVFP4, or 'all' (every fusion each strategy supports; "
                  "the fused ones need --tokens/--hidden) (default NONE)");

@@ -103,7 +103,9 @@ void check_strategies(const GridSpec& spec) {
 std::string reason_to_drop(const Case& c, const Descriptor* d, const GridSpec& spec) {
   if (!d) return c.strategy + " has no " + to_string(c.collective);  // only reachable with skip_unsupported
   if (!d->supports(c.fusion)) {
-    if (spec.skip_unsupported || spec.every_fusion)
+    // No --strategy: "all of the backend" means the ones that have the fusion (the multimem kernels are NONE only);
+    // --fusion all: every fusion each strategy has.
+    if (spec.skip_unsupported || spec.every_fusion || spec.strategies.empty())
       return c.strategy + " " + to_string(c.collective) + " lacks fusion " + to_string(c.fusion);
     std::vector<std::string> f;
     for (auto x : d->fusions) f.push_back(to_string(x));

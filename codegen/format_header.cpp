@@ -52,7 +52,7 @@ std::string behaviour_comment(bool trtllm_bucketing) {
 // `fusion` is TensorRT-LLM's AllReduceFusionOp value (NONE 0, RESIDUAL_RMS_NORM 1, RESIDUAL_RMS_NORM_QUANT_FP8 4,
 // RESIDUAL_RMS_NORM_QUANT_NVFP4 5; the OUT_QUANT variants 6 and 7 use the QUANT rows, as TensorRT-LLM's
 // mapFusionOpToIndex does): static_cast<Fusion>(op) or fusion_from_trtllm(op) converts.
-// The result is TensorRT-LLM's AllReduceStrategyType value where it has one (NCCL 0, ONESHOT 4, TWOSHOT 5,
+// The result is TensorRT-LLM's AllReduceStrategyType value where it has one (NCCL 0, ONESHOT 4, TWOSHOT 5, LOWPRECISION 6,
 // NCCL_SYMMETRIC 8), else 100+. Behaviour for every input (no undefined behaviour, no exceptions):
 //   * a fusion value without a row (2, 3, 8, ... or a fusion not on the table's axis)        -> kOutOfRange
 //   * Bucketing::kStrict (default): tp must be on the TP axis, and num_tokens and hidden inside

@@ -29,6 +29,7 @@ nlohmann::json trtllm_summary(const TrtllmTable& t) {
                       {"engine_notes", trtllm_engine_notes(t.version, t.table_sm, t.table.options.dtype)},
                       {"sources", sources},
                       {"unmapped", t.unmapped},
+                      {"not_from_table", t.not_from_table},
                       {"cells", cells}};
   if (t.base) j["base"] = t.base->path;
   return j;

@@ -200,12 +200,20 @@ TrtllmTable build_trtllm_table(const ModelSet& models, const Request& r, const S
   const auto strategies = system_strategies(models, system);
   const auto explicit_map = parse_map_options(r.map, strategies, trtllm_map_targets());
   StrategySources sources;
-  std::vector<std::string> unmapped;
+  std::vector<std::string> unmapped, not_from_table;
   for (const auto& s : strategies) {
     const auto it = explicit_map.find(s);
+    const auto number = trtllm_strategy_number(s);
     if (it != explicit_map.end()) {
+      // A lossy transport's curve standing for an exact strategy would put its speed on results it never computes.
+      if (number && !trtllm_table_value_runs(*number) && it->second != "ignore")
+        throw std::invalid_argument("--map: " + s + " (TensorRT-LLM " + trtllm_strategy_name(*number) +
+                                    ") cannot stand for " + it->second + ": TensorRT-LLM never runs it from the table and "
+                                    "its results are not exact (--map " + s + "=ignore, or leave it out)");
       if (it->second != "ignore") sources[it->second].push_back(s);
-    } else if (trtllm_strategy_number(s)) {
+    } else if (number && !trtllm_table_value_runs(*number)) {
+      not_from_table.push_back(s);
+    } else if (number) {
       sources[upper(s)].push_back(s);
     } else {
       unmapped.push_back(s);
@@ -221,6 +229,7 @@ TrtllmTable build_trtllm_table(const ModelSet& models, const Request& r, const S
   t.version_source = source;
   t.sources = std::move(sources);
   t.unmapped = std::move(unmapped);
+  t.not_from_table = std::move(not_from_table);
   return t;
 }
 
@@ -330,6 +339,10 @@ FormatOutput generate_trtllm(const FormatInput& in) {
                                                     "SM100 table from 100 up)"
                                                   : "");
   b.notes.push_back(sm_note);
+  if (!t.not_from_table.empty())
+    b.notes.push_back("Left out: " + join(t.not_from_table, ", ") + " -- TensorRT-LLM runs LOWPRECISION (6) only as the "
+                      "AllReduce module's configured strategy (its buffers are allocated only then), never from this "
+                      "table, and its results are not exact");
   std::ostringstream s;
   s << t.cells.size() << " cells: " << t.count("model") << " arfit's (" << t.table.uncertain_cells() << " uncertain), ";
   if (t.base) s << t.count("base") << " kept from " << t.base->path << ", " << t.count("base-would-throw") << " of its values NCCL (they would throw), ";

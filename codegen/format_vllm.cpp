@@ -67,7 +67,12 @@ OwnTables own_tables(const Request& r, const std::string& version) {
 bool is_vllm_custom(const std::string& n) {
   return n.rfind("vllm", 0) == 0 && n.find("custom") != std::string::npos && n.find("eager") == std::string::npos;
 }
+// vLLM's SymmMemCommunicator copies the input into its symmetric buffer, runs torch's multimem_all_reduce_ (the
+// two-shot multimem: ld_reduce of a slice, multimem.st to every rank) and copies out -- arbench's MULTIMEM_TWOSHOT --
+// at the world sizes of _WORLD_SIZES_MULTIMEM, torch's unicast two_shot_all_reduce_ at the others; never the multimem
+// one-shot, so MULTIMEM_ONESHOT's curve does not stand for it.
 bool is_symm_mem(const std::string& n) {
+  if (n.find("multimem_oneshot") != std::string::npos || n.find("multimem_one_shot") != std::string::npos) return false;
   return n.find("symm_mem") != std::string::npos || n.find("symmmem") != std::string::npos || n.find("multimem") != std::string::npos;
 }
 
@@ -75,7 +80,7 @@ const std::vector<RoleSpec>& vllm_roles() {
   static const std::vector<RoleSpec> roles{
       {"custom", &is_vllm_custom, "vLLM's custom all-reduce: vllm*custom*, not eager (vLLM captures decode in CUDA graphs)"},
       {"nccl", &is_nccl_name, "NCCL"},
-      {"symm_mem", &is_symm_mem, "torch symmetric memory: names holding symm_mem or multimem"},
+      {"symm_mem", &is_symm_mem, "torch symmetric memory: names holding symm_mem or multimem (MULTIMEM_TWOSHOT), not a multimem one-shot"},
       {"oneshot", &is_oneshot_name, "ONESHOT"},
       {"twoshot", &is_twoshot_name, "TWOSHOT"}};
   return roles;

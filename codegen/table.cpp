@@ -16,6 +16,7 @@ std::optional<int> trtllm_strategy_number(const std::string& strategy) {
   if (s == "NCCL") return 0;
   if (s == "ONESHOT") return 4;
   if (s == "TWOSHOT") return 5;
+  if (s == "LOWPRECISION") return 6;  // numbered, but never run from the table (rules_trtllm.h, trtllm_table_value_runs)
   if (s == "NCCL_SYMMETRIC") return 8;
   return std::nullopt;
 }

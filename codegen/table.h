@@ -22,7 +22,7 @@
 namespace arfit::codegen {
 
 // TensorRT-LLM's AllReduceStrategyType numbers for the strategies its lookup table can hold:
-// NCCL=0, ONESHOT=4, TWOSHOT=5, NCCL_SYMMETRIC=8. nullopt for other strategy names.
+// NCCL=0, ONESHOT=4, TWOSHOT=5, LOWPRECISION=6, NCCL_SYMMETRIC=8. nullopt for other strategy names.
 std::optional<int> trtllm_strategy_number(const std::string& strategy);
 
 // The grid the table covers. Defaults: TensorRT-LLM's lookup grid (TP 2/4/8, its four fusion ops in its order,

@@ -63,6 +63,9 @@ struct TrtllmTable {
   std::vector<TrtllmCell> cells;       // one per table cell, same order
   StrategySources sources;             // TensorRT-LLM name -> the model strategies that stand for it
   std::vector<std::string> unmapped;   // model strategies with neither a TensorRT-LLM number nor a --map
+  // Model strategies with a TensorRT-LLM number it never runs from the table (LOWPRECISION 6: only as the module's
+  // configured strategy, whose buffers are allocated only then); left out of every cell.
+  std::vector<std::string> not_from_table;
   int count(const std::string& rule) const;
   int gated(GateCover cover) const;    // cells the size gate takes wholly or partly
   // Cells whose choice differs from the fastest prediction because TensorRT-LLM cannot run that there.

@@ -17,7 +17,11 @@ namespace arfit::kernels {
 
 class Team;
 
-std::string to_string(AllReduceAlgorithm algorithm);  // "ONESHOT" / "TWOSHOT" / "LOWPRECISION" (model/sample.h strategy names)
+// "ONESHOT" / "TWOSHOT" / "LOWPRECISION" / "MULTIMEM_ONESHOT" / "MULTIMEM_TWOSHOT" (model/sample.h strategy names)
+std::string to_string(AllReduceAlgorithm algorithm);
+// The fusion ops an algorithm's kernels are instantiated for: all_fusion_ops() for ONESHOT and TWOSHOT, NONE only for
+// LOWPRECISION and the multimem ones.
+const std::vector<FusionOp>& all_reduce_fusions(AllReduceAlgorithm algorithm);
 
 // One local rank's buffers (device pointers, 16-byte aligned; fp8_out only to its e4m3 pack, fp8_pack_bytes(dtype):
 // 8 bytes for bf16/fp16, 4 for fp32). Buffers may not overlap, except that output
@@ -83,6 +87,11 @@ int all_reduce_blocks_per_rank(AllReduceAlgorithm algorithm, const AllReducePara
 
 // The by-value launch parameters of the kernels for `params` (one entry per local rank).
 AllReduceLaunch make_all_reduce_launch(const AllReduceParams& params);
+
+// The multimem strategies' GPU preconditions: sm_90+ with CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, and a team whose
+// pointer table carries a multicast address. KernelError naming Device otherwise. CUDA builds only (arfit_kernels).
+bool device_supports_multicast(int device);
+void validate_multicast_team(AllReduceAlgorithm algorithm, int device, const TeamPointers& table);
 
 // Validates, then enqueues one all-reduce for all local ranks of `team` on `stream` (cudaStream_t).
 // Only one collective may be in flight on a team at a time (they share the barrier flags).

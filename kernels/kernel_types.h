@@ -18,7 +18,15 @@ enum class AllReduceAlgorithm {
   // Two-shot over e4m3 groups with fp32 multipliers (kernels/device/low_precision_kernels.h): not exact, its error is
   // bounded (kernels/reference/check.h check_low_precision_outputs). NONE only.
   LowPrecision,
+  // NVLS (NVLink SHARP, sm_90+ with a multicast object bound to every rank's staging buffer; emulated on the CPU):
+  MultimemOneShot,  // every rank multimem.ld_reduce's the whole tensor through the staging buffers' multicast address
+  MultimemTwoShot,  // rank r multimem.ld_reduce's its slice and multimem.st's the sum into every rank's staging
 };
+
+// True for the algorithms that read and write through a multicast address (MULTIMEM_ONESHOT, MULTIMEM_TWOSHOT).
+inline constexpr bool is_multimem(AllReduceAlgorithm algorithm) {
+  return algorithm == AllReduceAlgorithm::MultimemOneShot || algorithm == AllReduceAlgorithm::MultimemTwoShot;
+}
 
 // Element types the custom all-reduce kernels reduce (always accumulating in fp32).
 enum class DType { BF16, FP16, FP32 };

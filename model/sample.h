@@ -51,6 +51,10 @@ inline constexpr const char* kTwoShot = "TWOSHOT";
 // Quantised transport (e4m3, TensorRT-LLM AllReduceStrategy.LOWPRECISION): not exact, never pooled with the others.
 inline constexpr const char* kLowPrecision = "LOWPRECISION";
 inline constexpr const char* kNcclSymmetric = "NCCL_SYMMETRIC";
+// NVLS all-reduces over a multicast object (kernels/strategies/strategy_multimem_*.cpp): PyTorch symmetric memory's
+// multimem_one_shot_all_reduce / multimem_all_reduce_ (vLLM runs them above its custom all-reduce bound).
+inline constexpr const char* kMultimemOneShot = "MULTIMEM_ONESHOT";
+inline constexpr const char* kMultimemTwoShot = "MULTIMEM_TWOSHOT";
 }  // namespace strategy
 
 // Bytes per element for a dtype name ("bf16", "bfloat16", "half", "fp16", "float", "fp32", "int8", "fp8", "f8e5m2",

@@ -1,4 +1,4 @@
-// The host ONESHOT and TWOSHOT all-reduces: the GPU kernels' own code (kernels/device/all_reduce_kernels.h,
+// The host ONESHOT, TWOSHOT, MULTIMEM_ONESHOT and MULTIMEM_TWOSHOT all-reduces: the GPU kernels' own code (kernels/device/all_reduce_kernels.h,
 // compiled for the CPU) run by each rank's process, one thread per rank, over the group's MPI shared-memory
 // window (ShmWorkspace). Same partition (kernels/device/partition.h), barriers and fused epilogue as on a GPU;
 // only the threads per block differ (1 here: no fibers, the kernel runs inline on the rank's thread).
@@ -54,7 +54,7 @@ class KernelAllReduce : public HostAllReduceBase<T> {
   kernels::AllReduceParams params_;
 };
 
-// The descriptor of a host kernel all-reduce (ONESHOT or TWOSHOT).
+// The descriptor of a host kernel all-reduce (ONESHOT, TWOSHOT, MULTIMEM_ONESHOT or MULTIMEM_TWOSHOT).
 Descriptor kernel_allreduce_descriptor(kernels::AllReduceAlgorithm algorithm);
 
 }  // namespace arfit::bench::host

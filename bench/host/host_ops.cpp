@@ -2,6 +2,7 @@
 
 #include "bench/host/allreduce_kernel.h"
 
+#include <algorithm>
 #include <climits>
 #include <thread>
 
@@ -31,7 +32,7 @@ Descriptor kernel_allreduce_descriptor(kernels::AllReduceAlgorithm algorithm) {
   x.backend = "host";
   x.collective = Collective::AllReduce;
   x.strategy = kernels::to_string(algorithm);
-  x.fusions = all_fusion_ops();  // every epilogue the kernels instantiate
+  x.fusions = kernels::all_reduce_fusions(algorithm);  // every epilogue the algorithm's kernels instantiate
   x.dtypes = host_dtypes();
   x.rank_counts = kernels::custom_all_reduce_rank_counts();
   x.uses_workspace = true;

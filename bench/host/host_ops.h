@@ -10,6 +10,8 @@ namespace arfit::bench::host {
 const Descriptor& allreduce_mpi_descriptor();
 const Descriptor& allreduce_oneshot_descriptor();
 const Descriptor& allreduce_twoshot_descriptor();
+const Descriptor& allreduce_multimem_oneshot_descriptor();
+const Descriptor& allreduce_multimem_twoshot_descriptor();
 const Descriptor& allreduce_low_precision_descriptor();
 const Descriptor& allgather_mpi_descriptor();
 const Descriptor& reducescatter_mpi_descriptor();

@@ -33,6 +33,8 @@
 #define ARFIT_MUTATION_WRONG_ROW_OWNER 3       // two-shot gathers the last row from the wrong rank
 #define ARFIT_MUTATION_WRONG_CHUNK_OWNER 4     // two-shot gathers the last chunk from the wrong rank
 #define ARFIT_MUTATION_NVFP4_WRONG_SCALE_COLUMN 5  // NVFP4 stores each block's scale in the next block's column
+#define ARFIT_MUTATION_MULTIMEM_SKIP_PUBLISH_BARRIER 6  // multimem one-shot ld_reduces staging nobody waited for
+#define ARFIT_MUTATION_MULTIMEM_SKIP_STORE_BARRIER 7    // multimem two-shot copies its staging before the owners' st
 #ifndef ARFIT_MUTATION
 #define ARFIT_MUTATION 0
 #endif
@@ -518,6 +520,90 @@ ARFIT_KERNEL(kThreads) two_shot_all_reduce_kernel(const TeamPointers team, const
   if (thread_index() == 0) team.signals[me.rank]->barrier_epoch[me.block] = epoch + 3;
 }
 
+// ---------------- multimem (NVLS) kernels: NONE only ----------------
+//
+// The same phase 1 (publish_input: staging and barrier epoch + 1) as the unicast kernels, then the peers' data is
+// reached through the staging buffers' multicast address (primitives.h): on the GPU one multimem instruction per
+// 16-byte vector (the switch reads, or writes, every rank), on the host the emulation over team.staging[]. Vector i
+// belongs to chunk i / kThreads, handled by block chunk % blocks_per_rank on every rank (partition.h), so each
+// per-block barrier orders exactly the vectors its block exchanges. The scalar tail (count not a multiple of the
+// vector width: multimem moves whole vectors) goes through the unicast peer pointers, as in the unicast kernels.
+
+// Multimem one-shot (PyTorch's multimem_one_shot_all_reduce): publish, barrier, every rank ld_reduces the whole
+// tensor through the multicast address into its output, barrier (write-after-read guard, as in one-shot).
+template <typename T, int kRanks, int kThreads>
+ARFIT_KERNEL(kThreads) multimem_one_shot_all_reduce_kernel(const TeamPointers team, const AllReduceLaunch args) {
+  constexpr int W = VectorWidth<T>::value;
+  constexpr bool kSkipPublishBarrier = ARFIT_MUTATION == ARFIT_MUTATION_MULTIMEM_SKIP_PUBLISH_BARRIER;
+  const RankView<T> v = rank_view<T>(team, args);
+  const BlockRole& me = v.me;
+  if (!publish_input<T, kRanks, FusionOp::None, kThreads>(team, args, v, kSkipPublishBarrier)) return;
+  // The peers' staging was written through unicast addresses; it is read below through the multicast one.
+  multicast_alias_fence();
+
+  const MulticastSpan mc = multicast_staging(team);
+  const std::int64_t vectors = args.count / W;
+  const std::int64_t stride = static_cast<std::int64_t>(team.blocks_per_rank) * kThreads;
+  for (std::int64_t i = static_cast<std::int64_t>(me.block) * kThreads + thread_index(); i < vectors; i += stride) {
+    store_16(v.output + i * W, multimem_ld_reduce_16<T, kRanks>(mc, i * W));
+  }
+  if (me.block == 0) {  // scalar tail: unicast, rank order
+    for (std::int64_t j = vectors * W + thread_index(); j < args.count; j += kThreads) {
+      v.output[j] = from_float<T>(reduce_peers_scalar<T, kRanks>(team.staging, j));
+    }
+  }
+  // Write-after-read guard: no rank's next launch overwrites its staging while a peer's ld_reduce still reads it.
+  if (!team_barrier<kRanks, kThreads>(team, me.rank, me.block, v.epoch + 2)) return;
+  if (thread_index() == 0) team.signals[me.rank]->barrier_epoch[me.block] = v.epoch + 2;
+}
+
+// Multimem two-shot (PyTorch's multimem_all_reduce_, in place in the staging buffers): publish, barrier, rank r
+// ld_reduces the chunks of its slice and multimem.st's each sum into every rank's staging (the reduce-scatter and the
+// all-gather in one pass), barrier, every rank copies its own staging to its output. Two barriers suffice: after the
+// second nobody touches a peer's staging, and a peer's next launch overwrites only its own staging, which nobody
+// reads through the multicast address before that launch's first barrier.
+template <typename T, int kRanks, int kThreads>
+ARFIT_KERNEL(kThreads) multimem_two_shot_all_reduce_kernel(const TeamPointers team, const AllReduceLaunch args) {
+  constexpr int W = VectorWidth<T>::value;
+  constexpr bool kSkipStoreBarrier = ARFIT_MUTATION == ARFIT_MUTATION_MULTIMEM_SKIP_STORE_BARRIER;
+  const RankView<T> v = rank_view<T>(team, args);
+  const BlockRole& me = v.me;
+  const int blocks_per_rank = team.blocks_per_rank;
+  if (!publish_input<T, kRanks, FusionOp::None, kThreads>(team, args, v, false)) return;
+  multicast_alias_fence();  // unicast-written staging, read and overwritten through the multicast address below
+
+  const MulticastSpan mc = multicast_staging(team);
+  const std::int64_t vectors = args.count / W;
+  const std::int64_t chunks = partition::chunk_count(vectors, kThreads);
+  const std::int64_t chunks_per_rank = partition::units_per_rank(chunks, kRanks);
+  const partition::Range mine = partition::owned_units(me.rank, chunks, chunks_per_rank);
+  for (std::int64_t c = partition::first_at_or_after(mine.begin, me.block, blocks_per_rank); c < mine.end;
+       c += blocks_per_rank) {
+    const std::int64_t i = c * kThreads + thread_index();
+    // The same thread reads vector i from every rank and then overwrites it everywhere: only the owner touches it.
+    if (i < vectors) multimem_st_16<T, kRanks>(mc, i * W, multimem_ld_reduce_16<T, kRanks>(mc, i * W));
+  }
+  if (me.rank == partition::tail_owner(kRanks) && me.block == 0) {  // scalar tail: unicast loads and stores
+    for (std::int64_t j = vectors * W + thread_index(); j < args.count; j += kThreads) {
+      const T sum = from_float<T>(reduce_peers_scalar<T, kRanks>(team.staging, j));
+      for (int p = 0; p < kRanks; ++p) static_cast<T*>(team.staging[p])[j] = sum;
+    }
+  }
+  // The multicast stores above, then this block's release: fence between the two address spaces first.
+  multicast_alias_fence();
+  if (!team_barrier_unless<kRanks, kThreads>(kSkipStoreBarrier, team, me.rank, me.block, v.epoch + 2)) return;
+
+  // Every owner's sums are now in this rank's staging (written by the owners' multimem.st, acquired by the barrier).
+  const std::int64_t stride = static_cast<std::int64_t>(blocks_per_rank) * kThreads;
+  for (std::int64_t i = static_cast<std::int64_t>(me.block) * kThreads + thread_index(); i < vectors; i += stride) {
+    store_16(v.output + i * W, load_16(v.staging + i * W));
+  }
+  if (me.block == 0) {
+    for (std::int64_t j = vectors * W + thread_index(); j < args.count; j += kThreads) v.output[j] = v.staging[j];
+  }
+  if (thread_index() == 0) team.signals[me.rank]->barrier_epoch[me.block] = v.epoch + 2;
+}
+
 // The unfused epilogue (after an NCCL all-reduce, or bench/host's MPI_Allreduce): one block per row,
 // grid-stride over rows. quant_out / scale_out as AllReduceBuffers' fp8_out / scale_out.
 template <typename T, FusionOp kFusion, int kThreads>
@@ -542,8 +628,41 @@ template <AllReduceAlgorithm kAlgorithm, typename T, int kRanks, FusionOp kFusio
 constexpr auto all_reduce_kernel() {
   if constexpr (kAlgorithm == AllReduceAlgorithm::OneShot) {
     return &one_shot_all_reduce_kernel<T, kRanks, kFusion, kThreads>;
-  } else {
+  } else if constexpr (kAlgorithm == AllReduceAlgorithm::TwoShot) {
     return &two_shot_all_reduce_kernel<T, kRanks, kFusion, kThreads>;
+  } else if constexpr (kAlgorithm == AllReduceAlgorithm::MultimemOneShot) {
+    static_assert(kFusion == FusionOp::None, "the multimem kernels have no fused epilogue");
+    return &multimem_one_shot_all_reduce_kernel<T, kRanks, kThreads>;
+  } else {
+    static_assert(kAlgorithm == AllReduceAlgorithm::MultimemTwoShot, "LOWPRECISION has its own launchers");
+    static_assert(kFusion == FusionOp::None, "the multimem kernels have no fused epilogue");
+    return &multimem_two_shot_all_reduce_kernel<T, kRanks, kThreads>;
+  }
+}
+
+// Whether all_reduce_kernel<kAlgorithm, ..., kFusion, ...> exists (the dispatchers skip the other combinations, which
+// validate_all_reduce refuses before a launch).
+template <AllReduceAlgorithm kAlgorithm, FusionOp kFusion>
+inline constexpr bool kHasAllReduceKernel = !is_multimem(kAlgorithm) || kFusion == FusionOp::None;
+
+// Calls launch(std::integral_constant<AllReduceAlgorithm, A>) with `algorithm` as a compile-time value; nothing for
+// LOWPRECISION, whose kernel (low_precision_kernels.h) is launched by its own launchers.
+template <typename Launch>
+inline void dispatch_algorithm(AllReduceAlgorithm algorithm, const Launch& launch) {
+  switch (algorithm) {
+    case AllReduceAlgorithm::OneShot:
+      launch(std::integral_constant<AllReduceAlgorithm, AllReduceAlgorithm::OneShot>{});
+      break;
+    case AllReduceAlgorithm::TwoShot:
+      launch(std::integral_constant<AllReduceAlgorithm, AllReduceAlgorithm::TwoShot>{});
+      break;
+    case AllReduceAlgorithm::MultimemOneShot:
+      launch(std::integral_constant<AllReduceAlgorithm, AllReduceAlgorithm::MultimemOneShot>{});
+      break;
+    case AllReduceAlgorithm::MultimemTwoShot:
+      launch(std::integral_constant<AllReduceAlgorithm, AllReduceAlgorithm::MultimemTwoShot>{});
+      break;
+    case AllReduceAlgorithm::LowPrecision: break;
   }
 }
 

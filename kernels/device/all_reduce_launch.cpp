@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cuda.h>
 
 #include "kernels/all_reduce.h"
 #include "kernels/device/cuda_check.h"
@@ -11,6 +12,33 @@
 #include "kernels/team.h"
 
 namespace arfit::kernels {
+namespace {
+
+// The per-dtype launchers of one algorithm (launchers.h), so that the dtype switch is written once.
+#define ARFIT_ALGORITHM_LAUNCHERS(name, algorithm)                                                              \
+  struct name {                                                                                               \
+    static constexpr auto bf16 = &device::launch_##algorithm##_bf16;                                         \
+    static constexpr auto fp16 = &device::launch_##algorithm##_fp16;                                         \
+    static constexpr auto fp32 = &device::launch_##algorithm##_fp32;                                         \
+  }
+ARFIT_ALGORITHM_LAUNCHERS(OneShotLaunchers, one_shot);
+ARFIT_ALGORITHM_LAUNCHERS(TwoShotLaunchers, two_shot);
+ARFIT_ALGORITHM_LAUNCHERS(LowPrecisionLaunchers, low_precision);
+ARFIT_ALGORITHM_LAUNCHERS(MultimemOneShotLaunchers, multimem_one_shot);
+ARFIT_ALGORITHM_LAUNCHERS(MultimemTwoShotLaunchers, multimem_two_shot);
+#undef ARFIT_ALGORITHM_LAUNCHERS
+
+template <typename Launchers>
+void launch_for_dtype(DType dtype, FusionOp fusion, const TeamPointers& table, const AllReduceLaunch& args, int grid,
+                      cudaStream_t s) {
+  switch (dtype) {
+    case DType::BF16: Launchers::bf16(fusion, table, args, grid, s); break;
+    case DType::FP16: Launchers::fp16(fusion, table, args, grid, s); break;
+    case DType::FP32: Launchers::fp32(fusion, table, args, grid, s); break;
+  }
+}
+
+}  // namespace
 
 void all_reduce(AllReduceAlgorithm algorithm, Team& team, const AllReduceParams& p, void* stream) {
   validate_all_reduce(algorithm, team.shape(), p);
@@ -18,29 +46,58 @@ void all_reduce(AllReduceAlgorithm algorithm, Team& team, const AllReduceParams&
   const int blocks =
       all_reduce_blocks_per_rank(algorithm, p, device::kCudaThreadsPerBlock, team.max_blocks_per_rank());
   const TeamPointers table = team.pointers(blocks);
+  if (is_multimem(algorithm)) validate_multicast_team(algorithm, team.device(), table);
   const int grid = blocks * team.local_ranks();
   auto s = static_cast<cudaStream_t>(stream);
   ARFIT_CUDA_CHECK(cudaSetDevice(team.device()));
-  if (algorithm == AllReduceAlgorithm::LowPrecision) {
-    switch (p.dtype) {
-      case DType::BF16: device::launch_low_precision_bf16(p.fusion, table, args, grid, s); break;
-      case DType::FP16: device::launch_low_precision_fp16(p.fusion, table, args, grid, s); break;
-      case DType::FP32: device::launch_low_precision_fp32(p.fusion, table, args, grid, s); break;
-    }
-  } else if (algorithm == AllReduceAlgorithm::OneShot) {
-    switch (p.dtype) {
-      case DType::BF16: device::launch_one_shot_bf16(p.fusion, table, args, grid, s); break;
-      case DType::FP16: device::launch_one_shot_fp16(p.fusion, table, args, grid, s); break;
-      case DType::FP32: device::launch_one_shot_fp32(p.fusion, table, args, grid, s); break;
-    }
-  } else {
-    switch (p.dtype) {
-      case DType::BF16: device::launch_two_shot_bf16(p.fusion, table, args, grid, s); break;
-      case DType::FP16: device::launch_two_shot_fp16(p.fusion, table, args, grid, s); break;
-      case DType::FP32: device::launch_two_shot_fp32(p.fusion, table, args, grid, s); break;
-    }
+  switch (algorithm) {
+    case AllReduceAlgorithm::OneShot: launch_for_dtype<OneShotLaunchers>(p.dtype, p.fusion, table, args, grid, s); break;
+    case AllReduceAlgorithm::TwoShot: launch_for_dtype<TwoShotLaunchers>(p.dtype, p.fusion, table, args, grid, s); break;
+    case AllReduceAlgorithm::LowPrecision:
+      launch_for_dtype<LowPrecisionLaunchers>(p.dtype, p.fusion, table, args, grid, s);
+      break;
+    case AllReduceAlgorithm::MultimemOneShot:
+      launch_for_dtype<MultimemOneShotLaunchers>(p.dtype, p.fusion, table, args, grid, s);
+      break;
+    case AllReduceAlgorithm::MultimemTwoShot:
+      launch_for_dtype<MultimemTwoShotLaunchers>(p.dtype, p.fusion, table, args, grid, s);
+      break;
   }
   ARFIT_CUDA_CHECK(cudaGetLastError());
+}
+
+bool device_supports_multicast(int device) {
+  int major = 0;
+  ARFIT_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  if (major < 9) return false;
+  // CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED has no runtime-API twin: the driver's entry point, found at run time, so
+  // that nothing links libcuda (the unit tests load this library on machines without a driver).
+  using GetAttribute = CUresult (*)(int*, CUdevice_attribute, CUdevice);
+  void* entry = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPointByVersion("cuDeviceGetAttribute", &entry, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess || !entry) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  int supported = 0;
+  if (reinterpret_cast<GetAttribute>(entry)(&supported, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, device) != CUDA_SUCCESS) return false;
+  return supported != 0;
+}
+
+void validate_multicast_team(AllReduceAlgorithm algorithm, int device, const TeamPointers& table) {
+  const std::string who = to_string(algorithm);
+  if (!device_supports_multicast(device)) {
+    throw KernelError(who + ": GPU " + std::to_string(device) + " has no multicast (NVLS) support: multimem needs "
+                            "sm_90 or newer with CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED (an NVSwitch fabric); use "
+                            "ONESHOT or TWOSHOT",
+                      KernelParam::Device);
+  }
+  if (!table.multicast_staging) {
+    throw KernelError(who + ": the team has no multicast object bound to its staging buffers (Team does not create one "
+                            "yet; a virtual-node team on one GPU never can): the multimem kernels run on the CPU only",
+                      KernelParam::Device);
+  }
 }
 
 int device::min_active_blocks_per_sm() {
@@ -52,7 +109,14 @@ int device::min_active_blocks_per_sm() {
                          device::active_blocks_per_sm_one_shot_fp32(fusion, n),
                          device::active_blocks_per_sm_two_shot_bf16(fusion, n),
                          device::active_blocks_per_sm_two_shot_fp16(fusion, n),
-                         device::active_blocks_per_sm_two_shot_fp32(fusion, n)}) {
+                         device::active_blocks_per_sm_two_shot_fp32(fusion, n),
+                         // NONE only: the others answer 1 << 30 (no kernel, no constraint)
+                         device::active_blocks_per_sm_multimem_one_shot_bf16(fusion, n),
+                         device::active_blocks_per_sm_multimem_one_shot_fp16(fusion, n),
+                         device::active_blocks_per_sm_multimem_one_shot_fp32(fusion, n),
+                         device::active_blocks_per_sm_multimem_two_shot_bf16(fusion, n),
+                         device::active_blocks_per_sm_multimem_two_shot_fp16(fusion, n),
+                         device::active_blocks_per_sm_multimem_two_shot_fp32(fusion, n)}) {
         least = std::min(least, blocks);
       }
     }

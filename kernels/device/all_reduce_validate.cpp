@@ -135,9 +135,18 @@ std::string to_string(AllReduceAlgorithm algorithm) {
   switch (algorithm) {
     case AllReduceAlgorithm::OneShot: return strategy::kOneShot;
     case AllReduceAlgorithm::TwoShot: return strategy::kTwoShot;
+    case AllReduceAlgorithm::MultimemOneShot: return strategy::kMultimemOneShot;
+    case AllReduceAlgorithm::MultimemTwoShot: return strategy::kMultimemTwoShot;
     case AllReduceAlgorithm::LowPrecision: return strategy::kLowPrecision;
   }
   return strategy::kTwoShot;
+}
+
+const std::vector<FusionOp>& all_reduce_fusions(AllReduceAlgorithm algorithm) {
+  static const std::vector<FusionOp> unicast = all_fusion_ops();  // one-/two-shot: every epilogue (dispatch_fusion)
+  // The multimem kernels have no fused epilogue (yet) and LOWPRECISION quantises the transport only: NONE.
+  static const std::vector<FusionOp> none_only = {FusionOp::None};
+  return algorithm == AllReduceAlgorithm::OneShot || algorithm == AllReduceAlgorithm::TwoShot ? unicast : none_only;
 }
 
 int all_reduce_blocks_per_rank(AllReduceAlgorithm algorithm, const AllReduceParams& p, int threads,
@@ -187,6 +196,11 @@ void validate_all_reduce_shape(AllReduceAlgorithm algorithm, const TeamShape& te
                           " is not implemented (supported fusions: NONE, RESIDUAL_RMS_NORM, RESIDUAL_RMS_NORM_QUANT_FP8, "
                           "RESIDUAL_RMS_NORM_QUANT_NVFP4, RESIDUAL_RMS_NORM_OUT_QUANT_FP8, "
                           "RESIDUAL_RMS_NORM_OUT_QUANT_NVFP4)",
+                      KernelParam::Fusion);
+  }
+  if (is_multimem(algorithm) && fusion != FusionOp::None) {
+    throw KernelError(who + ": fusion " + to_string(fusion) + " is not implemented for the multimem kernels "
+                            "(supported fusions: NONE)",
                       KernelParam::Fusion);
   }
   if (count <= 0) {

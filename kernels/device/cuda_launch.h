@@ -13,20 +13,26 @@ namespace arfit::kernels::device {
 template <AllReduceAlgorithm kAlgorithm, typename T>
 void launch_typed(FusionOp fusion, const TeamPointers& team, const AllReduceLaunch& args, int grid, cudaStream_t stream) {
   dispatch_ranks_and_fusion(team.nranks, fusion, [&](auto ranks, auto op) {
-    const auto kernel =
-        all_reduce_kernel<kAlgorithm, T, decltype(ranks)::value, decltype(op)::value, kCudaThreadsPerBlock>();
-    kernel<<<grid, kCudaThreadsPerBlock, 0, stream>>>(team, args);
+    using Ranks = std::decay_t<decltype(ranks)>;
+    using Op = std::decay_t<decltype(op)>;
+    if constexpr (kHasAllReduceKernel<kAlgorithm, Op::value>) {  // validate_all_reduce refused the others
+      const auto kernel = all_reduce_kernel<kAlgorithm, T, Ranks::value, Op::value, kCudaThreadsPerBlock>();
+      kernel<<<grid, kCudaThreadsPerBlock, 0, stream>>>(team, args);
+    }
   });
 }
 
 // Blocks of the kernel an SM can hold at once (the barriers need every block of every local rank resident).
 template <AllReduceAlgorithm kAlgorithm, typename T>
 int active_blocks_per_sm_typed(FusionOp fusion, int nranks) {
-  int blocks = 0;
+  int blocks = 1 << 30;  // no kernel for (fusion, nranks): no constraint
   dispatch_ranks_and_fusion(nranks, fusion, [&](auto ranks, auto op) {
-    const auto kernel =
-        all_reduce_kernel<kAlgorithm, T, decltype(ranks)::value, decltype(op)::value, kCudaThreadsPerBlock>();
-    ARFIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kCudaThreadsPerBlock, 0));
+    using Ranks = std::decay_t<decltype(ranks)>;
+    using Op = std::decay_t<decltype(op)>;
+    if constexpr (kHasAllReduceKernel<kAlgorithm, Op::value>) {
+      const auto kernel = all_reduce_kernel<kAlgorithm, T, Ranks::value, Op::value, kCudaThreadsPerBlock>();
+      ARFIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kCudaThreadsPerBlock, 0));
+    }
   });
   return blocks;
 }

@@ -24,11 +24,18 @@ void launch_all_reduce_on_host(AllReduceAlgorithm algorithm, DType dtype, Fusion
                                const AllReduceLaunch& args, const host::LaunchOptions& options) {
   const int grid = team.blocks_per_rank * team.local_ranks;
   auto with_algorithm = [&](auto chosen) {
+    // std::decay_t: GCC names a generic lambda's by-reference-captured parameter as a reference type inside an
+    // if constexpr of a nested lambda.
+    using Chosen = std::decay_t<decltype(chosen)>;
     with_host_element(dtype, [&](auto element) {
+      using Element = std::decay_t<decltype(element)>;
       dispatch_ranks_and_fusion(team.nranks, fusion, [&](auto ranks, auto op) {
-        const auto kernel = all_reduce_kernel<decltype(chosen)::value, decltype(element), decltype(ranks)::value,
-                                              decltype(op)::value, kThreads>();
-        host::launch(grid, kThreads, options, [&] { kernel(team, args); });
+        using Ranks = std::decay_t<decltype(ranks)>;
+        using Op = std::decay_t<decltype(op)>;
+        if constexpr (kHasAllReduceKernel<Chosen::value, Op::value>) {
+          const auto kernel = all_reduce_kernel<Chosen::value, Element, Ranks::value, Op::value, kThreads>();
+          host::launch(grid, kThreads, options, [&] { kernel(team, args); });
+        }
       });
     });
   };
@@ -39,10 +46,8 @@ void launch_all_reduce_on_host(AllReduceAlgorithm algorithm, DType dtype, Fusion
         host::launch(grid, kThreads, options, [&] { kernel(team, args); });
       });
     });
-  } else if (algorithm == AllReduceAlgorithm::OneShot) {
-    with_algorithm(std::integral_constant<AllReduceAlgorithm, AllReduceAlgorithm::OneShot>{});
   } else {
-    with_algorithm(std::integral_constant<AllReduceAlgorithm, AllReduceAlgorithm::TwoShot>{});
+    dispatch_algorithm(algorithm, with_algorithm);  // ONESHOT, TWOSHOT, MULTIMEM_ONESHOT, MULTIMEM_TWOSHOT
   }
 }
 

@@ -11,6 +11,10 @@
 //   flags          store_release_system, load_acquire_system, load_relaxed_system (32-bit flag words)
 //   progress       spin_pause() (inside a flag wait), kSpinsPerPoll, timer_ns(), trap()
 //   elements       bf16_t, fp16_t, to_float<T>, from_float<T>, reciprocal_sqrt, e4m3_from_float, e4m3_to_float
+//   multicast      MulticastSpan, multicast_staging(team), multimem_ld_reduce_16<T, kRanks>, multimem_st_16<T, kRanks>,
+//                  multicast_alias_fence() (NVLS, sm_90+; on the host the multicast address is the set of peer
+//                  staging buffers: ld_reduce loads every peer's vector and adds in fp32 in rank order, st stores to
+//                  every peer)
 //
 // On the host every block runs on its own OS thread and its threads run as fibers (host_executor.h explains
 // why), so the host flag wait yields (spin_pause) instead of burning the core its peers need.
@@ -18,8 +22,10 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/kernel_types.h"
+#include "kernels/team/team_layout.h"
 
 #if defined(__CUDACC__)
 #include <cuda_bf16.h>
@@ -379,6 +385,115 @@ ARFIT_DEVICE Vec16 pack(const float* values) {
   for (int k = 0; k < VectorWidth<T>::value; ++k) p.element[k] = from_float<T>(values[k]);
   return p.raw;
 }
+
+// ---------------------------------------------------------------- multicast (NVLS)
+//
+// A multicast object (cuMulticastCreate, bound to every rank's staging buffer with cuMulticastBindMem) gives one
+// address whose offset k is offset k of every rank's staging. multimem.ld_reduce through it returns the sum over the
+// ranks (the NVSwitch reduces), multimem.st through it writes every rank's copy. Memory-ordering rules the kernels
+// follow (all_reduce_kernels.h), the same on both targets:
+//  * the loads and stores are .relaxed.sys: they carry no ordering themselves; the team barrier's release/acquire
+//    flags (unicast) order them with the phases before and after;
+//  * the unicast stores that filled a staging buffer and the multicast accesses that read or overwrite it are
+//    accesses to the same memory through two virtual addresses: multicast_alias_fence() after an acquiring barrier
+//    and before a releasing one orders the two address spaces (fence.proxy.alias).
+// On the host the multicast address is emulated as the set of peer buffers (team.staging[]), so ThreadSanitizer sees
+// every peer access the GPU's switch would make, ordered only by the same barriers.
+
+#if defined(__CUDACC__)
+
+// The multicast address of the staging buffers (TeamPointers::multicast_staging).
+struct MulticastSpan {
+  char* address;
+};
+ARFIT_DEVICE MulticastSpan multicast_staging(const TeamPointers& team) {
+  return MulticastSpan{static_cast<char*>(team.multicast_staging)};
+}
+
+// Sum over every rank of the 16-byte vector at element `element` of the staging buffers, rounded to T.
+// bf16/fp16 with .acc::f32 (the switch accumulates in fp32, as the host emulation does); the order in which the
+// switch adds the ranks is not specified, so two ranks' one-shot results may differ in the last bit (PyTorch's
+// note [multimem_one_shot_all_reduce] says the same). Only sm_90+ has multimem; older architectures trap, and the
+// strategy is refused before a launch on them (validate_multicast_device).
+template <typename T, int kRanks>
+ARFIT_DEVICE Vec16 multimem_ld_reduce_16(const MulticastSpan& mc, std::int64_t element) {
+  Vec16 v{};
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const void* p = mc.address + element * static_cast<std::int64_t>(sizeof(T));
+  if constexpr (sizeof(T) == 4) {
+    asm volatile("multimem.ld_reduce.relaxed.sys.global.add.v4.f32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p)
+                 : "memory");
+  } else if constexpr (std::is_same_v<T, bf16_t>) {
+    asm volatile("multimem.ld_reduce.relaxed.sys.global.add.acc::f32.v4.bf16x2 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p)
+                 : "memory");
+  } else {
+    asm volatile("multimem.ld_reduce.relaxed.sys.global.add.acc::f32.v4.f16x2 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p)
+                 : "memory");
+  }
+#else
+  (void)mc;
+  (void)element;
+  trap();
+#endif
+  return v;
+}
+
+// Stores the 16-byte vector at element `element` of every rank's staging buffer (one switch-replicated store).
+template <typename T, int kRanks>
+ARFIT_DEVICE void multimem_st_16(const MulticastSpan& mc, std::int64_t element, Vec16 v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  void* p = mc.address + element * static_cast<std::int64_t>(sizeof(T));
+  asm volatile("multimem.st.relaxed.sys.global.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z),
+               "r"(v.w)
+               : "memory");
+#else
+  (void)mc;
+  (void)element;
+  (void)v;
+  trap();
+#endif
+}
+
+// Orders this thread's accesses through the unicast and the multicast address of the same memory (virtual aliases).
+ARFIT_DEVICE void multicast_alias_fence() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("fence.proxy.alias;" ::: "memory");
+#endif
+}
+
+#else
+
+// The host's multicast address: the peers' staging buffers themselves, in rank order.
+struct MulticastSpan {
+  void* const* peers;
+};
+ARFIT_DEVICE MulticastSpan multicast_staging(const TeamPointers& team) { return MulticastSpan{team.staging}; }
+
+// The switch's reduction, emulated: every peer's vector loaded (plain loads, ordered only by the team barrier, as on
+// the GPU) and added in fp32 in rank order 0..kRanks-1, rounded to T once.
+template <typename T, int kRanks>
+ARFIT_DEVICE Vec16 multimem_ld_reduce_16(const MulticastSpan& mc, std::int64_t element) {
+  float acc[VectorWidth<T>::value] = {};
+  for (int p = 0; p < kRanks; ++p) accumulate<T>(load_16(static_cast<const T*>(mc.peers[p]) + element), acc);
+  return pack<T>(acc);
+}
+
+// The switch's replication, emulated: the vector stored into every peer's staging, rank 0 first.
+template <typename T, int kRanks>
+ARFIT_DEVICE void multimem_st_16(const MulticastSpan& mc, std::int64_t element, Vec16 v) {
+  for (int p = 0; p < kRanks; ++p) store_16(static_cast<T*>(mc.peers[p]) + element, v);
+}
+
+// One address per buffer on the host: nothing to order between aliases.
+ARFIT_DEVICE void multicast_alias_fence() {}
+
+#endif
 
 // The value of an e4m3 byte (bias 7, 3 mantissa bits; the kernels only decode bytes e4m3_from_float made from finite
 // values, so never NaN; equal to __nv_cvt_fp8_to_halfraw's value for every such byte, the tests check all 256 codes). Exact on both targets: (8 + m) * 2^e / 1024 and m / 512 are exact in fp32.

@@ -17,8 +17,8 @@ std::unique_ptr<StrategyState> init_custom_all_reduce(AllReduceAlgorithm algorit
 void run_custom_all_reduce(StrategyState& state, void* stream);
 CheckResult check_custom_all_reduce(StrategyState& state);
 
-// The descriptor of a custom all-reduce algorithm: "custom" backend, bf16/fp16/fp32, 2/4/8 ranks, the three
-// fusion ops, a registered workspace of the message size.
+// The descriptor of a custom all-reduce algorithm: "custom" backend, bf16/fp16/fp32, 2/4/8 ranks, the fusion ops
+// its kernels are instantiated for (all_reduce_fusions), a registered workspace of the message size.
 StrategyDescriptor custom_all_reduce_descriptor(AllReduceAlgorithm algorithm);
 
 }  // namespace arfit::kernels::detail

@@ -53,12 +53,18 @@ struct TeamPointers {
   std::int32_t first_rank;
   std::int32_t local_ranks;
   std::int32_t blocks_per_rank;
+  // The multimem kernels' multicast address of the staging buffers: one address that maps offset k to offset k of
+  // every rank's staging (a CUDA multicast object bound to each staging buffer, sm_90+). nullptr where the team has
+  // none: the host teams (the CPU emulates the multicast address with staging[], primitives.h) and GPUs without
+  // multicast, on which the multimem strategies are refused before a launch.
+  void* multicast_staging;
 };
 static_assert(std::is_trivially_copyable_v<TeamPointers> && std::is_standard_layout_v<TeamPointers>);
 static_assert(sizeof(void*) == 8, "device pointers are 64-bit");
 static_assert(offsetof(TeamPointers, abort_flag) == 3 * kMaxRanks * sizeof(void*));
 static_assert(offsetof(TeamPointers, max_bytes) == 3 * kMaxRanks * sizeof(void*) + 8);
-static_assert(sizeof(TeamPointers) == 3 * kMaxRanks * 8 + 8 + 8 + 8 + 4 * 4);
+static_assert(offsetof(TeamPointers, multicast_staging) == 3 * kMaxRanks * 8 + 8 + 8 + 8 + 4 * 4);
+static_assert(sizeof(TeamPointers) == 3 * kMaxRanks * 8 + 8 + 8 + 8 + 4 * 4 + 8);
 
 // Default barrier_timeout_ns: long enough for any legitimate wait, short enough that a hung case ends.
 inline constexpr std::uint64_t kDefaultBarrierTimeoutNs = 20ull * 1000 * 1000 * 1000;

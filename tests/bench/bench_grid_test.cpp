@@ -1,6 +1,8 @@
 // Grid, plan and option parsing: pure functions, no MPI.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <set>
 
 #include "bench/options.h"
@@ -128,8 +130,9 @@ TEST(BenchGrid, ExpansionOrderAndNcclTestsByteCounts) {
   po.limits.workspace = o.workspace;
   std::vector<std::string> notes;
   PlannedGrid g = plan_cases(o.spec, po, &notes);
-  // allreduce: MPI, ONESHOT, TWOSHOT x 2 sizes; allgather: MPI x 2 sizes minus 4 B (1 element < 2 ranks).
-  ASSERT_EQ(g.cases.size(), 6u + 1u);
+  // allreduce: MPI, ONESHOT, TWOSHOT, MULTIMEM_ONESHOT, MULTIMEM_TWOSHOT x 2 sizes; allgather: MPI x 2 sizes minus
+  // 4 B (1 element < 2 ranks).
+  ASSERT_EQ(g.cases.size(), 10u + 1u);
   EXPECT_EQ(g.cases[0].strategy, "MPI");
   EXPECT_EQ(g.cases[1].strategy, "ONESHOT");  // strategy is the innermost axis
   EXPECT_EQ(g.cases[0].bytes, 4);
@@ -236,9 +239,10 @@ TEST(BenchGrid, CudaGraphOptionIsValidatedBeforeAnythingRuns) {
   EXPECT_NE(h.help_text.find("--cuda-graph"), std::string::npos);
 }
 
-// Every host all-reduce strategy implements every fusion (the NVFP4 and OUT_QUANT epilogues included): the trtllm
-// preset's four fusions all plan. --fusion all is every fusion each strategy supports; with byte sizes (no rows) the
-// fused ones are dropped with a notice instead of failing.
+// MPI, ONESHOT and TWOSHOT implement every fusion (the NVFP4 and OUT_QUANT epilogues included), the multimem
+// strategies NONE only: the trtllm preset's four fusions all plan for the first three, NONE for the multimem ones.
+// --fusion all is every fusion each strategy supports; with byte sizes (no rows) the fused ones are dropped with a
+// notice instead of failing.
 TEST(BenchGrid, PresetAndFusionAllPlanEveryFusionTheStrategiesSupport) {
   Options o = parse({"--preset", "trtllm", "--tp", "2", "--tokens", "1,2", "--hidden", "128", "-o", "x"});
   PlanOptions po;
@@ -246,14 +250,17 @@ TEST(BenchGrid, PresetAndFusionAllPlanEveryFusionTheStrategiesSupport) {
   po.limits.workspace = o.workspace;
   std::vector<std::string> notes;
   PlannedGrid g = plan_cases(o.spec, po, &notes);
-  EXPECT_EQ(g.cases.size(), 2u * 3u * 4u);  // 2 tokens x 3 host strategies x the preset's 4 fusions
+  // 2 tokens x (3 host strategies x the preset's 4 fusions + 2 multimem strategies x NONE)
+  EXPECT_EQ(g.cases.size(), 2u * (3u * 4u + 2u));
   Options all = parse({"--fusion", "all", "--tp", "2", "--tokens", "1", "--hidden", "128", "-o", "x"});
-  EXPECT_EQ(plan_cases(all.spec, po, &notes).cases.size(), 3u * all_fusion_ops().size());
+  EXPECT_EQ(plan_cases(all.spec, po, &notes).cases.size(), 3u * all_fusion_ops().size() + 2u);
   notes.clear();
   Options bytes = parse({"--fusion", "all", "--tp", "2", "--bytes", "1K", "-o", "x"});
-  EXPECT_EQ(plan_cases(bytes.spec, po, &notes).cases.size(), 3u);  // NONE only: byte sizes have no rows
+  EXPECT_EQ(plan_cases(bytes.spec, po, &notes).cases.size(), 5u);  // NONE only: byte sizes have no rows
   ASSERT_FALSE(notes.empty());
-  EXPECT_NE(notes[0].find("without --tokens/--hidden"), std::string::npos) << notes[0];
+  EXPECT_TRUE(std::any_of(notes.begin(), notes.end(), [](const std::string& n) {
+    return n.find("without --tokens/--hidden") != std::string::npos;
+  })) << notes[0];
 }
 
 // The MPI strategy's fused epilogue is the kernels' residual + RMSNorm pass: a hidden size that is not a whole
@@ -559,12 +566,13 @@ TEST(BenchGrid, LowPrecisionIsMeasuredOnlyWhenNamed) {
     v.insert(v.end(), extra.begin(), extra.end());
     return v;
   };
-  EXPECT_EQ(planned_strategies(sizes), (std::set<std::string>{"MPI", "ONESHOT", "TWOSHOT"}));
+  EXPECT_EQ(planned_strategies(sizes),
+            (std::set<std::string>{"MPI", "ONESHOT", "TWOSHOT", "MULTIMEM_ONESHOT", "MULTIMEM_TWOSHOT"}));
   EXPECT_EQ(planned_strategies(with({"--strategy", "LOWPRECISION,ONESHOT"})),
             (std::set<std::string>{"LOWPRECISION", "ONESHOT"}));
   EXPECT_EQ(offending_option({"--backend", "host", "--tokens", "1,8", "--hidden", "256", "--fusion",
                               "NONE,RESIDUAL_RMS_NORM", "-o", "x"}),
-            "");  // every default strategy has the fusion
+            "");  // the default strategies without RESIDUAL_RMS_NORM (the multimem ones) skip it
   EXPECT_EQ(offending_option({"--backend", "host", "--strategy", "LOWPRECISION", "--tokens", "1,8", "--hidden", "256",
                               "--fusion", "RESIDUAL_RMS_NORM", "-o", "x"}),
             "--fusion");

@@ -78,7 +78,9 @@ TEST(BenchMpi, TokenGridEveryCaseOnceWithValidTimings) {
   TempDir d;
   const std::string out = d.file("s.csv");
   auto planned = planned_descriptions(kTokenGrid);
-  ASSERT_EQ(planned.size(), 6u * 3u * 2u * 2u);
+  // MPI, ONESHOT, TWOSHOT with both fusions, MULTIMEM_ONESHOT and MULTIMEM_TWOSHOT with NONE only (the default
+  // strategies skip the fusions a strategy lacks).
+  ASSERT_EQ(planned.size(), 6u * (3u * 2u + 2u) * 2u);
   CommandResult r = run_command(mpirun(kTokenGrid + " -o " + out));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   expect_complete_and_valid(out, planned);
@@ -96,8 +98,9 @@ TEST(BenchMpi, AllCollectivesByteSweep) {
   TempDir d;
   const std::string out = d.file("s.csv");
   auto planned = planned_descriptions(kByteGrid);
-  // allreduce: 3 strategies; others MPI only: (3 + 4) x 3 sizes x 2 dtypes.
-  ASSERT_EQ(planned.size(), 7u * 3u * 2u);
+  // allreduce: 5 strategies (MPI, ONESHOT, TWOSHOT, MULTIMEM_ONESHOT, MULTIMEM_TWOSHOT); others MPI only:
+  // (5 + 4) x 3 sizes x 2 dtypes.
+  ASSERT_EQ(planned.size(), 9u * 3u * 2u);
   CommandResult r = run_command(mpirun(kByteGrid + " -o " + out + " --json " + d.file("s.json")));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   expect_complete_and_valid(out, planned);
@@ -239,7 +242,7 @@ TEST(BenchMpi, TimedOutSharedMemoryCaseIsRecordedAndTheRunContinues) {
   TempDir d;
   const std::string out = d.file("s.csv");
   // Case 1 is ONESHOT at tokens=1; rank 1 withholds itself from its barrier until the 1 s timeout.
-  const std::string grid = "--backend host --tokens 1,8 --hidden 256 -w 1 -n 4 -q --timeout 1";
+  const std::string grid = "--backend host --strategy MPI,ONESHOT,TWOSHOT --tokens 1,8 --hidden 256 -w 1 -n 4 -q --timeout 1";
   CommandResult r = run_command(mpirun(grid + " -o " + out + " --test-hang-case 1"));
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("timeout"), std::string::npos) << r.output;
@@ -280,7 +283,7 @@ TEST(BenchMpi, TimeoutNoteSaysTheTimeoutGiven) {
 TEST(BenchMpi, TrappedHostKernelIsTheCasesErrorAndTheRunContinues) {
   TempDir d;
   const std::string out = d.file("s.csv");
-  const std::string grid = "--backend host --tokens 1,8 --hidden 256 -w 1 -n 4 -q --timeout 5";
+  const std::string grid = "--backend host --strategy MPI,ONESHOT,TWOSHOT --tokens 1,8 --hidden 256 -w 1 -n 4 -q --timeout 5";
   CommandResult r =
       run_command("ARFIT_HOST_BARRIER_TIMEOUT_MS=300 " + mpirun(grid + " -o " + out + " --test-hang-case 1"));
   EXPECT_EQ(r.exit_code, 1) << r.output;

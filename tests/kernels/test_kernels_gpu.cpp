@@ -345,6 +345,29 @@ TEST_F(KernelNcclOneRank, EveryCollectiveAndTheUnfusedEpilogue) {
     expect_ok(c, 3 * c.count);
   }
 }
+
+// NCCL_SYMMETRIC: the same all-reduce on ncclMemAlloc'd buffers registered as symmetric windows (NCCL >= 2.27).
+TEST_F(KernelNcclOneRank, SymmetricWindowsAllReduce) {
+  int loaded = 0;
+  ASSERT_EQ(ncclGetVersion(&loaded), ncclSuccess);
+  if (loaded < 22700) GTEST_SKIP() << "NCCL " << loaded << " loaded: symmetric windows need NCCL >= 2.27";
+  const StrategyDescriptor* s = find_strategy("NCCL_SYMMETRIC", Collective::AllReduce);
+  ASSERT_NE(s, nullptr);
+  for (DType dtype : {DType::BF16, DType::FP16, DType::FP32}) {
+    for (bool in_place : {false, true}) {
+      StrategyCase c;
+      c.dtype = dtype;
+      c.nranks = 1;
+      c.count = 4096 * 3 + 5;
+      c.in_place = in_place;
+      auto state = s->init(ctx_, c);
+      s->run(*state, nullptr);
+      const CheckResult r = s->check(*state);
+      EXPECT_TRUE(r.ok()) << to_string(dtype) << (in_place ? " in place: " : ": ") << r.first_wrong;
+      EXPECT_EQ(r.checked, c.count);
+    }
+  }
+}
 #endif
 
 }  // namespace

@@ -1,7 +1,9 @@
 // The GPU test matrix, run on the CPU through the host build of the very same kernel bodies (ctest label
 // kernels-host): one-shot and two-shot x 2, 4, 8 ranks x bf16, fp16, fp32 x every fusion op (NONE,
-// RESIDUAL_RMS_NORM, the QUANT and OUT_QUANT fusions for FP8 and NVFP4) x one block / several blocks per rank, and LOWPRECISION (NONE only, checked against its
-// error bound on group-ranged inputs) x 2, 4, 8 ranks x bf16, fp16, fp32 x one / several blocks.
+// RESIDUAL_RMS_NORM, the QUANT and OUT_QUANT fusions for FP8 and NVFP4) x one block / several blocks per rank,
+// LOWPRECISION (NONE only, checked against its error bound on group-ranged inputs) and the multimem one-shot and
+// two-shot (NONE only; the multicast address emulated over the peers' staging buffers) x 2, 4, 8 ranks x bf16, fp16,
+// fp32 x one / several blocks.
 // The quantising fusions other than QUANT_FP8 walk the small fused shapes only (the epilogue's arithmetic does not
 // depend on size beyond a row; the large shapes exercise the barriers and partition the others already cover). Each case walks message sizes from 16 B to
 // a few MiB (counts that are not multiples of the vector width or of the rank count; rows fewer than ranks),
@@ -44,15 +46,13 @@ std::string case_name(const ::testing::TestParamInfo<MatrixCase>& info) {
 
 std::vector<MatrixCase> matrix() {
   std::vector<MatrixCase> cases;
-  for (auto algorithm : {AllReduceAlgorithm::OneShot, AllReduceAlgorithm::TwoShot})
+  // LOWPRECISION: NONE only, against its own error bound (kernels/reference/reference.h).
+  for (auto algorithm : {AllReduceAlgorithm::OneShot, AllReduceAlgorithm::TwoShot, AllReduceAlgorithm::LowPrecision,
+                         AllReduceAlgorithm::MultimemOneShot, AllReduceAlgorithm::MultimemTwoShot})
     for (int n : {2, 4, 8})
       for (DType d : {DType::BF16, DType::FP16, DType::FP32})
-        for (FusionOp f : all_fusion_ops())
+        for (FusionOp f : all_reduce_fusions(algorithm))  // LOWPRECISION and the multimem kernels: NONE only
           for (bool several : {false, true}) cases.push_back({algorithm, n, d, f, several});
-  // LOWPRECISION: NONE only (its own error bound, kernels/reference/reference.h).
-  for (int n : {2, 4, 8})
-    for (DType d : {DType::BF16, DType::FP16, DType::FP32})
-      for (bool several : {false, true}) cases.push_back({AllReduceAlgorithm::LowPrecision, n, d, FusionOp::None, several});
   return cases;
 }
 
@@ -68,6 +68,8 @@ struct Step {
 // nor of the rank count times 16 B (uneven slices), and several chunks per block at the large end.
 // LOWPRECISION stops at 1 MiB + 36: its per-element work on the host (e4m3 conversions, two quantisations) makes the
 // 3 MiB step cost more than the rest of its case together, and 1 MiB already gives every rank several chunks per block.
+// The multimem cases stop there too: above it the same loops only run longer (CI budget; the unicast cases cover the
+// 3 MiB step).
 std::vector<Step> unfused_steps(DType dtype, AllReduceAlgorithm algorithm) {
   const int element = dtype_bytes(dtype);
   std::vector<Step> steps;
@@ -77,7 +79,7 @@ std::vector<Step> unfused_steps(DType dtype, AllReduceAlgorithm algorithm) {
   int k = 0;
   for (std::int64_t bytes : sizes) {
     if (quick_mode() && bytes > 64 * kKiB + 12) continue;
-    if (algorithm == AllReduceAlgorithm::LowPrecision && bytes > kMiB + 36) continue;
+    if ((algorithm == AllReduceAlgorithm::LowPrecision || is_multimem(algorithm)) && bytes > kMiB + 36) continue;
     steps.push_back({bytes / element, 0, placements[k % 2], threads[k % 3]});
     ++k;
   }

@@ -43,9 +43,10 @@ TEST(KernelStrategies, RegistryListsEveryStrategyWithCompleteDescriptors) {
                        Collective::AllToAllV}) {
     EXPECT_NE(find_strategy("NCCL", c), nullptr) << to_string(c);
   }
-  EXPECT_EQ(all_strategies().size(), 8u);
+  ASSERT_NE(find_strategy("NCCL_SYMMETRIC", Collective::AllReduce), nullptr);
+  EXPECT_EQ(all_strategies().size(), 11u);
 #else
-  EXPECT_EQ(all_strategies().size(), 3u);
+  EXPECT_EQ(all_strategies().size(), 5u);
 #endif
   for (const StrategyDescriptor* s : all_strategies()) {
     EXPECT_TRUE(s->validate_case && s->validate_context && s->workspace && s->byte_counts && s->init && s->run && s->check)
@@ -57,6 +58,45 @@ TEST(KernelStrategies, RegistryListsEveryStrategyWithCompleteDescriptors) {
     EXPECT_EQ(s->backend, s->needs_nccl ? "nccl" : "custom") << s->strategy;
   }
 }
+
+TEST(KernelStrategies, MultimemDescriptorsServeNoneOnlyAndRefuseFusionsAtPlanTime) {
+  for (const char* name : {"MULTIMEM_ONESHOT", "MULTIMEM_TWOSHOT"}) {
+    const StrategyDescriptor* s = find_strategy(name, Collective::AllReduce);
+    ASSERT_NE(s, nullptr) << name;
+    EXPECT_EQ(s->backend, "custom");
+    EXPECT_EQ(s->fusions, std::vector<FusionOp>{FusionOp::None});
+    StrategyCase c;
+    c.nranks = 4;
+    c.count = 1000;
+    const StrategyLimits limits{4, 1 << 20, true};
+    EXPECT_EQ(case_error(*s, c, limits), KernelParam::None) << name;
+    c.fusion = FusionOp::ResidualRmsNorm;
+    c.hidden = 200;
+    EXPECT_EQ(case_error(*s, c, limits), KernelParam::Fusion) << name;
+  }
+}
+
+#ifdef ARFIT_HAVE_NCCL
+TEST(KernelStrategies, NcclSymmetricIsAnUnfusedNcclAllReduce) {
+  const StrategyDescriptor* s = find_strategy("NCCL_SYMMETRIC", Collective::AllReduce);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->backend, "nccl");
+  EXPECT_TRUE(s->needs_nccl);
+  EXPECT_EQ(s->fusions, std::vector<FusionOp>{FusionOp::None});
+  StrategyCase c;
+  c.nranks = 2;
+  c.count = 1024;
+  const StrategyLimits one_per_process{2, 0, false};
+  EXPECT_EQ(case_error(*s, c, one_per_process), KernelParam::None);  // nccl.h here is >= 2.27
+  EXPECT_EQ(case_error(*s, c, StrategyLimits{1, 0, true}), KernelParam::LocalRanks);
+  c.fusion = FusionOp::ResidualRmsNorm;
+  c.hidden = 256;
+  EXPECT_EQ(case_error(*s, c, one_per_process), KernelParam::Fusion);
+  c.fusion = FusionOp::None;
+  c.count = 0;
+  EXPECT_EQ(case_error(*s, c, one_per_process), KernelParam::Count);
+}
+#endif
 
 TEST(KernelStrategies, CustomDescriptorsAdvertiseWhatTheKernelsImplement) {
   const StrategyDescriptor& one = *find_strategy("ONESHOT", Collective::AllReduce);

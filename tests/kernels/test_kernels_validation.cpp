@@ -244,6 +244,23 @@ TEST(KernelValidation, Nvfp4NeedsWholeBlocksAndItsBuffers) {
   EXPECT_EQ(parse_dtype("float"), DType::FP32);
 }
 
+TEST(KernelValidation, MultimemKernelsServeNoneOnly) {
+  for (AllReduceAlgorithm algorithm : {AllReduceAlgorithm::MultimemOneShot, AllReduceAlgorithm::MultimemTwoShot}) {
+    EXPECT_EQ(all_reduce_fusions(algorithm), std::vector<FusionOp>{FusionOp::None});
+    EXPECT_NO_THROW(validate_all_reduce_shape(algorithm, {8, 1, kMiB}, DType::BF16, FusionOp::None, 3, 0));
+    for (FusionOp fusion : {FusionOp::ResidualRmsNorm, FusionOp::ResidualRmsNormQuantFp8}) {
+      const std::string e = error_of(algorithm, {4, 1, kMiB}, params(DType::BF16, fusion, 1024, 256, 1));
+      EXPECT_NE(e.find(to_string(algorithm) + ": fusion " + to_string(fusion) + " is not implemented for the multimem"),
+                std::string::npos)
+          << e;
+      EXPECT_EQ(parameter_of(algorithm, {4, 1, kMiB}, params(DType::BF16, fusion, 1024, 256, 1)), KernelParam::Fusion);
+    }
+  }
+  EXPECT_EQ(to_string(AllReduceAlgorithm::MultimemOneShot), "MULTIMEM_ONESHOT");
+  EXPECT_EQ(to_string(AllReduceAlgorithm::MultimemTwoShot), "MULTIMEM_TWOSHOT");
+  EXPECT_EQ(all_reduce_fusions(AllReduceAlgorithm::TwoShot).size(), 3u);
+}
+
 TEST(KernelValidation, RejectsRowShapesTheFusedKernelsCannotServe) {
   // bf16 vectors hold 8 elements: hidden 12 is not a whole number of vectors.
   std::string e = error_of(AllReduceAlgorithm::OneShot, {2, 1, kMiB}, params(DType::BF16, FusionOp::ResidualRmsNorm, 120, 12, 1));
