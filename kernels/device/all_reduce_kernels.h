@@ -35,6 +35,7 @@
 #define ARFIT_MUTATION_NVFP4_WRONG_SCALE_COLUMN 5  // NVFP4 stores each block's scale in the next block's column
 #define ARFIT_MUTATION_MULTIMEM_SKIP_PUBLISH_BARRIER 6  // multimem one-shot ld_reduces staging nobody waited for
 #define ARFIT_MUTATION_MULTIMEM_SKIP_STORE_BARRIER 7    // multimem two-shot copies its staging before the owners' st
+#define ARFIT_MUTATION_OUT_QUANT_DROPS_NORM_OUTPUT 8     // the OUT_QUANT epilogues write the quantised norm only
 #ifndef ARFIT_MUTATION
 #define ARFIT_MUTATION 0
 #endif
@@ -117,9 +118,10 @@ struct Epilogue {
   static constexpr bool kNvfp4 =
       kFusion == FusionOp::ResidualRmsNormQuantNvfp4 || kFusion == FusionOp::ResidualRmsNormOutQuantNvfp4;
   // The QUANT fusions write only the quantised norm (and residual_out); RESIDUAL_RMS_NORM and OUT_QUANT the norm too.
-  static constexpr bool kWritesOutput = kFusion == FusionOp::ResidualRmsNorm ||
-                                        kFusion == FusionOp::ResidualRmsNormOutQuantFp8 ||
-                                        kFusion == FusionOp::ResidualRmsNormOutQuantNvfp4;
+  static constexpr bool kWritesOutput =
+      kFusion == FusionOp::ResidualRmsNorm ||
+      (ARFIT_MUTATION != ARFIT_MUTATION_OUT_QUANT_DROPS_NORM_OUTPUT &&
+       (kFusion == FusionOp::ResidualRmsNormOutQuantFp8 || kFusion == FusionOp::ResidualRmsNormOutQuantNvfp4));
 };
 
 // Byte offset of the scale of (row, column) in TensorRT-LLM's swizzled 128x4 block-scale layout
