@@ -10,6 +10,8 @@
 
 #include <ceres/ceres.h>
 
+#include "fit/small_problem.h"
+
 #include "fit/eval_common.h"
 #include "fit/family_fit.h"
 #include "fit/fit.h"
@@ -165,12 +167,7 @@ std::vector<Prediction> predict_alphabeta(const Family& fam) {
   p[0] = std::log(5.0);
   p[1] = std::log(1.0);
   p[2] = std::log(std::max(smax / tmax / 1e3, 1e-3));
-  ceres::Solver::Options so;
-  so.linear_solver_type = ceres::DENSE_QR;
-  so.logging_type = ceres::SILENT;
-  so.max_num_iterations = 200;
-  ceres::Solver::Summary sum;
-  ceres::Solve(so, &problem, &sum);
+  solve_small_problem(problem);
   std::vector<Prediction> out;
   for (double x : fam.target->bytes) {
     Prediction q;

@@ -6,6 +6,8 @@
 
 #include <ceres/ceres.h>
 
+#include "fit/small_problem.h"
+
 #include "model/bus_factor.h"
 
 namespace arfit::fit {
@@ -61,12 +63,7 @@ std::optional<TopologyModel> fit_at_rails(const std::vector<const Curve*>& curve
     problem.SetParameterLowerBound(m.p, i, lo[i]);
     problem.SetParameterUpperBound(m.p, i, hi[i]);
   }
-  ceres::Solver::Options so;
-  so.linear_solver_type = ceres::DENSE_QR;
-  so.logging_type = ceres::SILENT;
-  so.max_num_iterations = 200;
-  ceres::Solver::Summary sum;
-  ceres::Solve(so, &problem, &sum);
+  const ceres::Solver::Summary sum = solve_small_problem(problem);
   if (!sum.IsSolutionUsable()) return std::nullopt;
   *cost = sum.final_cost;
   return m;
