@@ -24,19 +24,31 @@ void write_to_stderr(const char* text) {
 
 // std::terminate's handler: a std::bad_alloc ends the process as a failed run, anything else as before. Writes with
 // write(2) and no allocation: memory is what ran out.
+[[noreturn]] void exit_out_of_memory() {
+  io_detail::remove_registered_temporaries();
+  write_to_stderr(g_program);
+  write_to_stderr(": error: ");
+  write_to_stderr(kOutOfMemoryMessage);
+  write_to_stderr("\n");
+  ::_exit(1);
+}
+
+// A second exception thrown while a first unwinds (no exception handled, one or more in flight) comes, in this
+// program, from nlohmann::json's destructor, the one destructor that allocates (its non-recursive teardown keeps a
+// stack): a std::bad_alloc unwinding through a vector of models (fit's joint families) made another one there, and
+// std::terminate then reports no active exception (ulimit -v, Robustness.OutOfMemoryIsAFailedRunNotAnAbort).
+bool second_exception_while_unwinding() { return std::uncaught_exceptions() > 0; }
+
 [[noreturn]] void terminate_on_out_of_memory() {
   if (const std::exception_ptr e = std::current_exception()) {
     try {
       std::rethrow_exception(e);
     } catch (const std::bad_alloc&) {
-      io_detail::remove_registered_temporaries();
-      write_to_stderr(g_program);
-      write_to_stderr(": error: ");
-      write_to_stderr(kOutOfMemoryMessage);
-      write_to_stderr("\n");
-      ::_exit(1);
+      exit_out_of_memory();
     } catch (...) {
     }
+  } else if (second_exception_while_unwinding()) {
+    exit_out_of_memory();
   }
   if (g_previous_terminate) g_previous_terminate();
   std::abort();
