@@ -271,7 +271,7 @@ EntryColumns choose_entry_columns(const BreakdownAccumulator& acc, std::size_t t
 }
 
 // One phase's row: its class times in the breakdown's class columns, its entry times in the chosen entry columns.
-PhaseBreakdown phase_row(const Phase& ph, const BreakdownAccumulator::PhaseTotals& totals, BreakdownAccumulator& acc,
+PhaseBreakdown phase_row(const Phase& ph, const BreakdownAccumulator::PhaseTotals& totals, const BreakdownAccumulator& acc,
                          const EntryColumns& cols, const Breakdown& b) {
   PhaseBreakdown pb;
   pb.phase = ph.name;
@@ -283,7 +283,7 @@ PhaseBreakdown phase_row(const Phase& ph, const BreakdownAccumulator::PhaseTotal
     ClassTime ct;
     ct.id = b.class_ids[ci];
     ct.label = b.class_labels[ci];
-    ct.communication = ct.id != kUnmatchedClass && acc.present[ct.id].comm;
+    ct.communication = ct.id != kUnmatchedClass && acc.present.at(ct.id).comm;  // every other column's class was seen
     auto it = totals.by_class.find(ct.id);
     if (it != totals.by_class.end()) {
       ct.time_us = it->second.first;
