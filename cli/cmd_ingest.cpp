@@ -21,6 +21,7 @@
 #include "model/model_set.h"
 #include "io/sample_csv_file.h"
 #include "model/sample_csv.h"
+#include "model/stated_network.h"
 #include "model/text.h"
 
 namespace arfit::cli {
@@ -34,6 +35,7 @@ struct IngestArgs {
   int nranks = 0;
   int nnodes = 0;
   std::string system;
+  std::string network;
   std::string dtype;
   bool quiet = false;
 };
@@ -73,6 +75,11 @@ void run_ingest(const IngestArgs& a) {
   if (a.nranks != 0) opt.nranks = a.nranks;  // 0: not given (the validator refuses an explicit 0)
   if (a.nnodes != 0) opt.nnodes = a.nnodes;
   if (!a.system.empty()) opt.system = a.system;
+  if (!a.network.empty()) {
+    const auto n = parse_stated_network(a.network);
+    if (!n) throw UsageError("--network: '" + a.network + "' is not RAILSxBANDWIDTH (8x400Gb, 8x50GB/s)");
+    opt.network = to_string(*n);
+  }
   if (!a.dtype.empty()) opt.dtype = a.dtype;
 
   SampleFile out;
@@ -174,6 +181,10 @@ void add_ingest(CLI::App& app) {
                   "the file name): what crosshw, --prior transfers and scale-out steps tell machines apart by (crosshw "
                   "also takes nccl-tests logs of the same device on the same hosts for one machine)")
       ->check([](const std::string& v) { return v.empty() || v.find_first_of(",\n\r") != std::string::npos ? std::string("a label without commas or line breaks") : std::string(); });
+  cmd->add_option("--network", args->network,
+                  "Inter-node network of every input, over what a log's header states: RAILSxBANDWIDTH, the NICs a "
+                  "node drives and one's bandwidth (8x400Gb, 8x400Gbps, 8x50GB/s; bits unless GB): across more nodes "
+                  "than measured, other machines' scale-out steps are carried to this network's bandwidth");
   cmd->add_option("--dtype", args->dtype,
                   "Element type of inputs that do not state one (a framework benchmark's busbw table): bf16, fp16, "
                   "fp32, fp64, int8, fp8, ...; curves compare across machines only at one element size. A file "

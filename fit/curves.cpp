@@ -71,6 +71,7 @@ std::vector<Curve> build_curves(const std::vector<Sample>& samples, const CurveO
     std::set<int> sms;
     std::string device;
     std::string hardware;
+    std::string network;
     std::set<std::string> placements;  // "device @ hosts" of the samples that name their hosts
   };
   std::map<GroupKey, Acc> groups;
@@ -92,6 +93,7 @@ std::vector<Curve> build_curves(const std::vector<Sample>& samples, const CurveO
     a.sms.insert(s.sm);
     if (a.device.empty()) a.device = s.device;
     if (a.hardware.empty()) a.hardware = sample_system(s);
+    if (auto n = s.extra.find("network"); a.network.empty() && n != s.extra.end()) a.network = n->second;
     if (auto h = s.extra.find("hosts"); h != s.extra.end() && !h->second.empty()) a.placements.insert(s.device + " @ " + h->second);
   }
   std::vector<Curve> out;
@@ -110,6 +112,7 @@ std::vector<Curve> build_curves(const std::vector<Sample>& samples, const CurveO
     c.sm = a.sms.size() == 1 ? *a.sms.begin() : 0;
     c.device = a.device;
     c.hardware = a.hardware;
+    c.network = a.network;
     out.push_back(std::move(c));
     placements.push_back(std::move(a.placements));
   }

@@ -20,6 +20,7 @@
 #include "fit/transfer.h"
 #include "model/joint_model.h"
 #include "model/scale_out.h"
+#include "model/stated_network.h"
 #include "model/sm_targets.h"
 #include "model/topology.h"
 
@@ -256,7 +257,11 @@ std::vector<Prediction> predict_topology(const Family& fam, const std::vector<Cu
     if (c.hardware == fam.target->hardware && c.key.nnodes == 1 && comparable_kinds(c.key, fam.target->key) &&
         std::find(fitted.begin(), fitted.end(), &c) == fitted.end())
       fitted.push_back(&c);
-  const std::optional<TopologyModel> topology = fit_topology(fitted);
+  // The rails the machine's logs state (a header, `ingest --network`) are kept; else the fit chooses them.
+  double stated_rails = 0;
+  for (const Curve* c : fitted)
+    if (const auto n = parse_stated_network(c->network); n && stated_rails == 0) stated_rails = n->rails;
+  const std::optional<TopologyModel> topology = fit_topology(fitted, stated_rails);
   if (!topology) return {};
   std::vector<Prediction> preds;
   const int N = fam.target->key.nranks;
@@ -314,6 +319,8 @@ std::vector<Prediction> predict_joint(const Family& fam, const std::string& meth
     return preds;
   }
   const std::vector<ScaleOutLender> lenders = scale_out_lenders(fam, curves, method);
+  // The machine's network is what its measured counts' logs state (GroupModel::network), as `arfit predict` reads it
+  // from a models file: the held-out count's own log is not read for it.
   const GroupModel& last = counts.back();
   const int sm = datasheet_sm(last.sm, last.device, fam.target->hardware);
   const int nnodes = fam.target->key.nnodes;

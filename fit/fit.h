@@ -50,6 +50,8 @@ struct Curve {
   std::vector<ShapePoint> shape_points;
   int sm = 0;                          // SM version of the samples (0 = unknown / mixed)
   std::string device;
+  // The inter-node network its samples state (Sample::extra["network"], model/stated_network.h); empty when none.
+  std::string network;
   // The machine that measured the curve (Sample::extra["system"], else the device name, else the file stem;
   // see sample_system()); equals key.system when curves are grouped by system. Sibling pooling
   // (fit/siblings.h) pools curves of one machine.

@@ -379,6 +379,7 @@ GroupFit fit_curve(const Curve& c, const FitOptions& options) {
   j["range"] = {{"min_bytes", s.front()}, {"max_bytes", s.back()}, {"points", s.size()}};
   j["sm"] = c.sm;
   j["device"] = c.device;
+  if (!c.network.empty()) j["network"] = c.network;
   j["sources"] = c.sources;
   j["interval"] = {{"z", kZ90},
                    {"sigma_in", in_range_sigma(e)},

@@ -45,6 +45,7 @@ GroupFit fit_or_transfer(const Curve& c, const FitOptions& options, bool& transf
   GroupFit g = transferred_group(t, tr, tr.min_bytes(), tr.max_bytes());
   if (!g.ok) return g;
   g.model["device"] = c.device;
+  if (!c.network.empty()) g.model["network"] = c.network;
   g.model["sources"] = c.sources;
   transferred = true;
   return g;

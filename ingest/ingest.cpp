@@ -86,7 +86,7 @@ Format detect_format(const std::string& text, const std::string& name) {
 
 namespace {
 
-// --nnodes and --system: facts the user knows and the file does not say, the same for every format.
+// --nnodes, --system and --network: facts the user knows and the file does not say, the same for every format.
 void apply_overrides(IngestResult& r, const std::string& name, const Options& options) {
   for (Sample& s : r.samples) {
     if (options.nnodes) {
@@ -96,6 +96,7 @@ void apply_overrides(IngestResult& r, const std::string& name, const Options& op
       s.nnodes = *options.nnodes;
     }
     if (options.system) s.extra["system"] = *options.system;
+    if (options.network) s.extra["network"] = *options.network;
     if (options.dtype) {
       // Fill only: a stated element type decided how the reader turned element counts into bytes.
       const std::string want = canonical_dtype(*options.dtype);

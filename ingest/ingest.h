@@ -27,6 +27,8 @@ struct Options {
   std::optional<int> nnodes;             // --nnodes: at most every sample's rank count (else InputError)
   std::optional<std::string> system;     // --system: the machine label (extra "system") that crosshw,
                                          // transfers and scale-out steps compare
+  std::optional<std::string> network;    // --network: the inter-node network (extra "network", canonical
+                                         // RAILSxBANDWIDTH, model/stated_network.h), over what a log states
   std::optional<std::string> dtype;      // --dtype: the element type where a file does not state one (a
                                          // framework's busbw table); a stated other type is an InputError
 };

@@ -22,6 +22,7 @@
 #include "ingest/pipe_table.h"
 #include "ingest/readers.h"
 #include "ingest/text_util.h"
+#include "model/stated_network.h"
 #include "model/bus_factor.h"
 #include "model/errors.h"
 #include "model/sample_csv.h"
@@ -798,6 +799,7 @@ class NcclTextReader {
     // Where the ranks ran ('Using devices'): the same device on the same hosts is one machine whatever the file,
     // which is how crosshw tells two logs of one cluster (another setting, another size range) from two machines.
     if (!facts_.hosts.empty()) s.extra["hosts"] = join(facts_.hosts, " ");
+    if (network_) s.extra["network"] = to_string(*network_);
     if (s.nnodes <= 1) s.nnodes = !facts_.hosts.empty() ? static_cast<int>(facts_.hosts.size()) : facts_.cmd_nodes.value_or(1);
     s.iterations = facts_.iters;
     bool failed = p.failed;
@@ -885,6 +887,14 @@ class NcclTextReader {
       fail(line, "a data row outside a table (after the footer of the run that starts at line " +
                      std::to_string(table_line_) + "): start a new run with a table header");
     if (header_fact(c, s, line)) return;
+    // A header that states the inter-node network (a curated log's "# HARDWARE: ... 8x 50GBps EFA v4 inter-node"):
+    // the file's first statement holds for all its samples (model/stated_network.h; --network states it otherwise).
+    if (comment && !network_) {
+      if (auto n = find_stated_network(c)) {
+        network_ = n;
+        result_.meta.emplace_back("network", to_string(*n) + " (line " + std::to_string(line) + ")");
+      }
+    }
     // Command lines (prompts, COMMAND notes, launcher lines) and free notes.
     if (contains(c, "_perf") || starts_with(c, "COMMAND") || contains(c, "mpirun") || contains(c, "srun ")) note_command(c, line);
     if (comment || starts_with(c, "COLLECTIVE:")) note_comment(c, line);
@@ -908,6 +918,7 @@ class NcclTextReader {
   bool warned_units_ = false;
   double time_mult_ = 1.0;
   std::optional<std::int64_t> last_size_;
+  std::optional<StatedNetwork> network_;  // the network a comment line states (find_stated_network)
   std::map<std::string, std::int64_t> last_size_by_key_;
   std::set<std::string> pipe_keys_;
   std::vector<Pending> pending_;

@@ -208,6 +208,10 @@ GroupModel GroupModel::from_json(const JsonView& j) {
     g.tail_b_us_per_byte = t->at("b_us_per_byte").number(0, 1e3);  // up to 1 ms per byte
   }
   if (const auto d = j.find("device")) g.device = d->name();
+  if (const auto n = j.find("network")) {
+    g.network = parse_stated_network(n->name());
+    if (!g.network) n->fail("not a network (RAILSxBANDWIDTH, as 8x50GB/s)");
+  }
   if (const auto sm = j.find("sm")) g.sm = sm->integer<int>(0, kMaxSmVersion);
   g.sm = datasheet_sm(g.sm, g.device, g.key.system);
   // A diagnostic: a cross-validation that could not run is non-finite in memory and null in the file.

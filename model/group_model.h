@@ -26,6 +26,7 @@
 #include "model/json_input.h"
 #include "model/model_set.h"
 #include "model/sample.h"
+#include "model/stated_network.h"
 #include "model/seed.h"
 
 namespace arfit {
@@ -72,6 +73,7 @@ struct GroupModel {
   double z = kZ90, sigma_in = 0.02, sigma_out_per_octave = 0.03;
   int sm = 0;  // measured SM; when the samples did not say, from the device name, else the system label (datasheet_sm)
   std::string device;
+  std::optional<StatedNetwork> network;  // the inter-node network its samples stated ("network", model/stated_network.h)
   double cv_gmae = 0;
   // Tail regime above the measured range: t = tail_a_us + tail_b_us_per_byte · s (has_tail).
   bool has_tail = false;

@@ -103,6 +103,17 @@ double fabric_adjusted_step(double step, int lender_sm, int target_sm, const Gro
   return std::max(adjusted, std::min(step, 0.0));
 }
 
+double network_adjusted_step(double step, const GroupModel& lender_network, const GroupModel& target_count, double bytes) {
+  if (!lender_network.network || !target_count.network) return step;
+  const double lender_gbps = lender_network.network->node_gbps();
+  const double target_gbps = target_count.network->node_gbps();
+  if (!(lender_gbps > 0) || !(target_gbps > 0)) return step;
+  const double bandwidth_share = 1 - latency_share(lender_network, lender_network.predict(bytes));
+  const double adjusted = step + bandwidth_share * std::log(lender_gbps / target_gbps);
+  // As with the fabric: a faster network narrows the gap to the one-node time down to none, not below.
+  return std::max(adjusted, std::min(step, 0.0));
+}
+
 namespace {
 
 // One measured count c on the network carried to n GPUs on `nnodes` nodes (carry_within_network).
@@ -246,7 +257,7 @@ Prediction scale_out_by_lenders(const GroupModel& largest, int sm, const std::ve
   if (lenders.empty()) throw std::invalid_argument("scale_out_by_lenders: no lender");
   std::vector<double> steps, carry_half_widths;
   std::vector<std::string> names;
-  bool bridged = false, paired = false;
+  bool bridged = false, paired = false, networked = false;
   // The lenders whose network measured down to the size, else those nearest to it (within an octave, a sweep's
   // step): a step read 17 octaves below a 1 MiB..1 GiB log is its curve's guess, not the network's latency.
   double nearest = std::numeric_limits<double>::infinity();
@@ -272,7 +283,16 @@ Prediction scale_out_by_lenders(const GroupModel& largest, int sm, const std::ve
       carry = b.half_width;
       bridged = true;
     }
-    steps.push_back(fabric_adjusted_step(step, l.sm, sm, largest, bytes));
+    step = fabric_adjusted_step(step, l.sm, sm, largest, bytes);
+    // The lender's network as its multi-node curve measured it: the asked count, else its largest bridged one.
+    const GroupModel* lender_network = l.to ? &*l.to : nullptr;
+    for (const GroupModel& m : l.network)
+      if (!lender_network || m.key.nranks > lender_network->key.nranks) lender_network = &m;
+    if (lender_network) {
+      step = network_adjusted_step(step, *lender_network, largest, bytes);
+      networked = networked || (lender_network->network && largest.network);
+    }
+    steps.push_back(step);
     carry_half_widths.push_back(std::hypot(carry, pair_half_width));
   }
   const double doublings = std::log2(static_cast<double>(nranks) / largest.key.nranks);
@@ -280,6 +300,7 @@ Prediction scale_out_by_lenders(const GroupModel& largest, int sm, const std::ve
   if (name_lenders) p.how += ": " + join(names, ", ");
   if (bridged) p.how += " (bridged through their own networks)";
   if (paired) p.how += " (paired with one-node machines of their GPU)";
+  if (networked) p.how += " (carried to the stated network " + to_string(*largest.network) + ")";
   return p;
 }
 

@@ -55,6 +55,16 @@ std::vector<std::size_t> same_fabric_lenders(const std::vector<int>& lender_sms,
 // the target's fabric, where the term is 0).
 double fabric_adjusted_step(double step, int lender_sm, int target_sm, const GroupModel& target_count, double bytes);
 
+// A lender's step as the target's stated network would show it (issue 41): where both state their network
+// (GroupModel::network: a log's header or `arfit ingest --network`), the step's network bandwidth term is the
+// target's, so the step falls by (1 − λ)·ln(target's / lender's node bandwidth), λ the latency share of the
+// lender's multi-node curve `lender_network` at `bytes` (the bandwidth share is what a faster network shortens), each
+// node's bandwidth its rails × one rail's (StatedNetwork::node_gbps).
+// Networks differ up to 4x in bandwidth (the public 2-node logs), more than any other term of a step. A faster
+// network shrinks the step to 0 at most (to the lender's own step when that was below 0): crossing nodes does not
+// make a machine faster than its one-node time. The step as is when either side states no network.
+double network_adjusted_step(double step, const GroupModel& lender_network, const GroupModel& target_count, double bytes);
+
 // Pseudo-machines the unknown network's spread counts as in new_machine_half_width: one, the least that keeps
 // agreeing lenders from narrowing the interval below what a new kind of network needs.
 inline constexpr double kPriorMachines = 1;
@@ -144,7 +154,7 @@ struct ScaleOutLender {
 // The machine's largest measured count `largest` (on one node; SM `sm`) carried to `nranks` GPUs on `nnodes`
 // nodes at one size by `lenders` as plan_scale_out_lenders chose them (at least one): each lender's step, measured
 // or bridged, from its one-node time (its own, or the paired machines' median), carried to the machine's fabric
-// (fabric_adjusted_step), then scale_out_by_prior with the lenders' median half-width of what their steps add
+// (fabric_adjusted_step) and to its stated network (network_adjusted_step), then scale_out_by_prior with the lenders' median half-width of what their steps add
 // (a bridged step's carry; paired machines' half range, in quadrature). At each size only the lenders whose network
 // measured down to it lend, else those nearest to it within an octave: below a lender's sizes its step is its
 // curve's guess at a latency it never measured (above them the tail is the bandwidth line). `how` names the lenders when

@@ -33,6 +33,11 @@ TopologyModel topology_of_count(const GroupModel& count) {
   m.collective = count.key.collective;
   const int nodes = std::max(count.key.nnodes, 1), n = count.key.nranks, g = std::max(n / nodes, 1);
   m.rails = g;
+  // Rails the machine's logs state (a header, `arfit ingest --network`) hold instead: as crossn's fit keeps them.
+  if (count.network) {
+    m.rails = count.network->rails;
+    m.rails_stated = true;
+  }
   const double floor_us = latency_floor_us(count);
   const double steps = std::max(topology_ring_steps(m.collective, n), 1.0);
   const double at_max_us = count.predict(count.max_bytes).time_us;

@@ -74,7 +74,8 @@ struct TopologyModel {
 
 // The family read off one count measured across nodes (`count`, g GPUs per node on N > 1 nodes) where nothing was
 // fitted (a models file keeps the counts, not the family): its latency floor split evenly between α and the ring's
-// steps (λ_node = λ_net), the node's fabric taken as far faster than the network, the rails g (what it measured, no further) and one
+// steps (λ_node = λ_net), the node's fabric taken as far faster than the network, the rails g (what it measured, no
+// further; the rails its logs state when they do: GroupModel::network) and one
 // rail's bandwidth its bus bandwidth at its largest measured size over g. Carried by topology_carry, this holds the
 // count's bus bandwidth and grows half its latency with the ring's steps.
 TopologyModel topology_of_count(const GroupModel& count);

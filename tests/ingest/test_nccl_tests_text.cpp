@@ -91,6 +91,22 @@ TEST(NcclTestsText, BothPlacementsFailedRowsAndHeaderFacts) {
   EXPECT_EQ(find(h, 4096, false)->wrong, std::numeric_limits<std::int64_t>::max());
 }
 
+// A header that states the inter-node network (a curated log's "# HARDWARE:" line) holds for every sample of the
+// file, in the canonical form; --network states it for a log that does not, over what the log says.
+TEST(NcclTestsText, NetworkStatedInAHeaderOrByTheUser) {
+  const std::string stated = std::string("# HARDWARE: 2 nodes x 4 Fancy GPU 9000 (NVLink intra-node; inter-node 4x 400 "
+                                         "Gb/s InfiniBand per node)\n") + kAllReduce4;
+  const IngestResult r = ingest_text(stated, "net_allreduce.txt", Options{});
+  ASSERT_FALSE(r.samples.empty());
+  for (const Sample& s : r.samples) EXPECT_EQ(s.extra.at("network"), "4x50GB/s");
+  const IngestResult unstated = ingest_text(kAllReduce4, "net_allreduce.txt", Options{});
+  for (const Sample& s : unstated.samples) EXPECT_EQ(s.extra.count("network"), 0u);
+  Options o;
+  o.network = "8x25GB/s";
+  const IngestResult user = ingest_text(stated, "net_allreduce.txt", o);
+  for (const Sample& s : user.samples) EXPECT_EQ(s.extra.at("network"), "8x25GB/s");
+}
+
 TEST(NcclTestsText, CollectiveMustBeKnown) {
   try {
     ingest_text(kAllReduce4, "x.txt", Options{});

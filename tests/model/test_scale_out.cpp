@@ -12,6 +12,7 @@
 #include "model/joint_model.h"
 #include "model/metrics.h"
 #include "model/scale_out.h"
+#include "model/stated_network.h"
 
 using namespace arfit;
 
@@ -207,6 +208,49 @@ TEST(ScaleOut, FabricTermDoesNotTurnAStepNegative) {
   EXPECT_DOUBLE_EQ(fabric_adjusted_step(0.8, 90, 89, node, 1 << 30), 0.0);
   EXPECT_DOUBLE_EQ(fabric_adjusted_step(-0.3, 90, 89, node, 1 << 30), -0.3);
   EXPECT_GT(fabric_adjusted_step(0.8, 90, 89, node, 1024), 0.0);  // latency-bound: the step hardly moves
+}
+
+// A lender's step carried to the target's stated network (issue 41): a lender on 200 GB/s per node lending to a
+// machine on 400 shrinks its step by ln 2 where its multi-node time is bandwidth-bound and hardly at its latency;
+// never below 0 (more nodes are not faster than one); unchanged when either side states nothing.
+TEST(ScaleOut, NetworkTermScalesTheLendersNetworkBandwidthShare) {
+  GroupModel lender = alphabeta_curve("ib-cluster", 16, 2, 50, 100, 1024, 1 << 30);  // 50 µs, 100 GB/s
+  GroupModel target = alphabeta_curve("efa-cluster", 8, 1, 10, 400, 1024, 1 << 30);
+  ASSERT_TRUE(lender.ok && target.ok);
+  const double step = 1.2;
+  EXPECT_DOUBLE_EQ(network_adjusted_step(step, lender, target, 1 << 30), step);  // neither states a network
+  lender.network = parse_stated_network("8x200Gb");
+  EXPECT_DOUBLE_EQ(network_adjusted_step(step, lender, target, 1 << 30), step);  // the target states none
+  target.network = parse_stated_network("8x400Gb");
+  const double large = network_adjusted_step(step, lender, target, 1 << 30) - step;
+  const double small = network_adjusted_step(step, lender, target, 1024) - step;
+  EXPECT_LT(large, -0.9 * std::log(2.0));
+  EXPECT_GE(large, -std::log(2.0) - 1e-12);
+  EXPECT_LE(small, 0.0);
+  EXPECT_GT(small, -0.1 * std::log(2.0));
+  // A slower target network grows the step by up to ln 2; a much faster one takes it to 0, no further.
+  target.network = parse_stated_network("8x100Gb");
+  EXPECT_GT(network_adjusted_step(step, lender, target, 1 << 30), step + 0.9 * std::log(2.0));
+  target.network = parse_stated_network("64x400Gb");
+  EXPECT_DOUBLE_EQ(network_adjusted_step(0.5, lender, target, 1 << 30), 0.0);
+  EXPECT_DOUBLE_EQ(network_adjusted_step(-0.2, lender, target, 1 << 30), -0.2);
+}
+
+// A models file's group keeps the network its samples stated; anything else there is refused, naming the pointer.
+TEST(ScaleOut, ModelsFileGroupReadsItsNetwork) {
+  nlohmann::json j = alphabeta_json("efa-cluster", 8, 1, 10, 400, 1024, 1 << 30);
+  EXPECT_FALSE(GroupModel::from_json(j).network.has_value());
+  j["network"] = "8x50GB/s";
+  const GroupModel g = GroupModel::from_json(j);
+  ASSERT_TRUE(g.network.has_value());
+  EXPECT_DOUBLE_EQ(g.network->node_gbps(), 400.0);
+  j["network"] = "fast";
+  try {
+    GroupModel::from_json(j);
+    FAIL() << "a network that is not RAILSxBANDWIDTH was read";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("/network"), std::string::npos) << e.what();
+  }
 }
 
 // A lender whose network log starts at 1 MiB says nothing of the network's latency at 8 B: its step there is its
