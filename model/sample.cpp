@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "model/stated_network.h"
 #include "model/text.h"
 
 namespace arfit {
@@ -182,6 +183,10 @@ std::optional<SampleBoundProblem> sample_bound_problem(const Sample& s) {
     return SampleBoundProblem{"nnodes", std::to_string(s.nnodes) + " nodes for " + std::to_string(s.nranks) + " ranks"};
   if (static_cast<double>(s.bytes) > kMaxSampleBytes)
     return SampleBoundProblem{"bytes", std::to_string(s.bytes) + " bytes, more than the " + number(kMaxSampleBytes) + " arfit models"};
+  // The network a machine states (model/stated_network.h): what models files and the scale-out steps read it by.
+  if (const auto n = s.extra.find("network"); n != s.extra.end() && !n->second.empty() && !parse_stated_network(n->second))
+    return SampleBoundProblem{"network", "'" + visible_control_chars(n->second) +
+                                             "' is not a network: RAILSxBANDWIDTH, as 8x50GB/s or 8x400Gb (arfit ingest --network)"};
   if (s.ok() && !(s.time_us >= kMinSampleTimeUs && s.time_us <= kMaxSampleTimeUs))
     return SampleBoundProblem{"time_us", "time " + number(s.time_us) + " us is outside [" + number(kMinSampleTimeUs) + ", " +
                                              number(kMaxSampleTimeUs) + "] us"};

@@ -148,6 +148,12 @@ TEST(SampleCsv, OtherMalformedInputs) {
             "bad.csv:3: column 'time_us': time must be positive for a sample with status ok");
   EXPECT_EQ(parse_error(base + "allreduc,NCCL,NONE,bf16,2,8,1\n").rfind("bad.csv:3: column 'collective': unknown collective", 0), 0u);
   EXPECT_EQ(parse_error(base + "allreduce,NCCL,FUSED,bf16,2,8,1\n"), "bad.csv:3: column 'fusion': unknown fusion op 'FUSED'");
+  // A stated network (an extra column models files carry on): RAILSxBANDWIDTH or empty, nothing else.
+  const std::string with_network = std::string(kSampleSchemaLine) + "\ncollective,strategy,nranks,bytes,time_us,network\n";
+  EXPECT_EQ(parse_error(with_network + "allreduce,NCCL,2,8,1,8x400Gb\nallreduce,NCCL,2,16,1,\n"), "");
+  EXPECT_EQ(parse_error(with_network + "allreduce,NCCL,2,8,1,fast\n"),
+            "bad.csv:3: column 'network': 'fast' is not a network: RAILSxBANDWIDTH, as 8x50GB/s or 8x400Gb (arfit ingest "
+            "--network)");
 }
 
 TEST(SampleCsv, WriterIsAtomicAndLeavesNothingOnFailure) {
