@@ -242,16 +242,31 @@ std::vector<PerNodeStep> per_node_step_lenders(const Family& fam, const GroupKey
   return out;
 }
 
+// The machine's largest count measured on `nodes` nodes, null when none.
+const GroupModel* largest_on_nodes(const std::vector<GroupModel>& counts, int nodes) {
+  const GroupModel* largest = nullptr;
+  for (const GroupModel& m : counts)
+    if (m.key.nnodes == nodes && (!largest || m.key.nranks > largest->key.nranks)) largest = &m;
+  return largest;
+}
+
+// How far the farthest other machine's step (ln t(to) − ln t(from) at `bytes`) lies from the answer `p`'s step from
+// `largest`: the spread of their networks, which the interval adds in quadrature.
+double steps_spread(const std::vector<PerNodeStep>& lenders, const GroupModel& largest, const Prediction& p, double bytes) {
+  const double step = std::log(p.time_us / largest.predict(bytes).time_us);
+  double spread = 0;
+  for (const PerNodeStep& l : lenders)
+    spread = std::max(spread, std::abs(std::log(l.to.predict(bytes).time_us / l.from.predict(bytes).time_us) - step));
+  return spread;
+}
+
 // More GPUs per node on the measured nodes: the topology family (model/topology.h) fitted on the family's counts and
 // the machine's one-node curves of the same kind, its step carried from the largest count measured on the target's
 // nodes; the interval's low end reaches the joint-n answer (`jm`, when the family has one), which carries the
 // bus bandwidth's growth on, and it widens by other machines' steps (per_node_step_lenders). Empty when the family does not fit.
 std::vector<Prediction> predict_topology(const Family& fam, const std::vector<Curve>& curves, const std::vector<GroupModel>& counts,
                                          const std::optional<JointModel>& jm, const std::string& method) {
-  const int nodes = fam.target->key.nnodes;
-  const GroupModel* largest = nullptr;
-  for (const GroupModel& m : counts)
-    if (m.key.nnodes == nodes && (!largest || m.key.nranks > largest->key.nranks)) largest = &m;
+  const GroupModel* largest = largest_on_nodes(counts, fam.target->key.nnodes);
   if (!largest) return {};
   std::vector<const Curve*> fitted(fam.train.begin(), fam.train.end());
   for (const Curve& c : curves)
@@ -272,13 +287,33 @@ std::vector<Prediction> predict_topology(const Family& fam, const std::vector<Cu
     Prediction p = topology_carry(*largest, *topology, N, x, low_end_us);
     if (!lenders.empty()) {
       // The interval widens by the farthest other machine's step from the family's: their networks' spread.
-      const double step = std::log(p.time_us / largest->predict(x).time_us);
-      double spread = 0;
-      for (const PerNodeStep& l : lenders)
-        spread = std::max(spread, std::abs(std::log(l.to.predict(x).time_us / l.from.predict(x).time_us) - step));
-      p = topology_carry(*largest, *topology, N, x, low_end_us, spread);
+      p = topology_carry(*largest, *topology, N, x, low_end_us, steps_spread(lenders, *largest, p, x));
       p.how += "; other machines' steps: " + std::to_string(lenders.size());
     }
+    preds.push_back(p);
+  }
+  return preds;
+}
+
+// More GPUs per node where the joint-n rule won the family's held-out count (topology_wins_held_out): its answer,
+// extrapolated across the topology, the interval widened by other machines' steps in quadrature as the family's is.
+std::vector<Prediction> predict_joint_more_per_node(const Family& fam, const std::vector<Curve>& curves,
+                                                    const std::vector<GroupModel>& counts, const JointModel& jm,
+                                                    const std::string& method) {
+  const GroupModel* largest = largest_on_nodes(counts, fam.target->key.nnodes);
+  const std::vector<PerNodeStep> lenders =
+      largest ? per_node_step_lenders(fam, largest->key, curves, method) : std::vector<PerNodeStep>{};
+  std::vector<Prediction> preds;
+  for (double x : fam.target->bytes) {
+    Prediction p = jm.predict(fam.target->key.nranks, x);
+    if (!lenders.empty()) {
+      const double spread = steps_spread(lenders, *largest, p, x);
+      p.lo_us = p.time_us * std::exp(-std::hypot(std::log(p.time_us / p.lo_us), spread));
+      p.hi_us = p.time_us * std::exp(std::hypot(std::log(p.hi_us / p.time_us), spread));
+      p.how += "; other machines' steps: " + std::to_string(lenders.size());
+    }
+    p.extrapolated = true;
+    p.how += std::string("; over the topology family by its held-out count; ") + kExtrapolatedAcrossTopology;
     preds.push_back(p);
   }
   return preds;
@@ -332,10 +367,10 @@ std::vector<Prediction> predict_joint(const Family& fam, const std::string& meth
   if (fam.more_gpus_per_node) {
     std::vector<GroupModel> counts;
     for (const nlohmann::json& m : members) counts.push_back(GroupModel::from_json(m));
-    if (topology_wins_held_out(fam, curves, members, method)) {
-      preds = predict_topology(fam, curves, counts, jm, method);
-      if (!preds.empty()) return preds;
-    }
+    if (!topology_wins_held_out(fam, curves, members, method) && jm)
+      return predict_joint_more_per_node(fam, curves, counts, *jm, method);
+    preds = predict_topology(fam, curves, counts, jm, method);
+    if (!preds.empty()) return preds;
   }
   if (!fam.more_nodes) {
     for (double x : fam.target->bytes) preds.push_back(jm->predict(N, x));

@@ -250,8 +250,15 @@ TEST(FitCrossN, MoreGpusPerNodeChoosesTheRuleThatWinsTheHeldOutCount) {
   EXPECT_LT(r.subsets[2].methods[0].errors.gmae, 0.15);
   int joint = 0;
   for (const auto& p : r.method("auto")->points)
-    if (p.key.nnodes == 2 && p.key.nranks == 16) joint += p.predicted.how.rfind("joint-n", 0) == 0;
+    if (p.key.nnodes == 2 && p.key.nranks == 16) {
+      joint += p.predicted.how.rfind("joint-n", 0) == 0;
+      EXPECT_NE(p.predicted.how.find("over the topology family by its held-out count; extrapolated across the topology"),
+                std::string::npos)
+          << p.predicted.how;
+      EXPECT_TRUE(p.predicted.extrapolated);
+    }
   EXPECT_EQ(joint, 21);
+  EXPECT_GE(r.subsets[2].methods[0].coverage, 0.85);
 }
 
 // `arfit predict` asked the same count from a models file (ModelSet::predict: the joint family measured on 2 nodes,
