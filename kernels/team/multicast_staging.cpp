@@ -11,30 +11,9 @@
 #include "kernels/all_reduce.h"
 #include "kernels/team.h"
 #include "kernels/team/fd_passing.h"
+#include "kernels/team/multicast_driver.h"
 
 namespace arfit::kernels {
-
-// The driver calls the multicast staging makes, found at run time (the library does not link libcuda). Requested at
-// the version of the cuda.h they are typed by; the runtime this is built with needs a driver at least that new.
-struct MulticastDriver {
-  decltype(&cuGetErrorName) error_name;
-  decltype(&cuDeviceGet) device_get;
-  decltype(&cuMemGetAllocationGranularity) allocation_granularity;
-  decltype(&cuMulticastGetGranularity) multicast_granularity;
-  decltype(&cuMemCreate) create;
-  decltype(&cuMemRelease) release;
-  decltype(&cuMemAddressReserve) address_reserve;
-  decltype(&cuMemAddressFree) address_free;
-  decltype(&cuMemMap) map;
-  decltype(&cuMemUnmap) unmap;
-  decltype(&cuMemSetAccess) set_access;
-  decltype(&cuMemExportToShareableHandle) export_handle;
-  decltype(&cuMemImportFromShareableHandle) import_handle;
-  decltype(&cuMulticastCreate) multicast_create;
-  decltype(&cuMulticastAddDevice) multicast_add_device;
-  decltype(&cuMulticastBindMem) multicast_bind_mem;
-  decltype(&cuMulticastUnbind) multicast_unbind;
-};
 
 namespace {
 
@@ -79,11 +58,6 @@ MulticastDriver load_driver() {
   return d;
 }
 
-// Loaded once per process (a failed load throws and is retried by the next team).
-const MulticastDriver& driver() {
-  static const MulticastDriver loaded = load_driver();
-  return loaded;
-}
 
 void check(const MulticastDriver& d, CUresult result, const char* call) {
   if (result == CUDA_SUCCESS) return;
@@ -133,16 +107,28 @@ CUmulticastObjectProp multicast_properties(int nranks, std::size_t bytes) {
 
 }  // namespace
 
+// Loaded once per process (a failed load throws, and the next team tries again).
+const MulticastDriver& cuda_multicast_driver() {
+  static const MulticastDriver loaded = load_driver();
+  return loaded;
+}
+
 MulticastStaging::Outcome MulticastStaging::create(HandleExchange& exchange, int device, std::int64_t max_bytes) {
+  const MulticastDriver* d = nullptr;
+  const std::string unsupported = attempt([&] {
+    if (!device_supports_multicast(device)) {
+      throw DeviceError("GPU " + std::to_string(device) + " has no multicast (NVLS) support");
+    }
+    d = &cuda_multicast_driver();
+  });
+  return create_with(exchange, device, max_bytes, d, unsupported);
+}
+
+MulticastStaging::Outcome MulticastStaging::create_with(HandleExchange& exchange, int device, std::int64_t max_bytes,
+                                                        const MulticastDriver* d, const std::string& unsupported) {
   const int rank = exchange.rank(), nranks = exchange.size();
   // Phase 0: every rank's GPU supports multicast and its driver has the calls (else nothing is allocated anywhere).
-  const MulticastDriver* d = nullptr;
-  std::string refused = agree(exchange, attempt([&] {
-                                if (!device_supports_multicast(device)) {
-                                  throw DeviceError("GPU " + std::to_string(device) + " has no multicast (NVLS) support");
-                                }
-                                d = &driver();
-                              }));
+  std::string refused = agree(exchange, unsupported);
   if (!refused.empty()) return {nullptr, "not every rank can join a multicast team (" + refused + ")"};
 
   std::unique_ptr<MulticastStaging> s(new MulticastStaging(*d));
@@ -268,18 +254,20 @@ MulticastStaging::DeviceAddress MulticastStaging::map_here(AllocationHandle hand
   const MulticastDriver& d = *driver_;
   CUdeviceptr address = 0;
   check(d, d.address_reserve(&address, bytes_, granularity_, 0, 0), "cuMemAddressReserve");
+  const char* failed = "cuMemMap";
   CUresult result = d.map(address, bytes_, 0, handle, 0);
   if (result == CUDA_SUCCESS) {
     CUmemAccessDesc access{};
     access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
     access.location.id = device_;
     access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    failed = "cuMemSetAccess";
     result = d.set_access(address, bytes_, &access, 1);
     if (result != CUDA_SUCCESS) d.unmap(address, bytes_);
   }
   if (result != CUDA_SUCCESS) {
-    d.address_free(address, bytes_);
-    check(d, result, "cuMemMap / cuMemSetAccess");
+    d.address_free(address, bytes_);  // nothing half-built is left for the teardown to miss
+    check(d, result, failed);
   }
   return address;
 }

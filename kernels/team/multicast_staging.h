@@ -14,7 +14,8 @@
 //     offset 0 (cuMulticastBindMem) and maps the multicast object: that address is TeamPointers::multicast_staging.
 // Every phase ends with an agreement over the HandleExchange, so on a failure every rank releases what it built and
 // the team has no multicast staging on any rank (the multimem strategies are refused, saying why).
-// The driver API is reached through cudaGetDriverEntryPointByVersion, so nothing links libcuda.
+// The driver API is reached through cudaGetDriverEntryPointByVersion, so nothing links libcuda
+// (kernels/team/multicast_driver.h).
 #pragma once
 
 #include <cstddef>
@@ -27,7 +28,7 @@
 namespace arfit::kernels {
 
 class HandleExchange;
-struct MulticastDriver;  // the driver entry points it calls (multicast_staging.cpp)
+struct MulticastDriver;  // the driver calls it makes (kernels/team/multicast_driver.h)
 
 class MulticastStaging {
  public:
@@ -39,6 +40,10 @@ class MulticastStaging {
   // Collective over `exchange` (one rank per process, `device` this rank's GPU, current). Throws only what the
   // exchange throws; CUDA and socket failures end as a refusal ("multicast setup failed: rank R: <call>: <error>").
   static Outcome create(HandleExchange& exchange, int device, std::int64_t max_bytes);
+  // create() after this rank's support check: `unsupported` is its reason not to take part (empty: it can, and
+  // `driver` makes the driver calls; the tests pass an emulation of the driver, kernels/team/multicast_driver.h).
+  static Outcome create_with(HandleExchange& exchange, int device, std::int64_t max_bytes, const MulticastDriver* driver,
+                             const std::string& unsupported);
   // Releases whatever this process still holds, without meeting anyone (for a team that failed to build; a built
   // team is torn down with close_imports / free_own in ipc_teardown's order).
   ~MulticastStaging();
