@@ -88,10 +88,11 @@ int all_reduce_blocks_per_rank(AllReduceAlgorithm algorithm, const AllReducePara
 // The by-value launch parameters of the kernels for `params` (one entry per local rank).
 AllReduceLaunch make_all_reduce_launch(const AllReduceParams& params);
 
-// The multimem strategies' GPU preconditions: sm_90+ with CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, and a team whose
-// pointer table carries a multicast address. KernelError naming Device otherwise. CUDA builds only (arfit_kernels).
+// The multimem strategies' GPU preconditions: sm_90+ with CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, and a team with
+// multicast staging (Team::multimem_pointers carries a multicast address). KernelError naming Device otherwise, with
+// the team's reason (Team::multicast_refusal). CUDA builds only (arfit_kernels).
 bool device_supports_multicast(int device);
-void validate_multicast_team(AllReduceAlgorithm algorithm, int device, const TeamPointers& table);
+void validate_multicast_team(AllReduceAlgorithm algorithm, const Team& team);
 
 // Validates, then enqueues one all-reduce for all local ranks of `team` on `stream` (cudaStream_t).
 // Only one collective may be in flight on a team at a time (they share the barrier flags).

@@ -7,6 +7,10 @@
 //  * create_virtual: N "virtual ranks" in one process on one device (separate workspaces, peer pointers
 //    into the same device). One launch covers all ranks, so they are co-resident, and the kernels run the
 //    same device code, barriers included. For correctness testing on a single GPU; not an NVLink timing.
+// The multimem strategies need more than the IPC workspace: every rank's staging bound to a CUDA multicast object.
+// create_ipc builds one (kernels/team/multicast_staging.h) when every rank's GPU supports multicast; the multimem
+// launches take their pointer table from multimem_pointers(). create_virtual never can: a multicast object binds one
+// memory per device, and the virtual ranks share one device. multicast_refusal() says why a team has none.
 // Destruction frees everything this process allocated or mapped. In IPC mode it is collective (every rank
 // destroys its team, and the HandleExchange must outlive it): each rank closes its mappings of the peers'
 // workspaces, all ranks meet, then each frees its own (ipc_teardown), so no rank frees memory a peer still maps.
@@ -24,6 +28,8 @@
 #include "kernels/team/team_layout.h"
 
 namespace arfit::kernels {
+
+class MulticastStaging;
 
 // Collective exchange of small blobs among the processes of a team.
 class HandleExchange {
@@ -57,6 +63,12 @@ class Team {
   TeamShape shape() const { return TeamShape{nranks_, local_ranks_, max_bytes_}; }
   // The pointer table for a launch using `blocks_per_rank` blocks per rank.
   TeamPointers pointers(int blocks_per_rank) const;
+  // The table of a multimem launch: the same signals (the IPC workspace), but staging[r] is rank r's multicast-bound
+  // staging as mapped here and multicast_staging its multicast address. pointers() when the team has no multicast
+  // staging (multicast_staging nullptr: validate_multicast_team refuses it).
+  TeamPointers multimem_pointers(int blocks_per_rank) const;
+  // Why the team has no multicast staging; empty when it has one.
+  const std::string& multicast_refusal() const { return multicast_refusal_; }
   // A barrier wait longer than this traps (the launch fails, the CUDA context is lost). Default 20 s.
   void set_barrier_timeout_ns(std::uint64_t ns) { barrier_timeout_ns_ = ns; }
 
@@ -82,6 +94,8 @@ class Team {
   std::uint32_t* abort_host_ = nullptr;          // the abort word (cudaHostAlloc, mapped)
   const std::uint32_t* abort_device_ = nullptr;  // its device address
   HandleExchange* exchange_ = nullptr;           // IPC: the ranks' rendezvous for teardown and recovery
+  std::unique_ptr<MulticastStaging> multicast_;  // IPC on multicast GPUs: the multimem kernels' staging
+  std::string multicast_refusal_;                // why multicast_ is empty
 };
 
 // ---- host-side rules of team construction and teardown (no GPU needed; tested in tests/kernels) ----

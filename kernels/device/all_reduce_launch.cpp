@@ -45,8 +45,9 @@ void all_reduce(AllReduceAlgorithm algorithm, Team& team, const AllReduceParams&
   const AllReduceLaunch args = make_all_reduce_launch(p);
   const int blocks =
       all_reduce_blocks_per_rank(algorithm, p, device::kCudaThreadsPerBlock, team.max_blocks_per_rank());
-  const TeamPointers table = team.pointers(blocks);
-  if (is_multimem(algorithm)) validate_multicast_team(algorithm, team.device(), table);
+  if (is_multimem(algorithm)) validate_multicast_team(algorithm, team);
+  // The multimem kernels publish into and read through the multicast-bound staging; the others use the workspace's.
+  const TeamPointers table = is_multimem(algorithm) ? team.multimem_pointers(blocks) : team.pointers(blocks);
   const int grid = blocks * team.local_ranks();
   auto s = static_cast<cudaStream_t>(stream);
   ARFIT_CUDA_CHECK(cudaSetDevice(team.device()));
@@ -85,17 +86,17 @@ bool device_supports_multicast(int device) {
   return supported != 0;
 }
 
-void validate_multicast_team(AllReduceAlgorithm algorithm, int device, const TeamPointers& table) {
+void validate_multicast_team(AllReduceAlgorithm algorithm, const Team& team) {
   const std::string who = to_string(algorithm);
-  if (!device_supports_multicast(device)) {
-    throw KernelError(who + ": GPU " + std::to_string(device) + " has no multicast (NVLS) support: multimem needs "
-                            "sm_90 or newer with CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED (an NVSwitch fabric); use "
-                            "ONESHOT or TWOSHOT",
+  if (!device_supports_multicast(team.device())) {
+    throw KernelError(who + ": GPU " + std::to_string(team.device()) + " has no multicast (NVLS) support: multimem "
+                            "needs sm_90 or newer with CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED (an NVSwitch fabric); "
+                            "use ONESHOT or TWOSHOT",
                       KernelParam::Device);
   }
-  if (!table.multicast_staging) {
-    throw KernelError(who + ": the team has no multicast object bound to its staging buffers (Team does not create one "
-                            "yet; a virtual-node team on one GPU never can): the multimem kernels run on the CPU only",
+  if (!team.multimem_pointers(1).multicast_staging) {
+    throw KernelError(who + ": the team has no multicast object bound to its staging buffers: " +
+                          team.multicast_refusal() + "; use ONESHOT or TWOSHOT",
                       KernelParam::Device);
   }
 }

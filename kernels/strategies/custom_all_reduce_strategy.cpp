@@ -69,7 +69,7 @@ void validate_custom_all_reduce(AllReduceAlgorithm algorithm, const StrategyCont
   validate_all_reduce_shape(algorithm, ctx.team->shape(), c.dtype, c.fusion, c.count, c.hidden);
   validate_epilogue_scalars(who, c.fusion, c.rms_eps, c.fp8_scale);
   // Before anything is allocated: no multicast on this GPU or team is a KernelError naming Device (arbench: --device).
-  if (is_multimem(algorithm)) validate_multicast_team(algorithm, ctx.device, ctx.team->pointers(1));
+  if (is_multimem(algorithm)) validate_multicast_team(algorithm, *ctx.team);
 }
 
 std::unique_ptr<StrategyState> init_custom_all_reduce(AllReduceAlgorithm algorithm, const StrategyContext& ctx,

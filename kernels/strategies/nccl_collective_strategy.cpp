@@ -1,5 +1,8 @@
 #include "kernels/strategies/nccl_collective_strategy.h"
 
+#include <algorithm>
+#include <utility>
+
 #include "kernels/device/cuda_check.h"
 #include "kernels/strategies/strategy_support.h"
 
@@ -91,29 +94,59 @@ void validate_nccl_case(Collective collective, const std::vector<FusionOp>& fusi
   require_fusion_listed(who.c_str(), fusions, c);
 }
 
-StrategyDescriptor nccl_collective_descriptor(const NcclCollectiveOps& ops) {
+StrategyDescriptor nccl_descriptor(Collective collective, const std::string& strategy, std::vector<FusionOp> fusions,
+                                   NcclStrategyFunctions functions) {
   StrategyDescriptor d;
   d.backend = "nccl";
-  d.collective = ops.collective;
-  d.strategy = strategy::kNccl;
-  d.fusions = {FusionOp::None};
+  d.collective = collective;
+  d.strategy = strategy;
+  d.fusions = std::move(fusions);
   d.dtypes = {"bf16", "fp16", "fp32"};
   d.needs_nccl = true;
-  const Collective collective = ops.collective;
   d.byte_counts = [collective](std::int64_t count, int elem, int nranks) {
     return collective_byte_counts(collective, count, elem, nranks);
   };
+  d.workspace = [](const StrategyCase&) -> std::int64_t { return 0; };
+  d.validate_case = std::move(functions.validate_case);
+  d.validate_context = std::move(functions.validate_context);
+  d.init = std::move(functions.init);
+  d.run = std::move(functions.run);
+  d.check = std::move(functions.check);
+  return d;
+}
+
+StrategyDescriptor nccl_collective_descriptor(const NcclCollectiveOps& ops) {
+  const Collective collective = ops.collective;
   const NcclCollectiveOps* o = &ops;
-  d.validate_case = [o, collective](const StrategyCase& c, const StrategyLimits& limits) {
+  NcclStrategyFunctions f;
+  f.validate_case = [o, collective](const StrategyCase& c, const StrategyLimits& limits) {
     validate_nccl_case(collective, {FusionOp::None}, c, limits);
     o->validate_shape(c);
   };
-  d.validate_context = [o](const StrategyContext& ctx, const StrategyCase& c) { validate_nccl_collective(*o, ctx, c); };
-  d.workspace = [](const StrategyCase&) -> std::int64_t { return 0; };
-  d.init = [o](const StrategyContext& ctx, const StrategyCase& c) { return init_nccl_collective(*o, ctx, c); };
-  d.run = run_nccl_collective;
-  d.check = check_nccl_collective;
-  return d;
+  f.validate_context = [o](const StrategyContext& ctx, const StrategyCase& c) { validate_nccl_collective(*o, ctx, c); };
+  f.init = [o](const StrategyContext& ctx, const StrategyCase& c) { return init_nccl_collective(*o, ctx, c); };
+  f.run = run_nccl_collective;
+  f.check = check_nccl_collective;
+  return nccl_descriptor(collective, strategy::kNccl, {FusionOp::None}, std::move(f));
+}
+
+void require_positive_count(const char* who, const StrategyCase& c) {
+  if (c.count <= 0) {
+    throw KernelError(std::string(who) + ": count must be positive, got " + std::to_string(c.count), KernelParam::Count);
+  }
+}
+
+void validate_nccl_all_reduce_context(const char* who, const std::vector<FusionOp>& fusions, const StrategyContext& ctx,
+                                      const StrategyCase& c) {
+  require_collective(who, c, Collective::AllReduce);
+  require_nccl_context(who, ctx);
+  require_fusion_listed(who, fusions, c);
+}
+
+CheckResult check_nccl_all_reduce_outputs(const StrategyCase& c, std::uint64_t seed, RankOutputs outputs) {
+  AllReduceExpectation e = expectation_for(c, seed);
+  e.tolerance_factor = std::max(1, c.nranks - 1);
+  return check_all_reduce_outputs(e, {std::move(outputs)}, /*identical=*/false);
 }
 
 }  // namespace arfit::kernels::detail

@@ -2,7 +2,7 @@
 // residual + RMSNorm (+ e4m3) kernel, so that "NCCL with fusion" is timed fairly against the fused kernels.
 #include <cuda_runtime_api.h>
 
-#include <algorithm>
+#include <utility>
 
 #include "kernels/device/cuda_check.h"
 #include "kernels/strategies/nccl_collective_strategy.h"
@@ -31,9 +31,7 @@ const std::vector<FusionOp> kFusions = all_fusion_ops();
 
 // What does not depend on the communicator: count, and for the fused epilogue the row shape and scalars.
 void validate_shape(const StrategyCase& c) {
-  if (c.count <= 0) {
-    throw KernelError("NCCL all-reduce: count must be positive, got " + std::to_string(c.count), KernelParam::Count);
-  }
+  detail::require_positive_count("NCCL all-reduce", c);
   if (fused(c)) {
     // The buffers are checked when the epilogue runs.
     validate_residual_rms_norm_shape(c.dtype, c.fusion, c.count, c.hidden, c.rms_eps, c.fp8_scale);
@@ -46,9 +44,7 @@ void validate_case(const StrategyCase& c, const StrategyLimits& limits) {
 }
 
 void validate(const StrategyContext& ctx, const StrategyCase& c) {
-  detail::require_collective("NCCL", c, Collective::AllReduce);
-  detail::require_nccl_context("NCCL", ctx);
-  detail::require_fusion_listed("NCCL", kFusions, c);
+  detail::validate_nccl_all_reduce_context("NCCL", kFusions, ctx, c);
   validate_shape(c);
 }
 
@@ -130,32 +126,12 @@ CheckResult check(StrategyState& state) {
   if (scale_out_bytes(c.fusion, c.count, c.hidden) > 0) {
     o.scale_out = detail::download(s.scale_out, static_cast<std::size_t>(scale_out_bytes(c.fusion, c.count, c.hidden)));
   }
-  AllReduceExpectation e = expectation_for(c, s.ctx.seed);
-  // NCCL rounds to the element type after every reduction step (ring/tree), up to nranks - 1 roundings.
-  e.tolerance_factor = std::max(1, c.nranks - 1);
-  return check_all_reduce_outputs(e, {o}, /*identical=*/false);
+  return detail::check_nccl_all_reduce_outputs(c, s.ctx.seed, std::move(o));
 }
 
 }  // namespace
 
-const StrategyDescriptor nccl_all_reduce_strategy = [] {
-  StrategyDescriptor d;
-  d.backend = "nccl";
-  d.collective = Collective::AllReduce;
-  d.strategy = strategy::kNccl;
-  d.fusions = kFusions;
-  d.dtypes = {"bf16", "fp16", "fp32"};
-  d.needs_nccl = true;
-  d.byte_counts = [](std::int64_t count, int elem, int nranks) {
-    return collective_byte_counts(Collective::AllReduce, count, elem, nranks);
-  };
-  d.validate_case = validate_case;
-  d.validate_context = validate;
-  d.workspace = [](const StrategyCase&) -> std::int64_t { return 0; };
-  d.init = init;
-  d.run = run;
-  d.check = check;
-  return d;
-}();
+const StrategyDescriptor nccl_all_reduce_strategy = detail::nccl_descriptor(
+    Collective::AllReduce, strategy::kNccl, kFusions, {validate_case, validate, init, run, check});
 
 }  // namespace arfit::kernels

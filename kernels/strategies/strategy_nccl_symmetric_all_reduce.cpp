@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "kernels/device/cuda_check.h"
 #include "kernels/strategies/nccl_collective_strategy.h"
@@ -51,19 +52,13 @@ void require_windows_loaded() {
 
 void validate_case(const StrategyCase& c, const StrategyLimits& limits) {
   detail::validate_nccl_case(Collective::AllReduce, {FusionOp::None}, c, limits);
-  if (c.count <= 0) {
-    throw KernelError(std::string(kWho) + ": count must be positive, got " + std::to_string(c.count), KernelParam::Count);
-  }
+  detail::require_positive_count(kWho, c);
   require_windows_compiled();
 }
 
 void validate(const StrategyContext& ctx, const StrategyCase& c) {
-  detail::require_collective(kWho, c, Collective::AllReduce);
-  detail::require_nccl_context(kWho, ctx);
-  detail::require_fusion_listed(kWho, {FusionOp::None}, c);
-  if (c.count <= 0) {
-    throw KernelError(std::string(kWho) + ": count must be positive, got " + std::to_string(c.count), KernelParam::Count);
-  }
+  detail::validate_nccl_all_reduce_context(kWho, {FusionOp::None}, ctx, c);
+  detail::require_positive_count(kWho, c);
   require_windows_compiled();
   require_windows_loaded();
 }
@@ -148,10 +143,8 @@ CheckResult check(StrategyState& state) {
   RankOutputs o;
   o.rank = s.ctx.first_rank;
   o.output = (s.output ? *s.output : *s.input).download(static_cast<std::size_t>(s.c.count * dtype_bytes(s.c.dtype)));
-  AllReduceExpectation e = expectation_for(s.c, s.ctx.seed);
-  // As NCCL: up to nranks - 1 roundings to the element type (the symmetric kernels may reduce in fewer steps).
-  e.tolerance_factor = std::max(1, s.c.nranks - 1);
-  return check_all_reduce_outputs(e, {o}, /*identical=*/false);
+  // NCCL's allowance (the symmetric kernels may reduce in fewer steps, never in more).
+  return detail::check_nccl_all_reduce_outputs(s.c, s.ctx.seed, std::move(o));
 }
 
 #else
@@ -170,24 +163,7 @@ CheckResult check(StrategyState&) {
 
 }  // namespace
 
-const StrategyDescriptor nccl_symmetric_all_reduce_strategy = [] {
-  StrategyDescriptor d;
-  d.backend = "nccl";
-  d.collective = Collective::AllReduce;
-  d.strategy = strategy::kNcclSymmetric;
-  d.fusions = {FusionOp::None};
-  d.dtypes = {"bf16", "fp16", "fp32"};
-  d.needs_nccl = true;
-  d.byte_counts = [](std::int64_t count, int elem, int nranks) {
-    return collective_byte_counts(Collective::AllReduce, count, elem, nranks);
-  };
-  d.validate_case = validate_case;
-  d.validate_context = validate;
-  d.workspace = [](const StrategyCase&) -> std::int64_t { return 0; };
-  d.init = init;
-  d.run = run;
-  d.check = check;
-  return d;
-}();
+const StrategyDescriptor nccl_symmetric_all_reduce_strategy = detail::nccl_descriptor(
+    Collective::AllReduce, strategy::kNcclSymmetric, {FusionOp::None}, {validate_case, validate, init, run, check});
 
 }  // namespace arfit::kernels

@@ -8,6 +8,7 @@
 
 #include "kernels/device/cuda_check.h"
 #include "kernels/device/launchers.h"
+#include "kernels/team/multicast_staging.h"
 
 namespace arfit::kernels {
 
@@ -56,6 +57,9 @@ std::unique_ptr<Team> Team::create_virtual(int nranks, std::int64_t max_bytes, i
   }
   team->reset_signals(nullptr);
   ARFIT_CUDA_CHECK(cudaDeviceSynchronize());
+  // A multicast object binds one memory per device: the virtual ranks' staging buffers, all on one device, cannot
+  // each be bound to it, so the multimem strategies run on IPC teams only.
+  team->multicast_refusal_ = "virtual ranks on one GPU cannot form a multicast team; run one rank per GPU";
   return team;
 }
 
@@ -135,6 +139,11 @@ std::unique_ptr<Team> Team::create_ipc(HandleExchange& exchange, std::int64_t ma
     }
     team->workspace_.push_back(peer);
   }
+  // The multimem kernels' staging, bound to a multicast object (collective: every rank ends with it, or every rank
+  // without it and the same reason).
+  MulticastStaging::Outcome multicast = MulticastStaging::create(exchange, device, team->max_bytes_);
+  team->multicast_ = std::move(multicast.staging);
+  team->multicast_refusal_ = std::move(multicast.refusal);
   // Nobody launches before every rank has zeroed its flags and mapped its peers.
   exchange.barrier();
   // From here on teardown and recovery are collective (a team that failed to build is freed locally).
@@ -148,9 +157,12 @@ Team::~Team() {
   cudaDeviceSynchronize();
   auto close_imports = [this] {
     for (void* p : mapped_) cudaIpcCloseMemHandle(p);
+    if (multicast_) multicast_->close_imports();
   };
+  // After the barrier: no peer maps this rank's workspace or staging any more, nor uses the multicast object.
   auto free_own = [this] {
     for (void* p : owned_) cudaFree(p);
+    if (multicast_) multicast_->free_own();
   };
   if (exchange_) {
     ipc_teardown(*exchange_, close_imports, free_own);
@@ -164,6 +176,16 @@ Team::~Team() {
 TeamPointers Team::pointers(int blocks_per_rank) const {
   return team_pointers(workspace_.data(), nranks_, first_rank_, local_ranks_, max_bytes_, blocks_per_rank, abort_device_,
                        barrier_timeout_ns_);
+}
+
+TeamPointers Team::multimem_pointers(int blocks_per_rank) const {
+  TeamPointers t = pointers(blocks_per_rank);
+  if (!multicast_) return t;
+  // The multimem kernels write their input into staging[me] and read the sums through the multicast address (both
+  // the same memory), and their scalar tail reads peers' staging[p] unicast: all must be the multicast-bound buffers.
+  for (int r = 0; r < nranks_; ++r) t.staging[r] = multicast_->staging()[static_cast<std::size_t>(r)];
+  t.multicast_staging = multicast_->multicast_address();
+  return t;
 }
 
 void Team::request_abort() { __atomic_store_n(abort_host_, 1u, __ATOMIC_RELAXED); }

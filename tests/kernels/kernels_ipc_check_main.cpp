@@ -1,8 +1,9 @@
 // MPI program for the multi-GPU test (test_kernels_ipc.cpp launches it with mpirun -np N): one rank per
 // process and GPU, workspaces registered once per team with cudaIpcGetMemHandle / cudaIpcOpenMemHandle
 // (handles exchanged by MpiHandleExchange), then every custom strategy case is checked against the CPU
-// reference on every rank, the outputs' hashes are compared across ranks (bitwise identity), and the NCCL
-// strategies run on a real N-rank communicator. Prints "IPC CHECK PASSED" on rank 0 when everything held;
+// reference on every rank (the multimem ones on the team's multicast staging where the GPUs support multicast,
+// refused with the team's reason elsewhere), the outputs' hashes are compared across ranks (bitwise identity), and
+// the NCCL strategies run on a real N-rank communicator. Prints "IPC CHECK PASSED" on rank 0 when everything held;
 // exits non-zero otherwise.
 #include <cuda_runtime_api.h>
 #include <mpi.h>
@@ -41,6 +42,31 @@ std::uint64_t fnv1a(const std::vector<unsigned char>& bytes) {
   return h;
 }
 
+// The unfused cases of every strategy: each dtype at sizes from one vector (and a scalar tail) to the team's limit.
+std::vector<StrategyCase> unfused_cases(int nranks, std::int64_t max_bytes) {
+  std::vector<StrategyCase> cases;
+  for (DType dtype : {DType::BF16, DType::FP16, DType::FP32}) {
+    for (std::int64_t bytes : std::vector<std::int64_t>{16, 100, 4100, 65536 + 12, 3 * (1 << 20) + 4, max_bytes}) {
+      StrategyCase c;
+      c.dtype = dtype;
+      c.nranks = nranks;
+      c.count = bytes / dtype_bytes(dtype);
+      cases.push_back(c);
+    }
+  }
+  return cases;
+}
+
+// Runs `c` `runs` times on the team, then the descriptor's check against the reference.
+void run_and_check(int rank, const char* name, const StrategyContext& ctx, const StrategyCase& c, int runs) {
+  const StrategyDescriptor& s = *find_strategy(name, Collective::AllReduce);
+  auto state = s.init(ctx, c);
+  for (int i = 0; i < runs; ++i) s.run(*state, nullptr);
+  const std::string shape = c.fusion == FusionOp::None ? std::to_string(c.count * dtype_bytes(c.dtype)) + " B"
+                                                       : to_string(c.fusion);
+  report(rank, std::string(name) + " " + to_string(c.dtype) + " " + shape, s.check(*state));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -66,17 +92,8 @@ int main(int argc, char** argv) {
     ctx.seed = 11;
 
     for (const char* name : {"ONESHOT", "TWOSHOT"}) {
-      const StrategyDescriptor& s = *find_strategy(name, Collective::AllReduce);
+      for (const StrategyCase& c : unfused_cases(size, kMaxBytes)) run_and_check(rank, name, ctx, c, 5);
       for (DType dtype : {DType::BF16, DType::FP16, DType::FP32}) {
-        for (std::int64_t bytes : std::vector<std::int64_t>{16, 100, 4100, 65536 + 12, 3 * (1 << 20) + 4, kMaxBytes}) {
-          StrategyCase c;
-          c.dtype = dtype;
-          c.nranks = size;
-          c.count = bytes / dtype_bytes(dtype);
-          auto state = s.init(ctx, c);
-          for (int i = 0; i < 5; ++i) s.run(*state, nullptr);
-          report(rank, std::string(name) + " " + to_string(dtype) + " " + std::to_string(bytes) + " B", s.check(*state));
-        }
         for (FusionOp fusion : all_fusion_ops()) {
           if (fusion == FusionOp::None) continue;
           StrategyCase c;
@@ -85,15 +102,46 @@ int main(int argc, char** argv) {
           c.fusion = fusion;
           c.hidden = 4096;
           c.count = 37 * 4096;
-          auto state = s.init(ctx, c);
-          s.run(*state, nullptr);
-          report(rank, std::string(name) + " " + to_string(dtype) + " " + to_string(fusion), s.check(*state));
+          run_and_check(rank, name, ctx, c, 1);
         }
       }
     }
 
-    // Bitwise identity across processes: hash one rank's output and compare with everyone's.
-    for (AllReduceAlgorithm algorithm : {AllReduceAlgorithm::OneShot, AllReduceAlgorithm::TwoShot}) {
+    // The multimem strategies run on the team's multicast staging (GPUs with multicast: an NVSwitch system). A GPU
+    // that reports multicast support but whose team could not build the multicast object is a failure; elsewhere the
+    // strategies must refuse with the team's reason.
+    const bool multicast = team->multimem_pointers(1).multicast_staging != nullptr;
+    if (device_supports_multicast(device) && !multicast) {
+      ++failures;
+      std::printf("rank %d: FAILED the GPU supports multicast but the team has none: %s\n", rank,
+                  team->multicast_refusal().c_str());
+    }
+    if (rank == 0 && !multicast) std::printf("multimem strategies refused: %s\n", team->multicast_refusal().c_str());
+    for (const char* name : {"MULTIMEM_ONESHOT", "MULTIMEM_TWOSHOT"}) {
+      for (const StrategyCase& c : unfused_cases(size, kMaxBytes)) {
+        if (multicast) {
+          run_and_check(rank, name, ctx, c, 5);
+          continue;
+        }
+        try {
+          find_strategy(name, Collective::AllReduce)->init(ctx, c);
+          ++failures;
+          std::printf("rank %d: FAILED %s ran on a team without multicast\n", rank, name);
+        } catch (const KernelError& e) {
+          if (e.parameter() != KernelParam::Device) {
+            ++failures;
+            std::printf("rank %d: FAILED %s refused for another reason: %s\n", rank, name, e.what());
+          }
+        }
+      }
+    }
+
+    // Bitwise identity across processes: hash one rank's output and compare with everyone's. MULTIMEM_TWOSHOT too
+    // (each sum is computed once, by its owner, and stored to every rank); not MULTIMEM_ONESHOT, whose every rank
+    // reduces in the switch's order (which may differ in the last bit between ranks).
+    std::vector<AllReduceAlgorithm> identical = {AllReduceAlgorithm::OneShot, AllReduceAlgorithm::TwoShot};
+    if (multicast) identical.push_back(AllReduceAlgorithm::MultimemTwoShot);
+    for (AllReduceAlgorithm algorithm : identical) {
       const std::int64_t count = (1 << 20) + 5;
       std::vector<unsigned char> host(static_cast<std::size_t>(count) * 2);
       fill_seeded(DType::BF16, host.data(), count, 77, InputRole::Data, rank);

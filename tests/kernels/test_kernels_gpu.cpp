@@ -233,6 +233,32 @@ TEST(KernelVirtualValidation, SizeAboveTheTeamWorkspaceIsRejected) {
   }
 }
 
+// A multicast object binds one memory per device: a virtual team (all ranks on one GPU) has no multicast staging,
+// and the multimem strategies are refused before anything is allocated, saying so (or saying that the GPU has no
+// multicast at all, which is checked first).
+TEST(KernelVirtualValidation, MultimemIsRefusedOnVirtualRanks) {
+  SKIP_WITHOUT_GPU();
+  const Team& team = virtual_team(2);
+  EXPECT_EQ(team.multimem_pointers(1).multicast_staging, nullptr);
+  EXPECT_EQ(team.multicast_refusal(), "virtual ranks on one GPU cannot form a multicast team; run one rank per GPU");
+  const std::string expected = device_supports_multicast(0) ? "virtual ranks on one GPU cannot form a multicast team"
+                                                            : "has no multicast (NVLS) support";
+  StrategyCase c;
+  c.collective = Collective::AllReduce;
+  c.dtype = DType::BF16;
+  c.nranks = 2;
+  c.count = 4096;
+  for (const char* name : {"MULTIMEM_ONESHOT", "MULTIMEM_TWOSHOT"}) {
+    try {
+      find_strategy(name, Collective::AllReduce)->init(virtual_context(2, 1), c);
+      ADD_FAILURE() << name << " ran on a virtual team";
+    } catch (const KernelError& e) {
+      EXPECT_EQ(e.parameter(), KernelParam::Device);
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+  }
+}
+
 // Co-residency from the occupancy API: the team's blocks per rank is what every kernel instantiation can keep
 // resident for all virtual ranks at once.
 TEST(KernelVirtualLifecycle, BlocksPerRankComeFromTheOccupancyOfEveryKernel) {
