@@ -201,7 +201,9 @@ void MulticastStaging::allocate_own(int device_ordinal, std::int64_t max_bytes) 
   check(d, d.allocation_granularity(&allocation_granularity, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED),
         "cuMemGetAllocationGranularity");
   const CUmulticastObjectProp mc = multicast_properties(nranks_, static_cast<std::size_t>(max_bytes));
-  check(d, d.multicast_granularity(&multicast_granularity, &mc, CU_MULTICAST_GRANULARITY_RECOMMENDED),
+  // The minimum multicast granularity, not the recommended one: the recommended can be far larger than a staging
+  // buffer needs, and this memory sits beside the model's on an inference GPU.
+  check(d, d.multicast_granularity(&multicast_granularity, &mc, CU_MULTICAST_GRANULARITY_MINIMUM),
         "cuMulticastGetGranularity");
   // Both are powers of two: the larger is a multiple of the smaller. Every rank computes the same (same GPU model).
   granularity_ = std::max(allocation_granularity, multicast_granularity);
