@@ -20,6 +20,7 @@
 #include "kernels/device/primitives.h"
 #include "kernels/team.h"
 #include "kernels_host_support.h"
+#include "thread_exchange.h"
 
 namespace arfit::kernels::testing {
 namespace {
@@ -441,39 +442,9 @@ TEST(KernelsHostTeamRules, TwoRanksOnOneGpuAreFound) {
   EXPECT_EQ(shared->second, 2);
 }
 
-// A HandleExchange between threads, for the teardown order.
-class ThreadExchange : public HandleExchange {
- public:
-  ThreadExchange(int rank, int size, std::mutex& m, std::condition_variable& cv, int& arrived, int& generation)
-      : rank_(rank), size_(size), m_(m), cv_(cv), arrived_(arrived), generation_(generation) {}
-  int rank() const override { return rank_; }
-  int size() const override { return size_; }
-  void all_gather(const void*, void*, std::size_t) override {}
-  void barrier() override {
-    std::unique_lock<std::mutex> lock(m_);
-    const int generation = generation_;
-    if (++arrived_ == size_) {
-      arrived_ = 0;
-      ++generation_;
-      cv_.notify_all();
-    } else {
-      cv_.wait(lock, [&] { return generation_ != generation; });
-    }
-  }
-
- private:
-  int rank_, size_;
-  std::mutex& m_;
-  std::condition_variable& cv_;
-  int& arrived_;
-  int& generation_;
-};
-
 TEST(KernelsHostTeamRules, IpcTeardownClosesEverywhereBeforeAnyRankFrees) {
   constexpr int kRanks = 4;
-  std::mutex m;
-  std::condition_variable cv;
-  int arrived = 0, generation = 0;
+  ThreadGroup group(kRanks);
   std::mutex log_mutex;
   std::vector<std::string> log;
   auto note = [&](const std::string& what) {
@@ -483,7 +454,7 @@ TEST(KernelsHostTeamRules, IpcTeardownClosesEverywhereBeforeAnyRankFrees) {
   std::vector<std::thread> ranks;
   for (int r = 0; r < kRanks; ++r) {
     ranks.emplace_back([&, r] {
-      ThreadExchange exchange(r, kRanks, m, cv, arrived, generation);
+      ThreadExchange exchange(group, r);  // tests/kernels/thread_exchange.h
       // Rank 0 is slow to close its mappings: nobody may free before it has.
       ipc_teardown(
           exchange,
