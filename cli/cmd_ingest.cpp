@@ -108,6 +108,12 @@ void run_ingest(const IngestArgs& a) {
       std::cout << f << ": " << ingest::to_string(r.format) << ", " << r.rows << " rows, " << r.samples.size()
                 << " samples, " << r.failed << " failed, " << dups << (dups == 1 ? " duplicate" : " duplicates");
       if (r.dropped) std::cout << ", " << r.dropped << " rows dropped";
+      // The inter-node network the file states or --network gives: what the scale-out steps will carry to.
+      for (const Sample& s : r.samples)
+        if (const auto n = s.extra.find("network"); n != s.extra.end() && !n->second.empty()) {
+          std::cout << ", network " << n->second;
+          break;
+        }
       std::cout << "\n";
       for (const auto& w : r.warnings) std::cerr << "arfit: warning: " << w << "\n";
     }

@@ -56,6 +56,27 @@ TEST(CliIngest, WritesSamplesAndPrintsSummary) {
 // holding the same run twice, tables of several GPU counts given one --nranks, or two files given one --system
 // put the same (group, size) into the output several times while the summary said "0 duplicated sizes". Now
 // each sample whose group already has one at its size is a duplicate, in this file or an earlier one.
+// --network states the machine's inter-node network for every sample (canonical in the CSV, named in the file's
+// summary line); a value that is not RAILSxBANDWIDTH is a usage error naming the option, and nothing is written.
+TEST(CliIngest, NetworkOptionIsCanonicalAndChecked) {
+  TempDir d;
+  const std::string log = d.write("net_allreduce.txt", kHostlessFloatAllReduce);
+  const std::string out = d.file("net.csv");
+  auto r = run_command(arfit_bin() + " ingest " + log + " --nranks 2 --network 8x400Gb -o " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("net_allreduce.txt: nccl-tests, 2 rows, 4 samples, 0 failed, 0 duplicates, network 8x50GB/s"),
+            std::string::npos)
+      << r.output;
+  const auto file = arfit::read_samples_csv(out);
+  ASSERT_EQ(file.samples.size(), 4u);
+  for (const arfit::Sample& x : file.samples) EXPECT_EQ(x.extra.at("network"), "8x50GB/s");
+  const std::string refused = d.file("refused.csv");
+  r = run_command(arfit_bin() + " ingest " + log + " --nranks 2 --network fast -o " + refused);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--network: 'fast' is not RAILSxBANDWIDTH"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(refused));
+}
+
 TEST(CliIngest, DuplicatesAreCountedOverWhatIsWritten) {
   TempDir d;
   const std::string once = d.write("once_allreduce.txt", kHostlessFloatAllReduce);
