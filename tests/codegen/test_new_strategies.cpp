@@ -13,6 +13,7 @@
 #include "codegen/rules_trtllm.h"
 #include "codegen/table.h"
 #include "consumer_checks.h"
+#include "fixtures.h"
 #include "fit/fit.h"
 
 using namespace arfit;
@@ -20,16 +21,6 @@ using namespace arfit::consumer_checks;
 using codegen::Request;
 
 namespace {
-
-Sample sample(const std::string& system, const std::string& strategy, int tp, double time_us) {
-  Sample x;
-  x.strategy = strategy;
-  x.nranks = tp;
-  x.device = "synthetic";
-  x.extra["system"] = system;
-  x.time_us = time_us;
-  return x;
-}
 
 // fx_lowprec: NCCL, ONESHOT and a LOWPRECISION that is fastest everywhere (TensorRT-LLM's axes, NONE).
 // fx_multimem: NCCL, vLLM_custom_graph, MULTIMEM_ONESHOT (fastest above 64 KiB) and MULTIMEM_TWOSHOT, by bytes.
@@ -42,7 +33,7 @@ const ModelSet& models() {
           for (std::int64_t h : {128, 1024, 8192}) {
             const double b = double(tok * h * 2);
             const double t = std::string(s) == "NCCL" ? 15 + b / 2e5 : std::string(s) == "ONESHOT" ? 3 + tp * b / 5e4 : 1 + b / 1e6;
-            Sample x = sample("fx_lowprec", s, tp, t * (1 + 0.01 * std::sin(double(tok * h))));
+            Sample x = fixtures::make("fx_lowprec", s, tp, t * (1 + 0.01 * std::sin(double(tok * h))));
             x.tokens = tok;
             x.hidden = h;
             x.bytes = tok * h * 2;
@@ -57,7 +48,7 @@ const ModelSet& models() {
                            : n == "vLLM_custom_graph" ? 3 + tp * b / 1e5
                            : n == "MULTIMEM_ONESHOT" ? 2 + b / 4e5
                                                      : 6 + b / 3e5;
-          Sample x = sample("fx_multimem", s, tp, t * (1 + 0.01 * std::sin(1.7 * k)));
+          Sample x = fixtures::make("fx_multimem", s, tp, t * (1 + 0.01 * std::sin(1.7 * k)));
           x.bytes = std::int64_t{1} << k;
           v.push_back(x);
         }
