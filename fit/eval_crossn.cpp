@@ -260,12 +260,21 @@ double steps_spread(const std::vector<PerNodeStep>& lenders, const GroupModel& l
   return spread;
 }
 
+// Other machines' measurements of the step from the machine's largest count on the target's nodes to the target
+// (per_node_step_lenders); none when the machine measured no count there.
+std::vector<PerNodeStep> other_machines_steps(const Family& fam, const std::vector<Curve>& curves,
+                                              const std::vector<GroupModel>& counts, const std::string& method) {
+  const GroupModel* largest = largest_on_nodes(counts, fam.target->key.nnodes);
+  return largest ? per_node_step_lenders(fam, largest->key, curves, method) : std::vector<PerNodeStep>{};
+}
+
 // More GPUs per node on the measured nodes: the topology family (model/topology.h) fitted on the family's counts and
 // the machine's one-node curves of the same kind, its step carried from the largest count measured on the target's
 // nodes; the interval's low end reaches the joint-n answer (`jm`, when the family has one), which carries the
-// bus bandwidth's growth on, and it widens by other machines' steps (per_node_step_lenders). Empty when the family does not fit.
+// bus bandwidth's growth on, and it widens by other machines' steps (`lenders`, other_machines_steps; none: the family's
+// own interval, as the held-out check needs only the points). Empty when the family does not fit.
 std::vector<Prediction> predict_topology(const Family& fam, const std::vector<Curve>& curves, const std::vector<GroupModel>& counts,
-                                         const std::optional<JointModel>& jm, const std::string& method) {
+                                         const std::optional<JointModel>& jm, const std::vector<PerNodeStep>& lenders) {
   const GroupModel* largest = largest_on_nodes(counts, fam.target->key.nnodes);
   if (!largest) return {};
   std::vector<const Curve*> fitted(fam.train.begin(), fam.train.end());
@@ -281,7 +290,6 @@ std::vector<Prediction> predict_topology(const Family& fam, const std::vector<Cu
   if (!topology) return {};
   std::vector<Prediction> preds;
   const int N = fam.target->key.nranks;
-  const std::vector<PerNodeStep> lenders = per_node_step_lenders(fam, largest->key, curves, method);
   for (double x : fam.target->bytes) {
     const double low_end_us = jm ? jm->predict(N, x).time_us : 0;
     Prediction p = topology_carry(*largest, *topology, N, x, low_end_us);
@@ -297,16 +305,13 @@ std::vector<Prediction> predict_topology(const Family& fam, const std::vector<Cu
 
 // More GPUs per node where the joint-n rule won the family's held-out count (topology_wins_held_out): its answer,
 // extrapolated across the topology, the interval widened by other machines' steps in quadrature as the family's is.
-std::vector<Prediction> predict_joint_more_per_node(const Family& fam, const std::vector<Curve>& curves,
-                                                    const std::vector<GroupModel>& counts, const JointModel& jm,
-                                                    const std::string& method) {
+std::vector<Prediction> predict_joint_more_per_node(const Family& fam, const std::vector<GroupModel>& counts,
+                                                    const JointModel& jm, const std::vector<PerNodeStep>& lenders) {
   const GroupModel* largest = largest_on_nodes(counts, fam.target->key.nnodes);
-  const std::vector<PerNodeStep> lenders =
-      largest ? per_node_step_lenders(fam, largest->key, curves, method) : std::vector<PerNodeStep>{};
   std::vector<Prediction> preds;
   for (double x : fam.target->bytes) {
     Prediction p = jm.predict(fam.target->key.nranks, x);
-    if (!lenders.empty()) {
+    if (largest && !lenders.empty()) {
       const double spread = steps_spread(lenders, *largest, p, x);
       p.lo_us = p.time_us * std::exp(-std::hypot(std::log(p.time_us / p.lo_us), spread));
       p.hi_us = p.time_us * std::exp(std::hypot(std::log(p.hi_us / p.time_us), spread));
@@ -325,8 +330,7 @@ std::vector<Prediction> predict_joint_more_per_node(const Family& fam, const std
 // not yet shared at the held-out count the held bandwidth loses to the measured trend, and the trend is the better
 // guess one doubling further too. Without three counts on those nodes (two to carry from, one to check), or a count
 // that did not fit, there is nothing to hold out and the family stands.
-bool topology_wins_held_out(const Family& fam, const std::vector<Curve>& curves, const std::vector<nlohmann::json>& members,
-                            const std::string& method) {
+bool topology_wins_held_out(const Family& fam, const std::vector<Curve>& curves, const std::vector<nlohmann::json>& members) {
   if (members.size() != fam.train.size()) return true;
   std::vector<std::size_t> on_nodes;
   for (std::size_t i = 0; i < fam.train.size(); ++i)
@@ -342,7 +346,7 @@ bool topology_wins_held_out(const Family& fam, const std::vector<Curve>& curves,
   for (const nlohmann::json& m : sub_members) sub_counts.push_back(GroupModel::from_json(m));
   const std::optional<JointModel> sub_jm =
       JointModel::from_json(JointModel::make_json(sub.key, sub_members, kJointKappa, kJointSigmaPerDoubling));
-  const std::vector<Prediction> topology = predict_topology(sub, curves, sub_counts, sub_jm, method);
+  const std::vector<Prediction> topology = predict_topology(sub, curves, sub_counts, sub_jm, {});
   if (topology.size() != sub.target->bytes.size()) return true;
   std::vector<double> topology_errors, joint_errors;
   for (std::size_t k = 0; k < sub.target->bytes.size(); ++k) {
@@ -367,9 +371,9 @@ std::vector<Prediction> predict_joint(const Family& fam, const std::string& meth
   if (fam.more_gpus_per_node) {
     std::vector<GroupModel> counts;
     for (const nlohmann::json& m : members) counts.push_back(GroupModel::from_json(m));
-    if (!topology_wins_held_out(fam, curves, members, method) && jm)
-      return predict_joint_more_per_node(fam, curves, counts, *jm, method);
-    preds = predict_topology(fam, curves, counts, jm, method);
+    const std::vector<PerNodeStep> lenders = other_machines_steps(fam, curves, counts, method);
+    if (!topology_wins_held_out(fam, curves, members) && jm) return predict_joint_more_per_node(fam, counts, *jm, lenders);
+    preds = predict_topology(fam, curves, counts, jm, lenders);
     if (!preds.empty()) return preds;
   }
   if (!fam.more_nodes) {
