@@ -106,6 +106,7 @@ RoundProgress progress_of(const Decision& d, const planner::TargetTable& table, 
   p.spent_s = m.spent_s();
   p.budget_s = loop.budget_s;
   p.assessed = d.plan.assessed;
+  p.seed_tops = d.plan.seed_tops;
   p.cells = static_cast<int>(table.cells().size());
   p.uncertain_cells = d.plan.assessment.uncertain_cells;
   p.expected_regret = d.plan.assessment.expected_geomean_regret();

@@ -94,7 +94,8 @@ void ConsoleRoundReporter::round(const RoundProgress& p) {
   if (p.assessed)
     line << "; " << p.uncertain_cells << " of " << p.cells << " cells uncertain, expected regret " << percent(p.expected_regret)
          << " (below " << percent(p.regret_bound) << " with 90 % probability)";
-  else
+  if (p.seed_tops) line << "; the seed's second stage: the largest size of every curve whose cells make it worth an anchor";
+  else if (!p.assessed)
     line << "; the seed: the smallest size and the one three quarters up of every curve";
   out_ << line.str() << "\n" << std::flush;
 }

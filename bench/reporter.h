@@ -125,6 +125,7 @@ struct RoundProgress {
   std::size_t batch = 0, measured = 0, planned = 0;  // cases this round, measured before it, in the grid
   double spent_s = 0, budget_s = 0;                  // measuring seconds so far; the budget (infinity: none)
   bool assessed = false;                             // the table was fitted and assessed (not the seed round)
+  bool seed_tops = false;                            // the batch is the seed's second stage (planner/loop.h)
   int cells = 0, uncertain_cells = 0;
   double expected_regret = 0, regret_bound = 0;      // the table's geometric-mean regret: expected, 90 % bound
 };

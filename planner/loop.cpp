@@ -4,6 +4,8 @@
 #include <cmath>
 #include <map>
 
+#include "model/metrics.h"
+
 
 namespace arfit::planner {
 
@@ -18,38 +20,94 @@ std::string to_string(StopReason reason) {
   return "?";
 }
 
+namespace {
+
+// How many cells each curve is a candidate in (a case in two cells counts twice).
+std::vector<std::size_t> cells_per_curve(const TargetTable& table) {
+  std::vector<std::size_t> n(table.curves(), 0);
+  for (std::size_t c = 0; c < table.curves(); ++c)
+    for (int k : table.curve_cases(static_cast<int>(c))) n[c] += table.cells_of(k).size();
+  return n;
+}
+
+// A curve's distinct sizes, ascending (its cases are in size order).
+std::vector<double> distinct_sizes(const TargetTable& table, int curve) {
+  std::vector<double> sizes;
+  for (int k : table.curve_cases(curve)) {
+    const double b = table.cases()[static_cast<std::size_t>(k)].bytes;
+    if (sizes.empty() || sizes.back() != b) sizes.push_back(b);
+  }
+  return sizes;
+}
+
+}  // namespace
+
 std::vector<int> seed_cases(const TargetTable& table) {
-  // Per curve: its distinct sizes, then the anchors kept (smallest, middle), each with every case at that size.
-  std::vector<std::pair<double, int>> seed;  // (size rank: 0 smallest, 1 middle; case) for the order below
+  // Per curve: its anchors (smallest, three quarters up), each with the first case at that size (a shape grid has
+  // several shapes of one size).
+  std::vector<std::pair<int, int>> seed;  // (anchor rank: 0 smallest, 1 three quarters up; case)
   for (std::size_t c = 0; c < table.curves(); ++c) {
     const std::vector<int>& members = table.curve_cases(static_cast<int>(c));
-    std::vector<double> sizes;
-    for (int k : members) {
-      const double b = table.cases()[static_cast<std::size_t>(k)].bytes;
-      if (sizes.empty() || sizes.back() != b) sizes.push_back(b);
-    }
+    const std::vector<double> sizes = distinct_sizes(table, static_cast<int>(c));
     std::vector<std::size_t> anchors = {0};
     const auto upper = static_cast<std::size_t>(std::lround(0.75 * static_cast<double>(sizes.size() - 1)));
     if (upper > 0) anchors.push_back(upper);
-    for (std::size_t r = 0; r < anchors.size(); ++r) {
-      // The first case of the curve at that size (a shape grid has several shapes of one size).
+    for (std::size_t r = 0; r < anchors.size(); ++r)
       for (int k : members)
         if (table.cases()[static_cast<std::size_t>(k)].bytes == sizes[anchors[r]]) {
-          seed.emplace_back(static_cast<double>(r), k);
+          seed.emplace_back(static_cast<int>(r), k);
           break;
         }
-    }
   }
-  std::stable_sort(seed.begin(), seed.end(), [&](const auto& a, const auto& b) {
-    if (a.first != b.first) return a.first < b.first;
-    return a.second < b.second;
-  });
+  std::stable_sort(seed.begin(), seed.end());
   std::vector<int> out;
   for (const auto& s : seed) out.push_back(s.second);
   return out;
 }
 
 namespace {
+
+// Round 1, the seed's second stage: the largest size of each curve whose decisions per predicted second there are
+// at least a seed anchor's (the median curve's cells per the median measured case's predicted seconds). Above its
+// largest measured size a curve is known only within the physical bounds (flat to linear in the size), the widest
+// interval of any, and every cell above its anchor three quarters up leans on that guess; a curve many cells depend
+// on (a pair table's NCCL curve, which every custom curve is compared with) removes it from that many decisions
+// with one case. Where a top is dear (a small per-case overhead: the top of a doubling sweep costs tens of seed
+// anchors), or a curve is a candidate in no more cells than most, it is left to the loop's value per second; on a
+// grid where every strategy is a candidate in every cell only a top as cheap as a typical anchor qualifies. Highest
+// rate first, while the predicted costs fit in `budget_left_s`; never an `excluded` case.
+std::vector<int> seed_tops(const TargetTable& table, const Measurements& m, const std::vector<CaseEstimate>& estimates,
+                           const CostModel& cost, double budget_left_s, const std::vector<bool>* excluded) {
+  const std::vector<std::size_t> decisions = cells_per_curve(table);
+  std::vector<std::size_t> sorted = decisions;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted.empty() ? 0.0 : static_cast<double>(sorted[(sorted.size() - 1) / 2]);
+  // The measured cases' costs as the cost model puts them, so that both sides of the comparison are predictions.
+  std::vector<double> anchor_s;
+  for (std::size_t k = 0; k < table.size(); ++k)
+    if (m.measured(static_cast<int>(k)) && !m.failed(static_cast<int>(k))) anchor_s.push_back(cost.seconds(m.time_us[k]));
+  if (!(median > 0) || anchor_s.empty()) return {};
+  const double anchor_rate = median / size_median(anchor_s);  // a seed anchor's decisions per second
+  std::vector<std::pair<double, int>> tops;                // (−decisions per second, case)
+  for (std::size_t c = 0; c < table.curves(); ++c) {
+    const std::vector<int>& members = table.curve_cases(static_cast<int>(c));
+    const double top_bytes = table.cases()[static_cast<std::size_t>(members.back())].bytes;
+    const int top = *std::find_if(members.begin(), members.end(), [&](int k) {
+      return table.cases()[static_cast<std::size_t>(k)].bytes == top_bytes;
+    });
+    if (m.measured(top) || (excluded && (*excluded)[static_cast<std::size_t>(top)])) continue;
+    const double rate = static_cast<double>(decisions[c]) / cost.seconds(std::exp(estimates[static_cast<std::size_t>(top)].log_us));
+    if (rate >= anchor_rate) tops.emplace_back(-rate, top);
+  }
+  std::sort(tops.begin(), tops.end());
+  std::vector<int> out;
+  double predicted = 0;
+  for (const auto& [neg_rate, k] : tops) {
+    const double s = cost.seconds(std::exp(estimates[static_cast<std::size_t>(k)].log_us));
+    if (predicted + s <= budget_left_s) out.push_back(k), predicted += s;
+  }
+  return out;
+}
 
 std::size_t round_size(std::size_t measured, double growth) {
   return std::max<std::size_t>(1, static_cast<std::size_t>(std::floor(growth * static_cast<double>(measured))));
@@ -95,6 +153,15 @@ RoundPlan plan_round(const TargetTable& table, const Measurements& all, const Lo
   if (options.until_regret > 0 && plan.assessment.geomean_regret_bound() <= options.until_regret) {
     plan.stop = StopReason::Regret;
     return plan;
+  }
+  if (round == 1) {
+    plan.batch = seed_tops(table, m, plan.estimates, options.cost, options.budget_s - spent, options.excluded);
+    if (!plan.batch.empty()) {
+      plan.seed_tops = true;
+      std::sort(plan.batch.begin(), plan.batch.end());
+      for (int k : plan.batch) plan.predicted_s += options.cost.seconds(std::exp(plan.estimates[static_cast<std::size_t>(k)].log_us));
+      return plan;
+    }
   }
   BatchOptions bo;
   bo.cost = options.cost;

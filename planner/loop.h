@@ -12,6 +12,11 @@
 //             an integrated error variance of b²/6 + (1 − b)²/2, least at b = 3/4. Smallest sizes first, so a budget
 //             that ends inside the seed has one size of every curve. The same seed with priors: their shapes are
 //             carried through both sizes.
+//   round 1   the seed's second stage: the largest size of each curve whose decisions per predicted second there
+//             (the cells it is a candidate in per its predicted cost) are at least a seed anchor's. Above its largest
+//             measured size a curve is known only within the physical bounds, flat to linear in the size; a curve
+//             many cells lean on (a pair table's NCCL curve, compared with every custom curve) is worth its top
+//             where the per-case overhead makes that top about as cheap as an anchor. None such: as round r.
 //   round r   fit, assess, stop or choose a batch (planner/choose.h) of at most
 //             max(1, ⌊growth × cases measured so far⌋) cases: the loop refits after a quarter more data, so the
 //             number of rounds grows with the logarithm of the cases measured and the fits stay small next to
@@ -62,6 +67,7 @@ struct RoundPlan {
   StopReason stop = StopReason::None;
   double predicted_s = 0;  // the batch's predicted cost (round >= 1)
   bool assessed = false;   // round >= 1: the estimates and the assessment below are set
+  bool seed_tops = false;  // round 1's batch is the seed's second stage (the tops worth an anchor)
   std::vector<CaseEstimate> estimates;
   Assessment assessment;
 };

@@ -2,10 +2,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
+#include <sstream>
 
 #include "bench/adaptive.h"
 #include "bench/options.h"
 #include "bench/plan.h"
+#include "bench/reporter.h"
 #include "bench_options_helpers.h"
 #include "model/errors.h"
 
@@ -102,4 +105,30 @@ TEST(BenchAdaptive, JournalRowsAreReadBackExactly) {
   // A row without its round is bad data naming the column.
   a.extra.erase("round");
   EXPECT_THROW(journal_measurements(g, {a}), InputError);
+}
+
+TEST(BenchAdaptive, ARoundLineSaysWhichStageOfTheSeedItIs) {
+  const auto line = [](bool assessed, bool seed_tops, bool quiet = false) {
+    std::ostringstream out;
+    ConsoleRoundReporter reporter(out, quiet);
+    RoundProgress p;
+    p.round = seed_tops ? 1 : (assessed ? 2 : 0);
+    p.batch = 3;
+    p.planned = 40;
+    p.budget_s = std::numeric_limits<double>::infinity();
+    p.assessed = assessed;
+    p.seed_tops = seed_tops;
+    p.cells = 20;
+    reporter.round(p);
+    return out.str();
+  };
+  const std::string seed = line(false, false), tops = line(true, true), later = line(true, false);
+  EXPECT_NE(seed.find("# round 0: 3 cases to measure (0 of 40 measured so far"), std::string::npos) << seed;
+  EXPECT_NE(seed.find("the seed: the smallest size"), std::string::npos) << seed;
+  EXPECT_NE(tops.find("cells uncertain"), std::string::npos) << tops;
+  EXPECT_NE(tops.find("the seed's second stage"), std::string::npos) << tops;
+  EXPECT_EQ(tops.find("the seed: "), std::string::npos) << tops;
+  EXPECT_NE(later.find("cells uncertain"), std::string::npos) << later;
+  EXPECT_EQ(later.find("seed"), std::string::npos) << later;
+  EXPECT_EQ(line(true, true, true), "");
 }

@@ -73,12 +73,12 @@ TEST(AdaptiveData, TenPercentOfTheTimeAtBothOverheads) {
   EXPECT_LE(fast.regret.geomean_regret, 1.01);
   EXPECT_LE(fast.regret.p95_regret, 1.03);
   expect_adaptive_ahead_on_every_system(r.runs[0], {"lattice", "random"}, true);
-  // 100 ms per case: about two cases per curve for every plan. The geomean target holds (1.0079) and both figures are
-  // below lattice's (1.0083 / 1.037) and random's; p95 is 1.032 (target 1.03), and lattice is ahead on four systems by
-  // 0.0013 at most (docs/bench.md says why); random is behind everywhere.
+  // 100 ms per case: about two cases per curve for every plan. Both targets hold (1.0079 / p95 1.0284 when this test
+  // was last changed) and both figures are below lattice's (1.0083 / 1.037) and random's; per system lattice is ahead
+  // or equal on four (docs/bench.md says why), random on none.
   const PlanScore& slow = r.runs[1].plans.at("adaptive");
   EXPECT_LE(slow.regret.geomean_regret, 1.01);
-  EXPECT_LE(slow.regret.p95_regret, 1.035);
+  EXPECT_LE(slow.regret.p95_regret, 1.03);
   for (const char* rival : {"lattice", "random"}) {
     EXPECT_LT(slow.regret.geomean_regret, r.runs[1].plans.at(rival).regret.geomean_regret) << rival;
     EXPECT_LT(slow.regret.p95_regret, r.runs[1].plans.at(rival).regret.p95_regret) << rival;
@@ -90,7 +90,7 @@ TEST(AdaptiveData, FivePercentWithTheOtherSystemsAsPriors) {
   if (!public_samples()) GTEST_SKIP() << "public data folder absent (ARFIT_PUBLIC_DATA_DIR)";
   const SimulationReport r = simulate(0.05, true);
   ASSERT_EQ(r.runs.size(), 2u);
-  // Measured when this test was last changed: 1.0039 / 1.0071 at 1 ms, 1.0092 / 1.0176 at 100 ms (lattice 1.0055 /
+  // Measured when this test was last changed: 1.0039 / 1.0071 at 1 ms, 1.0089 / 1.0174 at 100 ms (lattice 1.0055 /
   // 1.011 and 1.0135 / 1.043); per system lattice is ahead on some (docs/bench.md), random on none.
   for (const SimulationRun& run : r.runs) {
     const PlanScore& a = run.plans.at("adaptive");

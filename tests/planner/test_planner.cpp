@@ -265,6 +265,62 @@ TEST(PlannerLoop, SeedIsTheSmallestAndThreeQuartersUpOfEveryCurve) {
   EXPECT_FALSE(r0.assessed);
 }
 
+// A pair table: one NCCL curve compared with each of four custom curves (cell 21·j + i: custom j against NCCL at size
+// i); case 0..20 are NCCL's, then each custom curve's 21.
+Synthetic shared_nccl_pairs() {
+  Synthetic s;
+  std::vector<PlanCase> cases;
+  const auto add = [&](const AlphaBeta& c, double bytes) {
+    PlanCase pc;
+    pc.curve.system = "synthetic";
+    pc.curve.strategy = c.strategy;
+    pc.curve.nranks = 8;
+    pc.bytes = bytes;
+    cases.push_back(pc);
+    s.truth.push_back(c.at(bytes));
+  };
+  for (int i = 0; i < 21; ++i) add(kNccl, std::ldexp(256.0, i));
+  std::vector<std::vector<int>> cells;
+  for (int j = 0; j < 4; ++j) {
+    const AlphaBeta custom{"CUSTOM" + std::to_string(j), 3.0 + j, 30000.0 + 5000.0 * j};
+    for (int i = 0; i < 21; ++i) {
+      cells.push_back({i, static_cast<int>(cases.size())});
+      add(custom, std::ldexp(256.0, i));
+    }
+  }
+  s.table = TargetTable(std::move(cases), std::move(cells));
+  return s;
+}
+
+TEST(PlannerLoop, SecondStageMeasuresTheTopOfACurveManyCellsShareWhereItIsCheap) {
+  const Synthetic pairs = shared_nccl_pairs();
+  Measurements m(pairs.table.size());
+  for (int k : seed_cases(pairs.table)) measure(m, pairs, k, 0);
+  ASSERT_EQ(m.count(), 10u);
+  LoopOptions overhead_bound;  // 100 ms a case: NCCL's top costs about what an anchor does, for four times the cells
+  overhead_bound.cost.overhead_s = 0.1;
+  overhead_bound.until_regret = 1e-6;
+  const RoundPlan second = plan_round(pairs.table, m, overhead_bound, 1);
+  EXPECT_EQ(second.batch, std::vector<int>{20});
+  EXPECT_TRUE(second.assessed);
+  EXPECT_NEAR(second.predicted_s, overhead_bound.cost.seconds(std::exp(second.estimates[20].log_us)), 1e-12);
+  // Later rounds choose by value per second alone (round 1 of the same measurements less what only round 1 does).
+  EXPECT_NE(plan_round(pairs.table, m, overhead_bound, 2).batch, second.batch);
+  // No budget left for it: the loop chooses by value as in any round.
+  LoopOptions short_budget = overhead_bound;
+  short_budget.budget_s = m.spent_s() + 0.05;
+  EXPECT_EQ(plan_round(pairs.table, m, short_budget, 1).batch, plan_round(pairs.table, m, short_budget, 2).batch);
+  // 1 ms a case: the top of a doubling sweep costs tens of anchors, more than its cells are worth at an anchor's rate.
+  LoopOptions iteration_bound = overhead_bound;
+  iteration_bound.cost.overhead_s = 0.001;
+  EXPECT_EQ(plan_round(pairs.table, m, iteration_bound, 1).batch, plan_round(pairs.table, m, iteration_bound, 2).batch);
+  // Every curve a candidate in every cell: no top is worth more than an anchor, whatever the overhead.
+  const Synthetic grid = synthetic();
+  Measurements g(grid.table.size());
+  for (int k : seed_cases(grid.table)) measure(g, grid, k, 0);
+  EXPECT_EQ(plan_round(grid.table, g, overhead_bound, 1).batch, plan_round(grid.table, g, overhead_bound, 2).batch);
+}
+
 TEST(PlannerLoop, StopRules) {
   const Synthetic s = synthetic();
   Measurements all(s.table.size());
