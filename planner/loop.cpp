@@ -6,7 +6,6 @@
 
 #include "model/metrics.h"
 
-
 namespace arfit::planner {
 
 std::string to_string(StopReason reason) {
