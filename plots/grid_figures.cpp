@@ -114,24 +114,9 @@ std::string percent_text(double v) {
   return format_number(v, "%.0f");
 }
 
-}  // namespace
-
-Figure heatmap_figure(const HeatmapData& d, const std::string& stem, const std::string& kind) {
-  Figure f;
-  f.stem = stem;
-  f.kind = kind;
-  f.title = d.title;
-  bool percent = d.scale == GridScale::Percent;
-  bool annotate = d.annotate || percent;
-  // Annotated cells need room for "123": wide grids (byte axes) stack their panels in one column.
-  std::set<std::int64_t> distinct_x;
-  for (const auto& p : d.panels)
-    for (const auto& c : p.cells) distinct_x.insert(c.x);
-  int max_cols = annotate ? (distinct_x.size() > 16 ? 1 : 2) : 3;
-  GridLayout g = layout_grid(d.panels, max_cols, annotate ? 40 : 30, annotate ? 24 : 28, 140, 0, d.title);
-  f.width = g.width;
-  f.height = g.height;
-
+// The colour bar's range: percent maps from 0 to the largest value (at least 5, at most 100: one very slow cell must
+// not wash out the rest; its number is still written); time maps span the finite positive values on a log scale.
+void heatmap_color_range(const HeatmapData& d, bool percent, double& cb0, double& cb1) {
   double vmin = INFINITY, vmax = 0;
   for (const auto& p : d.panels)
     for (const auto& c : p.cells)
@@ -139,11 +124,10 @@ Figure heatmap_figure(const HeatmapData& d, const std::string& stem, const std::
         vmin = std::min(vmin, c.value);
         vmax = std::max(vmax, c.value);
       }
-  double cb0, cb1;
   if (percent) {
     cb0 = 0;
     cb1 = vmax > 0 ? vmax : 1;
-    if (cb1 > 100) cb1 = 100;  // one very slow cell must not wash out the rest; the number is still written
+    if (cb1 > 100) cb1 = 100;
     cb1 = std::max(cb1, 5.0);
   } else {
     if (!(vmax > 0)) vmin = 1, vmax = 10;
@@ -151,20 +135,28 @@ Figure heatmap_figure(const HeatmapData& d, const std::string& stem, const std::
     cb1 = vmax;
     if (cb1 / cb0 < 1.5) cb0 /= 1.25, cb1 *= 1.25;  // a flat map still gets a readable bar
   }
+}
 
+// One data block per panel: cell position, value, the percent text and the cell's axis indices.
+std::string heatmap_data_blocks(const HeatmapData& d, const GridLayout& g, bool percent) {
   std::ostringstream s;
   for (std::size_t k = 0; k < d.panels.size(); ++k) {
     std::vector<std::vector<std::string>> rows;
     for (const auto& c : d.panels[k].cells) {
       if (!std::isfinite(c.value)) continue;
-      rows.push_back({std::to_string(g.xpos[c.x]), std::to_string(g.ypos[c.y]), gp_number(c.value),
+      rows.push_back({std::to_string(g.xpos.at(c.x)), std::to_string(g.ypos.at(c.y)), gp_number(c.value),
                       percent ? percent_text(c.value) : "", std::to_string(c.x), std::to_string(c.y)});
     }
     s << gp_comment("panel " + std::to_string(k) + ": " + d.panels[k].title + " (x index, y index, value, text, " +
                     d.x.label + ", " + d.y.label + ")");
     s << data_block("p" + std::to_string(k), rows);
   }
-  s << "set multiplot title " << title_text(d.title) << " font ',14'\n";
+  return s.str();
+}
+
+// The settings every panel shares: palette and colour range, axes ranges and tics, border, background.
+std::string heatmap_shared_settings(const HeatmapData& d, const GridLayout& g, bool percent, double cb0, double cb1) {
+  std::ostringstream s;
   if (percent) {
     s << "set palette defined (0 '#ffffff', 0.15 '#fee5d9', 0.4 '#fcae91', 0.7 '#fb6a4a', 1 '#de2d26')\n";
     s << "unset logscale cb\nset cbrange [0:" << gp_number(cb1) << "]\n";
@@ -177,41 +169,77 @@ Figure heatmap_figure(const HeatmapData& d, const std::string& stem, const std::
   s << index_tics("x", g.xs, d.x.style, g.cell_w, 34);
   s << index_tics("y", g.ys, d.y.style, g.cell_h, 14);
   s << "set border lw 1\nunset key\n" << panel_background();
-  for (std::size_t k = 0; k < d.panels.size(); ++k) {
-    int kk = static_cast<int>(k);
-    s << "# ---- panel " << k << " ----\n";
-    s << panel_head(g, kk, d.panels.size(), d.panels[k].title, d.x, d.y);
-    if (k + 1 == d.panels.size()) {
-      double cx = (g.left + g.cols * g.panel_w + (g.cols - 1) * g.gap + 22) / g.width;
-      double ytop = g.y1(0), ybot = g.y0(static_cast<int>((g.rows - 1) * g.cols));
-      s << "set colorbox user origin screen " << gp_number(cx) << "," << gp_number(ybot) << " size screen " << gp_number(18.0 / g.width)
-        << "," << gp_number(ytop - ybot) << "\n";
-    } else {
-      s << "unset colorbox\n";
-    }
-    std::string p = "$p" + std::to_string(k);
-    bool has_cells = false;
-    for (const auto& c : d.panels[k].cells) has_cells = has_cells || std::isfinite(c.value);
-    if (!has_cells) {
-      s << "plot NaN notitle\n";
-      continue;
-    }
-    s << "plot " << p << " using 1:2:(0.5):(0.5):3 with boxxyerror fs solid 1.0 noborder fc palette notitle";
-    if (annotate) s << ", \\\n     " << p << " using 1:2:4 with labels font ',8' tc rgb '#202020' notitle";
-    s << "\n";
+  return s.str();
+}
+
+// Panel k: its head, the colour bar beside the last panel only, and its cells (with their numbers when annotated).
+std::string heatmap_panel(const HeatmapData& d, const GridLayout& g, std::size_t k, bool annotate) {
+  std::ostringstream s;
+  s << "# ---- panel " << k << " ----\n";
+  s << panel_head(g, static_cast<int>(k), d.panels.size(), d.panels[k].title, d.x, d.y);
+  if (k + 1 == d.panels.size()) {
+    double cx = (g.left + g.cols * g.panel_w + (g.cols - 1) * g.gap + 22) / g.width;
+    double ytop = g.y1(0), ybot = g.y0(static_cast<int>((g.rows - 1) * g.cols));
+    s << "set colorbox user origin screen " << gp_number(cx) << "," << gp_number(ybot) << " size screen " << gp_number(18.0 / g.width)
+      << "," << gp_number(ytop - ybot) << "\n";
+  } else {
+    s << "unset colorbox\n";
   }
+  bool has_cells = false;
+  for (const auto& c : d.panels[k].cells) has_cells = has_cells || std::isfinite(c.value);
+  if (!has_cells) {
+    s << "plot NaN notitle\n";
+    return s.str();
+  }
+  const std::string p = "$p" + std::to_string(k);
+  s << "plot " << p << " using 1:2:(0.5):(0.5):3 with boxxyerror fs solid 1.0 noborder fc palette notitle";
+  if (annotate) s << ", \\\n     " << p << " using 1:2:4 with labels font ',8' tc rgb '#202020' notitle";
+  s << "\n";
+  return s.str();
+}
+
+std::string heatmap_caption(const HeatmapData& d, const std::string& kind, bool percent) {
+  std::string caption;
+  if (percent && kind == "regret")
+    caption = "Each cell shows how much slower the chosen strategy measured than the measured best, in %; white "
+              "(blank) cells are where the choice was the best (or within 0.5 %), grey cells have no measurement.";
+  else if (percent)
+    caption = "Each cell shows how much slower than the best strategy this one is, in %; white (blank) cells are where "
+              "it is the best, grey cells have no data.";
+  else
+    caption = "Colour is the time in µs on a log scale, one shared colour bar for all panels, so panels compare "
+              "directly; grey cells have no data.";
+  if (!d.caption.empty()) caption += " " + d.caption;
+  return caption;
+}
+
+}  // namespace
+
+Figure heatmap_figure(const HeatmapData& d, const std::string& stem, const std::string& kind) {
+  Figure f;
+  f.stem = stem;
+  f.kind = kind;
+  f.title = d.title;
+  const bool percent = d.scale == GridScale::Percent;
+  const bool annotate = d.annotate || percent;
+  // Annotated cells need room for "123": wide grids (byte axes) stack their panels in one column.
+  std::set<std::int64_t> distinct_x;
+  for (const auto& p : d.panels)
+    for (const auto& c : p.cells) distinct_x.insert(c.x);
+  const int max_cols = annotate ? (distinct_x.size() > 16 ? 1 : 2) : 3;
+  const GridLayout g = layout_grid(d.panels, max_cols, annotate ? 40 : 30, annotate ? 24 : 28, 140, 0, d.title);
+  f.width = g.width;
+  f.height = g.height;
+  double cb0, cb1;
+  heatmap_color_range(d, percent, cb0, cb1);
+  std::ostringstream s;
+  s << heatmap_data_blocks(d, g, percent);
+  s << "set multiplot title " << title_text(d.title) << " font ',14'\n";
+  s << heatmap_shared_settings(d, g, percent, cb0, cb1);
+  for (std::size_t k = 0; k < d.panels.size(); ++k) s << heatmap_panel(d, g, k, annotate);
   s << "unset multiplot\n";
   f.body = s.str();
-  if (percent && kind == "regret")
-    f.caption = "Each cell shows how much slower the chosen strategy measured than the measured best, in %; white "
-                "(blank) cells are where the choice was the best (or within 0.5 %), grey cells have no measurement.";
-  else if (percent)
-    f.caption = "Each cell shows how much slower than the best strategy this one is, in %; white (blank) cells are where "
-                "it is the best, grey cells have no data.";
-  else
-    f.caption = "Colour is the time in µs on a log scale, one shared colour bar for all panels, so panels compare "
-                "directly; grey cells have no data.";
-  if (!d.caption.empty()) f.caption += " " + d.caption;
+  f.caption = heatmap_caption(d, kind, percent);
   return f;
 }
 
