@@ -177,6 +177,71 @@ GridError journal_in_use_error(const std::string& journal, const std::string& ou
                                       "'; wait for it to end, or give another -o");
 }
 
+// The file --resume continues, read whole: its bytes, how many of them are whole rows (a kill in the middle of a row
+// leaves a partial last row, measured again), and the sample file those rows are.
+struct ResumedFile {
+  std::string bytes;
+  std::size_t keep = 0;
+  SampleFile file;
+};
+
+ResumedFile read_resumed_file(const std::string& source) {
+  ResumedFile r;
+  r.bytes = read_file_bytes(source);
+  r.keep = r.bytes.size();
+  if (!r.bytes.empty() && r.bytes.back() != '\n') {
+    const auto nl = r.bytes.rfind('\n');
+    r.keep = nl == std::string::npos ? 0 : nl + 1;
+  }
+  try {
+    r.file = parse_samples_csv(normalize_text(r.bytes.substr(0, r.keep)), source);
+  } catch (const InputError& e) {
+    throw InputError(source, e.line(), e.field(), "--resume: the existing output is not a readable sample file: " + e.reason());
+  }
+  return r;
+}
+
+// The header of the file --resume continues against this run's: the same world size, grid and plan, CUDA-graph
+// mode, device, timing and columns; each difference a usage error naming the option that differs.
+void check_resumed_header(const std::vector<std::pair<std::string, std::string>>& meta,
+                          const std::vector<std::string>& extra_columns, const std::string& source,
+                          const std::string& grid_json, const std::string& cuda_graph, const std::string& device,
+                          const RunHeader* run_header, const std::vector<std::string>& columns) {
+  std::string old_grid, old_cuda_graph = "off", old_device;
+  for (const auto& [k, v] : meta) {
+    if (k == "grid") old_grid = v;
+    if (k == "cuda_graph") old_cuda_graph = v;
+    if (k == "device") old_device = v;
+  }
+  // Before the grid: another world size changes the default TP list, and the grid message would not say why. With
+  // an explicit --tp the grid is the same on 2 and 3 ranks, and the kept header's world_size would misdescribe the rows.
+  const std::string old_world = meta_value(meta, "world_size"), world = run_header ? meta_value(*run_header, "world_size") : "";
+  if (!old_world.empty() && !world.empty() && old_world != world)
+    throw GridError("--resume", "'" + source + "' was measured by " + old_world + " ranks, this run has " + world +
+                                    "; resume with as many ranks (mpirun -np " + old_world + "), or use another -o or --overwrite");
+  if (old_grid != grid_json)
+    throw GridError("--resume", "'" + source + "' was written for a different grid or plan (" +
+                                    (old_grid.empty() ? std::string("no grid recorded") : old_grid) +
+                                    "); use another -o or --overwrite");
+  // Graph replays and eager launches time different things (launch overhead amortised or not): one file, one mode.
+  if (old_cuda_graph != cuda_graph)
+    throw GridError("-G/--cuda-graph", "'" + source + "' was measured with cuda_graph: " + old_cuda_graph +
+                                           ", this run with cuda_graph: " + cuda_graph +
+                                           "; resume with the same -G/--cuda-graph, or use another -o or --overwrite");
+  if (!device.empty() && old_device != device)
+    throw GridError("--resume", "'" + source + "' was measured on " + (old_device.empty() ? std::string("an unrecorded device") : "'" + old_device + "'") +
+                                    ", this run is on '" + device + "': one file holds one machine's run; use another -o");
+  // The header is the first session's and stays: a session with other -w/-n/--buffers would add rows it misdescribes
+  // (-n 5 rows under 'warmup 5, 20 timed iterations').
+  const std::string old_timing = meta_value(meta, "timing"), timing = run_header ? meta_value(*run_header, "timing") : "";
+  if (!old_timing.empty() && !timing.empty() && old_timing != timing)
+    throw GridError("-w/-n/--buffers", "'" + source + "' was measured with timing '" + old_timing + "', this run with '" +
+                                           timing + "'; resume with the same -w, -n and --buffers, or use another -o or --overwrite");
+  if (extra_columns != columns)
+    throw GridError("--resume", "'" + source + "' has different columns than this run writes (" + join(columns, ", ") +
+                                    "; --plan adaptive adds round and wall_s)");
+}
+
 }  // namespace
 
 OutputState inspect_output(const std::string& path, const std::string& grid_json, bool resume, bool overwrite,
@@ -214,62 +279,19 @@ OutputState inspect_output(const std::string& path, const std::string& grid_json
     throw GridError("--resume", "'" + st.journal + "' is a symbolic link; the journal of -o/--output must be a regular file");
   // Everything is checked on a copy in memory; the journal is touched (its partial last row cut) only once it
   // is known to be continued, and the output never.
-  const std::string bytes = read_file_bytes(source);
-  std::size_t keep = bytes.size();
-  if (!bytes.empty() && bytes.back() != '\n') {
-    // A kill in the middle of a row: drop the partial row, it is measured again.
-    const auto nl = bytes.rfind('\n');
-    keep = nl == std::string::npos ? 0 : nl + 1;
-  }
-  SampleFile f;
-  try {
-    f = parse_samples_csv(normalize_text(bytes.substr(0, keep)), source);
-  } catch (const InputError& e) {
-    throw InputError(source, e.line(), e.field(), "--resume: the existing output is not a readable sample file: " + e.reason());
-  }
-  std::string old_grid, old_cuda_graph = "off", old_device;
-  for (const auto& [k, v] : f.meta) {
-    if (k == "grid") old_grid = v;
-    if (k == "cuda_graph") old_cuda_graph = v;
-    if (k == "device") old_device = v;
-  }
-  // Before the grid: another world size changes the default TP list, and the grid message would not say why. With
-  // an explicit --tp the grid is the same on 2 and 3 ranks, and the kept header's world_size would misdescribe the rows.
-  const std::string old_world = meta_value(f.meta, "world_size"), world = run_header ? meta_value(*run_header, "world_size") : "";
-  if (!old_world.empty() && !world.empty() && old_world != world)
-    throw GridError("--resume", "'" + source + "' was measured by " + old_world + " ranks, this run has " + world +
-                                    "; resume with as many ranks (mpirun -np " + old_world + "), or use another -o or --overwrite");
-  if (old_grid != grid_json)
-    throw GridError("--resume", "'" + source + "' was written for a different grid or plan (" +
-                                    (old_grid.empty() ? std::string("no grid recorded") : old_grid) +
-                                    "); use another -o or --overwrite");
-  // Graph replays and eager launches time different things (launch overhead amortised or not): one file, one mode.
-  if (old_cuda_graph != cuda_graph)
-    throw GridError("-G/--cuda-graph", "'" + source + "' was measured with cuda_graph: " + old_cuda_graph +
-                                           ", this run with cuda_graph: " + cuda_graph +
-                                           "; resume with the same -G/--cuda-graph, or use another -o or --overwrite");
-  if (!device.empty() && old_device != device)
-    throw GridError("--resume", "'" + source + "' was measured on " + (old_device.empty() ? std::string("an unrecorded device") : "'" + old_device + "'") +
-                                    ", this run is on '" + device + "': one file holds one machine's run; use another -o");
-  // The header is the first session's and stays: a session with other -w/-n/--buffers would add rows it misdescribes
-  // (-n 5 rows under 'warmup 5, 20 timed iterations').
-  const std::string old_timing = meta_value(f.meta, "timing"), timing = run_header ? meta_value(*run_header, "timing") : "";
-  if (!old_timing.empty() && !timing.empty() && old_timing != timing)
-    throw GridError("-w/-n/--buffers", "'" + source + "' was measured with timing '" + old_timing + "', this run with '" +
-                                           timing + "'; resume with the same -w, -n and --buffers, or use another -o or --overwrite");
-  if (f.extra_columns != columns)
-    throw GridError("--resume", "'" + source + "' has different columns than this run writes (" + join(columns, ", ") +
-                                    "; --plan adaptive adds round and wall_s)");
+  ResumedFile r = read_resumed_file(source);
+  SampleFile& f = r.file;
+  check_resumed_header(f.meta, f.extra_columns, source, grid_json, cuda_graph, device, run_header, columns);
   check_resumed_rows(f, source, planned, backend);
   if (journal_exists) {
-    if (keep != bytes.size()) {
-      std::filesystem::resize_file(st.journal, keep, ec);
+    if (r.keep != r.bytes.size()) {
+      std::filesystem::resize_file(st.journal, r.keep, ec);
       if (ec) throw GridError("--resume", "cannot cut the partial last line of '" + st.journal + "': " + ec.message());
     }
     st.start = JournalStart::Continue;
   } else {
     st.start = JournalStart::CopyOfOutput;
-    st.copied_output = bytes.substr(0, keep);
+    st.copied_output = r.bytes.substr(0, r.keep);
   }
   for (const auto& s : f.samples) st.finished.insert(sample_key(s));
   if (!f.samples.empty()) st.source = f.samples.front().source;
