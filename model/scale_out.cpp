@@ -103,11 +103,15 @@ double fabric_adjusted_step(double step, int lender_sm, int target_sm, const Gro
   return std::max(adjusted, std::min(step, 0.0));
 }
 
+bool states_networks(const GroupModel& lender_network, const GroupModel& target_count) {
+  return lender_network.network && target_count.network && lender_network.network->node_gbps() > 0 &&
+         target_count.network->node_gbps() > 0;
+}
+
 double network_adjusted_step(double step, const GroupModel& lender_network, const GroupModel& target_count, double bytes) {
-  if (!lender_network.network || !target_count.network) return step;
+  if (!states_networks(lender_network, target_count)) return step;
   const double lender_gbps = lender_network.network->node_gbps();
   const double target_gbps = target_count.network->node_gbps();
-  if (!(lender_gbps > 0) || !(target_gbps > 0)) return step;
   const double bandwidth_share = 1 - latency_share(lender_network, lender_network.predict(bytes));
   const double adjusted = step + bandwidth_share * std::log(lender_gbps / target_gbps);
   // As with the fabric: a faster network narrows the gap to the one-node time down to none, not below.
@@ -290,7 +294,7 @@ Prediction scale_out_by_lenders(const GroupModel& largest, int sm, const std::ve
       if (!lender_network || m.key.nranks > lender_network->key.nranks) lender_network = &m;
     if (lender_network) {
       step = network_adjusted_step(step, *lender_network, largest, bytes);
-      networked = networked || (lender_network->network && largest.network);
+      networked = networked || states_networks(*lender_network, largest);
     }
     steps.push_back(step);
     carry_half_widths.push_back(std::hypot(carry, pair_half_width));

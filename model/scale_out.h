@@ -62,7 +62,9 @@ double fabric_adjusted_step(double step, int lender_sm, int target_sm, const Gro
 // node's bandwidth its rails × one rail's (StatedNetwork::node_gbps).
 // Networks differ up to 4x in bandwidth (the public 2-node logs), more than any other term of a step. A faster
 // network shrinks the step to 0 at most (to the lender's own step when that was below 0): crossing nodes does not
-// make a machine faster than its one-node time. The step as is when either side states no network.
+// make a machine faster than its one-node time. The step as is when either side states no network
+// (states_networks false).
+bool states_networks(const GroupModel& lender_network, const GroupModel& target_count);
 double network_adjusted_step(double step, const GroupModel& lender_network, const GroupModel& target_count, double bytes);
 
 // Pseudo-machines the unknown network's spread counts as in new_machine_half_width: one, the least that keeps

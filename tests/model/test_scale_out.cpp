@@ -219,9 +219,12 @@ TEST(ScaleOut, NetworkTermScalesTheLendersNetworkBandwidthShare) {
   ASSERT_TRUE(lender.ok && target.ok);
   const double step = 1.2;
   EXPECT_DOUBLE_EQ(network_adjusted_step(step, lender, target, 1 << 30), step);  // neither states a network
+  EXPECT_FALSE(states_networks(lender, target));
   lender.network = parse_stated_network("8x200Gb");
   EXPECT_DOUBLE_EQ(network_adjusted_step(step, lender, target, 1 << 30), step);  // the target states none
+  EXPECT_FALSE(states_networks(lender, target));
   target.network = parse_stated_network("8x400Gb");
+  EXPECT_TRUE(states_networks(lender, target));
   const double large = network_adjusted_step(step, lender, target, 1 << 30) - step;
   const double small = network_adjusted_step(step, lender, target, 1024) - step;
   EXPECT_LT(large, -0.9 * std::log(2.0));
