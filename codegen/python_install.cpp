@@ -53,9 +53,10 @@ def check_version(version):
     first, last = _release(CONSUMER_VERSIONS[0]), _release(CONSUMER_VERSIONS[-1])
     if release is None or not first <= release <= last:
         raise RuntimeError(
-            "arfit: this file was generated for %s %s to %s, and %s %s is running; regenerate it with "
-            "arfit codegen --consumer-version %s" % (CONSUMER, CONSUMER_VERSIONS[0], CONSUMER_VERSIONS[-1], CONSUMER,
-                                                    version, version))
+            "arfit: this file was generated for %s %s to %s, the versions whose code the arfit that wrote it had "
+            "read, and %s %s is running; regenerate it with an arfit that knows %s %s (arfit codegen "
+            "--consumer-version %s refuses a version whose code it has not read)"
+            % (CONSUMER, CONSUMER_VERSIONS[0], CONSUMER_VERSIONS[-1], CONSUMER, version, CONSUMER, version, version))
 )PY";
 }
 
@@ -68,7 +69,7 @@ def check_version(snapshot):
     if snapshot not in CONSUMER_VERSIONS:
         raise RuntimeError(
             "arfit: this file was generated for %s %s, and %s is running; regenerate it with arfit codegen "
-            "--consumer-version" % (CONSUMER, ", ".join(CONSUMER_VERSIONS), snapshot))
+            "--consumer-version %s" % (CONSUMER, ", ".join(CONSUMER_VERSIONS), snapshot, snapshot))
 )PY";
 }
 

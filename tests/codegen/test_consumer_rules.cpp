@@ -350,6 +350,33 @@ for v in ("0.5.0", "0.6.18", "0.6.18rc7", "0.4.1", "0.7.0", "nightly"):
         print(v, "refused", "--consumer-version" in str(e))
 )");
   EXPECT_EQ(out, "0.5.0 ok\n0.6.18 ok\n0.6.18rc7 ok\n0.4.1 refused True\n0.7.0 refused True\nnightly refused True\n");
+  // A version outside the range is one whose code the writing arfit had not read: the advice is an arfit that knows it
+  // (this arfit's codegen refuses --consumer-version 0.4.1), and the message says so.
+  const std::string advice = python_output(file, R"(
+try:
+    check_version("0.4.1")
+except RuntimeError as e:
+    print(e)
+)");
+  EXPECT_NE(advice.find("regenerate it with an arfit that knows flashinfer 0.4.1"), std::string::npos) << advice;
+  Request older = r;
+  older.consumer_version = "0.4.1";
+  EXPECT_NE(usage_error([&] { generate(fixtures::fitted(), older, "flashinfer"); }).find("arfit knows the rules of"), std::string::npos);
+  // SGLang's snapshots: a file written for one refuses another this arfit knows, naming the option value that
+  // writes a file for it, and that value is one codegen takes.
+  Request one = r;
+  one.consumer_version = "s1-0fbab45d";
+  const std::string sg = generate(fixtures::fitted(), one, "sglang");
+  const std::string refusal = python_output(sg, R"(
+try:
+    check_version("s2-09e7d8ed")
+except RuntimeError as e:
+    print(e)
+)");
+  EXPECT_NE(refusal.find("regenerate it with arfit codegen --consumer-version s2-09e7d8ed"), std::string::npos) << refusal;
+  Request other = r;
+  other.consumer_version = "s2-09e7d8ed";
+  EXPECT_NO_THROW(generate(fixtures::fitted(), other, "sglang"));
 }
 
 // A threshold or rule for a GPU count never measured rests on extrapolated predictions (the joint fit across GPU
