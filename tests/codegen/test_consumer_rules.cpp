@@ -352,12 +352,11 @@ for v in ("0.5.0", "0.6.18", "0.6.18rc7", "0.4.1", "0.7.0", "nightly"):
   EXPECT_EQ(out, "0.5.0 ok\n0.6.18 ok\n0.6.18rc7 ok\n0.4.1 refused True\n0.7.0 refused True\nnightly refused True\n");
   // A version outside the range is one whose code the writing arfit had not read: the advice is an arfit that knows it
   // (this arfit's codegen refuses --consumer-version 0.4.1), and the message says so.
-  const std::string advice = python_output(file, R"(
-try:
-    check_version("0.4.1")
-except RuntimeError as e:
-    print(e)
-)");
+  // What the file's check_version says of `running` (nothing when it accepts it).
+  const auto refusal_of = [](const std::string& module, const std::string& running) {
+    return python_output(module, "try:\n    check_version(\"" + running + "\")\nexcept RuntimeError as e:\n    print(e)\n");
+  };
+  const std::string advice = refusal_of(file, "0.4.1");
   EXPECT_NE(advice.find("regenerate it with an arfit that knows flashinfer 0.4.1"), std::string::npos) << advice;
   Request older = r;
   older.consumer_version = "0.4.1";
@@ -367,12 +366,7 @@ except RuntimeError as e:
   Request one = r;
   one.consumer_version = "s1-0fbab45d";
   const std::string sg = generate(fixtures::fitted(), one, "sglang");
-  const std::string refusal = python_output(sg, R"(
-try:
-    check_version("s2-09e7d8ed")
-except RuntimeError as e:
-    print(e)
-)");
+  const std::string refusal = refusal_of(sg, "s2-09e7d8ed");
   EXPECT_NE(refusal.find("regenerate it with arfit codegen --consumer-version s2-09e7d8ed"), std::string::npos) << refusal;
   Request other = r;
   other.consumer_version = "s2-09e7d8ed";
