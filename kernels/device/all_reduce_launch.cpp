@@ -71,16 +71,10 @@ bool device_supports_multicast(int device) {
   int major = 0;
   ARFIT_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   if (major < 9) return false;
-  // CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED has no runtime-API twin: the driver's entry point, found at run time, so
-  // that nothing links libcuda (the unit tests load this library on machines without a driver).
+  // CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED has no runtime-API twin: the driver's entry point, found at run time.
   using GetAttribute = CUresult (*)(int*, CUdevice_attribute, CUdevice);
-  void* entry = nullptr;
-  cudaDriverEntryPointQueryResult found{};
-  if (cudaGetDriverEntryPointByVersion("cuDeviceGetAttribute", &entry, 12000, cudaEnableDefault, &found) != cudaSuccess ||
-      found != cudaDriverEntryPointSuccess || !entry) {
-    (void)cudaGetLastError();
-    return false;
-  }
+  void* entry = cuda_driver_entry_point("cuDeviceGetAttribute", 12000);
+  if (!entry) return false;
   int supported = 0;
   if (reinterpret_cast<GetAttribute>(entry)(&supported, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, device) != CUDA_SUCCESS) return false;
   return supported != 0;

@@ -19,4 +19,15 @@ std::string cuda_device_unavailable_reason() {
   return "";
 }
 
+void* cuda_driver_entry_point(const char* name, int cuda_version) {
+  void* entry = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPointByVersion(name, &entry, cuda_version, cudaEnableDefault, &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess || !entry) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  return entry;
+}
+
 }  // namespace arfit::kernels

@@ -16,6 +16,11 @@ namespace arfit::kernels {
 // "no CUDA device: cudaGetDeviceCount returned 100 (cudaErrorNoDevice: no CUDA-capable device is detected)".
 std::string cuda_device_unavailable_reason();
 
+// The CUDA driver's entry point `name` at `cuda_version` (cudaGetDriverEntryPointByVersion), so that nothing links
+// libcuda (the unit tests load the kernels library on machines without a driver); nullptr, with the runtime's error
+// cleared, when the driver lacks it.
+void* cuda_driver_entry_point(const char* name, int cuda_version);
+
 }  // namespace arfit::kernels
 
 #define ARFIT_CUDA_CHECK(call)                                                         \

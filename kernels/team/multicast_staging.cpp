@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "kernels/all_reduce.h"
+#include "kernels/device/cuda_check.h"
 #include "kernels/team.h"
 #include "kernels/team/fd_passing.h"
 #include "kernels/team/multicast_driver.h"
@@ -26,13 +27,8 @@ constexpr CUmemAllocationHandleType kHandleType = CU_MEM_HANDLE_TYPE_POSIX_FILE_
 
 template <typename F>
 void find_entry(F* fn, const char* name) {
-  void* entry = nullptr;
-  cudaDriverEntryPointQueryResult found{};
-  if (cudaGetDriverEntryPointByVersion(name, &entry, CUDA_VERSION, cudaEnableDefault, &found) != cudaSuccess ||
-      found != cudaDriverEntryPointSuccess || !entry) {
-    (void)cudaGetLastError();
-    throw DeviceError(std::string("the CUDA driver has no ") + name + " at version " + std::to_string(CUDA_VERSION));
-  }
+  void* entry = cuda_driver_entry_point(name, CUDA_VERSION);
+  if (!entry) throw DeviceError(std::string("the CUDA driver has no ") + name + " at version " + std::to_string(CUDA_VERSION));
   *fn = reinterpret_cast<F>(entry);
 }
 
