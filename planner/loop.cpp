@@ -75,8 +75,8 @@ namespace {
 // anchors), or a curve is a candidate in no more cells than most, it is left to the loop's value per second; on a
 // grid where every strategy is a candidate in every cell only a top as cheap as a typical anchor qualifies. Highest
 // rate first, while the predicted costs fit in `budget_left_s`; never an `excluded` case.
-std::vector<int> seed_tops(const TargetTable& table, const Measurements& m, const std::vector<CaseEstimate>& estimates,
-                           const CostModel& cost, double budget_left_s, const std::vector<bool>* excluded) {
+Batch seed_tops(const TargetTable& table, const Measurements& m, const std::vector<CaseEstimate>& estimates,
+                const CostModel& cost, double budget_left_s, const std::vector<bool>* excluded) {
   const std::vector<std::size_t> decisions = cells_per_curve(table);
   std::vector<std::size_t> sorted = decisions;
   std::sort(sorted.begin(), sorted.end());
@@ -85,7 +85,7 @@ std::vector<int> seed_tops(const TargetTable& table, const Measurements& m, cons
   std::vector<double> anchor_s;
   for (std::size_t k = 0; k < table.size(); ++k)
     if (m.measured(static_cast<int>(k)) && !m.failed(static_cast<int>(k))) anchor_s.push_back(cost.seconds(m.time_us[k]));
-  if (!(median > 0) || anchor_s.empty()) return {};
+  if (!(median > 0) || anchor_s.empty()) return Batch{};
   const double anchor_rate = median / size_median(anchor_s);  // a seed anchor's decisions per second
   std::vector<std::pair<double, int>> tops;                // (−decisions per second, case)
   for (std::size_t c = 0; c < table.curves(); ++c) {
@@ -99,13 +99,20 @@ std::vector<int> seed_tops(const TargetTable& table, const Measurements& m, cons
     if (rate >= anchor_rate) tops.emplace_back(-rate, top);
   }
   std::sort(tops.begin(), tops.end());
-  std::vector<int> out;
-  double predicted = 0;
+  Batch out;
   for (const auto& [neg_rate, k] : tops) {
     const double s = cost.seconds(std::exp(estimates[static_cast<std::size_t>(k)].log_us));
-    if (predicted + s <= budget_left_s) out.push_back(k), predicted += s;
+    if (out.predicted_s + s <= budget_left_s) out.cases.push_back(k), out.predicted_s += s;
   }
   return out;
+}
+
+// The plan measuring `b`, in the grid's order (ascending case index).
+RoundPlan with_batch(RoundPlan plan, const Batch& b) {
+  plan.batch = b.cases;
+  std::sort(plan.batch.begin(), plan.batch.end());
+  plan.predicted_s = b.predicted_s;
+  return plan;
 }
 
 std::size_t round_size(std::size_t measured, double growth) {
@@ -154,12 +161,10 @@ RoundPlan plan_round(const TargetTable& table, const Measurements& all, const Lo
     return plan;
   }
   if (round == 1) {
-    plan.batch = seed_tops(table, m, plan.estimates, options.cost, options.budget_s - spent, options.excluded);
-    if (!plan.batch.empty()) {
+    const Batch tops = seed_tops(table, m, plan.estimates, options.cost, options.budget_s - spent, options.excluded);
+    if (!tops.cases.empty()) {
       plan.seed_tops = true;
-      std::sort(plan.batch.begin(), plan.batch.end());
-      for (int k : plan.batch) plan.predicted_s += options.cost.seconds(std::exp(plan.estimates[static_cast<std::size_t>(k)].log_us));
-      return plan;
+      return with_batch(std::move(plan), tops);
     }
   }
   BatchOptions bo;
@@ -173,10 +178,7 @@ RoundPlan plan_round(const TargetTable& table, const Measurements& all, const Lo
     plan.stop = b.valuable_left ? StopReason::Budget : StopReason::Settled;
     return plan;
   }
-  plan.batch = b.cases;
-  std::sort(plan.batch.begin(), plan.batch.end());
-  plan.predicted_s = b.predicted_s;
-  return plan;
+  return with_batch(std::move(plan), b);
 }
 
 TableState table_state(const TargetTable& table, const Measurements& m, const LoopOptions& given) {
