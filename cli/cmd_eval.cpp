@@ -36,11 +36,15 @@ struct EvalArgs {
   std::string plan = "auto";  // select protocol: auto | sparse4 | lattice:K
   bool plan_given = false;    // --plan on the command line (only select reads it)
   std::string points;         // size protocols: per held-out point CSV
-  // adaptive protocol only (each refused elsewhere): per-case overheads, leave-one-system-out priors, a stop rule.
+  // adaptive protocol only (each refused elsewhere): per-case overheads, leave-one-system-out priors, a stop rule,
+  // measurement noise and its replicates.
   std::string overhead = "1ms,100ms";
   bool overhead_given = false;
   bool prior = false;
   std::string until_regret;
+  std::string noise;
+  int replicates = 1;
+  bool replicates_given = false;
 };
 
 // What a protocol hands back: the printed report and the JSON written by --json.
@@ -117,7 +121,8 @@ double percentage(const std::string& text, const std::string& what, double min, 
   return *v / 100.0;
 }
 
-// The adaptive protocol's options: adaptive[:BUDGET] (default 10 %), --overhead, --prior, --until-regret.
+// The adaptive protocol's options: adaptive[:BUDGET] (default 10 %), --overhead, --prior, --until-regret, --noise,
+// --replicates.
 planner::SimulationOptions simulation_options(const EvalArgs& a) {
   planner::SimulationOptions o;
   const std::optional<std::string> budget = fit::parse_protocol_spec(a.protocol).arg;
@@ -137,6 +142,11 @@ planner::SimulationOptions simulation_options(const EvalArgs& a) {
     o.until_regret = percentage(a.until_regret, "--until-regret", 0, 100);
     if (!(o.until_regret > 0 && o.until_regret < 1)) throw UsageError("--until-regret: a percentage above 0 and below 100");
   }
+  if (!a.noise.empty()) {
+    o.noise = percentage(a.noise, "--noise", 0, 100);
+    if (!(o.noise < 1)) throw UsageError("--noise: a percentage from 0 to below 100");
+  }
+  o.replicates = a.replicates;
   return o;
 }
 #endif
@@ -231,9 +241,11 @@ void run_eval(const EvalArgs& a) {
   if (a.plan_given && protocol_name(a.protocol) != "select")
     throw UsageError("--plan is the measured subset of --protocol select; " + protocol_name(a.protocol) +
                      " holds out its own sizes (fit/eval.h)");
-  if ((a.overhead_given || a.prior || !a.until_regret.empty()) && protocol_name(a.protocol) != "adaptive")
-    throw UsageError(std::string(a.overhead_given ? "--overhead" : a.prior ? "--prior" : "--until-regret") +
-                     " is an option of --protocol adaptive only (docs/bench.md)");
+  if (protocol_name(a.protocol) != "adaptive")
+    for (const auto& [given, name] : {std::pair{a.overhead_given, "--overhead"}, {a.prior, "--prior"},
+                                      {!a.until_regret.empty(), "--until-regret"}, {!a.noise.empty(), "--noise"},
+                                      {a.replicates_given, "--replicates"}})
+      if (given) throw UsageError(std::string(name) + " is an option of --protocol adaptive only (docs/bench.md)");
   if (!a.json.empty() && !a.points.empty() && same_path(a.json, a.points))
     throw UsageError("--json and --points name the same file '" + a.json + "'; give two files");
   protocol->check(a);
@@ -307,10 +319,19 @@ void add_eval(CLI::App& app) {
                   "adaptive only: the loop also stops when the table's expected geometric-mean regret is at most R % "
                   "(arbench's --until-regret); the report checks the promise against the measurements")
       ->type_name("R");
+  cmd->add_option("--noise", a->noise,
+                  "adaptive only: each plan sees a case's time times exp(σ·z), z standard normal per case and replicate, "
+                  "σ = PCT % (a measurement's repeatability); regret is still scored against the files' times")
+      ->type_name("PCT");
+  auto* replicates = cmd->add_option("--replicates", a->replicates,
+                                     "adaptive only: noisy runs per overhead (1 to 1000; more than one needs --noise), "
+                                     "cells pooled; per system, the runs in which adaptive beat lattice and random")
+                         ->type_name("N");
   cmd->add_option("--format", a->format, "Input format (default auto: detected per file)");
-  cmd->callback([a, plan, overhead] {
+  cmd->callback([a, plan, overhead, replicates] {
     a->plan_given = plan->count() > 0;
     a->overhead_given = overhead->count() > 0;
+    a->replicates_given = replicates->count() > 0;
     run_eval(*a);
   });
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <functional>
 #include <set>
@@ -19,7 +20,12 @@
 namespace arfit::planner {
 namespace {
 
-const std::vector<std::string> kPlans = {"adaptive", "lattice", "random", "sparse"};
+// The plans compared; with noise also `exhaustive`, every case measured once: the floor the noise leaves.
+std::vector<std::string> plans_of(const SimulationOptions& o) {
+  std::vector<std::string> plans = {"adaptive", "lattice", "random", "sparse"};
+  if (o.noise > 0) plans.push_back("exhaustive");
+  return plans;
+}
 
 // One system's pairs as one target table: what one arbench run on that machine would decide. A curve is one
 // strategy of one source (its own measurements), so a NCCL table paired with several custom ones is one curve, measured
@@ -103,25 +109,37 @@ struct Outcome {
   StopReason stop = StopReason::None;
 };
 
-// One system's table measured under one budget, its answers looked up: a case is measured when its true cost fits
-// in what is left.
+// What a plan sees of each case in one replicate: its published time, times exp(noise · z) with z a standard normal
+// keyed by the replicate, the table and the case (the same draw for every plan of the replicate).
+std::vector<double> observed_times(const SimTable& t, double noise, std::uint64_t replicate_key, std::size_t table) {
+  std::vector<double> out = t.truth_us;
+  if (noise > 0)
+    for (std::size_t k = 0; k < out.size(); ++k)
+      out[k] *= std::exp(noise * unit_normal(splitmix64(replicate_key ^ splitmix64(table)) ^ splitmix64(~k)));
+  return out;
+}
+
+// One system's table measured under one budget, its answers looked up in `observed` (what a measurement returns):
+// a case is measured when its cost fits in what is left. The budget is a fraction of the published times'
+// exhaustive cost.
 class Replay {
  public:
-  Replay(const SimTable& t, const CostModel& cost, double budget_fraction) : t_(t), cost_(cost), m_(t.table.size()) {
+  Replay(const SimTable& t, const std::vector<double>& observed, const CostModel& cost, double budget_fraction)
+      : t_(t), observed_(observed), cost_(cost), m_(t.table.size()) {
     for (double us : t.truth_us) exhaustive_s_ += cost.seconds(us);
     budget_s_ = budget_fraction * exhaustive_s_;
   }
   double budget_s() const { return budget_s_; }
   const Measurements& measurements() const { return m_; }
   bool measure(int k, int round) {
-    const double s = cost_.seconds(t_.truth_us[static_cast<std::size_t>(k)]);
+    const double s = cost_.seconds(observed_[static_cast<std::size_t>(k)]);
     if (m_.measured(k) || m_.spent_s() + s > budget_s_) return false;
-    m_.time_us[static_cast<std::size_t>(k)] = t_.truth_us[static_cast<std::size_t>(k)];
+    m_.time_us[static_cast<std::size_t>(k)] = observed_[static_cast<std::size_t>(k)];
     m_.seconds[static_cast<std::size_t>(k)] = s;
     m_.round[static_cast<std::size_t>(k)] = round;
     return true;
   }
-  // The table the measurements make (planner/estimate.h's choice), scored against every measured time.
+  // The table the measurements make (planner/estimate.h's choice), scored against every published time.
   Outcome score(const EstimateOptions& est) const {
     Outcome o;
     const std::vector<CaseEstimate> e = estimate_cases(t_.table, m_, est);
@@ -139,6 +157,7 @@ class Replay {
 
  private:
   const SimTable& t_;
+  const std::vector<double>& observed_;
   CostModel cost_;
   Measurements m_;
   double exhaustive_s_ = 0, budget_s_ = 0;
@@ -147,9 +166,10 @@ class Replay {
 // A fixed plan over a system's table: each pair's size points in the plan's order (indices into the pair's cells),
 // taken level by level across the pairs (the first point of every pair, then the second, ...), so a budget that ends
 // early covers every pair alike; every candidate of a point is measured (plans thin the sizes only).
-Outcome run_fixed(const SimTable& t, const std::function<std::vector<std::size_t>(std::size_t pair, std::size_t n)>& order,
+Outcome run_fixed(const SimTable& t, const std::vector<double>& observed,
+                  const std::function<std::vector<std::size_t>(std::size_t pair, std::size_t n)>& order,
                   const CostModel& cost, double fraction, const EstimateOptions& est) {
-  Replay b(t, cost, fraction);
+  Replay b(t, observed, cost, fraction);
   std::vector<std::vector<std::size_t>> orders;
   std::size_t longest = 0;
   for (std::size_t p = 0; p < t.pair_cells.size(); ++p) {
@@ -163,8 +183,8 @@ Outcome run_fixed(const SimTable& t, const std::function<std::vector<std::size_t
   return b.score(est);
 }
 
-Outcome run_adaptive(const SimTable& t, const LoopOptions& loop, double fraction) {
-  Replay b(t, loop.cost, fraction);
+Outcome run_adaptive(const SimTable& t, const std::vector<double>& observed, const LoopOptions& loop, double fraction) {
+  Replay b(t, observed, loop.cost, fraction);
   LoopOptions o = loop;
   o.budget_s = b.budget_s();
   // Cases found not to fit in what was left (the simulation knows their time): no later round chooses them, as no
@@ -216,40 +236,62 @@ double log_geomean(const std::vector<double>& r) {
   return r.empty() ? 0 : sum / static_cast<double>(r.size());
 }
 
+// Every plan on one table in one replicate (`r`: its draw of the noise and of the random plan's order).
+std::map<std::string, Outcome> run_plans(const SimTable& t, std::size_t ti, int r, const SimulationOptions& options,
+                                         const CostModel& cost, const EstimateOptions& est) {
+  const std::uint64_t seed = options.random_seed + static_cast<std::uint64_t>(r);
+  const std::vector<double> observed = observed_times(t, options.noise, splitmix64(seed), ti);
+  LoopOptions loop;
+  loop.cost = cost;
+  loop.estimate = est;
+  loop.until_regret = options.until_regret;
+  std::map<std::string, Outcome> o;
+  o["adaptive"] = run_adaptive(t, observed, loop, options.budget_fraction);
+  o["lattice"] = run_fixed(t, observed, [](std::size_t, std::size_t n) { return lattice_order(n); }, cost,
+                           options.budget_fraction, est);
+  o["random"] = run_fixed(
+      t, observed, [&](std::size_t p, std::size_t n) { return random_order(n, seed ^ splitmix64(ti) ^ splitmix64(~p)); },
+      cost, options.budget_fraction, est);
+  o["sparse"] = run_fixed(t, observed, [](std::size_t, std::size_t n) { return sparse_order(n); }, cost,
+                          options.budget_fraction, est);
+  if (options.noise > 0)
+    o["exhaustive"] = run_fixed(t, observed, [](std::size_t, std::size_t n) { return lattice_order(n); },
+                                cost, std::numeric_limits<double>::infinity(), est);
+  return o;
+}
+
+// Whether adaptive's geometric-mean and p95 regret on one table are both below `other`'s.
+bool ahead_of(const Outcome& adaptive, const Outcome& other) {
+  const codegen::MethodStats a = codegen::regret_stats(adaptive.regrets), o = codegen::regret_stats(other.regrets);
+  return a.geomean_regret < o.geomean_regret && a.p95_regret < o.p95_regret;
+}
+
 SimulationRun simulate_overhead(const std::vector<SimTable>& tables, const SimulationOptions& options, double overhead_s,
                                 const std::map<std::string, std::shared_ptr<const fit::TransferLibrary>>& priors) {
   CostModel cost;
   cost.warmup = options.warmup;
   cost.iters = options.iters;
   cost.overhead_s = overhead_s;
-  // Every plan of every table, in parallel over the tables; each writes its own slot.
-  std::vector<std::map<std::string, Outcome>> outcomes(tables.size());
-  fit::detail::parallel_for(tables.size(), options.threads, [&](std::size_t ti) {
-    const SimTable& t = tables[ti];
+  // Every plan of every table and replicate, in parallel; each task writes its own slot.
+  const auto replicates = static_cast<std::size_t>(options.replicates);
+  std::vector<std::map<std::string, Outcome>> outcomes(tables.size() * replicates);
+  fit::detail::parallel_for(outcomes.size(), options.threads, [&](std::size_t task) {
+    const std::size_t ti = task / replicates;
     EstimateOptions est;
-    if (options.prior) est.prior = priors.at(t.system);
-    LoopOptions loop;
-    loop.cost = cost;
-    loop.estimate = est;
-    loop.until_regret = options.until_regret;
-    auto& o = outcomes[ti];
-    o["adaptive"] = run_adaptive(t, loop, options.budget_fraction);
-    o["lattice"] = run_fixed(t, [](std::size_t, std::size_t n) { return lattice_order(n); }, cost, options.budget_fraction, est);
-    o["random"] = run_fixed(
-        t, [&](std::size_t p, std::size_t n) { return random_order(n, options.random_seed ^ splitmix64(ti) ^ splitmix64(~p)); },
-        cost, options.budget_fraction, est);
-    o["sparse"] = run_fixed(t, [](std::size_t, std::size_t n) { return sparse_order(n); }, cost, options.budget_fraction, est);
+    if (options.prior) est.prior = priors.at(tables[ti].system);
+    outcomes[task] = run_plans(tables[ti], ti, static_cast<int>(task % replicates), options, cost, est);
   });
 
   SimulationRun run;
   run.overhead_s = overhead_s;
+  const std::vector<std::string> plans = plans_of(options);
   std::map<std::string, std::vector<double>> pool;
   std::map<std::string, std::map<std::string, std::vector<double>>> system_pool;
   std::map<std::string, std::map<std::string, PlanScore>> per_system;
-  for (std::size_t ti = 0; ti < tables.size(); ++ti) {
-    const SimTable& t = tables[ti];
-    for (const std::string& plan : kPlans) {
-      const Outcome& o = outcomes[ti].at(plan);
+  for (std::size_t task = 0; task < outcomes.size(); ++task) {
+    const SimTable& t = tables[task / replicates];
+    for (const std::string& plan : plans) {
+      const Outcome& o = outcomes[task].at(plan);
       for (PlanScore* s : {&run.plans[plan], &per_system[t.system][plan]}) {
         s->cases += static_cast<long>(t.table.size());
         s->measured += o.measured;
@@ -260,7 +302,8 @@ SimulationRun simulate_overhead(const std::vector<SimTable>& tables, const Simul
       auto& sp = system_pool[t.system][plan];
       sp.insert(sp.end(), o.regrets.begin(), o.regrets.end());
     }
-    const Outcome& a = outcomes[ti].at("adaptive");
+    const Outcome& a = outcomes[task].at("adaptive");
+    for (const char* plan : {"lattice", "random", "sparse"}) run.adaptive_ahead[t.system][plan] += ahead_of(a, outcomes[task].at(plan));
     ++run.stops[to_string(a.stop)];
     if (a.stop == StopReason::Regret) {
       const double realised = std::expm1(log_geomean(a.regrets));
@@ -269,10 +312,10 @@ SimulationRun simulate_overhead(const std::vector<SimTable>& tables, const Simul
       run.promise.realised.emplace_back(t.system, realised);
     }
   }
-  for (const std::string& plan : kPlans) run.plans[plan].regret = codegen::regret_stats(pool[plan]);
-  for (auto& [system, plans] : per_system) {
-    for (const std::string& plan : kPlans) plans[plan].regret = codegen::regret_stats(system_pool[system][plan]);
-    run.systems.emplace_back(system, plans);
+  for (const std::string& plan : plans) run.plans[plan].regret = codegen::regret_stats(pool[plan]);
+  for (auto& [system, by_plan] : per_system) {
+    for (const std::string& plan : plans) by_plan[plan].regret = codegen::regret_stats(system_pool[system][plan]);
+    run.systems.emplace_back(system, by_plan);
   }
   return run;
 }
@@ -286,13 +329,18 @@ void check_simulation_options(const SimulationOptions& o) {
   for (double s : o.overheads_s)
     if (!(s >= 0 && std::isfinite(s))) throw std::invalid_argument("--overhead: a duration of 0 or more");
   if (!(o.until_regret >= 0 && o.until_regret < 1)) throw std::invalid_argument("--until-regret: a percentage in [0, 100)");
+  if (!(o.noise >= 0 && o.noise < 1)) throw std::invalid_argument("--noise: a percentage in [0, 100)");
+  if (!(o.replicates >= 1 && o.replicates <= 1000)) throw std::invalid_argument("--replicates: from 1 to 1000");
+  if (o.replicates > 1 && !(o.noise > 0))
+    throw std::invalid_argument("--replicates: more than one replicate needs --noise above 0 (without noise every "
+                                "replicate is the same run)");
 }
 
 SimulationReport simulate_adaptive(const std::vector<Sample>& samples, const SimulationOptions& options) {
   check_simulation_options(options);
   SimulationReport report;
   report.options = options;
-  report.plan_order = kPlans;
+  report.plan_order = plans_of(options);
   const std::vector<codegen::SelectPair> pairs = codegen::select_pairs(samples, options.min_cells, &report.notes);
   std::map<std::string, std::vector<const codegen::SelectPair*>> by_system;
   for (const codegen::SelectPair& p : pairs) by_system[p.system].push_back(&p);
@@ -322,6 +370,19 @@ nlohmann::json score_json(const PlanScore& s) {
 
 }  // namespace
 
+namespace {
+
+// The header's account of the noise: nothing without it.
+std::string noise_text(const SimulationOptions& o) {
+  return o.noise > 0 ? ", measurement noise " + format_number(100.0 * o.noise, "%g") + " % (σ of ln t)" : "";
+}
+
+std::string runs_text(int replicates) {
+  return replicates == 1 ? "one run each" : std::to_string(replicates) + " replicates each, cells pooled";
+}
+
+}  // namespace
+
 nlohmann::json simulation_report_json(const SimulationReport& r) {
   using nlohmann::json;
   json j;
@@ -329,6 +390,8 @@ nlohmann::json simulation_report_json(const SimulationReport& r) {
   j["budget_fraction"] = r.options.budget_fraction;
   j["prior"] = r.options.prior;
   j["until_regret"] = r.options.until_regret;
+  j["noise"] = r.options.noise;
+  j["replicates"] = r.options.replicates;
   j["tables"] = r.tables;
   j["cells"] = r.cells;
   j["runs"] = json::array();
@@ -339,6 +402,7 @@ nlohmann::json simulation_report_json(const SimulationReport& r) {
     jr["systems"] = json::object();
     for (const auto& [system, plans] : run.systems)
       for (const std::string& plan : r.plan_order) jr["systems"][system][plan] = score_json(plans.at(plan));
+    jr["adaptive_ahead"] = run.adaptive_ahead;
     jr["stops"] = run.stops;
     if (r.options.until_regret > 0)
       jr["promise"] = {{"stopped", run.promise.stopped}, {"kept", run.promise.kept},
@@ -355,8 +419,9 @@ std::string format_simulation_report(const SimulationReport& r) {
   for (const SimulationRun& run : r.runs) {
     s << "adaptive protocol: budget " << format_number(100.0 * r.options.budget_fraction, "%g")
       << " % of the exhaustive measuring time, per-case overhead " << format_duration(run.overhead_s)
-      << (r.options.prior ? ", other systems' curves as priors" : "") << ": " << r.tables << " systems (one run each), "
-      << r.pairs << " custom-vs-NCCL pairs, " << r.cells << " cells\n";
+      << (r.options.prior ? ", other systems' curves as priors" : "") << noise_text(r.options) << ": " << r.tables
+      << " systems (" << runs_text(r.options.replicates) << "), " << r.pairs << " custom-vs-NCCL pairs, " << r.cells
+      << " cells\n";
     std::vector<std::vector<std::string>> rows = {{"plan", "geomean", "p95", "max", "exact%", "cases%", "time%"}};
     for (const std::string& plan : r.plan_order) {
       const PlanScore& p = run.plans.at(plan);
@@ -365,16 +430,21 @@ std::string format_simulation_report(const SimulationReport& r) {
                       pct(p.case_fraction()), pct(p.time_fraction())});
     }
     s << aligned_columns(rows, {false, true, true, true, true, true, true});
-    s << "\nper system (geomean / p95 regret; adaptive's cases% / time%):\n";
+    s << "\nper system (geomean / p95 regret; adaptive's cases% / time%; the runs in which adaptive's geomean and p95 "
+         "were both below lattice's / random's):\n";
     std::vector<std::vector<std::string>> sys = {{"system", "cells"}};
     for (const std::string& plan : r.plan_order) sys[0].push_back(plan);
     sys[0].push_back("adaptive cases% / time%");
+    sys[0].push_back("ahead of lattice / random");
     for (const auto& [system, plans] : run.systems) {
       std::vector<std::string> row = {system, std::to_string(plans.at("adaptive").regret.cells)};
       for (const std::string& plan : r.plan_order)
         row.push_back(format_number(plans.at(plan).regret.geomean_regret, "%.4f") + " / " +
                       format_number(plans.at(plan).regret.p95_regret, "%.3f"));
       row.push_back(pct(plans.at("adaptive").case_fraction()) + " / " + pct(plans.at("adaptive").time_fraction()));
+      const std::map<std::string, int>& ahead = run.adaptive_ahead.at(system);
+      const std::string of = "/" + std::to_string(r.options.replicates);
+      row.push_back(std::to_string(ahead.at("lattice")) + of + " / " + std::to_string(ahead.at("random")) + of);
       sys.push_back(row);
     }
     std::vector<bool> right(sys[0].size(), true);

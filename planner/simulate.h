@@ -24,6 +24,14 @@
 //
 // With priors (leave one system out, as crosshw:K): each pair's curves are transferred from the other systems'
 // curves (fit_model_set of their samples, `arfit fit --prior`) while they have few sizes, in every plan.
+//
+// Measurement noise (`noise` > 0): a plan sees each case's time multiplied by exp(noise · z), z a standard normal
+// drawn per case and replicate (unit_normal, keyed so every plan of a replicate sees the same draw), as a repeated
+// run of the same machine would measure it; its cost is that time's. Regret is still scored against the published
+// times (the truth the plans estimate), so a cell whose candidates are closer than the noise can be chosen wrongly
+// even when measured. Each of `replicates` runs draws anew (and reorders the random plan); the figures pool the
+// replicates' cells, and per system the report counts the replicates in which adaptive's geometric-mean and p95
+// regret were both lower than each fixed plan's: whether a system's comparison holds beyond one draw.
 #pragma once
 
 #include <map>
@@ -43,7 +51,9 @@ struct SimulationOptions {
   bool prior = false;                            // leave one system out
   double until_regret = 0;                       // the adaptive loop's --until-regret (fraction); 0: none
   int warmup = 5, iters = 20;                    // arbench's defaults
-  std::uint64_t random_seed = 1;
+  double noise = 0;                              // σ of ln t of one measurement; 0: the published times exactly
+  int replicates = 1;                            // noisy runs per overhead (more than one needs noise)
+  std::uint64_t random_seed = 1;                 // the random plan's order; replicate r uses random_seed + r
   int min_cells = 12;
   int threads = 1;                               // tables simulated in parallel (results identical)
 };
@@ -70,6 +80,8 @@ struct SimulationRun {
   std::vector<std::pair<std::string, std::map<std::string, PlanScore>>> systems;  // per system, sorted
   PromiseCheck promise;
   std::map<std::string, int> stops;  // the adaptive loop's stop reasons (planner/loop.h) and how many tables each
+  // Per system and fixed plan: the replicates in which adaptive's geometric-mean and p95 regret were both lower.
+  std::map<std::string, std::map<std::string, int>> adaptive_ahead;
 };
 
 struct SimulationReport {

@@ -94,6 +94,71 @@ TEST(Simulate, UntilRegretStopsWithinItsPromise) {
   EXPECT_EQ(run.stops.at("regret"), 1);
 }
 
+TEST(Simulate, NoiseIsWhatThePlansSeeAndTheFloorAnExhaustiveRunLeaves) {
+  SimulationOptions o;
+  o.budget_fraction = 1.0;  // every plan can measure everything
+  o.overheads_s = {1e-3};
+  const SimulationReport exact = simulate_adaptive(synthetic_system(), o);
+  EXPECT_EQ(exact.plan_order, (std::vector<std::string>{"adaptive", "lattice", "random", "sparse"}));
+  EXPECT_DOUBLE_EQ(exact.runs[0].plans.at("lattice").regret.geomean_regret, 1.0);
+  EXPECT_DOUBLE_EQ(exact.runs[0].plans.at("lattice").regret.exact, 100.0);
+
+  // 20 % noise: measured near-ties (around each GPU count's crossover) are chosen wrongly now and then, by every plan,
+  // the exhaustive one included; regret is scored against the files' times, so it shows.
+  o.noise = 0.20;
+  o.replicates = 3;
+  o.threads = 2;
+  const SimulationReport noisy = simulate_adaptive(synthetic_system(), o);
+  ASSERT_EQ(noisy.plan_order.back(), "exhaustive");
+  const SimulationRun& run = noisy.runs.at(0);
+  const PlanScore& full = run.plans.at("exhaustive");
+  EXPECT_EQ(full.measured, full.cases);  // every case, once per replicate
+  EXPECT_EQ(full.regret.cells, 3 * 63);  // the replicates' cells pooled
+  EXPECT_LT(full.regret.exact, 100.0);
+  EXPECT_GT(full.regret.geomean_regret, 1.0);
+  int stops = 0;
+  for (const auto& [why, n] : run.stops) stops += n;
+  EXPECT_EQ(stops, 3);  // one adaptive run per replicate
+  for (const char* plan : {"lattice", "random", "sparse"}) {
+    const int ahead = run.adaptive_ahead.at("synth").at(plan);
+    EXPECT_GE(ahead, 0) << plan;
+    EXPECT_LE(ahead, 3) << plan;
+  }
+  // The replicates' draws depend on the seed and the replicate alone, not on the threads.
+  o.threads = 1;
+  const SimulationReport again = simulate_adaptive(synthetic_system(), o);
+  for (const std::string& plan : noisy.plan_order)
+    EXPECT_EQ(again.runs[0].plans.at(plan).regret.geomean_regret, run.plans.at(plan).regret.geomean_regret) << plan;
+  o.random_seed = 2;
+  const SimulationReport other = simulate_adaptive(synthetic_system(), o);
+  EXPECT_NE(other.runs[0].plans.at("exhaustive").regret.geomean_regret, full.regret.geomean_regret);
+
+  const std::string text = format_simulation_report(noisy);
+  EXPECT_NE(text.find("measurement noise 20 % (σ of ln t)"), std::string::npos) << text;
+  EXPECT_NE(text.find("3 replicates each, cells pooled"), std::string::npos) << text;
+  const nlohmann::json j = simulation_report_json(noisy);
+  EXPECT_EQ(j["replicates"], 3);
+  EXPECT_TRUE(j["runs"][0]["adaptive_ahead"]["synth"].contains("lattice"));
+}
+
+TEST(Simulate, SaysPerSystemWhetherAdaptiveWasAheadInTheRun) {
+  SimulationOptions o;
+  o.overheads_s = {1e-3};
+  const SimulationReport r = simulate_adaptive(synthetic_system(), o);
+  const SimulationRun& run = r.runs.at(0);
+  // One run: 1 where adaptive's geomean and p95 are both below the plan's, else 0. Here every plan's p95 is 1.000
+  // (the curves cross once per GPU count, so few cells err): a tie, which is not ahead.
+  for (const char* plan : {"lattice", "random", "sparse"}) {
+    const PlanScore& a = run.systems.at(0).second.at("adaptive");
+    const PlanScore& f = run.systems.at(0).second.at(plan);
+    const bool ahead = a.regret.geomean_regret < f.regret.geomean_regret && a.regret.p95_regret < f.regret.p95_regret;
+    EXPECT_EQ(run.adaptive_ahead.at("synth").at(plan), ahead ? 1 : 0) << plan;
+  }
+  EXPECT_EQ(run.plans.at("lattice").regret.p95_regret, run.plans.at("adaptive").regret.p95_regret);
+  EXPECT_EQ(run.adaptive_ahead.at("synth").at("lattice"), 0);
+  EXPECT_NE(format_simulation_report(r).find("0/1 / 0/1"), std::string::npos) << format_simulation_report(r);
+}
+
 TEST(Simulate, RefusesBadOptionsAndTablesWithoutPairs) {
   SimulationOptions o;
   o.budget_fraction = 0;
@@ -102,6 +167,16 @@ TEST(Simulate, RefusesBadOptionsAndTablesWithoutPairs) {
   EXPECT_THROW(check_simulation_options(o), std::invalid_argument);
   o.budget_fraction = 0.1;
   o.overheads_s = {};
+  EXPECT_THROW(check_simulation_options(o), std::invalid_argument);
+  o.overheads_s = {1e-3};
+  o.replicates = 2;  // without noise every replicate is the same run
+  EXPECT_THROW(check_simulation_options(o), std::invalid_argument);
+  o.noise = 0.01;
+  EXPECT_NO_THROW(check_simulation_options(o));
+  o.replicates = 0;
+  EXPECT_THROW(check_simulation_options(o), std::invalid_argument);
+  o.replicates = 1;
+  o.noise = 1.0;
   EXPECT_THROW(check_simulation_options(o), std::invalid_argument);
   std::vector<Sample> nccl_only = synthetic_system();
   nccl_only.erase(std::remove_if(nccl_only.begin(), nccl_only.end(), [](const Sample& s) { return s.strategy != "NCCL"; }),
@@ -131,6 +206,11 @@ TEST(Simulate, EvalCommandLine) {
       {"select --overhead 1ms", "--overhead is an option of --protocol adaptive only"},
       {"select --prior", "--prior is an option of --protocol adaptive only"},
       {"interp2 --until-regret 1", "--until-regret is an option of --protocol adaptive only"},
+      {"adaptive --replicates 3", "more than one replicate needs --noise"},
+      {"adaptive --noise 100", "--noise"},
+      {"adaptive --noise 1 --replicates 0", "--replicates: from 1 to 1000"},
+      {"select --noise 1", "--noise is an option of --protocol adaptive only"},
+      {"select --replicates 1", "--replicates is an option of --protocol adaptive only"},
   };
   for (const auto& [args, says] : refused) {
     const auto bad = run_command(eval + args);
