@@ -60,7 +60,8 @@ GroupKey group_key(const Sample& s) {
           s.nranks, s.nnodes, s.in_place, label(s)};
 }
 
-void run_ingest(const IngestArgs& a) {
+// The reader options the command line gives; a bad value is a usage error naming its option.
+ingest::Options ingest_options(const IngestArgs& a) {
   ingest::Options opt;
   opt.format = ingest_format_option(a.format);
   if (!a.collective.empty()) {
@@ -81,53 +82,70 @@ void run_ingest(const IngestArgs& a) {
     opt.network = to_string(*n);
   }
   if (!a.dtype.empty()) opt.dtype = a.dtype;
+  return opt;
+}
 
+// What every file together held: the samples in file order, the counts of the summary line and the inputs the
+// output's header names.
+struct IngestTotals {
   SampleFile out;
-  std::size_t total_rows = 0, total_failed = 0, total_dups = 0, total_dropped = 0;
+  std::size_t rows = 0, failed = 0, duplicates = 0, dropped = 0;
   std::string inputs;
+};
+
+// One file's line: format, rows, samples, failed, duplicates, dropped rows and the network it states.
+void print_file_line(const std::string& file, const ingest::IngestResult& r, std::size_t dups) {
+  std::cout << file << ": " << ingest::to_string(r.format) << ", " << r.rows << " rows, " << r.samples.size()
+            << " samples, " << r.failed << " failed, " << dups << (dups == 1 ? " duplicate" : " duplicates");
+  if (r.dropped) std::cout << ", " << r.dropped << " rows dropped";
+  // The inter-node network the file states or --network gives: what the scale-out steps will carry to.
+  for (const Sample& s : r.samples)
+    if (const auto n = s.extra.find("network"); n != s.extra.end() && !n->second.empty()) {
+      std::cout << ", network " << n->second;
+      break;
+    }
+  std::cout << "\n";
+  for (const auto& w : r.warnings) std::cerr << "arfit: warning: " << w << "\n";
+}
+
+// Reads every file (ingest::DistinctInputs refusing inputs that cannot be told apart), printing a line per file
+// unless `quiet`.
+IngestTotals ingest_files(const std::vector<std::string>& files, const ingest::Options& opt, bool quiet) {
+  IngestTotals t;
   ingest::DistinctInputs distinct(opt);
-  // Before the per-file lines: "-" takes standard output for the samples, and the summary goes to stderr.
-  if (!a.output.empty()) check_output_file(a.output);
   // Duplicates are counted over what is written, not as each reader counted them (a size repeated within one run
   // of a table, per row): --nranks, --nnodes and --system can merge tables of one file, or files, into one group
   // (a GPU-count sweep given --nranks 8), and a log holding the same run twice repeats every size. Each
   // duplicate is a sample whose group already has one at its size, in this file or an earlier one.
   // A size is its bytes and, for shaped samples, its shape: 128 x 4096 and 256 x 2048 are two points of a table.
   std::set<std::tuple<GroupKey, std::int64_t, std::int64_t, std::int64_t>> seen_sizes;
-  for (const auto& f : a.files) {
+  for (const auto& f : files) {
     ingest::IngestResult r = ingest::ingest_file(f, opt);
     distinct.add(f, r);
     std::size_t dups = 0;
     for (const Sample& s : r.samples)
       if (!seen_sizes.insert({group_key(s), s.bytes, s.tokens, s.hidden}).second) ++dups;
-    total_rows += r.rows;
-    total_failed += r.failed;
-    total_dups += dups;
-    total_dropped += r.dropped;
-    if (!a.quiet) {
-      std::cout << f << ": " << ingest::to_string(r.format) << ", " << r.rows << " rows, " << r.samples.size()
-                << " samples, " << r.failed << " failed, " << dups << (dups == 1 ? " duplicate" : " duplicates");
-      if (r.dropped) std::cout << ", " << r.dropped << " rows dropped";
-      // The inter-node network the file states or --network gives: what the scale-out steps will carry to.
-      for (const Sample& s : r.samples)
-        if (const auto n = s.extra.find("network"); n != s.extra.end() && !n->second.empty()) {
-          std::cout << ", network " << n->second;
-          break;
-        }
-      std::cout << "\n";
-      for (const auto& w : r.warnings) std::cerr << "arfit: warning: " << w << "\n";
-    }
-    inputs += (inputs.empty() ? "" : " ") + f;
-    for (auto& s : r.samples) out.samples.push_back(std::move(s));
+    t.rows += r.rows;
+    t.failed += r.failed;
+    t.duplicates += dups;
+    t.dropped += r.dropped;
+    if (!quiet) print_file_line(f, r, dups);
+    t.inputs += (t.inputs.empty() ? "" : " ") + f;
+    for (auto& s : r.samples) t.out.samples.push_back(std::move(s));
   }
+  return t;
+}
 
-  struct G {
-    std::size_t ok = 0, failed = 0;
-    std::int64_t lo = -1, hi = -1;
-  };
-  std::map<GroupKey, G> groups;
-  for (const auto& s : out.samples) {
-    G& g = groups[group_key(s)];
+// A summary group: its usable and failed points and the size range of the usable ones (-1: none).
+struct GroupSummary {
+  std::size_t ok = 0, failed = 0;
+  std::int64_t lo = -1, hi = -1;
+};
+
+std::map<GroupKey, GroupSummary> summarise_groups(const std::vector<Sample>& samples) {
+  std::map<GroupKey, GroupSummary> groups;
+  for (const auto& s : samples) {
+    GroupSummary& g = groups[group_key(s)];
     if (!s.ok()) {
       ++g.failed;
       continue;
@@ -136,26 +154,38 @@ void run_ingest(const IngestArgs& a) {
     if (g.lo < 0 || s.bytes < g.lo) g.lo = s.bytes;
     if (s.bytes > g.hi) g.hi = s.bytes;
   }
-  std::cout << "summary: " << a.files.size() << " files, " << total_rows << " rows, " << out.samples.size() << " samples, "
-            << total_failed << " failed, " << total_dups << (total_dups == 1 ? " duplicate, " : " duplicates, ")
-            << (total_dropped ? std::to_string(total_dropped) + " rows dropped, " : std::string()) << groups.size() << " groups\n";
-  if (!a.quiet) {
-    std::vector<std::vector<std::string>> rows{
-        {"system", "collective", "strategy", "fusion/dtype", "ranks", "nodes", "place", "points", "failed", "sizes"}};
-    for (const auto& [k, g] : groups) {
-      std::string sys = std::get<0>(k);
-      if (!std::get<7>(k).empty()) sys += " [" + std::get<7>(k) + "]";
-      rows.push_back({sys, std::get<1>(k), std::get<2>(k), std::get<3>(k), std::to_string(std::get<4>(k)),
-                      std::to_string(std::get<5>(k)), std::get<6>(k) ? "in" : "out", std::to_string(g.ok),
-                      std::to_string(g.failed), g.lo < 0 ? "-" : human_bytes(static_cast<double>(g.lo), 6) + " .. " + human_bytes(static_cast<double>(g.hi), 6)});
-    }
-    std::cout << aligned_columns(rows, {false, false, false, false, true, true, true, true, true, false}, "  ");
+  return groups;
+}
+
+// The per-group table: machine (with its label), collective, strategy, fusion/dtype, counts, place, points, sizes.
+std::string groups_table(const std::map<GroupKey, GroupSummary>& groups) {
+  std::vector<std::vector<std::string>> rows{
+      {"system", "collective", "strategy", "fusion/dtype", "ranks", "nodes", "place", "points", "failed", "sizes"}};
+  for (const auto& [k, g] : groups) {
+    std::string sys = std::get<0>(k);
+    if (!std::get<7>(k).empty()) sys += " [" + std::get<7>(k) + "]";
+    rows.push_back({sys, std::get<1>(k), std::get<2>(k), std::get<3>(k), std::to_string(std::get<4>(k)),
+                    std::to_string(std::get<5>(k)), std::get<6>(k) ? "in" : "out", std::to_string(g.ok),
+                    std::to_string(g.failed), g.lo < 0 ? "-" : human_bytes(static_cast<double>(g.lo), 6) + " .. " + human_bytes(static_cast<double>(g.hi), 6)});
   }
+  return aligned_columns(rows, {false, false, false, false, true, true, true, true, true, false}, "  ");
+}
+
+void run_ingest(const IngestArgs& a) {
+  const ingest::Options opt = ingest_options(a);
+  // Before the per-file lines: "-" takes standard output for the samples, and the summary goes to stderr.
+  if (!a.output.empty()) check_output_file(a.output);
+  IngestTotals t = ingest_files(a.files, opt, a.quiet);
+  const std::map<GroupKey, GroupSummary> groups = summarise_groups(t.out.samples);
+  std::cout << "summary: " << a.files.size() << " files, " << t.rows << " rows, " << t.out.samples.size() << " samples, "
+            << t.failed << " failed, " << t.duplicates << (t.duplicates == 1 ? " duplicate, " : " duplicates, ")
+            << (t.dropped ? std::to_string(t.dropped) + " rows dropped, " : std::string()) << groups.size() << " groups\n";
+  if (!a.quiet) std::cout << groups_table(groups);
   if (!a.output.empty()) {
-    out.meta.emplace_back("generator", "arfit ingest");
-    out.meta.emplace_back("inputs", inputs);
-    write_samples_csv(a.output, out);
-    std::cout << "wrote " << out.samples.size() << " samples to " << a.output << "\n";
+    t.out.meta.emplace_back("generator", "arfit ingest");
+    t.out.meta.emplace_back("inputs", t.inputs);
+    write_samples_csv(a.output, t.out);
+    std::cout << "wrote " << t.out.samples.size() << " samples to " << a.output << "\n";
   }
 }
 
