@@ -112,22 +112,9 @@ inline int fusion_row(Fusion fusion) noexcept {
   return s;
 }
 
-}  // namespace
-
-std::string write_header(const StrategyTable& t, const Banner& banner, int sm) {
-  const Grid& g = t.grid;
-  const auto numbers = header_enumerators(t);
-  std::vector<std::int64_t> tps(g.tps.begin(), g.tps.end());
-  const bool trtllm_bucketing =
-      contiguous_powers_of_two(tps) && contiguous_powers_of_two(g.hiddens) && contiguous_powers_of_two(g.tokens);
+// The Strategy, Fusion and Bucketing enums, and the value returned off the table.
+std::string header_enums(const StrategyTable& t, const std::map<std::string, Enumerator>& numbers, bool trtllm_bucketing) {
   std::ostringstream s;
-  s << banner_text(banner, "// ", "arfit_select.h: all-reduce strategy selection" +
-                                      (sm > 0 ? " for SM" + std::to_string(sm) : std::string()) + ", chosen from fitted models.");
-  s << "// Cells: " << t.cells.size() << ", uncertain: " << t.uncertain_cells() << ", fallback: " << t.fallback_cells();
-  if (t.transferred_cells() > 0) s << ", " << kTransferredCellsNote << ": " << t.transferred_cells();
-  s << "\n";
-  s << behaviour_comment(trtllm_bucketing);
-  s << "#pragma once\n\n#include <cstdint>\n\nnamespace arfit_select {\n\n";
   s << "// Strategy values: TensorRT-LLM's AllReduceStrategyType numbers where it has one, else 100+.\n";
   s << "enum class Strategy : int {\n";
   for (const auto& [name, e] : numbers) s << "  " << e.id << " = " << e.value << ",  // " << comment_text(name, CommentSyntax::Cpp) << "\n";
@@ -139,6 +126,12 @@ std::string write_header(const StrategyTable& t, const Banner& banner, int sm) {
   s << "enum class Bucketing : int { kStrict" << (trtllm_bucketing ? ", kTensorRtLlm" : "") << " };\n\n";
   s << "// Returned off the table (see above): --fallback.\n";
   s << "inline constexpr Strategy kOutOfRange = Strategy::" << numbers.at(t.options.fallback).id << ";\n\n";
+  return s.str();
+}
+
+// The grid's axes as constants.
+std::string header_axes(const Grid& g) {
+  std::ostringstream s;
   s << "inline constexpr int kNumTp = " << g.tps.size() << ";\n";
   s << "inline constexpr int kNumFusion = " << g.fusions.size() << ";\n";
   s << "inline constexpr int kNumHidden = " << g.hiddens.size() << ";\n";
@@ -149,6 +142,13 @@ std::string write_header(const StrategyTable& t, const Banner& banner, int sm) {
   s << "};\n";
   s << "inline constexpr std::int64_t kHidden[kNumHidden] = {" << join(g.hiddens, ", ") << "};\n";
   s << "inline constexpr std::int64_t kTokens[kNumTokens] = {" << join(g.tokens, ", ") << "};\n\n";
+  return s.str();
+}
+
+// kTable[tp][fusion][hidden][tokens]: each cell's chosen Strategy value.
+std::string header_table(const StrategyTable& t, const std::map<std::string, Enumerator>& numbers) {
+  const Grid& g = t.grid;
+  std::ostringstream s;
   s << "// [tp][fusion][hidden][tokens] = Strategy value\n";
   s << "inline constexpr int kTable[kNumTp][kNumFusion][kNumHidden][kNumTokens] = {\n";
   for (std::size_t ti = 0; ti < g.tps.size(); ++ti) {
@@ -165,7 +165,12 @@ std::string write_header(const StrategyTable& t, const Banner& banner, int sm) {
     s << "  }" << (ti + 1 < g.tps.size() ? "," : "") << "\n";
   }
   s << "};\n\n";
-  s << bucket_functions(trtllm_bucketing);
+  return s.str();
+}
+
+// select(): strict bucketing, and TensorRT-LLM's when the axes allow it.
+std::string select_function(const Grid& g, bool trtllm_bucketing) {
+  std::ostringstream s;
   s << "inline Strategy select(int tp, Fusion fusion, std::int64_t num_tokens, std::int64_t hidden,\n"
        "                       Bucketing bucketing = Bucketing::kStrict) noexcept {\n"
        "  const int fi = detail::fusion_row(fusion);\n"
@@ -187,6 +192,27 @@ std::string write_header(const StrategyTable& t, const Banner& banner, int sm) {
        "  if (ti < 0 || fi < 0 || hi < 0 || ki < 0) return kOutOfRange;\n"
        "  return static_cast<Strategy>(kTable[ti][fi][hi][ki]);\n"
        "}\n\n}  // namespace arfit_select\n";
+  return s.str();
+}
+
+}  // namespace
+
+std::string write_header(const StrategyTable& t, const Banner& banner, int sm) {
+  const Grid& g = t.grid;
+  const auto numbers = header_enumerators(t);
+  std::vector<std::int64_t> tps(g.tps.begin(), g.tps.end());
+  const bool trtllm_bucketing =
+      contiguous_powers_of_two(tps) && contiguous_powers_of_two(g.hiddens) && contiguous_powers_of_two(g.tokens);
+  std::ostringstream s;
+  s << banner_text(banner, "// ", "arfit_select.h: all-reduce strategy selection" +
+                                      (sm > 0 ? " for SM" + std::to_string(sm) : std::string()) + ", chosen from fitted models.");
+  s << "// Cells: " << t.cells.size() << ", uncertain: " << t.uncertain_cells() << ", fallback: " << t.fallback_cells();
+  if (t.transferred_cells() > 0) s << ", " << kTransferredCellsNote << ": " << t.transferred_cells();
+  s << "\n";
+  s << behaviour_comment(trtllm_bucketing);
+  s << "#pragma once\n\n#include <cstdint>\n\nnamespace arfit_select {\n\n";
+  s << header_enums(t, numbers, trtllm_bucketing) << header_axes(g) << header_table(t, numbers);
+  s << bucket_functions(trtllm_bucketing) << select_function(g, trtllm_bucketing);
   return s.str();
 }
 
