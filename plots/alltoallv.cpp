@@ -40,91 +40,128 @@ std::string alltoallv_family(const AllToAllvSplit& sp) {
   return "both uneven";
 }
 
+namespace {
+
+// The log axes' extent: every measured point, then the curve where it lies within them.
+struct LogRange {
+  double xmin = INFINITY, xmax = 0, tmin = INFINITY, tmax = 0;
+  void see(double x, double t) {
+    if (!(x > 0) || !(t > 0)) return;
+    xmin = std::min(xmin, x), xmax = std::max(xmax, x), tmin = std::min(tmin, t), tmax = std::max(tmax, t);
+  }
+};
+
+// Pixel geometry: panel side, left margin, gap between panels, top and bottom margins.
+constexpr double kPanel = 400, kLeft = 90, kGap = 70, kTop = 95, kBottom = 150;
+
+// The uniform all-to-all prediction's data block; `band` says whether any point has its interval.
+std::string curve_block(const std::vector<FitCurvePoint>& curve, bool& band) {
+  std::vector<std::vector<std::string>> rows;
+  band = false;
+  for (const auto& p : curve) {
+    const bool has_band = p.lo_us > 0 && p.hi_us > 0;
+    band = band || has_band;
+    rows.push_back({gp_number(p.bytes), gp_number(p.time_us), has_band ? gp_number(p.lo_us) : "NaN",
+                    has_band ? gp_number(p.hi_us) : "NaN"});
+  }
+  return gp_comment("uniform all-to-all prediction (bytes, time_us, lo_us, hi_us)") + data_block("curve", rows);
+}
+
+// Data block of panel k's points of one family: named by indices, a name holds no input text.
+std::string block_name(std::size_t k, const std::string& family, const std::vector<std::string>& families) {
+  const auto at = std::find(families.begin(), families.end(), family) - families.begin();
+  return "m" + std::to_string(k) + "_" + std::to_string(at);
+}
+
+// Every panel's measured points, a block per family; `families` in order of first appearance, `range` over them.
+std::string point_blocks(const std::vector<AllToAllvPanel>& panels, std::vector<std::string>& families, LogRange& range) {
+  std::ostringstream s;
+  for (std::size_t k = 0; k < panels.size(); ++k) {
+    std::map<std::string, std::vector<std::vector<std::string>>> by_family;
+    for (const auto& p : panels[k].points) {
+      range.see(p.bytes, p.time_us);
+      by_family[p.family].push_back({gp_number(p.bytes), gp_number(p.time_us)});
+      if (std::find(families.begin(), families.end(), p.family) == families.end()) families.push_back(p.family);
+    }
+    for (const auto& [family, pts] : by_family) {
+      s << gp_comment(panels[k].mode + ", " + family + " (effective bytes, measured time_us)");
+      s << data_block(block_name(k, family, families), pts);
+    }
+  }
+  return s.str();
+}
+
+const std::string kCurveLine = "with lines lw 2.2 lc rgb '#000000'";
+
+// Panel k: its margins, labels, title (with the prediction's GMAE) and plot command.
+std::string panel_plot(const AllToAllvPanel& panel, std::size_t k, const Figure& f, bool band, bool curve,
+                       const std::vector<std::string>& families, SeriesColours& colours) {
+  const std::string shade = "with filledcurves fc rgb '#777777' fs transparent solid 0.2 noborder";
+  const double px = kLeft + k * (kPanel + kGap);
+  std::ostringstream s;
+  s << gp_comment("---- panel " + panel.mode + " ----");
+  s << panel_margins(px / f.width, (px + kPanel) / f.width, kBottom / f.height, (kBottom + kPanel) / f.height);
+  s << "set xlabel " << title_text("effective all-to-all size (" + panel.mode + ")") << "\nset ylabel "
+    << (k == 0 ? "'latency'" : "''") << "\n";
+  s << "set title " << title_text(panel.mode + (panel.gmae >= 0 ? " · GMAE " + percent(panel.gmae) : "")) << " font ',12'\n";
+  std::vector<std::string> parts;
+  if (band) parts.push_back("$curve using 1:3:4 " + shade + " notitle");
+  if (curve) parts.push_back("$curve using 1:2 " + kCurveLine + " notitle");
+  std::set<std::string> drawn;
+  for (const auto& p : panel.points)
+    if (drawn.insert(p.family).second)
+      parts.push_back("$" + block_name(k, p.family, families) + " using 1:2 with points pt 7 ps 1.0 lc rgb '" +
+                      colours(p.family) + "' notitle");
+  if (parts.empty()) parts.push_back("NaN notitle");
+  s << "plot ";
+  for (std::size_t i = 0; i < parts.size(); ++i) s << (i ? ", \\\n     " : "") << parts[i];
+  s << "\n";
+  return s.str();
+}
+
+// The legend: the prediction, its interval, and each family's dots.
+std::string legend(const Figure& f, bool band, bool curve, const std::vector<std::string>& families, SeriesColours& colours) {
+  std::vector<std::string> entries;
+  if (curve) entries.push_back("NaN " + kCurveLine + " title 'uniform all-to-all prediction'");
+  if (band) entries.push_back("NaN with boxes fs solid 0.3 noborder fc rgb '#9a9a9a' title '90 % prediction interval'");
+  for (const auto& family : families)
+    entries.push_back("NaN with points pt 7 ps 1.2 lc rgb '" + colours(family) + "' title " +
+                      title_text("measured all-to-allv, " + family));
+  return legend_panel((kBottom - 70) / f.height, entries, 4);
+}
+
+}  // namespace
+
 Figure alltoallv_figure(const AllToAllvFigureData& d, const std::string& stem) {
   Figure f;
   f.stem = stem;
   f.kind = "alltoallv";
   f.title = d.title;
   const std::size_t n = std::max<std::size_t>(1, d.panels.size());
-  const double P = 400, L = 90, G = 70, T = 95, B = 150;  // panel side, margins and gaps in pixels
-  f.width = static_cast<int>(L + n * P + (n - 1) * G + 30);
-  f.height = static_cast<int>(T + P + B);
+  f.width = static_cast<int>(kLeft + n * kPanel + (n - 1) * kGap + 30);
+  f.height = static_cast<int>(kTop + kPanel + kBottom);
 
   // Shared axes: every panel spans all modes' effective sizes and the curve.
-  double xmin = INFINITY, xmax = 0, tmin = INFINITY, tmax = 0;
-  auto see = [&](double x, double t) {
-    if (!(x > 0) || !(t > 0)) return;
-    xmin = std::min(xmin, x), xmax = std::max(xmax, x), tmin = std::min(tmin, t), tmax = std::max(tmax, t);
-  };
-  std::ostringstream s;
-  std::vector<std::vector<std::string>> rows;
   bool band = false;
-  for (const auto& p : d.curve) {
-    const bool has_band = p.lo_us > 0 && p.hi_us > 0;
-    band = band || has_band;
-    rows.push_back({gp_number(p.bytes), gp_number(p.time_us), has_band ? gp_number(p.lo_us) : "NaN",
-                    has_band ? gp_number(p.hi_us) : "NaN"});
-  }
-  s << gp_comment("uniform all-to-all prediction (bytes, time_us, lo_us, hi_us)") << data_block("curve", rows);
-  SeriesColours colours;
+  std::ostringstream s;
+  s << curve_block(d.curve, band);
   std::vector<std::string> families;
-  // Data block of panel k's points of one family: named by indices, a name holds no input text.
-  auto block = [&families](std::size_t k, const std::string& family) {
-    const auto at = std::find(families.begin(), families.end(), family) - families.begin();
-    return "m" + std::to_string(k) + "_" + std::to_string(at);
-  };
-  for (std::size_t k = 0; k < d.panels.size(); ++k) {
-    std::map<std::string, std::vector<std::vector<std::string>>> by_family;
-    for (const auto& p : d.panels[k].points) {
-      see(p.bytes, p.time_us);
-      by_family[p.family].push_back({gp_number(p.bytes), gp_number(p.time_us)});
-      if (std::find(families.begin(), families.end(), p.family) == families.end()) families.push_back(p.family);
-    }
-    for (const auto& [family, pts] : by_family) {
-      s << gp_comment(d.panels[k].mode + ", " + family + " (effective bytes, measured time_us)");
-      s << data_block(block(k, family), pts);
-    }
-  }
+  LogRange r;
+  s << point_blocks(d.panels, families, r);
   // The curve is drawn over the points' range only (it spans a wider range to cover every mode).
-  if (!(xmax > 0)) xmin = 1024, xmax = 1 << 20, tmin = 1, tmax = 1000;
+  if (!(r.xmax > 0)) r.xmin = 1024, r.xmax = 1 << 20, r.tmin = 1, r.tmax = 1000;
   for (const auto& p : d.curve)
-    if (p.bytes >= xmin / 1.5 && p.bytes <= xmax * 1.5) see(p.bytes, p.time_us);
-  const double x0 = xmin / 1.5, x1 = xmax * 1.5, t0 = tmin / 1.5, t1 = tmax * 1.5;
+    if (p.bytes >= r.xmin / 1.5 && p.bytes <= r.xmax * 1.5) r.see(p.bytes, p.time_us);
+  const double x0 = r.xmin / 1.5, x1 = r.xmax * 1.5, t0 = r.tmin / 1.5, t1 = r.tmax * 1.5;
 
   s << multiplot_title(d.title, d.subtitle);
   s << "set logscale xy\nset grid xtics ytics lc rgb '#d0d0d0' lw 1\nset border lw 1.2\nunset key\n";
   s << "set xrange [" << gp_number(x0) << ":" << gp_number(x1) << "]\n" << bytes_tics("x", x0, x1, 6);
   s << "set yrange [" << gp_number(t0) << ":" << gp_number(t1) << "]\n" << time_tics("y", t0, t1);
-  const std::string line = "with lines lw 2.2 lc rgb '#000000'";
-  const std::string shade = "with filledcurves fc rgb '#777777' fs transparent solid 0.2 noborder";
-  for (std::size_t k = 0; k < d.panels.size(); ++k) {
-    const AllToAllvPanel& panel = d.panels[k];
-    const double px = L + k * (P + G);
-    s << gp_comment("---- panel " + panel.mode + " ----");
-    s << panel_margins(px / f.width, (px + P) / f.width, B / f.height, (B + P) / f.height);
-    s << "set xlabel " << title_text("effective all-to-all size (" + panel.mode + ")") << "\nset ylabel "
-      << (k == 0 ? "'latency'" : "''") << "\n";
-    s << "set title " << title_text(panel.mode + (panel.gmae >= 0 ? " · GMAE " + percent(panel.gmae) : "")) << " font ',12'\n";
-    std::vector<std::string> parts;
-    if (band) parts.push_back("$curve using 1:3:4 " + shade + " notitle");
-    if (!d.curve.empty()) parts.push_back("$curve using 1:2 " + line + " notitle");
-    std::set<std::string> drawn;
-    for (const auto& p : panel.points)
-      if (drawn.insert(p.family).second)
-        parts.push_back("$" + block(k, p.family) + " using 1:2 with points pt 7 ps 1.0 lc rgb '" +
-                        colours(p.family) + "' notitle");
-    if (parts.empty()) parts.push_back("NaN notitle");
-    s << "plot ";
-    for (std::size_t i = 0; i < parts.size(); ++i) s << (i ? ", \\\n     " : "") << parts[i];
-    s << "\n";
-  }
-  std::vector<std::string> legend;
-  if (!d.curve.empty()) legend.push_back("NaN " + line + " title 'uniform all-to-all prediction'");
-  if (band) legend.push_back("NaN with boxes fs solid 0.3 noborder fc rgb '#9a9a9a' title '90 % prediction interval'");
-  for (const auto& family : families)
-    legend.push_back("NaN with points pt 7 ps 1.2 lc rgb '" + colours(family) + "' title " +
-                     title_text("measured all-to-allv, " + family));
-  s << legend_panel((B - 70) / f.height, legend, 4);
+  SeriesColours colours;
+  for (std::size_t k = 0; k < d.panels.size(); ++k)
+    s << panel_plot(d.panels[k], k, f, band, !d.curve.empty(), families, colours);
+  s << legend(f, band, !d.curve.empty(), families, colours);
   s << "unset multiplot\n";
   f.body = s.str();
   f.caption = "Measured all-to-allv latency (dots, one per split, coloured by which side of the exchange is uneven) "

@@ -256,6 +256,89 @@ std::vector<double> strategy_shares(const BestMapData& d) {
   return counts;
 }
 
+namespace {
+
+bool has_category(const BestMapData& d, const GridCell& c) {
+  return c.category >= 0 && c.category < static_cast<int>(d.strategies.size());
+}
+
+// One data block per panel: (x index, y index, rgb, measured, uncertain, strategy, x, y) of each cell with a strategy.
+std::string best_map_blocks(const BestMapData& d, const GridLayout& g) {
+  std::ostringstream s;
+  for (std::size_t k = 0; k < d.panels.size(); ++k) {
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& c : d.panels[k].cells) {
+      if (!has_category(d, c)) continue;
+      std::string hex = series_colour(static_cast<std::size_t>(c.category));
+      long rgb = std::stol(hex.substr(1), nullptr, 16);
+      rows.push_back({std::to_string(g.xpos.at(c.x)), std::to_string(g.ypos.at(c.y)), std::to_string(rgb),
+                      c.measured ? "1" : "0", c.uncertain ? "1" : "0", d.strategies[static_cast<std::size_t>(c.category)],
+                      std::to_string(c.x), std::to_string(c.y)});
+    }
+    s << gp_comment("panel " + std::to_string(k) + ": " + d.panels[k].title +
+                    " (x index, y index, rgb, measured, uncertain, strategy, " + d.x.label + ", " + d.y.label + ")");
+    s << data_block("p" + std::to_string(k), rows);
+  }
+  return s.str();
+}
+
+// Panel k: coloured cells, outlines on uncertain ones, dots on measured ones.
+std::string best_map_panel(const BestMapData& d, const GridLayout& g, std::size_t k) {
+  std::ostringstream s;
+  s << "# ---- panel " << k << " ----\n";
+  s << panel_head(g, static_cast<int>(k), d.panels.size(), d.panels[k].title, d.x, d.y);
+  const std::string p = "$p" + std::to_string(k);
+  std::vector<std::string> parts;
+  bool has = false, has_measured = false, has_uncertain = false;
+  for (const auto& c : d.panels[k].cells) {
+    if (!has_category(d, c)) continue;
+    has = true;
+    has_measured = has_measured || c.measured;
+    has_uncertain = has_uncertain || c.uncertain;
+  }
+  if (has) parts.push_back(p + " using 1:2:(0.5):(0.5):3 with boxxyerror fs solid 1.0 noborder lc rgb variable notitle");
+  if (has_uncertain)
+    parts.push_back(p + " using 1:($5 > 0 ? $2 : NaN):(0.42):(0.42) with boxxyerror lc rgb '#111111' lw 2.5 fs empty notitle");
+  if (has_measured)
+    parts.push_back(p + " using 1:($4 > 0 ? $2 : NaN) with points pt 7 ps 0.55 lc rgb '#111111' notitle");
+  if (parts.empty()) {
+    s << "plot NaN notitle\n";
+    return s.str();
+  }
+  s << "plot ";
+  for (std::size_t i = 0; i < parts.size(); ++i) s << (i ? ", \\\n     " : "") << parts[i];
+  s << "\n";
+  return s.str();
+}
+
+// The legend: each strategy with its share of the cells, then the markers in use.
+std::string best_map_legend(const BestMapData& d, const std::vector<double>& shares, bool any_measured,
+                            bool any_uncertain, double key_y) {
+  std::vector<std::string> legend;
+  for (std::size_t i = 0; i < d.strategies.size(); ++i)
+    legend.push_back("NaN with boxes fs solid 1.0 noborder lc rgb '" + series_colour(i) + "' title " +
+                     title_text(d.strategies[i] + " " + format_number(shares[i], "%.0f") + " %"));
+  if (any_measured) legend.push_back("NaN with points pt 7 ps 0.55 lc rgb '#111111' title 'measured cell'");
+  if (any_uncertain)
+    legend.push_back("NaN with boxes lc rgb '#111111' lw 2.5 fs empty title 'uncertain (intervals overlap)'");
+  return legend_panel(key_y, legend, 4);
+}
+
+std::string best_map_caption(const BestMapData& d, const std::vector<double>& shares, bool any_measured,
+                             bool any_uncertain) {
+  std::ostringstream cap;
+  cap << "The fastest strategy per cell (colour); ";
+  if (any_measured) cap << "dots mark measured cells, the rest are predicted; ";
+  if (any_uncertain) cap << "outlined cells are uncertain (best and runner-up overlap within their 90 % intervals); ";
+  cap << "grey cells have no data. Shares:";
+  for (std::size_t i = 0; i < d.strategies.size(); ++i)
+    cap << (i ? ", " : " ") << d.strategies[i] << " " << format_number(shares[i], "%.1f") << " %";
+  cap << ".";
+  return cap.str();
+}
+
+}  // namespace
+
 Figure best_map_figure(const BestMapData& d, const std::string& stem) {
   Figure f;
   f.stem = stem;
@@ -275,75 +358,18 @@ Figure best_map_figure(const BestMapData& d, const std::string& stem) {
   f.height = g.height;
 
   std::ostringstream s;
-  for (std::size_t k = 0; k < d.panels.size(); ++k) {
-    std::vector<std::vector<std::string>> rows;
-    for (const auto& c : d.panels[k].cells) {
-      if (c.category < 0 || c.category >= static_cast<int>(d.strategies.size())) continue;
-      std::string hex = series_colour(static_cast<std::size_t>(c.category));
-      long rgb = std::stol(hex.substr(1), nullptr, 16);
-      rows.push_back({std::to_string(g.xpos[c.x]), std::to_string(g.ypos[c.y]), std::to_string(rgb),
-                      c.measured ? "1" : "0", c.uncertain ? "1" : "0", d.strategies[static_cast<std::size_t>(c.category)],
-                      std::to_string(c.x), std::to_string(c.y)});
-    }
-    s << gp_comment("panel " + std::to_string(k) + ": " + d.panels[k].title +
-                    " (x index, y index, rgb, measured, uncertain, strategy, " + d.x.label + ", " + d.y.label + ")");
-    s << data_block("p" + std::to_string(k), rows);
-  }
+  s << best_map_blocks(d, g);
   s << "set multiplot title " << title_text(d.title) << " font ',14'\n";
   s << "set xrange [-0.5:" << gp_number(g.xs.size() - 0.5) << "]\nset yrange [-0.5:" << gp_number(g.ys.size() - 0.5) << "]\n";
   s << index_tics("x", g.xs, d.x.style, g.cell_w, 34);
   s << index_tics("y", g.ys, d.y.style, g.cell_h, 14);
   s << "set border lw 1\n" << panel_background();
-  double key_y = (26.0 * key_rows + 12) / g.height;
   s << "unset key\n";
-  for (std::size_t k = 0; k < d.panels.size(); ++k) {
-    int kk = static_cast<int>(k);
-    bool last = k + 1 == d.panels.size();
-    s << "# ---- panel " << k << " ----\n";
-    s << panel_head(g, kk, d.panels.size(), d.panels[k].title, d.x, d.y);
-    std::string p = "$p" + std::to_string(k);
-    std::vector<std::string> parts;
-    bool has = false, has_measured = false, has_uncertain = false;
-    for (const auto& c : d.panels[k].cells) {
-      if (c.category < 0 || c.category >= static_cast<int>(d.strategies.size())) continue;
-      has = true;
-      has_measured = has_measured || c.measured;
-      has_uncertain = has_uncertain || c.uncertain;
-    }
-    if (has) parts.push_back(p + " using 1:2:(0.5):(0.5):3 with boxxyerror fs solid 1.0 noborder lc rgb variable notitle");
-    if (has_uncertain)
-      parts.push_back(p + " using 1:($5 > 0 ? $2 : NaN):(0.42):(0.42) with boxxyerror lc rgb '#111111' lw 2.5 fs empty notitle");
-    if (has_measured)
-      parts.push_back(p + " using 1:($4 > 0 ? $2 : NaN) with points pt 7 ps 0.55 lc rgb '#111111' notitle");
-    (void)last;
-    if (parts.empty()) {
-      s << "plot NaN notitle\n";
-      continue;
-    }
-    s << "plot ";
-    for (std::size_t i = 0; i < parts.size(); ++i) s << (i ? ", \\\n     " : "") << parts[i];
-    s << "\n";
-  }
-  std::vector<std::string> legend;
-  for (std::size_t i = 0; i < d.strategies.size(); ++i)
-    legend.push_back("NaN with boxes fs solid 1.0 noborder lc rgb '" + series_colour(i) + "' title " +
-                     title_text(d.strategies[i] + " " + format_number(shares[i], "%.0f") + " %"));
-  if (any_measured) legend.push_back("NaN with points pt 7 ps 0.55 lc rgb '#111111' title 'measured cell'");
-  if (any_uncertain)
-    legend.push_back("NaN with boxes lc rgb '#111111' lw 2.5 fs empty title 'uncertain (intervals overlap)'");
-  s << legend_panel(key_y, legend, 4);
+  for (std::size_t k = 0; k < d.panels.size(); ++k) s << best_map_panel(d, g, k);
+  s << best_map_legend(d, shares, any_measured, any_uncertain, (26.0 * key_rows + 12) / g.height);
   s << "unset multiplot\n";
   f.body = s.str();
-
-  std::ostringstream cap;
-  cap << "The fastest strategy per cell (colour); ";
-  if (any_measured) cap << "dots mark measured cells, the rest are predicted; ";
-  if (any_uncertain) cap << "outlined cells are uncertain (best and runner-up overlap within their 90 % intervals); ";
-  cap << "grey cells have no data. Shares:";
-  for (std::size_t i = 0; i < d.strategies.size(); ++i)
-    cap << (i ? ", " : " ") << d.strategies[i] << " " << format_number(shares[i], "%.1f") << " %";
-  cap << ".";
-  f.caption = cap.str();
+  f.caption = best_map_caption(d, shares, any_measured, any_uncertain);
   return f;
 }
 
