@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <utility>
 
 #include "model/bus_factor.h"
 #include "model/metrics.h"
@@ -111,22 +112,82 @@ nlohmann::json JointModel::make_json(const GroupKey& key, const std::vector<nloh
   return j;
 }
 
-Prediction JointModel::predict(int n, double bytes) const {
-  for (const auto& m : members)
-    if (m.key.nranks == n) return m.predict(bytes);
-  // Choose the pair: the two nearest counts around n, or the two largest (smallest) outside.
-  size_t a = 0, b = 1;
-  const size_t k = members.size();
+namespace {
+
+// The two members a count is read from: the nearest counts around n, or the two largest (smallest) outside.
+std::pair<std::size_t, std::size_t> bracketing_members(const std::vector<GroupModel>& members, int n) {
+  std::size_t a = 0, b = 1;
+  const std::size_t k = members.size();
   if (n > members.back().key.nranks) {
     a = k - 2;
     b = k - 1;
   } else if (n > members.front().key.nranks) {
-    for (size_t i = 0; i + 1 < k; ++i)
+    for (std::size_t i = 0; i + 1 < k; ++i)
       if (members[i].key.nranks < n && n < members[i + 1].key.nranks) {
         a = i;
         b = i + 1;
       }
   }
+  return {a, b};
+}
+
+// Beyond the measured counts under the current rule: ln t at n from C, the member next to n (its time tc at these
+// bytes), and D, the other one; with the trend's scatter and the part of the trend the rule's laws do not explain,
+// each as a σ of ln t at n (`outside` doublings beyond C).
+struct BeyondCounts {
+  double log_t = 0, trend_sigma = 0, excess_sigma = 0;
+};
+
+BeyondCounts beyond_counts(const JointModel& m, std::size_t ic, std::size_t id, double tc, int n, double bytes,
+                           double outside) {
+  BeyondCounts out;
+  const GroupModel& C = m.members[ic];
+  const GroupModel& D = m.members[id];
+  const double c = C.key.nranks, d = D.key.nranks, uc = std::log2(c), ud = std::log2(d), u = std::log2(n);
+  const Trend trend = smoothed_trend(C, D, bytes, m.smooth_octaves);
+  const double q = trend.ratio;
+  // The trend's scatter over the window, as a normal sigma (1.4826·MAD), carried along the extrapolation.
+  out.trend_sigma = kMadToSigma * trend.log_mad * outside / std::abs(uc - ud);
+  const double lambda = std::clamp(m.latency_us[ic] / tc, 0.0, 1.0);
+  // Latency a + b·(n − 1) with a, b >= 0: the ratio to count c lies between 1 (b = 0) and (n−1)/(c−1) (a = 0).
+  double r_lat = 1 + (n - c) * (1 - 1 / q) / (c - d);
+  if (c > 1) {
+    const double peers_ratio = (n - 1) / (c - 1);
+    r_lat = std::clamp(r_lat, std::min(1.0, peers_ratio), std::max(1.0, peers_ratio));
+  } else {
+    r_lat = std::max(r_lat, 1.0);
+  }
+  // Bandwidth: the measured trend scaled by the bus factor's remaining growth (per doubling, in [0, 1]).
+  // A member of one rank (bus factor 0: no ring, no peer, a local copy at most) measured no bandwidth trend;
+  // its ratio to c, any size (a copy at 1e-3 us against a ring at 1e8 us), raised to the doublings beyond c
+  // overflowed the time to 1e121 us and beyond. From c alone the bus bandwidth is held, as for a family
+  // with one measured count (docs/fit.md, "Across node boundaries").
+  const Collective coll = m.key.collective;
+  const double fn = bus_factor(coll, n), fc = bus_factor(coll, C.key.nranks), fd = bus_factor(coll, D.key.nranks);
+  const bool no_bandwidth_trend = fd == 0 && fc > 0;
+  double per_doubling = m.kappa;
+  if (fn > 0 && fc > 0 && fd > 0 && std::abs(std::log(fc / fd)) > 1e-9)
+    per_doubling = std::clamp(std::log(fn / fc) / (u - uc) / (std::log(fc / fd) / (uc - ud)), 0.0, 1.0);
+  const double r_bw = no_bandwidth_trend ? fn / fc : std::pow(q, per_doubling * (u - uc) / (uc - ud));
+  // The part of the measured trend that the rule's own laws do not explain widens the interval: in the
+  // latency share the number of peers ((c−1)/(d−1) at most), in the bandwidth share the bus factor. A trend
+  // from one rank is no evidence about the topology beyond c in either share (the latency law starts at no
+  // peer; the bandwidth share does not use it).
+  const double lat_explained = d > 1 ? std::abs(std::log((c - 1) / (d - 1))) : std::abs(std::log(q));
+  const double bw_explained =
+      no_bandwidth_trend ? std::abs(std::log(q)) : (fc > 0 && fd > 0) ? std::abs(std::log(fc / fd)) : 0.0;
+  const double explained = lambda * lat_explained + (1 - lambda) * bw_explained;
+  out.excess_sigma = m.sigma_excess_trend * std::max(0.0, std::abs(std::log(q)) - explained) / std::abs(uc - ud) * outside;
+  out.log_t = std::log(tc * (lambda * r_lat + (1 - lambda) * r_bw));
+  return out;
+}
+
+}  // namespace
+
+Prediction JointModel::predict(int n, double bytes) const {
+  for (const auto& m : members)
+    if (m.key.nranks == n) return m.predict(bytes);
+  const auto [a, b] = bracketing_members(members, n);
   const GroupModel& A = members[a];
   const GroupModel& B = members[b];
   const Prediction pa = A.predict(bytes), pb = B.predict(bytes);
@@ -145,47 +206,11 @@ Prediction JointModel::predict(int n, double bytes) const {
     if (rule == kJointRuleLegacy) {
       lt = up ? lb + kappa * slope * (u - ub) : la + kappa * slope * (u - ua);
     } else {
-      // c: the measured count next to n (the anchor), d: the other one.
-      const size_t ic = up ? b : a, id = up ? a : b;
-      const GroupModel& C = members[ic];
-      const GroupModel& D = members[id];
-      const double c = C.key.nranks, d = D.key.nranks, uc = std::log2(c), ud = std::log2(d);
-      const double tc = (up ? pb : pa).time_us;
-      const Trend trend = smoothed_trend(C, D, bytes, smooth_octaves);
-      const double q = trend.ratio;
-      // The trend's scatter over the window, as a normal sigma (1.4826·MAD), carried along the extrapolation.
-      trend_sigma = kMadToSigma * trend.log_mad * outside / std::abs(uc - ud);
-      const double lambda = std::clamp(latency_us[ic] / tc, 0.0, 1.0);
-      // Latency a + b·(n − 1) with a, b >= 0: the ratio to count c lies between 1 (b = 0) and (n−1)/(c−1) (a = 0).
-      double r_lat = 1 + (n - c) * (1 - 1 / q) / (c - d);
-      if (c > 1) {
-        const double peers_ratio = (n - 1) / (c - 1);
-        r_lat = std::clamp(r_lat, std::min(1.0, peers_ratio), std::max(1.0, peers_ratio));
-      } else {
-        r_lat = std::max(r_lat, 1.0);
-      }
-      // Bandwidth: the measured trend scaled by the bus factor's remaining growth (per doubling, in [0, 1]).
-      // A member of one rank (bus factor 0: no ring, no peer, a local copy at most) measured no bandwidth trend;
-      // its ratio to c, any size (a copy at 1e-3 us against a ring at 1e8 us), raised to the doublings beyond c
-      // overflowed the time to 1e121 us and beyond. From c alone the bus bandwidth is held, as for a family
-      // with one measured count (docs/fit.md, "Across node boundaries").
-      const Collective coll = key.collective;
-      const double fn = bus_factor(coll, n), fc = bus_factor(coll, C.key.nranks), fd = bus_factor(coll, D.key.nranks);
-      const bool no_bandwidth_trend = fd == 0 && fc > 0;
-      double per_doubling = kappa;
-      if (fn > 0 && fc > 0 && fd > 0 && std::abs(std::log(fc / fd)) > 1e-9)
-        per_doubling = std::clamp(std::log(fn / fc) / (u - uc) / (std::log(fc / fd) / (uc - ud)), 0.0, 1.0);
-      const double r_bw = no_bandwidth_trend ? fn / fc : std::pow(q, per_doubling * (u - uc) / (uc - ud));
-      // The part of the measured trend that the rule's own laws do not explain widens the interval: in the
-      // latency share the number of peers ((c−1)/(d−1) at most), in the bandwidth share the bus factor. A trend
-      // from one rank is no evidence about the topology beyond c in either share (the latency law starts at no
-      // peer; the bandwidth share does not use it).
-      const double lat_explained = d > 1 ? std::abs(std::log((c - 1) / (d - 1))) : std::abs(std::log(q));
-      const double bw_explained =
-          no_bandwidth_trend ? std::abs(std::log(q)) : (fc > 0 && fd > 0) ? std::abs(std::log(fc / fd)) : 0.0;
-      const double explained = lambda * lat_explained + (1 - lambda) * bw_explained;
-      excess_sigma = sigma_excess_trend * std::max(0.0, std::abs(std::log(q)) - explained) / std::abs(uc - ud) * outside;
-      lt = std::log(tc * (lambda * r_lat + (1 - lambda) * r_bw));
+      // The measured count next to n is the anchor.
+      const BeyondCounts beyond = beyond_counts(*this, up ? b : a, up ? a : b, (up ? pb : pa).time_us, n, bytes, outside);
+      lt = beyond.log_t;
+      trend_sigma = beyond.trend_sigma;
+      excess_sigma = beyond.excess_sigma;
     }
   }
   Prediction p;
