@@ -438,15 +438,18 @@ std::string nothing_to_draw(const std::string& kind, const std::vector<std::pair
   return "plot " + kind + ": nothing to draw: " + why + "; no figure written";
 }
 
-void run_plot(const PlotArgs& a) {
-  if (a.kind == "index") {
-    refuse_unread_options(a);
-    if (a.inputs.size() != 1) throw UsageError("plot index takes one folder of figures");
-    std::string page = !a.index.empty() ? a.index : !a.out_dir.empty() ? a.out_dir : (fs::path(a.inputs[0]) / "index.html").string();
-    int n = plots::write_index(a.inputs[0], page);
-    std::cout << "wrote " << page << " (" << n << " figures)\n";
-    return;
-  }
+// plot index: the page over one folder of figures, alone.
+void run_plot_index(const PlotArgs& a) {
+  refuse_unread_options(a);
+  if (a.inputs.size() != 1) throw UsageError("plot index takes one folder of figures");
+  std::string page = !a.index.empty() ? a.index : !a.out_dir.empty() ? a.out_dir : (fs::path(a.inputs[0]) / "index.html").string();
+  int n = plots::write_index(a.inputs[0], page);
+  std::cout << "wrote " << page << " (" << n << " figures)\n";
+}
+
+// Every option and input path checked before anything is read or fitted (usage errors, exit 2): the image
+// formats and the axes to draw.
+std::pair<std::vector<plots::ImageFormat>, PlotAxes> checked_plot_options(const PlotArgs& a) {
   if (a.out_dir.empty()) throw UsageError("plot " + a.kind + " needs -o DIR");
   check_output_directory(a.out_dir);  // refused now (a file, /dev/null), as breakdown does, not when the figures move in
   if (a.inputs.empty()) throw UsageError("plot " + a.kind + " needs input files");
@@ -476,6 +479,42 @@ void run_plot(const PlotArgs& a) {
     // A path naming no file is the command line's to correct (exit 2), as every other command's inputs are
     // (input_file_validator there; here after the options, which are named first whatever the inputs).
     if (const std::string why = input_path_problem(p); !why.empty()) throw UsageError(why);
+  return {formats, axes};
+}
+
+// plot all: everything the inputs allow.
+void plot_all(const Inputs& in, const PlotArgs& a, const PlotAxes& axes, Renderer& r) {
+  if (!in.samples.empty() || in.models) plot_fit(in, a, r);
+  if (in.models && !axes.tps.empty()) plot_cross(in, axes, r);
+  if (!in.tables.empty() || in.models || !in.samples.empty()) {
+    PlotAxes modelled = axes;
+    modelled.tps.clear();  // --tp names the TP sizes to extrapolate to (cross); the grids use the modelled ones
+    const InputGrids grids = input_grids(in, modelled);
+    const bool two = grids.measured && grids.measured->strategies.size() >= 2;
+    // A models file of other collectives only (all-to-all, say) has no strategy grid to draw.
+    const bool predicted = !grids.predicted.empty();
+    if (predicted || two) {
+      plot_grids("heatmap", grids, r);
+      plot_grids("best", grids, r);
+      plot_grids("diff", grids, r);
+    } else if (!in.tables.empty() || in.models) {
+      r.nothing_from("heatmap, best and diff", "no all-reduce strategy grid in the inputs");
+    }
+    if (predicted && two) plot_grids("regret", grids, r);
+  }
+  const bool alltoallv_samples = std::any_of(in.samples.begin(), in.samples.end(),
+                                             [](const Sample& s) { return s.collective == Collective::AllToAllV; });
+  if (alltoallv_samples && in.models) plot_alltoallv(in, r);
+  if (!in.evals.empty()) {
+    Inputs only_evals;
+    only_evals.evals = in.evals;
+    plot_errors(only_evals, a, r);
+  }
+}
+
+void run_plot(const PlotArgs& a) {
+  if (a.kind == "index") return run_plot_index(a);
+  const auto [formats, axes] = checked_plot_options(a);
   Inputs in = read_inputs(a.inputs, a.ingest_format);
   Renderer r(a.out_dir, formats);
   if (a.kind == "fit") plot_fit(in, a, r);
@@ -483,35 +522,7 @@ void run_plot(const PlotArgs& a) {
   else if (a.kind == "heatmap" || a.kind == "best" || a.kind == "diff" || a.kind == "regret") plot_grids(a.kind, input_grids(in, axes), r);
   else if (a.kind == "errors") plot_errors(in, a, r);
   else if (a.kind == "alltoallv") plot_alltoallv(in, r);
-  else if (a.kind == "all") {
-    // Everything the inputs allow.
-    if (!in.samples.empty() || in.models) plot_fit(in, a, r);
-    if (in.models && !axes.tps.empty()) plot_cross(in, axes, r);
-    if (!in.tables.empty() || in.models || !in.samples.empty()) {
-      PlotAxes modelled = axes;
-      modelled.tps.clear();  // --tp names the TP sizes to extrapolate to (cross); the grids use the modelled ones
-      const InputGrids grids = input_grids(in, modelled);
-      const bool two = grids.measured && grids.measured->strategies.size() >= 2;
-      // A models file of other collectives only (all-to-all, say) has no strategy grid to draw.
-      const bool predicted = !grids.predicted.empty();
-      if (predicted || two) {
-        plot_grids("heatmap", grids, r);
-        plot_grids("best", grids, r);
-        plot_grids("diff", grids, r);
-      } else if (!in.tables.empty() || in.models) {
-        r.nothing_from("heatmap, best and diff", "no all-reduce strategy grid in the inputs");
-      }
-      if (predicted && two) plot_grids("regret", grids, r);
-    }
-    const bool alltoallv_samples = std::any_of(in.samples.begin(), in.samples.end(),
-                                               [](const Sample& s) { return s.collective == Collective::AllToAllV; });
-    if (alltoallv_samples && in.models) plot_alltoallv(in, r);
-    if (!in.evals.empty()) {
-      Inputs only_evals;
-      only_evals.evals = in.evals;
-      plot_errors(only_evals, a, r);
-    }
-  }
+  else if (a.kind == "all") plot_all(in, a, axes, r);
   if (r.empty()) throw std::runtime_error(nothing_to_draw(a.kind, r.nothing_drawn()));
   for (const auto& [kinds, why] : r.nothing_drawn()) std::cerr << "arfit plot " << a.kind << ": " << kinds << " skipped: " << why << "\n";
   r.render(a.index);
