@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "fit/eval_common.h"
@@ -154,6 +155,78 @@ void check_crosshw_options(int K, const EvalOptions& options) {
                                 std::to_string(K));
 }
 
+namespace {
+
+// Curve i as a crosshw task: its K anchors, the sizes held out, and the other systems' comparable curves to
+// transfer from; nullopt when no other system has one (`unmatched`) or no size is left to hold out.
+std::optional<Task> crosshw_task(const std::vector<Curve>& curves, std::size_t i, const Library& lib, int K, bool& unmatched) {
+  const Curve& c = curves[i];
+  Task t;
+  t.curve = i;
+  for (size_t j = 0; j < lib.sources.size(); ++j)
+    if (lib.sources[j].system() != c.machine && comparable_curves(c.key, lib.sources[j].key())) t.sources.push_back(j);
+  unmatched = t.sources.empty();
+  if (unmatched) return std::nullopt;
+  t.target.key = c.key;
+  t.target.sm = datasheet_sm(c.sm, c.device, c.hardware);
+  t.target.lo_bytes = c.bytes.front();
+  t.target.hi_bytes = c.bytes.back();
+  const std::vector<size_t> idx = anchor_indices(c.bytes.size(), K);
+  for (size_t k = 0, a = 0; k < c.bytes.size(); ++k) {
+    if (a < idx.size() && idx[a] == k) {
+      t.target.bytes.push_back(c.bytes[k]);
+      t.target.time_us.push_back(c.time_us[k]);
+      ++a;
+    } else {
+      t.test_bytes.push_back(c.bytes[k]);
+      t.test_time.push_back(c.time_us[k]);
+    }
+  }
+  if (t.test_bytes.empty()) return std::nullopt;
+  return t;
+}
+
+// The K <= 1 rule's interval, per target system: its errors on the other systems, each predicted from the
+// rest (the target system's curves take no part).
+std::map<std::string, TransferCalibration> calibration_by_system(const std::vector<Task>& tasks,
+                                                                 const std::vector<Curve>& curves, const Library& lib,
+                                                                 int K, int threads) {
+  std::map<std::string, TransferCalibration> calibration;
+  if (K > 1) return calibration;
+  std::set<std::string> systems;
+  for (const Task& t : tasks) systems.insert(curves[t.curve].machine);
+  std::vector<std::string> sys(systems.begin(), systems.end());
+  std::vector<TransferCalibration> hw(sys.size());
+  detail::parallel_for(sys.size(), threads, [&](size_t i) { hw[i] = transfer_calibration(lib.sources, K, sys[i]); });
+  for (size_t i = 0; i < sys.size(); ++i) calibration[sys[i]] = hw[i];
+  return calibration;
+}
+
+// Every task's held-out points as method `m` predicts them.
+std::vector<CurvePreds> crosshw_predictions(const std::string& m, const std::vector<Task>& tasks,
+                                            const std::vector<Curve>& curves, const Library& lib,
+                                            const std::map<std::string, TransferCalibration>& calibration, int threads) {
+  std::vector<CurvePreds> per(tasks.size());
+  detail::parallel_for(tasks.size(), threads, [&](size_t i) {
+    const Task& t = tasks[i];
+    std::vector<Prediction> p;
+    if (m == "auto") {
+      auto it = calibration.find(curves[t.curve].machine);
+      p = predict_auto(t, lib, it != calibration.end() ? &it->second : nullptr);
+    } else if (m == "loglog") {
+      p = predict_loglog(t);
+    } else {
+      p = predict_scale(t, lib);
+    }
+    if (p.size() != t.test_bytes.size()) return;
+    per[i].ok = true;
+    for (size_t k = 0; k < p.size(); ++k) per[i].points.push_back({curves[t.curve].key, t.test_bytes[k], t.test_time[k], p[k]});
+  });
+  return per;
+}
+
+}  // namespace
+
 EvalResult eval_crosshw(const std::vector<Sample>& samples, int K, const EvalOptions& options) {
   check_crosshw_options(K, options);
   EvalResult res;
@@ -164,46 +237,14 @@ EvalResult eval_crosshw(const std::vector<Sample>& samples, int K, const EvalOpt
   std::vector<Task> tasks;
   res.unmatched_curves = 0;
   for (size_t i = 0; i < curves.size(); ++i) {
-    const Curve& c = curves[i];
-    Task t;
-    t.curve = i;
-    for (size_t j = 0; j < lib.sources.size(); ++j)
-      if (lib.sources[j].system() != c.machine && comparable_curves(c.key, lib.sources[j].key())) t.sources.push_back(j);
-    if (t.sources.empty()) {
-      ++res.unmatched_curves;
-      continue;
-    }
-    t.target.key = c.key;
-    t.target.sm = datasheet_sm(c.sm, c.device, c.hardware);
-    t.target.lo_bytes = c.bytes.front();
-    t.target.hi_bytes = c.bytes.back();
-    const std::vector<size_t> idx = anchor_indices(c.bytes.size(), K);
-    for (size_t k = 0, a = 0; k < c.bytes.size(); ++k) {
-      if (a < idx.size() && idx[a] == k) {
-        t.target.bytes.push_back(c.bytes[k]);
-        t.target.time_us.push_back(c.time_us[k]);
-        ++a;
-      } else {
-        t.test_bytes.push_back(c.bytes[k]);
-        t.test_time.push_back(c.time_us[k]);
-      }
-    }
-    if (!t.test_bytes.empty()) tasks.push_back(std::move(t));
+    bool unmatched = false;
+    if (std::optional<Task> t = crosshw_task(curves, i, lib, K, unmatched)) tasks.push_back(std::move(*t));
+    res.unmatched_curves += unmatched;
   }
   res.curves = static_cast<int>(tasks.size());
   if (tasks.empty() && !curves.empty()) res.nothing_qualifies = crosshw_nothing_qualifies(curves, res.unmatched_curves, K);
-
-  // The K <= 1 rule's interval, per target system: its errors on the other systems, each predicted from the
-  // rest (the target system's curves take no part).
-  std::map<std::string, TransferCalibration> calibration;
-  if (K <= 1) {
-    std::set<std::string> systems;
-    for (const Task& t : tasks) systems.insert(curves[t.curve].machine);
-    std::vector<std::string> sys(systems.begin(), systems.end());
-    std::vector<TransferCalibration> hw(sys.size());
-    detail::parallel_for(sys.size(), options.threads, [&](size_t i) { hw[i] = transfer_calibration(lib.sources, K, sys[i]); });
-    for (size_t i = 0; i < sys.size(); ++i) calibration[sys[i]] = hw[i];
-  }
+  const std::map<std::string, TransferCalibration> calibration =
+      calibration_by_system(tasks, curves, lib, K, options.threads);
 
   // Per target system subsets, in name order.
   std::map<std::string, std::vector<char>> by_system;
@@ -217,22 +258,7 @@ EvalResult eval_crosshw(const std::vector<Sample>& samples, int K, const EvalOpt
     res.subsets.push_back({sys, static_cast<int>(std::count(mask.begin(), mask.end(), 1)), {}});
 
   for (const std::string& m : options.methods) {
-    std::vector<CurvePreds> per(tasks.size());
-    detail::parallel_for(tasks.size(), options.threads, [&](size_t i) {
-      const Task& t = tasks[i];
-      std::vector<Prediction> p;
-      if (m == "auto") {
-        auto it = calibration.find(curves[t.curve].machine);
-        p = predict_auto(t, lib, it != calibration.end() ? &it->second : nullptr);
-      } else if (m == "loglog") {
-        p = predict_loglog(t);
-      } else {
-        p = predict_scale(t, lib);
-      }
-      if (p.size() != t.test_bytes.size()) return;
-      per[i].ok = true;
-      for (size_t k = 0; k < p.size(); ++k) per[i].points.push_back({curves[t.curve].key, t.test_bytes[k], t.test_time[k], p[k]});
-    });
+    const std::vector<CurvePreds> per = crosshw_predictions(m, tasks, curves, lib, calibration, options.threads);
     res.methods.push_back(detail::summarize(m, per, options.keep_points));
     size_t s = 0;
     for (const auto& [sys, mask] : by_system) res.subsets[s++].methods.push_back(detail::summarize(m, per, false, mask));
