@@ -475,6 +475,64 @@ std::vector<std::string> json_strings(const nlohmann::json& v, const std::string
   return out;
 }
 
+// One key of a spec (not "preset") onto `spec`; `w` names the file, line and key for errors.
+void apply_spec_key(GridSpec& spec, const std::string& k, const nlohmann::json& v, const std::string& w) {
+  if (k == "backend") {
+    if (!v.is_string()) throw GridError(w, "expected a string");
+    spec.backend = v.get<std::string>();
+  } else if (k == "collectives" || k == "collective") {
+    spec.collectives.clear();
+    for (const auto& s : json_strings(v, w)) {
+      auto c = try_parse_collective(s);
+      if (!c) throw GridError(w, "unknown collective '" + s + "'");
+      spec.collectives.push_back(*c);
+    }
+    spec.origin["collectives"] = w;
+  } else if (k == "strategies" || k == "strategy") {
+    spec.strategies = json_strings(v, w);
+    spec.origin["strategies"] = w;
+  } else if (k == "fusions" || k == "fusion") {
+    spec.fusions.clear();
+    for (const auto& s : json_strings(v, w)) {
+      auto f = try_parse_fusion(s);
+      if (!f) throw GridError(w, "unknown fusion op '" + s + "'");
+      spec.fusions.push_back(*f);
+    }
+    spec.origin["fusions"] = w;
+  } else if (k == "dtypes" || k == "dtype") {
+    spec.dtypes.clear();
+    for (const auto& s : json_strings(v, w)) spec.dtypes.push_back(canonical_dtype(s));
+    spec.origin["dtypes"] = w;
+  } else if (k == "tp") {
+    spec.tp.clear();
+    for (auto x : json_sizes(v, w)) {
+      const auto tp = checked_narrow<int>(x);
+      if (!tp) throw GridError(w, "TP size " + std::to_string(x) + " is too large");
+      spec.tp.push_back(*tp);
+    }
+    spec.origin["tp"] = w;
+  } else if (k == "tokens" || k == "hidden" || k == "bytes") {
+    auto sizes = json_sizes(v, w);
+    (k == "tokens" ? spec.tokens : k == "hidden" ? spec.hidden : spec.bytes) = sizes;
+    spec.origin[k] = w;
+  } else if (k == "splits") {
+    spec.splits.clear();
+    for (const auto& s : json_strings(v, w))
+      for (const auto& p : parse_split_patterns(s, w)) spec.splits.push_back(p.to_string());
+    spec.origin["splits"] = w;
+  } else if (k == "plan") {
+    if (!v.is_string()) throw GridError(w, "expected a string like \"lattice:2\"");
+    spec.plan = Plan::parse(v.get<std::string>(), w);
+    spec.origin["plan"] = w;
+  } else if (k == "skip_unsupported") {
+    if (!v.is_boolean()) throw GridError(w, "expected true or false");
+    spec.skip_unsupported = v.get<bool>();
+  } else {
+    throw GridError(w, "unknown key (known: preset, backend, collectives, strategies, fusions, dtypes, tp, tokens, "
+                       "hidden, bytes, splits, plan, skip_unsupported)");
+  }
+}
+
 }  // namespace
 
 void apply_json_spec(GridSpec& spec, const std::string& text, const std::string& file) {
@@ -491,6 +549,7 @@ void apply_json_spec(GridSpec& spec, const std::string& text, const std::string&
     const long line = json_line_of(text, json_pointer_append("", key));
     return "--spec " + file + (line > 0 ? ":" + std::to_string(line) : std::string()) + " key '" + key + "'";
   };
+  // A preset first, whatever its place: the other keys change it.
   if (j.contains("preset")) {
     if (!j["preset"].is_string()) throw GridError(where("preset"), "expected a string");
     try {
@@ -501,66 +560,8 @@ void apply_json_spec(GridSpec& spec, const std::string& text, const std::string&
       throw GridError(where("preset"), e.what());
     }
   }
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    const std::string& k = it.key();
-    const auto& v = it.value();
-    const std::string w = where(k);
-    if (k == "preset") continue;
-    if (k == "backend") {
-      if (!v.is_string()) throw GridError(w, "expected a string");
-      spec.backend = v.get<std::string>();
-    } else if (k == "collectives" || k == "collective") {
-      spec.collectives.clear();
-      for (const auto& s : json_strings(v, w)) {
-        auto c = try_parse_collective(s);
-        if (!c) throw GridError(w, "unknown collective '" + s + "'");
-        spec.collectives.push_back(*c);
-      }
-      spec.origin["collectives"] = w;
-    } else if (k == "strategies" || k == "strategy") {
-      spec.strategies = json_strings(v, w);
-      spec.origin["strategies"] = w;
-    } else if (k == "fusions" || k == "fusion") {
-      spec.fusions.clear();
-      for (const auto& s : json_strings(v, w)) {
-        auto f = try_parse_fusion(s);
-        if (!f) throw GridError(w, "unknown fusion op '" + s + "'");
-        spec.fusions.push_back(*f);
-      }
-      spec.origin["fusions"] = w;
-    } else if (k == "dtypes" || k == "dtype") {
-      spec.dtypes.clear();
-      for (const auto& s : json_strings(v, w)) spec.dtypes.push_back(canonical_dtype(s));
-      spec.origin["dtypes"] = w;
-    } else if (k == "tp") {
-      spec.tp.clear();
-      for (auto x : json_sizes(v, w)) {
-        const auto tp = checked_narrow<int>(x);
-        if (!tp) throw GridError(w, "TP size " + std::to_string(x) + " is too large");
-        spec.tp.push_back(*tp);
-      }
-      spec.origin["tp"] = w;
-    } else if (k == "tokens" || k == "hidden" || k == "bytes") {
-      auto sizes = json_sizes(v, w);
-      (k == "tokens" ? spec.tokens : k == "hidden" ? spec.hidden : spec.bytes) = sizes;
-      spec.origin[k] = w;
-    } else if (k == "splits") {
-      spec.splits.clear();
-      for (const auto& s : json_strings(v, w))
-        for (const auto& p : parse_split_patterns(s, w)) spec.splits.push_back(p.to_string());
-      spec.origin["splits"] = w;
-    } else if (k == "plan") {
-      if (!v.is_string()) throw GridError(w, "expected a string like \"lattice:2\"");
-      spec.plan = Plan::parse(v.get<std::string>(), w);
-      spec.origin["plan"] = w;
-    } else if (k == "skip_unsupported") {
-      if (!v.is_boolean()) throw GridError(w, "expected true or false");
-      spec.skip_unsupported = v.get<bool>();
-    } else {
-      throw GridError(w, "unknown key (known: preset, backend, collectives, strategies, fusions, dtypes, tp, tokens, "
-                         "hidden, bytes, splits, plan, skip_unsupported)");
-    }
-  }
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (it.key() != "preset") apply_spec_key(spec, it.key(), it.value(), where(it.key()));
 }
 
 // ---------------------------------------------------------------- expansion
