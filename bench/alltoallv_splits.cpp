@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <cstdint>
 #include <numeric>
 #include <optional>
@@ -103,85 +104,120 @@ std::string SplitPattern::to_string() const {
   return "?";
 }
 
+namespace {
+
+// One item of a split list being read: its fields, and the messages that name the option and the item.
+struct SplitItem {
+  const std::string& item;
+  const std::string& option;
+  std::vector<std::string> f;  // the fields, f[0] the kind
+
+  // A decimal number in [lo, hi].
+  std::function<double(const std::string&)> number(const std::string& what, double lo, double hi) const {
+    return [=, item = item, option = option](const std::string& s) {
+      std::size_t used = 0;
+      double v = 0;
+      try {
+        v = std::stod(s, &used);
+      } catch (const std::logic_error&) {
+        used = 0;
+      }
+      if (s.empty() || used != s.size() || !std::isfinite(v) || v < lo || v > hi)
+        throw GridError(option, "split '" + item + "': " + what + " '" + s + "' must be a number in [" +
+                                    format_number(lo, kSpelling) + ", " + format_number(hi, kSpelling) + "]");
+      return v;
+    };
+  }
+  // Counts, seeds and ranks: decimal digits (model/text.h), not "1e3" or "+2" through stod.
+  std::function<double(const std::string&)> integer(const std::string& what, double lo, double hi) const {
+    return [=, item = item, option = option](const std::string& s) {
+      std::string why;
+      const std::optional<std::uint64_t> v =
+          parse_whole_number(s, static_cast<std::uint64_t>(lo), static_cast<std::uint64_t>(hi), &why);
+      if (!v) throw GridError(option, "split '" + item + "': " + what + " " + why);
+      return static_cast<double>(*v);
+    };
+  }
+  void arity(std::size_t min_fields, std::size_t max_fields, const std::string& usage) const {
+    if (f.size() < min_fields || f.size() > max_fields) throw GridError(option, "split '" + item + "': expected " + usage);
+  }
+  // Field `field`'s values (a list or a range of them, field_values) as `parse` reads each.
+  std::vector<double> values(const std::string& field, const std::string& what,
+                             const std::function<double(const std::string&)>& parse) const {
+    return field_values(field, what, item, option, parse);
+  }
+};
+
+// dlrm:B:T:D:SEED, each field a value or several: one pattern per combination.
+void read_dlrm(const SplitItem& it, const std::function<void(const SplitPattern&)>& add) {
+  it.arity(5, 5, "dlrm:B:T:D:SEED (batch, tables, dimension, seed)");
+  SplitPattern p;
+  p.kind = SplitPattern::Kind::Dlrm;
+  for (double b : it.values(it.f[1], "batch", it.integer("batch", 1, 1e9)))
+    for (double t : it.values(it.f[2], "tables", it.integer("tables", 1, 1e6)))
+      for (double d : it.values(it.f[3], "dimension", it.integer("dimension", 1, 1e6)))
+        for (double s : it.values(it.f[4], "seed", it.integer("seed", 0, 1e15))) {
+          if (b * t * d > kMaxElements)
+            throw GridError(it.option, "split '" + it.item + "': B·T·D = " + format_number(b * t * d, kSpelling) +
+                                           " elements is more than a rank can send (" + format_number(kMaxElements, kSpelling) + ")");
+          p.batch = static_cast<std::int64_t>(b);
+          p.tables = static_cast<std::int64_t>(t);
+          p.dim = static_cast<std::int64_t>(d);
+          p.seed = static_cast<std::uint64_t>(s);
+          add(p);
+        }
+}
+
+// zipf:EXPONENT[:SEED].
+void read_zipf(const SplitItem& it, const std::function<void(const SplitPattern&)>& add) {
+  it.arity(2, 3, "zipf:EXPONENT[:SEED]");
+  SplitPattern p;
+  p.kind = SplitPattern::Kind::Zipf;
+  for (double e : it.values(it.f[1], "exponent", it.number("exponent", 0, 20)))
+    for (double s : it.values(it.f.size() > 2 ? it.f[2] : "0", "seed", it.integer("seed", 0, 1e15))) {
+      p.exponent = e;
+      p.seed = static_cast<std::uint64_t>(s);
+      add(p);
+    }
+}
+
+// hot:FRACTION[:RANK].
+void read_hot_spot(const SplitItem& it, const std::function<void(const SplitPattern&)>& add) {
+  it.arity(2, 3, "hot:FRACTION[:RANK]");
+  SplitPattern p;
+  p.kind = SplitPattern::Kind::HotSpot;
+  for (double x : it.values(it.f[1], "fraction", it.number("fraction", 0, 1)))
+    for (double r : it.values(it.f.size() > 2 ? it.f[2] : "0", "rank", it.integer("rank", 0, 1e6))) {
+      p.fraction = x;
+      p.hot_rank = static_cast<int>(r);
+      add(p);
+    }
+}
+
+}  // namespace
+
 std::vector<SplitPattern> parse_split_patterns(const std::string& text, const std::string& option) {
   std::vector<SplitPattern> out;
   std::set<std::string> seen;
-  auto add = [&](const SplitPattern& p) {
+  const std::function<void(const SplitPattern&)> add = [&](const SplitPattern& p) {
     if (!seen.insert(p.to_string()).second) return;
     if (out.size() >= kMaxPatterns) throw GridError(option, "more than " + std::to_string(kMaxPatterns) + " split patterns");
     out.push_back(p);
   };
   for (const std::string& item : split_list(text, option)) {
-    const std::vector<std::string> f = fields_of(item);
-    auto number = [&](const std::string& what, double lo, double hi) {
-      return [=, &item](const std::string& s) {
-        std::size_t used = 0;
-        double v = 0;
-        try {
-          v = std::stod(s, &used);
-        } catch (const std::logic_error&) {
-          used = 0;
-        }
-        if (s.empty() || used != s.size() || !std::isfinite(v) || v < lo || v > hi)
-          throw GridError(option, "split '" + item + "': " + what + " '" + s + "' must be a number in [" +
-                                      format_number(lo, kSpelling) + ", " + format_number(hi, kSpelling) + "]");
-        return v;
-      };
-    };
-    // Counts, seeds and ranks: decimal digits (model/text.h), not "1e3" or "+2" through stod.
-    auto integer = [&](const std::string& what, double lo, double hi) {
-      return [=, &item](const std::string& s) {
-        std::string why;
-        const std::optional<std::uint64_t> v =
-            parse_whole_number(s, static_cast<std::uint64_t>(lo), static_cast<std::uint64_t>(hi), &why);
-        if (!v) throw GridError(option, "split '" + item + "': " + what + " " + why);
-        return static_cast<double>(*v);
-      };
-    };
-    auto arity = [&](std::size_t min_fields, std::size_t max_fields, const std::string& usage) {
-      if (f.size() < min_fields || f.size() > max_fields)
-        throw GridError(option, "split '" + item + "': expected " + usage);
-    };
-    const std::string& kind = f.empty() ? item : f[0];
-    SplitPattern p;
+    const SplitItem it{item, option, fields_of(item)};
+    const std::string& kind = it.f.empty() ? item : it.f[0];
     if (kind == "cyclic" || kind == "even") {
-      arity(1, 1, "'" + kind + "' without fields");
+      it.arity(1, 1, "'" + kind + "' without fields");
+      SplitPattern p;
       p.kind = kind == "cyclic" ? SplitPattern::Kind::Cyclic : SplitPattern::Kind::Even;
       add(p);
     } else if (kind == "dlrm") {
-      arity(5, 5, "dlrm:B:T:D:SEED (batch, tables, dimension, seed)");
-      p.kind = SplitPattern::Kind::Dlrm;
-      for (double b : field_values(f[1], "batch", item, option, integer("batch", 1, 1e9)))
-        for (double t : field_values(f[2], "tables", item, option, integer("tables", 1, 1e6)))
-          for (double d : field_values(f[3], "dimension", item, option, integer("dimension", 1, 1e6)))
-            for (double s : field_values(f[4], "seed", item, option, integer("seed", 0, 1e15))) {
-              if (b * t * d > kMaxElements)
-                throw GridError(option, "split '" + item + "': B·T·D = " + format_number(b * t * d, kSpelling) +
-                                            " elements is more than a rank can send (" + format_number(kMaxElements, kSpelling) + ")");
-              p.batch = static_cast<std::int64_t>(b);
-              p.tables = static_cast<std::int64_t>(t);
-              p.dim = static_cast<std::int64_t>(d);
-              p.seed = static_cast<std::uint64_t>(s);
-              add(p);
-            }
+      read_dlrm(it, add);
     } else if (kind == "zipf") {
-      arity(2, 3, "zipf:EXPONENT[:SEED]");
-      p.kind = SplitPattern::Kind::Zipf;
-      for (double e : field_values(f[1], "exponent", item, option, number("exponent", 0, 20)))
-        for (double s : field_values(f.size() > 2 ? f[2] : "0", "seed", item, option, integer("seed", 0, 1e15))) {
-          p.exponent = e;
-          p.seed = static_cast<std::uint64_t>(s);
-          add(p);
-        }
+      read_zipf(it, add);
     } else if (kind == "hot") {
-      arity(2, 3, "hot:FRACTION[:RANK]");
-      p.kind = SplitPattern::Kind::HotSpot;
-      for (double x : field_values(f[1], "fraction", item, option, number("fraction", 0, 1)))
-        for (double r : field_values(f.size() > 2 ? f[2] : "0", "rank", item, option, integer("rank", 0, 1e6))) {
-          p.fraction = x;
-          p.hot_rank = static_cast<int>(r);
-          add(p);
-        }
+      read_hot_spot(it, add);
     } else {
       throw GridError(option, "unknown split '" + item + "' (known: cyclic, even, dlrm:B:T:D:SEED, zipf:EXPONENT[:SEED], "
                                                          "hot:FRACTION[:RANK])");
