@@ -475,29 +475,31 @@ std::vector<std::string> json_strings(const nlohmann::json& v, const std::string
   return out;
 }
 
+// Each string of a JSON list as `parse` reads it (an empty optional: refused as an unknown `what`).
+template <typename Parse>
+auto parsed_strings(const nlohmann::json& v, const std::string& w, const std::string& what, Parse parse) {
+  std::vector<typename decltype(parse(std::string()))::value_type> out;
+  for (const auto& s : json_strings(v, w)) {
+    auto x = parse(s);
+    if (!x) throw GridError(w, "unknown " + what + " '" + s + "'");
+    out.push_back(*x);
+  }
+  return out;
+}
+
 // One key of a spec (not "preset") onto `spec`; `w` names the file, line and key for errors.
 void apply_spec_key(GridSpec& spec, const std::string& k, const nlohmann::json& v, const std::string& w) {
   if (k == "backend") {
     if (!v.is_string()) throw GridError(w, "expected a string");
     spec.backend = v.get<std::string>();
   } else if (k == "collectives" || k == "collective") {
-    spec.collectives.clear();
-    for (const auto& s : json_strings(v, w)) {
-      auto c = try_parse_collective(s);
-      if (!c) throw GridError(w, "unknown collective '" + s + "'");
-      spec.collectives.push_back(*c);
-    }
+    spec.collectives = parsed_strings(v, w, "collective", [](const std::string& s) { return try_parse_collective(s); });
     spec.origin["collectives"] = w;
   } else if (k == "strategies" || k == "strategy") {
     spec.strategies = json_strings(v, w);
     spec.origin["strategies"] = w;
   } else if (k == "fusions" || k == "fusion") {
-    spec.fusions.clear();
-    for (const auto& s : json_strings(v, w)) {
-      auto f = try_parse_fusion(s);
-      if (!f) throw GridError(w, "unknown fusion op '" + s + "'");
-      spec.fusions.push_back(*f);
-    }
+    spec.fusions = parsed_strings(v, w, "fusion op", [](const std::string& s) { return try_parse_fusion(s); });
     spec.origin["fusions"] = w;
   } else if (k == "dtypes" || k == "dtype") {
     spec.dtypes.clear();

@@ -133,10 +133,7 @@ std::string legend(const Figure& f, bool band, bool curve, const std::vector<std
 }  // namespace
 
 Figure alltoallv_figure(const AllToAllvFigureData& d, const std::string& stem) {
-  Figure f;
-  f.stem = stem;
-  f.kind = "alltoallv";
-  f.title = d.title;
+  Figure f = Figure::named(stem, "alltoallv", d.title);
   const std::size_t n = std::max<std::size_t>(1, d.panels.size());
   f.width = static_cast<int>(kLeft + n * kPanel + (n - 1) * kGap + 30);
   f.height = static_cast<int>(kTop + kPanel + kBottom);

@@ -11,10 +11,7 @@
 namespace arfit::plots {
 
 Figure error_scatter_figure(const ErrorData& d, const std::string& stem) {
-  Figure f;
-  f.stem = stem;
-  f.kind = "errors";
-  f.title = d.title;
+  Figure f = Figure::named(stem, "errors", d.title);
   // The axes span the measured times (x3 each side); predictions beyond are pinned to the border and drawn as
   // triangles, so one wild prediction cannot squash every other point into a corner.
   double lo = INFINITY, hi = 0;
@@ -88,10 +85,7 @@ Figure error_scatter_figure(const ErrorData& d, const std::string& stem) {
 }
 
 Figure error_histogram_figure(const ErrorData& d, const std::string& stem, double bin, double clip) {
-  Figure f;
-  f.stem = stem;
-  f.kind = "errors";
-  f.title = d.title;
+  Figure f = Figure::named(stem, "errors", d.title);
   f.width = 1000;
   f.height = 620;
   if (!(bin > 0)) bin = 1;
@@ -143,10 +137,7 @@ Figure error_histogram_figure(const ErrorData& d, const std::string& stem, doubl
 }
 
 Figure error_summary_figure(const ErrorSummaryData& d, const std::string& stem) {
-  Figure f;
-  f.stem = stem;
-  f.kind = "errors";
-  f.title = d.title;
+  Figure f = Figure::named(stem, "errors", d.title);
   std::size_t nm = std::max<std::size_t>(1, d.metrics.size());
   f.width = std::max(760, static_cast<int>((40 * nm + 50) * d.methods.size()) + 220);
   f.height = 580;

@@ -146,10 +146,7 @@ std::string fit_caption(const FitFigureData& d, bool any_held, bool any_band) {
 }  // namespace
 
 Figure fit_figure(const FitFigureData& d, const std::string& stem) {
-  Figure f;
-  f.stem = stem;
-  f.kind = "fit";
-  f.title = d.title;
+  Figure f = Figure::named(stem, "fit", d.title);
   f.width = 1300;
   f.height = 640;
 

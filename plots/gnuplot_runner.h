@@ -53,6 +53,15 @@ struct Figure {
   // Commands after the terminal and output are set: data blocks, settings, plot/multiplot. Must not set the
   // terminal or output itself.
   std::string body;
+
+  // What every figure function starts from: the figure of `kind` titled `title`, written at `stem`.
+  static Figure named(const std::string& stem, const std::string& kind, const std::string& title) {
+    Figure f;
+    f.stem = stem;
+    f.kind = kind;
+    f.title = title;
+    return f;
+  }
 };
 
 struct RenderResult {

@@ -216,10 +216,7 @@ std::string heatmap_caption(const HeatmapData& d, const std::string& kind, bool 
 }  // namespace
 
 Figure heatmap_figure(const HeatmapData& d, const std::string& stem, const std::string& kind) {
-  Figure f;
-  f.stem = stem;
-  f.kind = kind;
-  f.title = d.title;
+  Figure f = Figure::named(stem, kind, d.title);
   const bool percent = d.scale == GridScale::Percent;
   const bool annotate = d.annotate || percent;
   // Annotated cells need room for "123": wide grids (byte axes) stack their panels in one column.
@@ -340,10 +337,7 @@ std::string best_map_caption(const BestMapData& d, const std::vector<double>& sh
 }  // namespace
 
 Figure best_map_figure(const BestMapData& d, const std::string& stem) {
-  Figure f;
-  f.stem = stem;
-  f.kind = "best";
-  f.title = d.title;
+  Figure f = Figure::named(stem, "best", d.title);
   std::vector<double> shares = strategy_shares(d);
   bool any_measured = false, any_uncertain = false;
   for (const auto& p : d.panels)

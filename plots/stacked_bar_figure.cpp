@@ -9,10 +9,7 @@ namespace arfit::plots {
 
 Figure stacked_bar_figure(const StackedBarData& d, const std::string& stem) {
   auto colour = [&](std::size_t c) { return c < d.colours.size() ? d.colours[c] : series_colour(c); };
-  Figure f;
-  f.stem = stem;
-  f.kind = "breakdown";
-  f.title = d.title;
+  Figure f = Figure::named(stem, "breakdown", d.title);
   f.width = std::max(800, 90 * static_cast<int>(d.bars.size()) + 420);
   f.height = 620;
   std::vector<std::vector<std::string>> rows;
