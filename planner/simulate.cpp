@@ -303,7 +303,8 @@ SimulationRun simulate_overhead(const std::vector<SimTable>& tables, const Simul
       sp.insert(sp.end(), o.regrets.begin(), o.regrets.end());
     }
     const Outcome& a = outcomes[task].at("adaptive");
-    for (const char* plan : {"lattice", "random", "sparse"}) run.adaptive_ahead[t.system][plan] += ahead_of(a, outcomes[task].at(plan));
+    for (const char* plan : {"lattice", "random", "sparse"})
+      run.adaptive_ahead[t.system][plan] += ahead_of(a, outcomes[task].at(plan));
     ++run.stops[to_string(a.stop)];
     if (a.stop == StopReason::Regret) {
       const double realised = std::expm1(log_geomean(a.regrets));
