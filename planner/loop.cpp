@@ -39,6 +39,13 @@ std::vector<double> distinct_sizes(const TargetTable& table, int curve) {
   return sizes;
 }
 
+// A curve's first case at `bytes` (a shape grid has several shapes of one size); the curve has one there.
+int first_case_at(const TargetTable& table, int curve, double bytes) {
+  const std::vector<int>& members = table.curve_cases(curve);
+  return *std::find_if(members.begin(), members.end(),
+                       [&](int k) { return table.cases()[static_cast<std::size_t>(k)].bytes == bytes; });
+}
+
 }  // namespace
 
 std::vector<int> seed_cases(const TargetTable& table) {
@@ -46,17 +53,12 @@ std::vector<int> seed_cases(const TargetTable& table) {
   // several shapes of one size).
   std::vector<std::pair<int, int>> seed;  // (anchor rank: 0 smallest, 1 three quarters up; case)
   for (std::size_t c = 0; c < table.curves(); ++c) {
-    const std::vector<int>& members = table.curve_cases(static_cast<int>(c));
     const std::vector<double> sizes = distinct_sizes(table, static_cast<int>(c));
     std::vector<std::size_t> anchors = {0};
     const auto upper = static_cast<std::size_t>(std::lround(0.75 * static_cast<double>(sizes.size() - 1)));
     if (upper > 0) anchors.push_back(upper);
     for (std::size_t r = 0; r < anchors.size(); ++r)
-      for (int k : members)
-        if (table.cases()[static_cast<std::size_t>(k)].bytes == sizes[anchors[r]]) {
-          seed.emplace_back(static_cast<int>(r), k);
-          break;
-        }
+      seed.emplace_back(static_cast<int>(r), first_case_at(table, static_cast<int>(c), sizes[anchors[r]]));
   }
   std::stable_sort(seed.begin(), seed.end());
   std::vector<int> out;
@@ -89,11 +91,8 @@ Batch seed_tops(const TargetTable& table, const Measurements& m, const std::vect
   const double anchor_rate = median / size_median(anchor_s);  // a seed anchor's decisions per second
   std::vector<std::pair<double, int>> tops;                // (−decisions per second, case)
   for (std::size_t c = 0; c < table.curves(); ++c) {
-    const std::vector<int>& members = table.curve_cases(static_cast<int>(c));
-    const double top_bytes = table.cases()[static_cast<std::size_t>(members.back())].bytes;
-    const int top = *std::find_if(members.begin(), members.end(), [&](int k) {
-      return table.cases()[static_cast<std::size_t>(k)].bytes == top_bytes;
-    });
+    const int top_size_case = table.curve_cases(static_cast<int>(c)).back();  // cases in size order
+    const int top = first_case_at(table, static_cast<int>(c), table.cases()[static_cast<std::size_t>(top_size_case)].bytes);
     if (m.measured(top) || (excluded && (*excluded)[static_cast<std::size_t>(top)])) continue;
     const double rate = static_cast<double>(decisions[c]) / cost.seconds(std::exp(estimates[static_cast<std::size_t>(top)].log_us));
     if (rate >= anchor_rate) tops.emplace_back(-rate, top);
