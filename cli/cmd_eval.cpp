@@ -142,10 +142,8 @@ planner::SimulationOptions simulation_options(const EvalArgs& a) {
     o.until_regret = percentage(a.until_regret, "--until-regret", 0, 100);
     if (!(o.until_regret > 0 && o.until_regret < 1)) throw UsageError("--until-regret: a percentage above 0 and below 100");
   }
-  if (!a.noise.empty()) {
-    o.noise = percentage(a.noise, "--noise", 0, 100);
-    if (!(o.noise < 1)) throw UsageError("--noise: a percentage from 0 to below 100");
-  }
+  // Below 100 %: check_simulation_options says so.
+  if (!a.noise.empty()) o.noise = percentage(a.noise, "--noise", 0, 100);
   o.replicates = a.replicates;
   return o;
 }

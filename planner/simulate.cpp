@@ -113,9 +113,9 @@ struct Outcome {
 // keyed by the replicate, the table and the case (the same draw for every plan of the replicate).
 std::vector<double> observed_times(const SimTable& t, double noise, std::uint64_t replicate_key, std::size_t table) {
   std::vector<double> out = t.truth_us;
-  if (noise > 0)
-    for (std::size_t k = 0; k < out.size(); ++k)
-      out[k] *= std::exp(noise * unit_normal(splitmix64(replicate_key ^ splitmix64(table)) ^ splitmix64(~k)));
+  if (!(noise > 0)) return out;
+  const std::uint64_t table_key = splitmix64(replicate_key ^ splitmix64(table));
+  for (std::size_t k = 0; k < out.size(); ++k) out[k] *= std::exp(noise * unit_normal(table_key ^ splitmix64(~k)));
   return out;
 }
 
@@ -254,16 +254,17 @@ std::map<std::string, Outcome> run_plans(const SimTable& t, std::size_t ti, int 
       cost, options.budget_fraction, est);
   o["sparse"] = run_fixed(t, observed, [](std::size_t, std::size_t n) { return sparse_order(n); }, cost,
                           options.budget_fraction, est);
-  if (options.noise > 0)
+  if (options.noise > 0)  // every case fits an unbounded budget, so the order does not matter
     o["exhaustive"] = run_fixed(t, observed, [](std::size_t, std::size_t n) { return lattice_order(n); },
                                 cost, std::numeric_limits<double>::infinity(), est);
   return o;
 }
 
-// Whether adaptive's geometric-mean and p95 regret on one table are both below `other`'s.
-bool ahead_of(const Outcome& adaptive, const Outcome& other) {
-  const codegen::MethodStats a = codegen::regret_stats(adaptive.regrets), o = codegen::regret_stats(other.regrets);
-  return a.geomean_regret < o.geomean_regret && a.p95_regret < o.p95_regret;
+// Whether adaptive's geometric-mean and p95 regret on one table (`adaptive`: its regret_stats) are both below
+// `other`'s.
+bool ahead_of(const codegen::MethodStats& adaptive, const Outcome& other) {
+  const codegen::MethodStats o = codegen::regret_stats(other.regrets);
+  return adaptive.geomean_regret < o.geomean_regret && adaptive.p95_regret < o.p95_regret;
 }
 
 SimulationRun simulate_overhead(const std::vector<SimTable>& tables, const SimulationOptions& options, double overhead_s,
@@ -303,8 +304,9 @@ SimulationRun simulate_overhead(const std::vector<SimTable>& tables, const Simul
       sp.insert(sp.end(), o.regrets.begin(), o.regrets.end());
     }
     const Outcome& a = outcomes[task].at("adaptive");
+    const codegen::MethodStats a_stats = codegen::regret_stats(a.regrets);
     for (const char* plan : {"lattice", "random", "sparse"})
-      run.adaptive_ahead[t.system][plan] += ahead_of(a, outcomes[task].at(plan));
+      run.adaptive_ahead[t.system][plan] += ahead_of(a_stats, outcomes[task].at(plan));
     ++run.stops[to_string(a.stop)];
     if (a.stop == StopReason::Regret) {
       const double realised = std::expm1(log_geomean(a.regrets));
