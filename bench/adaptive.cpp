@@ -132,10 +132,18 @@ std::string stop_words(planner::StopReason why, const planner::LoopOptions& loop
 }
 
 StopReport stop_report(const PlannedGrid& grid, const planner::TargetTable& table, const planner::Measurements& m,
-                       const planner::LoopOptions& loop, int rounds, const std::string& why) {
+                       const planner::LoopOptions& loop, int rounds, const std::string& why, bool budget_ended) {
   StopReport r;
   r.rounds = rounds;
   r.why = why;
+  r.budget_ended = budget_ended;
+  // Decided again from round 0's rows, as a resumed run would: the same in a run resumed past round 1.
+  r.seed_tops = planner::round_one_was_second_stage(table, m, loop);
+  const planner::SeedShare share = planner::seed_share(table, m, r.seed_tops);
+  r.seed_anchors = share.anchors;
+  r.seed_cases = share.seed;
+  r.seed_s = share.seed_s;
+  r.chosen_cases = share.chosen;
   const planner::TableState state = planner::table_state(table, m, loop);
   r.measured = m.count();
   r.planned = table.size();
@@ -208,7 +216,9 @@ AdaptiveResult run_adaptive(MPI_Comm world, Runner& runner, const PlannedGrid& g
   }
   AdaptiveResult result;
   const bool timed_out = runner.summary().stopped_early;
-  if (rank == 0) result.stop = stop_report(grid, table, m, loop, timed_out ? round + 1 : round, stop_words(why, loop, m.spent_s(), timed_out));
+  if (rank == 0)
+    result.stop = stop_report(grid, table, m, loop, timed_out ? round + 1 : round, stop_words(why, loop, m.spent_s(), timed_out),
+                              !timed_out && why == planner::StopReason::Budget);
   result.summary = runner.finish();
   if (rank == 0 && rounds) rounds->stop(result.stop);
   return result;

@@ -84,6 +84,26 @@ std::string of_budget(double spent_s, double budget_s) {
   return format_duration(spent_s) + (std::isfinite(budget_s) ? " of " + format_duration(budget_s) + " budget" : "");
 }
 
+// What the seed took and what the loop chose; when the budget left no choice, that the table is the seed's.
+std::string seed_share_words(const StopReport& r) {
+  std::ostringstream s;
+  s << "# the seed (the smallest size and the one three quarters up of every curve"
+    << (r.seed_tops ? ", then the tops of its second stage" : "") << ") took " << r.seed_cases << " of the measured cases in "
+    << format_duration(r.seed_s) << "; the loop chose " << r.chosen_cases << " by their value\n";
+  if (!r.budget_ended || r.chosen_cases > 0) return s.str();
+  if (r.seed_cases < r.seed_anchors)
+    s << "# the budget ended inside the seed (" << r.seed_cases << " of its " << r.seed_anchors
+      << " anchors measured): some curves have one size or none, and the table leans on guesses there; the whole seed "
+         "needs more than these "
+      << format_duration(r.seed_s) << ", and the loop measures where the models are unsure only after it\n";
+  else
+    s << "# the budget ended before the loop could choose a case: the table is the seed's, what a fixed plan of two "
+         "sizes per curve gives; the loop measures where the models are unsure only with a budget well beyond the "
+         "seed's "
+      << format_duration(r.seed_s) << "\n";
+  return s.str();
+}
+
 }  // namespace
 
 void ConsoleRoundReporter::round(const RoundProgress& p) {
@@ -110,7 +130,8 @@ void ConsoleRoundReporter::stop(const StopReport& r) {
   s << "# table: " << r.cells << " cells, " << r.uncertain_cells << " uncertain; expected geometric-mean regret "
     << percent(r.expected_regret) << ", below " << percent(r.regret_bound) << " with 90 % probability";
   if (!r.worst_cell.empty()) s << "; most uncertain cell " << r.worst_cell << " (expected regret " << percent(r.worst_regret) << ")";
-  out_ << s.str() << "\n" << std::flush;
+  s << "\n" << seed_share_words(r);
+  out_ << s.str() << std::flush;
 }
 
 // ---------------------------------------------------------------- CSV

@@ -139,6 +139,12 @@ struct StopReport {
   double expected_regret = 0, regret_bound = 0;
   std::string worst_cell;                            // the cell with the highest expected regret, and that regret
   double worst_regret = 0;
+  // The seed's share (planner/loop.h SeedShare): its planned anchors, the cases its rounds measured and their
+  // seconds, and the cases the loop chose by their value after it.
+  std::size_t seed_anchors = 0, seed_cases = 0, chosen_cases = 0;
+  double seed_s = 0;
+  bool seed_tops = false;     // round 1 was the seed's second stage
+  bool budget_ended = false;  // stopped on the budget
 };
 
 class RoundReporter {

@@ -180,6 +180,27 @@ RoundPlan plan_round(const TargetTable& table, const Measurements& all, const Lo
   return with_batch(std::move(plan), b);
 }
 
+SeedShare seed_share(const TargetTable& table, const Measurements& m, bool second_stage) {
+  SeedShare share;
+  share.anchors = seed_cases(table).size();
+  for (std::size_t k = 0; k < table.size(); ++k) {
+    if (!m.measured(static_cast<int>(k))) continue;
+    if (m.round[k] == 0 || (second_stage && m.round[k] == 1)) {
+      ++share.seed;
+      share.seed_s += m.seconds[k];
+    } else {
+      ++share.chosen;
+    }
+  }
+  return share;
+}
+
+bool round_one_was_second_stage(const TargetTable& table, const Measurements& m, const LoopOptions& options) {
+  bool any = false;
+  for (std::size_t k = 0; k < table.size() && !any; ++k) any = m.measured(static_cast<int>(k)) && m.round[k] == 1;
+  return any && plan_round(table, m, options, 1).seed_tops;
+}
+
 TableState table_state(const TargetTable& table, const Measurements& m, const LoopOptions& given) {
   const LoopOptions options = with_overhead(given, m);
   TableState s;

@@ -78,6 +78,23 @@ std::vector<int> seed_cases(const TargetTable& table);
 // Round `round`'s decision from `measured` (the rounds before it; later ones are ignored).
 RoundPlan plan_round(const TargetTable& table, const Measurements& measured, const LoopOptions& options, int round);
 
+// What the seed took of the measured cases and what the loop chose by their value. The seed is round 0 (the
+// anchors) and round 1 when that round was its second stage (RoundPlan::seed_tops); every later case was chosen by
+// the value of measuring it. When the budget ends inside the seed, or right after it, the table is what a fixed
+// plan of two sizes per curve gives, and the loop had no room to measure where the models are unsure: the stop
+// report says so.
+struct SeedShare {
+  std::size_t anchors = 0;  // round 0's planned cases (seed_cases)
+  std::size_t seed = 0;     // measured in the seed's rounds
+  double seed_s = 0;        // their measuring seconds
+  std::size_t chosen = 0;   // measured in later rounds
+};
+SeedShare seed_share(const TargetTable& table, const Measurements& measured, bool second_stage);
+
+// Whether round 1 of `measured` was the seed's second stage, decided again from round 0's rows as a resumed run
+// decides it (false when nothing was measured in round 1).
+bool round_one_was_second_stage(const TargetTable& table, const Measurements& measured, const LoopOptions& options);
+
 // The state a table is left in: its estimates and assessment after everything measured so far (for the stop
 // report), and the exhaustive grid's estimated measuring time (measured cases at what they took, the rest at their
 // predicted cost).

@@ -105,6 +105,7 @@ std::vector<std::size_t> sparse_order(std::size_t n) {
 struct Outcome {
   std::vector<double> regrets;  // per cell
   long measured = 0;
+  long chosen = 0;  // adaptive: measured after the seed, chosen by their value (planner/loop.h SeedShare)
   double spent_s = 0, exhaustive_s = 0;
   StopReason stop = StopReason::None;
 };
@@ -192,14 +193,17 @@ Outcome run_adaptive(const SimTable& t, const std::vector<double>& observed, con
   std::vector<bool> too_long(t.table.size(), false);
   o.excluded = &too_long;
   StopReason stop = StopReason::None;
+  bool second_stage = false;
   for (int round = 0; stop == StopReason::None; ++round) {
     const RoundPlan plan = plan_round(t.table, b.measurements(), o, round);
     stop = plan.stop;
+    second_stage = second_stage || plan.seed_tops;
     for (int k : plan.batch)
       if (!b.measure(k, round)) too_long[static_cast<std::size_t>(k)] = true;
   }
   Outcome out = b.score(o.estimate);
   out.stop = stop;
+  out.chosen = static_cast<long>(seed_share(t.table, b.measurements(), second_stage).chosen);
   return out;
 }
 
@@ -296,6 +300,7 @@ SimulationRun simulate_overhead(const std::vector<SimTable>& tables, const Simul
       for (PlanScore* s : {&run.plans[plan], &per_system[t.system][plan]}) {
         s->cases += static_cast<long>(t.table.size());
         s->measured += o.measured;
+        s->chosen += o.chosen;
         s->exhaustive_s += o.exhaustive_s;
         s->spent_s += o.spent_s;
       }
@@ -402,9 +407,12 @@ nlohmann::json simulation_report_json(const SimulationReport& r) {
     json jr;
     jr["overhead_s"] = run.overhead_s;
     for (const std::string& plan : r.plan_order) jr["plans"][plan] = score_json(run.plans.at(plan));
+    jr["plans"]["adaptive"]["chosen_by_value"] = run.plans.at("adaptive").chosen;
     jr["systems"] = json::object();
-    for (const auto& [system, plans] : run.systems)
+    for (const auto& [system, plans] : run.systems) {
       for (const std::string& plan : r.plan_order) jr["systems"][system][plan] = score_json(plans.at(plan));
+      jr["systems"][system]["adaptive"]["chosen_by_value"] = plans.at("adaptive").chosen;
+    }
     jr["adaptive_ahead"] = run.adaptive_ahead;
     jr["stops"] = run.stops;
     if (r.options.until_regret > 0)
@@ -433,11 +441,16 @@ std::string format_simulation_report(const SimulationReport& r) {
                       pct(p.case_fraction()), pct(p.time_fraction())});
     }
     s << aligned_columns(rows, {false, true, true, true, true, true, true});
-    s << "\nper system (geomean / p95 regret; adaptive's cases% / time%; the runs in which adaptive's geomean and p95 "
-         "were both below lattice's / random's):\n";
+    const PlanScore& adaptive = run.plans.at("adaptive");
+    s << "adaptive chose " << adaptive.chosen << " of its " << adaptive.measured << " cases by their value ("
+      << pct(adaptive.measured ? double(adaptive.chosen) / double(adaptive.measured) : 0)
+      << " %); the seed took the rest\n";
+    s << "\nper system (geomean / p95 regret; adaptive's cases% / time%, and its cases chosen by value of those "
+         "measured; the runs in which adaptive's geomean and p95 were both below lattice's / random's):\n";
     std::vector<std::vector<std::string>> sys = {{"system", "cells"}};
     for (const std::string& plan : r.plan_order) sys[0].push_back(plan);
     sys[0].push_back("adaptive cases% / time%");
+    sys[0].push_back("chosen");
     sys[0].push_back("ahead of lattice / random");
     for (const auto& [system, plans] : run.systems) {
       std::vector<std::string> row = {system, std::to_string(plans.at("adaptive").regret.cells)};
@@ -445,6 +458,7 @@ std::string format_simulation_report(const SimulationReport& r) {
         row.push_back(format_number(plans.at(plan).regret.geomean_regret, "%.4f") + " / " +
                       format_number(plans.at(plan).regret.p95_regret, "%.3f"));
       row.push_back(pct(plans.at("adaptive").case_fraction()) + " / " + pct(plans.at("adaptive").time_fraction()));
+      row.push_back(std::to_string(plans.at("adaptive").chosen) + " of " + std::to_string(plans.at("adaptive").measured));
       const std::map<std::string, int>& ahead = run.adaptive_ahead.at(system);
       const std::string of = "/" + std::to_string(r.options.replicates);
       row.push_back(std::to_string(ahead.at("lattice")) + of + " / " + std::to_string(ahead.at("random")) + of);

@@ -62,6 +62,7 @@ struct SimulationOptions {
 struct PlanScore {
   codegen::MethodStats regret;
   long cases = 0, measured = 0;    // cases of the tables; measured by the plan
+  long chosen = 0;                 // adaptive: of those, chosen by their value after the seed (planner/loop.h)
   double exhaustive_s = 0, spent_s = 0;
   double case_fraction() const { return cases ? double(measured) / double(cases) : 0; }
   double time_fraction() const { return exhaustive_s > 0 ? spent_s / exhaustive_s : 0; }

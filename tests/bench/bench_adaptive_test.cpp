@@ -132,3 +132,33 @@ TEST(BenchAdaptive, ARoundLineSaysWhichStageOfTheSeedItIs) {
   EXPECT_EQ(later.find("seed"), std::string::npos) << later;
   EXPECT_EQ(line(true, true, true), "");
 }
+
+TEST(BenchAdaptive, TheStopReportSaysWhatTheSeedTookAndWhenTheBudgetLeftTheLoopNoChoice) {
+  const auto report = [](std::size_t seed, std::size_t chosen, bool budget_ended) {
+    std::ostringstream out;
+    ConsoleRoundReporter reporter(out, true);  // quiet: the stop report still
+    StopReport r;
+    r.rounds = 2;
+    r.why = "the measuring budget (--budget 1 s) is spent";
+    r.measured = seed + chosen;
+    r.planned = 40;
+    r.seed_anchors = 12;
+    r.seed_cases = seed;
+    r.seed_s = 0.25;
+    r.chosen_cases = chosen;
+    r.budget_ended = budget_ended;
+    reporter.stop(r);
+    return out.str();
+  };
+  const std::string chose = report(12, 5, true), seed_only = report(12, 0, true), inside = report(7, 0, true),
+                    settled = report(12, 0, false);
+  EXPECT_NE(chose.find("took 12 of the measured cases in 250 ms; the loop chose 5 by their value"), std::string::npos) << chose;
+  EXPECT_EQ(chose.find("the budget ended"), std::string::npos) << chose;
+  EXPECT_NE(seed_only.find("the budget ended before the loop could choose a case: the table is the seed's"),
+            std::string::npos) << seed_only;
+  EXPECT_NE(seed_only.find("well beyond the seed's 250 ms"), std::string::npos) << seed_only;
+  EXPECT_NE(inside.find("the budget ended inside the seed (7 of its 12 anchors measured)"), std::string::npos) << inside;
+  EXPECT_EQ(inside.find("before the loop could choose"), std::string::npos) << inside;
+  // Stopped on a promise or with nothing left to change, a seed that sufficed is no warning.
+  EXPECT_EQ(settled.find("the budget ended"), std::string::npos) << settled;
+}

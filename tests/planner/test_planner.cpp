@@ -321,6 +321,33 @@ TEST(PlannerLoop, SecondStageMeasuresTheTopOfACurveManyCellsShareWhereItIsCheap)
   EXPECT_EQ(plan_round(grid.table, g, overhead_bound, 1).batch, plan_round(grid.table, g, overhead_bound, 2).batch);
 }
 
+TEST(PlannerLoop, SeedShareCountsTheSeedsRoundsAndWhatTheLoopChose) {
+  const Synthetic pairs = shared_nccl_pairs();
+  Measurements m(pairs.table.size());
+  for (int k : seed_cases(pairs.table)) measure(m, pairs, k, 0, 0.5);
+  LoopOptions overhead_bound;  // round 1 is the seed's second stage: NCCL's top (the test above)
+  overhead_bound.cost.overhead_s = 0.1;
+  overhead_bound.until_regret = 1e-6;
+  EXPECT_FALSE(round_one_was_second_stage(pairs.table, m, overhead_bound));  // nothing measured in round 1 yet
+  const RoundPlan second = plan_round(pairs.table, m, overhead_bound, 1);
+  ASSERT_TRUE(second.seed_tops);
+  for (int k : second.batch) measure(m, pairs, k, 1, 0.25);
+  measure(m, pairs, 30, 2, 0.125);
+  // Decided again from round 0's rows, as a resumed run decides.
+  EXPECT_TRUE(round_one_was_second_stage(pairs.table, m, overhead_bound));
+  const SeedShare share = seed_share(pairs.table, m, true);
+  EXPECT_EQ(share.anchors, 10u);
+  EXPECT_EQ(share.seed, 10u + second.batch.size());
+  EXPECT_DOUBLE_EQ(share.seed_s, 10 * 0.5 + 0.25 * static_cast<double>(second.batch.size()));
+  EXPECT_EQ(share.chosen, 1u);
+  // Where round 1 chose by value (1 ms a case: the top is dear), its cases were the loop's choice.
+  LoopOptions iteration_bound = overhead_bound;
+  iteration_bound.cost.overhead_s = 0.001;
+  EXPECT_FALSE(round_one_was_second_stage(pairs.table, m, iteration_bound));
+  EXPECT_EQ(seed_share(pairs.table, m, false).chosen, 1u + second.batch.size());
+  EXPECT_EQ(seed_share(pairs.table, Measurements(pairs.table.size()), false).seed, 0u);
+}
+
 TEST(PlannerLoop, StopRules) {
   const Synthetic s = synthetic();
   Measurements all(s.table.size());

@@ -69,6 +69,11 @@ TEST(Simulate, AdaptiveKeepsTheBudgetAndChoosesWellOnSmoothCurves) {
     // 1.0264 against lattice 1.0084 / 1.0400, random 1.0226 / 1.2470, sparse 1.0139 / 1.1424).
     const PlanScore& a = run.plans.at("adaptive");
     EXPECT_LE(a.regret.geomean_regret, run.overhead_s < 0.01 ? 1.001 : 1.03) << run.overhead_s;
+    // Past its seed (two sizes of each of six curves: NCCL and one-shot at three GPU counts) the loop chose by
+    // value; fixed plans choose nothing.
+    EXPECT_GT(a.chosen, 0) << run.overhead_s;
+    EXPECT_LE(a.chosen + 12, a.measured) << run.overhead_s;
+    EXPECT_EQ(run.plans.at("lattice").chosen, 0);
     for (const char* fixed : {"lattice", "random", "sparse"})
       EXPECT_LT(a.regret.geomean_regret, run.plans.at(fixed).regret.geomean_regret) << fixed << " " << run.overhead_s;
     EXPECT_EQ(run.systems.size(), 1u);
@@ -79,6 +84,14 @@ TEST(Simulate, AdaptiveKeepsTheBudgetAndChoosesWellOnSmoothCurves) {
   const nlohmann::json j = simulation_report_json(r);
   EXPECT_EQ(j["runs"].size(), 2u);
   EXPECT_TRUE(j["runs"][0]["plans"].contains("sparse"));
+  EXPECT_EQ(j["runs"][0]["plans"]["adaptive"]["chosen_by_value"].get<long>(), r.runs[0].plans.at("adaptive").chosen);
+  EXPECT_EQ(j["runs"][0]["systems"]["synth"]["adaptive"]["chosen_by_value"].get<long>(), r.runs[0].plans.at("adaptive").chosen);
+  EXPECT_FALSE(j["runs"][0]["plans"]["lattice"].contains("chosen_by_value"));
+  EXPECT_NE(text.find("adaptive chose " + std::to_string(r.runs[0].plans.at("adaptive").chosen) + " of its"), std::string::npos) << text;
+  // A budget the seed alone spends: nothing chosen.
+  o.budget_fraction = 0.01;
+  o.overheads_s = {0.1};
+  EXPECT_EQ(simulate_adaptive(synthetic_system(), o).runs.at(0).plans.at("adaptive").chosen, 0);
 }
 
 TEST(Simulate, UntilRegretStopsWithinItsPromise) {
