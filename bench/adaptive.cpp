@@ -132,11 +132,12 @@ std::string stop_words(planner::StopReason why, const planner::LoopOptions& loop
 }
 
 StopReport stop_report(const PlannedGrid& grid, const planner::TargetTable& table, const planner::Measurements& m,
-                       const planner::LoopOptions& loop, int rounds, const std::string& why, bool budget_ended) {
+                       const planner::LoopOptions& loop, int rounds, planner::StopReason reason, bool timed_out) {
   StopReport r;
   r.rounds = rounds;
-  r.why = why;
-  r.budget_ended = budget_ended;
+  r.why = stop_words(reason, loop, m.spent_s(), timed_out);
+  r.budget_ended = !timed_out && reason == planner::StopReason::Budget;
+  r.reason = timed_out ? "timeout" : planner::to_string(reason);
   // Decided again from round 0's rows, as a resumed run would: the same in a run resumed past round 1.
   r.seed_tops = planner::round_one_was_second_stage(table, m, loop);
   const planner::SeedShare share = planner::seed_share(table, m, r.seed_tops);
@@ -175,7 +176,8 @@ void share_decision(MPI_Comm world, std::vector<int>& batch, int& stop) {
 
 AdaptiveResult run_adaptive(MPI_Comm world, Runner& runner, const PlannedGrid& grid, const planner::TargetTable& table,
                             planner::Measurements m, const planner::LoopOptions& loop, const RunHeader& header,
-                            std::size_t resumed_cases, const std::vector<Reporter*>& reporters, RoundReporter* rounds) {
+                            std::size_t resumed_cases, const std::vector<Reporter*>& reporters,
+                            const std::vector<RoundReporter*>& rounds) {
   int rank = 0;
   MPI_Comm_rank(world, &rank);
   MeasurementCollector collector(m);
@@ -193,7 +195,8 @@ AdaptiveResult run_adaptive(MPI_Comm world, Runner& runner, const PlannedGrid& g
     if (rank == 0) {
       try {
         d = decide(table, m, loop, round);
-        if (d.plan.stop == planner::StopReason::None && !d.batch.empty() && rounds) rounds->round(progress_of(d, table, m, loop));
+        if (d.plan.stop == planner::StopReason::None && !d.batch.empty())
+          for (RoundReporter* r : rounds) r->round(progress_of(d, table, m, loop));
       } catch (const std::exception& e) {
         status = 1;
         error = std::string("--plan adaptive: deciding round ") + std::to_string(round) + " failed: " + e.what();
@@ -216,11 +219,11 @@ AdaptiveResult run_adaptive(MPI_Comm world, Runner& runner, const PlannedGrid& g
   }
   AdaptiveResult result;
   const bool timed_out = runner.summary().stopped_early;
-  if (rank == 0)
-    result.stop = stop_report(grid, table, m, loop, timed_out ? round + 1 : round, stop_words(why, loop, m.spent_s(), timed_out),
-                              !timed_out && why == planner::StopReason::Budget);
+  if (rank == 0) {
+    result.stop = stop_report(grid, table, m, loop, timed_out ? round + 1 : round, why, timed_out);
+    for (RoundReporter* r : rounds) r->stop(result.stop);
+  }
   result.summary = runner.finish();
-  if (rank == 0 && rounds) rounds->stop(result.stop);
   return result;
 }
 

@@ -40,10 +40,12 @@ struct AdaptiveResult {
 };
 
 // Collective over `world`: starts `runner` with `reporters` (rank 0's), runs the rounds from `resumed` (rank 0's
-// journal; empty elsewhere) until a stop rule holds, reports each round and the stop to `rounds` (rank 0's), and
-// finishes the runner. `loop` is rank 0's (the other ranks follow its batches).
+// journal; empty elsewhere) until a stop rule holds, reports each round and the stop to `rounds` (rank 0's; the stop
+// before the runner finishes, so that the JSON file the runner's outputs commit holds it), and finishes the runner.
+// `loop` is rank 0's (the other ranks follow its batches).
 AdaptiveResult run_adaptive(MPI_Comm world, Runner& runner, const PlannedGrid& grid, const planner::TargetTable& table,
                             planner::Measurements resumed, const planner::LoopOptions& loop, const RunHeader& header,
-                            std::size_t resumed_cases, const std::vector<Reporter*>& reporters, RoundReporter* rounds);
+                            std::size_t resumed_cases, const std::vector<Reporter*>& reporters,
+                            const std::vector<RoundReporter*>& rounds);
 
 }  // namespace arfit::bench

@@ -336,9 +336,12 @@ int run(int argc, char** argv, int rank, int size) {
     // Rank 0 decides what to measure, round by round, from its journal's rows on (bench/adaptive.h).
     const arfit::planner::TargetTable table = target_table(grid, opt.runner.device.device, opt.runner.nnodes);
     arfit::planner::Measurements resumed_rows = root ? journal_measurements(grid, o.out.rows) : arfit::planner::Measurements(grid.cases.size());
-    std::unique_ptr<ConsoleRoundReporter> rounds = root ? std::make_unique<ConsoleRoundReporter>(std::cout, opt.quiet) : nullptr;
+    ConsoleRoundReporter console_rounds(std::cout, opt.quiet);
+    std::vector<RoundReporter*> rounds;
+    if (root) rounds.push_back(&console_rounds);
+    if (reporters.json) rounds.push_back(reporters.json.get());
     const AdaptiveResult r = run_adaptive(MPI_COMM_WORLD, runner, grid, table, std::move(resumed_rows), o.loop, header,
-                                          resumed_all, reporters.all, rounds.get());
+                                          resumed_all, reporters.all, rounds);
     return r.summary.failed || r.summary.stopped_early ? 1 : 0;
   }
   std::vector<Case> cases;

@@ -388,6 +388,54 @@ void CsvReporter::finish(const RunSummary&, OutputSet& outputs) {
 
 // ---------------------------------------------------------------- JSON
 
+namespace {
+
+// A budget of infinity (none) is null: JSON has no infinity.
+nlohmann::json seconds_or_null(double s) { return std::isfinite(s) ? nlohmann::json(s) : nlohmann::json(nullptr); }
+
+nlohmann::json round_json(const RoundProgress& p) {
+  nlohmann::json j = {{"round", p.round},       {"cases", p.batch},         {"measured_before", p.measured},
+                      {"planned", p.planned},   {"spent_s", p.spent_s},     {"budget_s", seconds_or_null(p.budget_s)},
+                      {"assessed", p.assessed}, {"seed_tops", p.seed_tops}};
+  if (p.assessed) {
+    j["cells"] = p.cells;
+    j["uncertain_cells"] = p.uncertain_cells;
+    j["expected_regret"] = p.expected_regret;
+    j["regret_bound"] = p.regret_bound;
+  }
+  return j;
+}
+
+nlohmann::json stop_json(const StopReport& r) {
+  nlohmann::json j = {{"rounds", r.rounds},
+                      {"reason", r.reason},
+                      {"why", r.why},
+                      {"budget_ended", r.budget_ended},
+                      {"measured", r.measured},
+                      {"planned", r.planned},
+                      {"spent_s", r.spent_s},
+                      {"exhaustive_s", r.exhaustive_s},
+                      {"cells", r.cells},
+                      {"uncertain_cells", r.uncertain_cells},
+                      {"expected_regret", r.expected_regret},
+                      {"regret_bound", r.regret_bound},
+                      {"seed", {{"anchors", r.seed_anchors}, {"cases", r.seed_cases}, {"seconds", r.seed_s},
+                                {"second_stage", r.seed_tops}}},
+                      {"chosen_by_value", r.chosen_cases}};
+  if (!r.worst_cell.empty()) j["worst_cell"] = {{"cell", r.worst_cell}, {"expected_regret", r.worst_regret}};
+  return j;
+}
+
+nlohmann::json adaptive_json(const std::vector<RoundProgress>& rounds, const std::vector<StopReport>& stop) {
+  nlohmann::json j;
+  j["rounds"] = nlohmann::json::array();
+  for (const RoundProgress& p : rounds) j["rounds"].push_back(round_json(p));
+  if (!stop.empty()) j["stop"] = stop_json(stop.front());
+  return j;
+}
+
+}  // namespace
+
 void JsonReporter::start(const RunHeader& header, std::size_t, std::size_t) { header_ = header; }
 
 void JsonReporter::report(const Record& r) { records_.push_back(r); }
@@ -427,7 +475,12 @@ void JsonReporter::finish(const RunSummary& s, OutputSet& outputs) {
     }
     j["cases"].push_back(c);
   }
+  if (!rounds_.empty() || !stop_.empty()) j["adaptive"] = adaptive_json(rounds_, stop_);
   outputs.add(path_, json_document_text(j));
 }
+
+void JsonReporter::round(const RoundProgress& progress) { rounds_.push_back(progress); }
+
+void JsonReporter::stop(const StopReport& report) { stop_.assign(1, report); }
 
 }  // namespace arfit::bench

@@ -133,6 +133,7 @@ struct RoundProgress {
 struct StopReport {
   int rounds = 0;
   std::string why;                                   // the stop rule in words
+  std::string reason;  // the rule's name: planner::to_string(StopReason) (budget, regret, settled, exhausted), or timeout
   std::size_t measured = 0, planned = 0;
   double spent_s = 0, exhaustive_s = 0;              // measuring seconds; the whole grid's, estimated
   int cells = 0, uncertain_cells = 0;
@@ -166,17 +167,24 @@ class ConsoleRoundReporter : public RoundReporter {
   bool quiet_;
 };
 
-class JsonReporter : public Reporter {
+// The run as one JSON document: its header, summary and cases, and with --plan adaptive an "adaptive" object: this
+// session's rounds (as the console's round lines: a resumed run's from the round it decided again) and the stop
+// report, so that a script can follow the expected regret against the seconds spent and read why the loop stopped.
+class JsonReporter : public Reporter, public RoundReporter {
  public:
   explicit JsonReporter(std::string path) : path_(std::move(path)) {}
   void start(const RunHeader& header, std::size_t planned, std::size_t already_done) override;
   void report(const Record& r) override;
   void finish(const RunSummary& s, OutputSet& outputs) override;
+  void round(const RoundProgress& progress) override;
+  void stop(const StopReport& report) override;
 
  private:
   std::string path_;
   RunHeader header_;
   std::vector<Record> records_;
+  std::vector<RoundProgress> rounds_;
+  std::vector<StopReport> stop_;  // at most one
 };
 
 }  // namespace arfit::bench

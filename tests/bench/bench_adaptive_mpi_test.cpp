@@ -85,11 +85,23 @@ TEST(BenchMpiAdaptive, ABudgetStopsTheRunAndAResumeWithItsRowsFindsItSpent) {
   TempDir d;
   const std::string out = d.file("s.csv");
   const std::string grid = "--backend host --tokens 1:1024:x4 --hidden 256,1024 -w 2 -n 8 -q --plan adaptive";
-  const CommandResult r = run_command(mpirun(grid + " --budget 50ms -o " + out));
+  const CommandResult r = run_command(mpirun(grid + " --budget 50ms -o " + out + " --json " + d.file("s.json")));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("the measuring budget (--budget 50 ms) is spent"), std::string::npos) << r.output;
   const std::size_t rows = read_samples_csv(out).samples.size();
   EXPECT_LT(rows, 36u);
+  // The JSON holds the rounds and the stop report: why, and what the seed took against what the loop chose.
+  const nlohmann::json adaptive = nlohmann::json::parse(arfit::testing::slurp(d.file("s.json")))["adaptive"];
+  EXPECT_EQ(adaptive["stop"]["reason"], "budget") << adaptive.dump();
+  EXPECT_TRUE(adaptive["stop"]["budget_ended"].get<bool>());
+  EXPECT_EQ(adaptive["stop"]["measured"].get<std::size_t>(), rows);
+  EXPECT_EQ(adaptive["stop"]["seed"]["cases"].get<std::size_t>() + adaptive["stop"]["chosen_by_value"].get<std::size_t>(), rows);
+  // 5 curves (the host strategies MPI, ONESHOT, TWOSHOT, MULTIMEM_ONESHOT, MULTIMEM_TWOSHOT), 2 sizes each
+  EXPECT_EQ(adaptive["stop"]["seed"]["anchors"].get<std::size_t>(), 10u);
+  ASSERT_FALSE(adaptive["rounds"].empty());
+  EXPECT_EQ(adaptive["rounds"][0]["round"], 0);
+  EXPECT_EQ(adaptive["rounds"][0]["budget_s"].get<double>(), 0.05);
+  EXPECT_NE(r.output.find("the loop chose"), std::string::npos) << r.output;
   // The header says what the run was asked for; a resume with the same budget measures nothing more.
   EXPECT_NE(arfit::testing::slurp(out).find("# adaptive: budget 50 ms"), std::string::npos);
   const CommandResult again = run_command(mpirun(grid + " --budget 50ms -o " + out + " --resume"));
