@@ -118,7 +118,7 @@ void add_run_options(CLI::App& app, Options& o, RawOptions& raw) {
   app.add_flag("--overwrite", o.overwrite, "Replace an existing FILE (when the run ends) and discard an old FILE.partial");
   app.add_option("--json", o.json_output,
                  "Also write every record as JSON (at the end, moved into place with FILE: both replaced, or when one "
-                 "fails neither, FILE.partial kept for --resume)");
+                 "fails neither, FILE.partial kept for --resume); with --plan adaptive also its rounds and stop report");
   app.add_option("-w,--warmup", o.runner.warmup, "Warm-up iterations per case")->capture_default_str();
   app.add_option("-n,--iters", o.runner.iters, "Timed iterations per case (1 to 10000000)")->capture_default_str();
   app.add_option("--buffers", o.runner.buffers, "Input buffers to rotate through (0: automatic, spanning 64 MiB)")->capture_default_str();
