@@ -132,15 +132,14 @@ std::string stop_words(planner::StopReason why, const planner::LoopOptions& loop
 }
 
 StopReport stop_report(const PlannedGrid& grid, const planner::TargetTable& table, const planner::Measurements& m,
-                       const planner::LoopOptions& loop, int rounds, planner::StopReason reason, bool timed_out) {
+                       const planner::LoopOptions& loop, int rounds, planner::StopReason reason, bool timed_out,
+                       bool second_stage) {
   StopReport r;
   r.rounds = rounds;
   r.why = stop_words(reason, loop, m.spent_s(), timed_out);
-  r.budget_ended = !timed_out && reason == planner::StopReason::Budget;
   r.reason = timed_out ? "timeout" : planner::to_string(reason);
-  // Decided again from round 0's rows, as a resumed run would: the same in a run resumed past round 1.
-  r.seed_tops = planner::round_one_was_second_stage(table, m, loop);
-  const planner::SeedShare share = planner::seed_share(table, m, r.seed_tops);
+  r.seed_tops = second_stage;
+  const planner::SeedShare share = planner::seed_share(table, m, second_stage);
   r.seed_anchors = share.anchors;
   r.seed_cases = share.seed;
   r.seed_s = share.seed_s;
@@ -187,6 +186,8 @@ AdaptiveResult run_adaptive(MPI_Comm world, Runner& runner, const PlannedGrid& g
   // A resumed run decides its journal's last round again: the same batch, less what it measured already.
   int round = 0;
   for (int r : m.round) round = std::max(round, r);
+  const int first_round = round;
+  bool second_stage = false;  // round 1's decision was the seed's second stage (rank 0's)
   planner::StopReason why = planner::StopReason::None;
   for (;; ++round) {
     Decision d;
@@ -195,6 +196,7 @@ AdaptiveResult run_adaptive(MPI_Comm world, Runner& runner, const PlannedGrid& g
     if (rank == 0) {
       try {
         d = decide(table, m, loop, round);
+        if (round == 1) second_stage = d.plan.seed_tops;
         if (d.plan.stop == planner::StopReason::None && !d.batch.empty())
           for (RoundReporter* r : rounds) r->round(progress_of(d, table, m, loop));
       } catch (const std::exception& e) {
@@ -220,7 +222,9 @@ AdaptiveResult run_adaptive(MPI_Comm world, Runner& runner, const PlannedGrid& g
   AdaptiveResult result;
   const bool timed_out = runner.summary().stopped_early;
   if (rank == 0) {
-    result.stop = stop_report(grid, table, m, loop, timed_out ? round + 1 : round, why, timed_out);
+    // A run resumed past round 1 did not decide it: decided again from round 0's rows, as a resume decides.
+    if (first_round > 1) second_stage = planner::round_one_was_second_stage(table, m, loop);
+    result.stop = stop_report(grid, table, m, loop, timed_out ? round + 1 : round, why, timed_out, second_stage);
     for (RoundReporter* r : rounds) r->stop(result.stop);
   }
   result.summary = runner.finish();

@@ -84,13 +84,16 @@ std::string of_budget(double spent_s, double budget_s) {
   return format_duration(spent_s) + (std::isfinite(budget_s) ? " of " + format_duration(budget_s) + " budget" : "");
 }
 
+// Round 0's seed (planner/loop.h seed_cases), as the round line and the stop report name it.
+constexpr const char* kSeedWords = "the smallest size and the one three quarters up of every curve";
+
 // What the seed took and what the loop chose; when the budget left no choice, that the table is the seed's.
 std::string seed_share_words(const StopReport& r) {
   std::ostringstream s;
-  s << "# the seed (the smallest size and the one three quarters up of every curve"
+  s << "# the seed (" << kSeedWords
     << (r.seed_tops ? ", then the tops of its second stage" : "") << ") took " << r.seed_cases << " of the measured cases in "
     << format_duration(r.seed_s) << "; the loop chose " << r.chosen_cases << " by their value\n";
-  if (!r.budget_ended || r.chosen_cases > 0) return s.str();
+  if (!r.budget_ended() || r.chosen_cases > 0) return s.str();
   if (r.seed_cases < r.seed_anchors)
     s << "# the budget ended inside the seed (" << r.seed_cases << " of its " << r.seed_anchors
       << " anchors measured): some curves have one size or none, and the table leans on guesses there; the whole seed "
@@ -116,7 +119,7 @@ void ConsoleRoundReporter::round(const RoundProgress& p) {
          << " (below " << percent(p.regret_bound) << " with 90 % probability)";
   if (p.seed_tops) line << "; the seed's second stage: the largest size of every curve whose cells make it worth an anchor";
   else if (!p.assessed)
-    line << "; the seed: the smallest size and the one three quarters up of every curve";
+    line << "; the seed: " << kSeedWords;
   out_ << line.str() << "\n" << std::flush;
 }
 
@@ -410,7 +413,7 @@ nlohmann::json stop_json(const StopReport& r) {
   nlohmann::json j = {{"rounds", r.rounds},
                       {"reason", r.reason},
                       {"why", r.why},
-                      {"budget_ended", r.budget_ended},
+                      {"budget_ended", r.budget_ended()},
                       {"measured", r.measured},
                       {"planned", r.planned},
                       {"spent_s", r.spent_s},
@@ -426,11 +429,11 @@ nlohmann::json stop_json(const StopReport& r) {
   return j;
 }
 
-nlohmann::json adaptive_json(const std::vector<RoundProgress>& rounds, const std::vector<StopReport>& stop) {
+nlohmann::json adaptive_json(const std::vector<RoundProgress>& rounds, const std::optional<StopReport>& stop) {
   nlohmann::json j;
   j["rounds"] = nlohmann::json::array();
   for (const RoundProgress& p : rounds) j["rounds"].push_back(round_json(p));
-  if (!stop.empty()) j["stop"] = stop_json(stop.front());
+  if (stop) j["stop"] = stop_json(*stop);
   return j;
 }
 
@@ -475,12 +478,12 @@ void JsonReporter::finish(const RunSummary& s, OutputSet& outputs) {
     }
     j["cases"].push_back(c);
   }
-  if (!rounds_.empty() || !stop_.empty()) j["adaptive"] = adaptive_json(rounds_, stop_);
+  if (!rounds_.empty() || stop_) j["adaptive"] = adaptive_json(rounds_, stop_);
   outputs.add(path_, json_document_text(j));
 }
 
 void JsonReporter::round(const RoundProgress& progress) { rounds_.push_back(progress); }
 
-void JsonReporter::stop(const StopReport& report) { stop_.assign(1, report); }
+void JsonReporter::stop(const StopReport& report) { stop_ = report; }
 
 }  // namespace arfit::bench

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <string>
@@ -144,8 +145,8 @@ struct StopReport {
   // seconds, and the cases the loop chose by their value after it.
   std::size_t seed_anchors = 0, seed_cases = 0, chosen_cases = 0;
   double seed_s = 0;
-  bool seed_tops = false;     // round 1 was the seed's second stage
-  bool budget_ended = false;  // stopped on the budget
+  bool seed_tops = false;  // round 1 was the seed's second stage
+  bool budget_ended() const { return reason == "budget"; }
 };
 
 class RoundReporter {
@@ -184,7 +185,7 @@ class JsonReporter : public Reporter, public RoundReporter {
   RunHeader header_;
   std::vector<Record> records_;
   std::vector<RoundProgress> rounds_;
-  std::vector<StopReport> stop_;  // at most one
+  std::optional<StopReport> stop_;
 };
 
 }  // namespace arfit::bench

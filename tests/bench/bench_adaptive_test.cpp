@@ -134,7 +134,7 @@ TEST(BenchAdaptive, ARoundLineSaysWhichStageOfTheSeedItIs) {
 }
 
 TEST(BenchAdaptive, TheStopReportSaysWhatTheSeedTookAndWhenTheBudgetLeftTheLoopNoChoice) {
-  const auto report = [](std::size_t seed, std::size_t chosen, bool budget_ended) {
+  const auto report = [](std::size_t seed, std::size_t chosen, const std::string& reason) {
     std::ostringstream out;
     ConsoleRoundReporter reporter(out, true);  // quiet: the stop report still
     StopReport r;
@@ -146,12 +146,12 @@ TEST(BenchAdaptive, TheStopReportSaysWhatTheSeedTookAndWhenTheBudgetLeftTheLoopN
     r.seed_cases = seed;
     r.seed_s = 0.25;
     r.chosen_cases = chosen;
-    r.budget_ended = budget_ended;
+    r.reason = reason;
     reporter.stop(r);
     return out.str();
   };
-  const std::string chose = report(12, 5, true), seed_only = report(12, 0, true), inside = report(7, 0, true),
-                    settled = report(12, 0, false);
+  const std::string chose = report(12, 5, "budget"), seed_only = report(12, 0, "budget"), inside = report(7, 0, "budget"),
+                    settled = report(12, 0, "settled");
   EXPECT_NE(chose.find("took 12 of the measured cases in 250 ms; the loop chose 5 by their value"), std::string::npos) << chose;
   EXPECT_EQ(chose.find("the budget ended"), std::string::npos) << chose;
   EXPECT_NE(seed_only.find("the budget ended before the loop could choose a case: the table is the seed's"),
